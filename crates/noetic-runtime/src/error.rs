@@ -1,0 +1,57 @@
+//! The two error families of the public API: configuration errors (bad input, found before or while running) and
+//! runtime errors with a discriminated `kind`, as upstream's `NoeticConfigError` and `NoeticError`.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// `NoeticConfigError`: a stable `code`, a message, and a hint that says how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigError {
+  pub code: String,
+  pub message: String,
+  pub hint: String,
+}
+
+impl ConfigError {
+  pub fn new(code: &str, message: impl Into<String>, hint: impl Into<String>) -> Self {
+    Self { code: code.to_owned(), message: message.into(), hint: hint.into() }
+  }
+}
+
+impl fmt::Display for ConfigError {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(f, "[{}] {}", self.code, self.message)
+  }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// `NoeticError`: the runtime failures users match on by `kind`. The payload is kept as JSON so that it crosses
+/// to JS unchanged (`noeticError` on the JS error object).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoeticError {
+  pub kind: String,
+  /// The whole `noeticError` object, `kind` included.
+  pub payload: serde_json::Value,
+  pub message: String,
+}
+
+impl NoeticError {
+  pub fn new(kind: &str, mut payload: serde_json::Value, message: impl Into<String>) -> Self {
+    if let Some(obj) = payload.as_object_mut() {
+      obj.insert("kind".into(), kind.into());
+    } else {
+      payload = serde_json::json!({ "kind": kind });
+    }
+    Self { kind: kind.to_owned(), payload, message: message.into() }
+  }
+}
+
+impl fmt::Display for NoeticError {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_str(&self.message)
+  }
+}
+
+impl std::error::Error for NoeticError {}

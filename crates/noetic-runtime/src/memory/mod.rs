@@ -1,0 +1,6 @@
+//! The memory-layer system: the layer model, budgets, projection, scopes and storage keys, the state store and the
+//! lifecycle that runs the hooks, and the built-in layers implemented in Rust.
+
+mod layer;
+
+pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
