@@ -7,6 +7,7 @@
 pub mod error;
 pub mod items;
 pub mod memory;
+pub mod storage;
 pub mod tokens;
 
 pub use error::{ConfigError, NoeticError};

@@ -2,5 +2,6 @@
 //! lifecycle that runs the hooks, and the built-in layers implemented in Rust.
 
 mod layer;
+pub mod state;
 
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};

@@ -1,0 +1,34 @@
+//! Storage adapters: the `StorageAdapter` contract (`get`, `set`, `delete`, `list(prefix)`) and the native stores.
+//! A JS adapter object is reached through the host and implements the same trait in the binding.
+
+mod in_memory;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use self::in_memory::InMemoryStorage;
+
+/// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageError(pub String);
+
+impl std::fmt::Display for StorageError {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    f.write_str(&self.0)
+  }
+}
+
+impl std::error::Error for StorageError {}
+
+pub type StorageResult<T> = Result<T, StorageError>;
+
+/// A key-value store for durable layer state. Values are JSON: durable writes serialize at write time (A4).
+#[async_trait]
+pub trait Storage: Send + Sync {
+  /// The value under `key`, or `None` when the key is missing.
+  async fn get(&self, key: &str) -> StorageResult<Option<Value>>;
+  async fn set(&self, key: &str, value: Value) -> StorageResult<()>;
+  async fn delete(&self, key: &str) -> StorageResult<()>;
+  /// Every key that starts with `prefix`.
+  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>>;
+}
