@@ -1,0 +1,84 @@
+//! Scope keys and the storage keys of a layer's scoped storage (§4).
+//!
+//! Nothing is escaped: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share `layers/a/b/c/`, as
+//! upstream. Keys must stay byte-identical to upstream's so existing stores rehydrate.
+
+use super::layer::Scope;
+
+/// The scope key of every `global` layer.
+pub const GLOBAL_SCOPE_KEY: &str = "__global__";
+
+/// The key, under a layer's scoped prefix, where its durable state lives.
+pub const STATE_KEY: &str = "state";
+
+/// Which partition of storage a layer's state belongs to in this execution. A `resource` layer falls back to the
+/// thread only when there is no resource id; an empty resource id is a key of its own.
+pub fn resolve_scope_key(scope: Scope, thread_id: &str, resource_id: Option<&str>, execution_id: &str) -> String {
+  match scope {
+    Scope::Thread => thread_id,
+    Scope::Resource => resource_id.unwrap_or(thread_id),
+    Scope::Global => GLOBAL_SCOPE_KEY,
+    Scope::Execution => execution_id,
+  }
+  .to_owned()
+}
+
+/// `layers/<layerId>/<scopeKey>/`: every key of the layer's scoped storage starts with it.
+pub fn scoped_prefix(layer_id: &str, scope_key: &str) -> String {
+  format!("layers/{layer_id}/{scope_key}/")
+}
+
+/// The adapter key that scoped `get`/`set`/`delete` of `key` touch.
+pub fn scoped_key(layer_id: &str, scope_key: &str, key: &str) -> String {
+  format!("layers/{layer_id}/{scope_key}/{key}")
+}
+
+/// The adapter prefix that scoped `list(key_prefix)` asks for: the scoped prefix alone when `key_prefix` is absent
+/// or empty.
+pub fn scoped_list_prefix(prefix: &str, key_prefix: Option<&str>) -> String {
+  format!("{prefix}{}", key_prefix.unwrap_or(""))
+}
+
+/// Maps one key returned by the adapter's `list` back to the layer's view: the scoped prefix is removed (the list
+/// prefix is not, so `list("sub/")` yields `sub/a`), and a key that does not start with it passes through as is.
+pub fn unscope_listed_key(prefix: &str, key: &str) -> String {
+  key.strip_prefix(prefix).unwrap_or(key).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn scope_keys() {
+    let key = |scope, resource| resolve_scope_key(scope, "T", resource, "E");
+    assert_eq!(key(Scope::Thread, None), "T");
+    assert_eq!(key(Scope::Resource, None), "T");
+    assert_eq!(key(Scope::Global, None), "__global__");
+    assert_eq!(key(Scope::Execution, None), "E");
+    assert_eq!(key(Scope::Resource, Some("")), "");
+    assert_eq!(key(Scope::Resource, Some("R")), "R");
+    assert_eq!(key(Scope::Thread, Some("R")), "T");
+  }
+
+  #[test]
+  fn scoped_storage_keys_for_layer_w_in_thread_t() {
+    let prefix = scoped_prefix("w", "T");
+    assert_eq!(prefix, "layers/w/T/");
+    assert_eq!(scoped_key("w", "T", STATE_KEY), "layers/w/T/state");
+    assert_eq!(scoped_list_prefix(&prefix, None), "layers/w/T/");
+    assert_eq!(scoped_list_prefix(&prefix, Some("")), "layers/w/T/");
+    assert_eq!(scoped_list_prefix(&prefix, Some("sub/")), "layers/w/T/sub/");
+
+    // Only the layer/scope prefix is removed; foreign keys come back unchanged.
+    assert_eq!(unscope_listed_key(&prefix, "layers/w/T/sub/a"), "sub/a");
+    assert_eq!(unscope_listed_key(&prefix, "layers/w/T/state"), "state");
+    assert_eq!(unscope_listed_key(&prefix, "layers/x/T/state"), "layers/x/T/state");
+    assert_eq!(unscope_listed_key(&prefix, "other"), "other");
+  }
+
+  #[test]
+  fn unescaped_ids_can_share_a_prefix() {
+    assert_eq!(scoped_prefix("a/b", "c"), scoped_prefix("a", "b/c"));
+  }
+}
