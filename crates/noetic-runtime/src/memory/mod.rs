@@ -2,8 +2,12 @@
 //! lifecycle that runs the hooks, and the built-in layers implemented in Rust.
 
 mod budget;
+pub mod builtin;
 mod layer;
+pub mod lifecycle;
+pub mod native;
 mod projection;
+pub mod registry;
 mod scope;
 pub mod state;
 

@@ -1,0 +1,211 @@
+//! Text pulled out of items for the built-in layers: upstream's `collectOutputText`, `collectInputText`,
+//! `extractAssistantText` and `findFunctionCall` (spec §1.2, §1.6).
+//!
+//! Items arrive as their JSON objects. Anything malformed (missing content, non-object parts, non-string texts)
+//! contributes nothing instead of failing, where upstream would have thrown or stringified.
+
+use serde_json::{Map, Value};
+
+type Item = Map<String, Value>;
+
+fn str_field<'a>(object: &'a Item, key: &str) -> Option<&'a str> {
+  object.get(key).and_then(Value::as_str)
+}
+
+fn is_message(item: &Item) -> bool {
+  str_field(item, "type") == Some("message")
+}
+
+fn is_assistant_message(item: &Item) -> bool {
+  is_message(item) && str_field(item, "role") == Some("assistant")
+}
+
+/// The object parts of a message's `content` array; anything else in (or instead of) the array is ignored.
+fn parts(item: &Item) -> impl Iterator<Item = &Item> {
+  item
+    .get("content")
+    .and_then(Value::as_array)
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_object)
+}
+
+/// The `output_text` parts of a message, joined with nothing in between.
+fn output_text_of(item: &Item) -> String {
+  parts(item)
+    .filter(|part| str_field(part, "type") == Some("output_text"))
+    .filter_map(|part| str_field(part, "text"))
+    .collect()
+}
+
+/// One string per assistant message: its `output_text` parts joined, empty results dropped.
+pub fn collect_output_text(items: &[&Item]) -> Vec<String> {
+  items
+    .iter()
+    .filter(|item| is_assistant_message(item))
+    .map(|item| output_text_of(item))
+    .filter(|text| !text.is_empty())
+    .collect()
+}
+
+/// Text from input-side items, in item order: every message (any role) gives the join of all parts that carry a
+/// string `text`, and every `function_call_output` gives its `output`. Empty strings are dropped.
+pub fn collect_input_text(items: &[&Item]) -> Vec<String> {
+  let mut texts = Vec::new();
+  for item in items {
+    if is_message(item) {
+      let text: String = parts(item)
+        .filter_map(|part| str_field(part, "text"))
+        .collect();
+      if !text.is_empty() {
+        texts.push(text);
+      }
+    } else if str_field(item, "type") == Some("function_call_output")
+      && let Some(output) = str_field(item, "output")
+      && !output.is_empty()
+    {
+      texts.push(output.to_owned());
+    }
+  }
+  texts
+}
+
+/// The joined `output_text` of the last assistant message, or `""` when there is none.
+pub fn extract_assistant_text(items: &[&Item]) -> String {
+  items
+    .iter()
+    .rev()
+    .find(|item| is_assistant_message(item))
+    .map(|item| output_text_of(item))
+    .unwrap_or_default()
+}
+
+/// The parsed arguments of the first `function_call` named exactly `name` that has both `callId` and `name` keys
+/// and whose `arguments` string parses to a JSON object. Calls with unparsable or non-object arguments are
+/// skipped, so a later good call can still match.
+pub fn find_function_call(items: &[&Item], name: &str) -> Option<Map<String, Value>> {
+  items
+    .iter()
+    .filter(|item| str_field(item, "type") == Some("function_call"))
+    // Upstream tests for the presence of both keys, whatever their values.
+    .filter(|item| item.contains_key("callId") && str_field(item, "name") == Some(name))
+    .find_map(
+      |item| match serde_json::from_str::<Value>(str_field(item, "arguments")?) {
+        Ok(Value::Object(args)) => Some(args),
+        _ => None,
+      },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+  use serde_json::json;
+
+  use super::*;
+
+  fn objects(values: &[Value]) -> Vec<&Item> {
+    values.iter().filter_map(Value::as_object).collect()
+  }
+
+  fn assistant(parts: Value) -> Value {
+    json!({"type": "message", "role": "assistant", "content": parts})
+  }
+
+  fn user(text: &str) -> Value {
+    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+  }
+
+  fn call(call_id: &str, name: &str, arguments: &str) -> Value {
+    json!({"type": "function_call", "callId": call_id, "name": name, "arguments": arguments})
+  }
+
+  #[test]
+  fn output_text_is_one_string_per_assistant_message() {
+    let items = [
+      user("ignored"),
+      assistant(json!([
+        {"type": "output_text", "text": "Hel", "annotations": []},
+        {"type": "refusal", "refusal": "no"},
+        {"type": "output_text", "text": "lo"},
+      ])),
+      // A message whose output text is empty is dropped, as is one with no usable content.
+      assistant(json!([{"type": "output_text", "text": ""}])),
+      assistant(json!("not an array")),
+      assistant(json!([{"type": "refusal", "refusal": "only a refusal"}])),
+      assistant(json!([{"type": "output_text", "text": "second"}])),
+    ];
+    assert_eq!(
+      collect_output_text(&objects(&items)),
+      vec!["Hello", "second"]
+    );
+  }
+
+  #[test]
+  fn input_text_takes_every_message_role_and_tool_outputs_in_order() {
+    let items = [
+      json!({"type": "function_call_output", "callId": "c1", "output": "tool said"}),
+      user("hi"),
+      json!({"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "a"},
+        {"type": "input_image", "imageUrl": "x"},
+        {"type": "input_text", "text": "b"},
+      ]}),
+      // Assistant messages count too: any part with a string `text`.
+      assistant(json!([{"type": "output_text", "text": "said"}])),
+      json!({"type": "function_call_output", "callId": "c2", "output": ""}),
+      json!({"type": "function_call", "callId": "c3", "name": "f", "arguments": "{}"}),
+      json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": ""}]}),
+      json!({"type": "reasoning", "content": [{"type": "reasoning_text", "text": "hidden"}]}),
+    ];
+    assert_eq!(
+      collect_input_text(&objects(&items)),
+      vec!["tool said", "hi", "ab", "said"]
+    );
+  }
+
+  #[test]
+  fn assistant_text_comes_from_the_last_assistant_message() {
+    let items = [
+      assistant(json!([{"type": "output_text", "text": "first"}])),
+      assistant(
+        json!([{"type": "output_text", "text": "la"}, {"type": "output_text", "text": "st"}]),
+      ),
+      user("after"),
+    ];
+    assert_eq!(extract_assistant_text(&objects(&items)), "last");
+    assert_eq!(extract_assistant_text(&objects(&[user("only user")])), "");
+    // The last assistant message wins even when its text is empty.
+    let items = [
+      assistant(json!([{"type": "output_text", "text": "earlier"}])),
+      assistant(json!([])),
+    ];
+    assert_eq!(extract_assistant_text(&objects(&items)), "");
+  }
+
+  #[test]
+  fn function_call_lookup_skips_unusable_calls() {
+    let items = [
+      call("c0", "updateWorkingMemoryX", r#"{"a": 0}"#),
+      call("c1", "updateWorkingMemory", "not json"),
+      call("c2", "updateWorkingMemory", "[1, 2]"),
+      call("c3", "updateWorkingMemory", "null"),
+      json!({"type": "function_call", "name": "updateWorkingMemory", "arguments": r#"{"noCallId": true}"#}),
+      call("c4", "updateWorkingMemory", r#"{"a": 1}"#),
+      call("c5", "updateWorkingMemory", r#"{"a": 2}"#),
+    ];
+    let found = find_function_call(&objects(&items), "updateWorkingMemory");
+    assert_eq!(found, json!({"a": 1}).as_object().cloned());
+    assert_eq!(find_function_call(&objects(&items), "other"), None);
+    assert_eq!(find_function_call(&[], "updateWorkingMemory"), None);
+  }
+
+  #[test]
+  fn function_call_needs_the_keys_present_not_truthy() {
+    let items = [json!({"type": "function_call", "callId": null, "name": "f", "arguments": "{}"})];
+    assert_eq!(find_function_call(&objects(&items), "f"), Some(Map::new()));
+    // Non-string arguments never parse to an object.
+    let items =
+      [json!({"type": "function_call", "callId": "c", "name": "f", "arguments": {"a": 1}})];
+    assert_eq!(find_function_call(&objects(&items), "f"), None);
+  }
+}

@@ -1,0 +1,6 @@
+//! The built-in layers implemented in Rust, as pure functions over their JSON state: the lifecycle calls them
+//! directly (no JS crossing) and the JS-facing `hooks` objects call the same functions.
+
+pub mod js_json;
+pub mod observational_memory;
+pub mod working_memory;
