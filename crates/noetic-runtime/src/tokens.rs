@@ -3,11 +3,7 @@
 /// Number of UTF-16 code units in `text`, the unit JS's `String.prototype.length` counts.
 pub fn utf16_len(text: &str) -> usize {
   // ASCII is one unit per byte; only non-ASCII needs the slower count.
-  if text.is_ascii() {
-    text.len()
-  } else {
-    text.chars().map(char::len_utf16).sum()
-  }
+  if text.is_ascii() { text.len() } else { text.chars().map(char::len_utf16).sum() }
 }
 
 /// Tokens for a number of UTF-16 units.

@@ -48,7 +48,10 @@ impl fmt::Display for Scope {
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum BudgetConfig {
   Fixed(f64),
-  Range { min: f64, max: f64 },
+  Range {
+    min: f64,
+    max: f64,
+  },
   #[default]
   Auto,
 }
