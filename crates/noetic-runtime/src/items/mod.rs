@@ -1,9 +1,22 @@
 //! Items (the conversation's units), their cached costs, and the append-only log.
 
+mod item;
+mod js_json;
 mod link;
+mod log;
+mod message;
 mod text;
+mod tool_calls;
 
-pub use self::link::{ToolLink, strip_unresolved_mask};
-pub use self::text::{
-  collect_input_text, collect_output_text, extract_assistant_text, find_function_call,
+pub use self::item::{Item, ItemError, check_known_type, is_known_base_type};
+pub use self::js_json::{
+  js_json_utf16_len, js_number_string, object_js_json_utf16_len, object_to_js_json, to_js_json, write_js_number,
 };
+pub use self::link::{ToolLink, strip_unresolved_mask};
+pub use self::log::ItemLog;
+pub use self::message::{
+  assistant_message, create_message, create_message_with_id, function_call, function_call_output, input_message,
+};
+pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text};
+pub(crate) use self::text::find_function_call as text_find_function_call;
+pub use self::tool_calls::{find_function_call, strip_unresolved_tool_calls};

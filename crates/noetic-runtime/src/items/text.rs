@@ -83,7 +83,7 @@ pub fn extract_assistant_text(items: &[&Item]) -> String {
 /// The parsed arguments of the first `function_call` named exactly `name` that has both `callId` and `name` keys
 /// and whose `arguments` string parses to a JSON object. Calls with unparsable or non-object arguments are
 /// skipped, so a later good call can still match.
-pub fn find_function_call(items: &[&Item], name: &str) -> Option<Map<String, Value>> {
+pub(crate) fn find_function_call(items: &[&Item], name: &str) -> Option<Map<String, Value>> {
   items
     .iter()
     .filter(|item| str_field(item, "type") == Some("function_call"))

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::js_json::{reorder_like_js, stringify_pretty};
-use crate::items::find_function_call;
+use crate::items::text_find_function_call as find_function_call;
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::estimate_tokens;
 

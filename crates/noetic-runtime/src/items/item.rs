@@ -1,0 +1,333 @@
+//! One item: its JSON object, plus what the runtime asks of it often enough to keep at hand (cost, tool link,
+//! system-ness), computed once because items never change (DECISIONS A3).
+
+use serde_json::{Map, Value, json};
+
+use super::js_json::{object_js_json_utf16_len, object_to_js_json};
+use super::link::ToolLink;
+use crate::error::NoeticError;
+use crate::tokens::{tokens_for_units, utf16_len};
+
+/// An immutable conversation item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+  json: Map<String, Value>,
+  cost: u64,
+  link: ToolLink,
+  system: bool,
+}
+
+/// Why a value is not an item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemError {
+  /// The text is not JSON (`serde_json`'s message).
+  Json(String),
+  /// Upstream's base check failed: not an object, or `type` missing, not a string, or empty.
+  NotAnItem,
+}
+
+impl std::fmt::Display for ItemError {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match self {
+      Self::Json(msg) => write!(f, "item is not valid JSON: {msg}"),
+      Self::NotAnItem => f.write_str("not an item: expected an object whose \"type\" is a non-empty string"),
+    }
+  }
+}
+
+impl std::error::Error for ItemError {}
+
+impl Item {
+  /// An item from the text JS's `JSON.stringify(item)` produced. The cost comes from the text itself, so it is
+  /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`parse_lenient`]).
+  pub fn from_json_text(text: &str) -> Result<Item, ItemError> {
+    let map = base_check(parse_lenient(text)?)?;
+    Ok(Self::build(map, tokens_for_units(utf16_len(text))))
+  }
+
+  /// An item made in Rust. The cost is measured on the JS JSON form without building it.
+  pub fn from_map(map: Map<String, Value>) -> Result<Item, ItemError> {
+    let map = base_check(Value::Object(map))?;
+    Ok(Self::from_checked_map(map))
+  }
+
+  /// [`Item::from_map`] for any JSON value.
+  pub fn from_value(value: Value) -> Result<Item, ItemError> {
+    Ok(Self::from_checked_map(base_check(value)?))
+  }
+
+  /// For maps whose `type` the caller has just set to a non-empty string.
+  pub(crate) fn from_checked_map(map: Map<String, Value>) -> Item {
+    let cost = tokens_for_units(object_js_json_utf16_len(&map));
+    Self::build(map, cost)
+  }
+
+  fn build(json: Map<String, Value>, cost: u64) -> Item {
+    let ty = json.get("type").and_then(Value::as_str).unwrap_or("");
+    let call_id = || json.get("callId").and_then(Value::as_str).map(str::to_owned);
+    let link = match ty {
+      "function_call" => call_id().map_or(ToolLink::None, ToolLink::Call),
+      "function_call_output" => call_id().map_or(ToolLink::None, ToolLink::Output),
+      _ => ToolLink::None,
+    };
+    let system = ty == "message" && json.get("role").and_then(Value::as_str) == Some("system");
+    Item { json, cost, link, system }
+  }
+
+  /// The `type` discriminant (never empty).
+  pub fn item_type(&self) -> &str {
+    self.str_field("type").unwrap_or("")
+  }
+
+  /// The role of a `message` item; `None` for other types.
+  pub fn role(&self) -> Option<&str> {
+    if self.item_type() == "message" { self.str_field("role") } else { None }
+  }
+
+  pub fn id(&self) -> Option<&str> {
+    self.str_field("id")
+  }
+
+  pub fn call_id(&self) -> Option<&str> {
+    self.str_field("callId")
+  }
+
+  pub fn name(&self) -> Option<&str> {
+    self.str_field("name")
+  }
+
+  /// The raw `arguments` JSON text of a function call.
+  pub fn arguments(&self) -> Option<&str> {
+    self.str_field("arguments")
+  }
+
+  /// A field by name.
+  pub fn get(&self, key: &str) -> Option<&Value> {
+    self.json.get(key)
+  }
+
+  fn str_field(&self, key: &str) -> Option<&str> {
+    self.json.get(key).and_then(Value::as_str)
+  }
+
+  /// How the item pairs up in tool calls: a `function_call` or `function_call_output` with a string `callId`.
+  pub fn link(&self) -> &ToolLink {
+    &self.link
+  }
+
+  /// A `message` with role `system`.
+  pub fn is_system_message(&self) -> bool {
+    self.system
+  }
+
+  /// ⌈UTF-16 length of the compact JS JSON / 4⌉: upstream's `estimateTokens(JSON.stringify(item))`.
+  pub fn cost(&self) -> u64 {
+    self.cost
+  }
+
+  pub fn json(&self) -> &Map<String, Value> {
+    &self.json
+  }
+
+  pub fn into_json(self) -> Map<String, Value> {
+    self.json
+  }
+
+  /// The compact JS JSON text, as `JSON.stringify` would write it.
+  pub fn to_json_text(&self) -> String {
+    object_to_js_json(&self.json)
+  }
+}
+
+/// Upstream's `ItemSchema`: a non-null object with a non-empty string `type`.
+fn base_check(value: Value) -> Result<Map<String, Value>, ItemError> {
+  match value {
+    Value::Object(map) if map.get("type").and_then(Value::as_str).is_some_and(|t| !t.is_empty()) => Ok(map),
+    _ => Err(ItemError::NotAnItem),
+  }
+}
+
+/// Types accepted without a registered extension schema under the default strict registry.
+pub fn is_known_base_type(ty: &str) -> bool {
+  matches!(
+    ty,
+    "message"
+      | "function_call"
+      | "function_call_output"
+      | "reasoning"
+      | "web_search_call"
+      | "file_search_call"
+      | "image_generation_call"
+  ) || ty.starts_with("openrouter:")
+}
+
+/// The strict registry's last step (spec §1.3): with no extension schema accepting the item, an unknown `type`
+/// is `item_schema_mismatch {category: "items", itemType}`.
+pub fn check_known_type(item: &Item) -> Result<(), NoeticError> {
+  let ty = item.item_type();
+  if is_known_base_type(ty) {
+    return Ok(());
+  }
+  Err(NoeticError::new(
+    "item_schema_mismatch",
+    json!({ "kind": "item_schema_mismatch", "category": "items", "itemType": ty }),
+    format!("Item type '{ty}' did not match any registered item extension schema."),
+  ))
+}
+
+/// Parses JSON text from JS. JS strings may hold lone surrogates, which `JSON.stringify` writes as `\udXXX`
+/// escapes and `serde_json` refuses; rather than reject such an item, the parsed copy gets U+FFFD in their place
+/// (same UTF-16 length). Costs are unaffected because they come from the original text.
+fn parse_lenient(text: &str) -> Result<Value, ItemError> {
+  match serde_json::from_str(text) {
+    Ok(v) => Ok(v),
+    Err(first) => match replace_lone_surrogate_escapes(text) {
+      Some(fixed) => serde_json::from_str(&fixed).map_err(|e| ItemError::Json(e.to_string())),
+      None => Err(ItemError::Json(first.to_string())),
+    },
+  }
+}
+
+/// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
+fn replace_lone_surrogate_escapes(text: &str) -> Option<String> {
+  let bytes = text.as_bytes();
+  let hex_at = |i: usize| -> Option<u16> {
+    let digits = text.get(i..i + 4)?;
+    u16::from_str_radix(digits, 16).ok()
+  };
+  // A `\u` escape at `i` (the backslash) and its code unit.
+  let escape_at = |i: usize| -> Option<u16> {
+    if bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u') { hex_at(i + 2) } else { None }
+  };
+  let mut out: Option<String> = None;
+  let mut copied = 0;
+  let mut i = 0;
+  while i < bytes.len() {
+    if bytes[i] != b'\\' {
+      i += 1;
+      continue;
+    }
+    let Some(unit) = escape_at(i) else {
+      // Some other escape: skip the backslash and the escaped character together.
+      i += 2;
+      continue;
+    };
+    let is_high = (0xd800..0xdc00).contains(&unit);
+    let is_low = (0xdc00..0xe000).contains(&unit);
+    if is_high && escape_at(i + 6).is_some_and(|next| (0xdc00..0xe000).contains(&next)) {
+      i += 12;
+      continue;
+    }
+    if is_high || is_low {
+      let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+      buf.push_str(&text[copied..i]);
+      buf.push_str("\\ufffd");
+      copied = i + 6;
+    }
+    i += 6;
+  }
+  let mut buf = out?;
+  buf.push_str(&text[copied..]);
+  Some(buf)
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn obj(v: Value) -> Map<String, Value> {
+    match v {
+      Value::Object(m) => m,
+      _ => Map::new(),
+    }
+  }
+
+  #[test]
+  fn base_check_wants_an_object_with_a_non_empty_string_type() {
+    for bad in ["null", "[]", "\"message\"", "{}", r#"{"type":""}"#, r#"{"type":3}"#, r#"{"type":null}"#] {
+      assert_eq!(Item::from_json_text(bad), Err(ItemError::NotAnItem), "{bad}");
+    }
+    assert!(matches!(Item::from_json_text("{"), Err(ItemError::Json(_))));
+    assert_eq!(Item::from_value(json!([1])), Err(ItemError::NotAnItem));
+    assert_eq!(Item::from_map(obj(json!({"role": "user"}))), Err(ItemError::NotAnItem));
+    let ok = Item::from_json_text(r#"{"type":"noetic:foo","x":1}"#).expect("any non-empty type passes the base check");
+    assert_eq!(ok.item_type(), "noetic:foo");
+  }
+
+  #[test]
+  fn strict_check_rejects_unknown_types_with_the_upstream_payload() {
+    for ty in [
+      "message",
+      "function_call",
+      "function_call_output",
+      "reasoning",
+      "web_search_call",
+      "file_search_call",
+      "image_generation_call",
+      "openrouter:datetime",
+    ] {
+      let item = Item::from_value(json!({ "type": ty })).expect("item");
+      assert_eq!(check_known_type(&item), Ok(()), "{ty}");
+    }
+    let item = Item::from_value(json!({"type": "noetic:foo"})).expect("item");
+    let err = check_known_type(&item).expect_err("unknown type");
+    assert_eq!(err.kind, "item_schema_mismatch");
+    assert_eq!(err.payload, json!({"kind": "item_schema_mismatch", "category": "items", "itemType": "noetic:foo"}));
+    assert_eq!(
+      serde_json::to_string(&err.payload).ok().as_deref(),
+      Some(r#"{"kind":"item_schema_mismatch","category":"items","itemType":"noetic:foo"}"#)
+    );
+  }
+
+  #[test]
+  fn accessors_and_links() {
+    let call = Item::from_json_text(r#"{"type":"function_call","callId":"c1","name":"t","arguments":"{}","id":"x"}"#)
+      .expect("item");
+    assert_eq!(call.link(), &ToolLink::Call("c1".into()));
+    assert_eq!(
+      (call.call_id(), call.name(), call.arguments(), call.id()),
+      (Some("c1"), Some("t"), Some("{}"), Some("x"))
+    );
+    assert_eq!(call.role(), None);
+
+    let out = Item::from_value(json!({"type": "function_call_output", "callId": "c1", "output": "ok"})).expect("item");
+    assert_eq!(out.link(), &ToolLink::Output("c1".into()));
+
+    // A non-string callId does not link.
+    let odd = Item::from_value(json!({"type": "function_call", "callId": 7})).expect("item");
+    assert_eq!(odd.link(), &ToolLink::None);
+
+    let sys = Item::from_value(json!({"type": "message", "role": "system"})).expect("item");
+    assert!(sys.is_system_message());
+    assert_eq!(sys.role(), Some("system"));
+    let user = Item::from_value(json!({"type": "message", "role": "user"})).expect("item");
+    assert!(!user.is_system_message());
+    // `role` belongs to messages only.
+    let other = Item::from_value(json!({"type": "reasoning", "role": "system"})).expect("item");
+    assert!(!other.is_system_message());
+    assert_eq!(other.role(), None);
+  }
+
+  #[test]
+  fn text_and_map_constructors_agree_and_round_trip() {
+    let text = r#"{"id":"a","type":"message","role":"user","status":"completed","content":[{"type":"input_text","text":"é😀\n"}],"n":1e+21}"#;
+    let from_text = Item::from_json_text(text).expect("item");
+    let from_map = Item::from_map(from_text.json().clone()).expect("item");
+    assert_eq!(from_text.cost(), from_map.cost());
+    assert_eq!(from_text.to_json_text(), text);
+    assert_eq!(from_text.cost(), tokens_for_units(utf16_len(text)));
+  }
+
+  #[test]
+  fn lone_surrogates_from_js_are_accepted_and_costed_from_the_text() {
+    // JSON.stringify('\ud800x') is "\ud800x" (an escape, 6 units).
+    let text = r#"{"type":"message","a":"\ud800x","b":"\udc00","c":"\ud83d\ude00","d":"\\ud800"}"#;
+    let item = Item::from_json_text(text).expect("item");
+    assert_eq!(item.cost(), tokens_for_units(utf16_len(text)));
+    assert_eq!(item.get("a"), Some(&json!("\u{fffd}x")));
+    assert_eq!(item.get("b"), Some(&json!("\u{fffd}")));
+    assert_eq!(item.get("c"), Some(&json!("😀")));
+    assert_eq!(item.get("d"), Some(&json!("\\ud800")));
+    assert_eq!(replace_lone_surrogate_escapes(r#"{"a":"\ud83d\ude00\\ud800"}"#), None);
+  }
+}

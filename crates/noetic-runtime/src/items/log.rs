@@ -1,0 +1,154 @@
+//! The append-only item log, with what projection needs kept up to date at append time: prefix sums of item
+//! costs (any range's cost in O(1)) and where the system messages are. Reading never copies the log; upstream's
+//! rebuild-the-snapshot-after-every-append is the quadratic behaviour DECISIONS A3 rules out.
+//!
+//! Validation is the caller's job (the context's schema registry decides what may enter).
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use super::item::Item;
+
+#[derive(Debug, Clone)]
+pub struct ItemLog {
+  items: Vec<Arc<Item>>,
+  /// `prefix[i]` is the total cost of `items[..i]`; one longer than `items`.
+  prefix: Vec<u64>,
+  /// Positions of system-role messages, ascending.
+  system: Vec<usize>,
+}
+
+impl Default for ItemLog {
+  fn default() -> Self {
+    Self::new()
+  }
+}
+
+impl ItemLog {
+  pub fn new() -> Self {
+    Self { items: Vec::new(), prefix: vec![0], system: Vec::new() }
+  }
+
+  /// Appends an item and returns its position.
+  pub fn push(&mut self, item: Arc<Item>) -> usize {
+    let pos = self.items.len();
+    self.prefix.push(self.total_cost() + item.cost());
+    if item.is_system_message() {
+      self.system.push(pos);
+    }
+    self.items.push(item);
+    pos
+  }
+
+  pub fn len(&self) -> usize {
+    self.items.len()
+  }
+
+  pub fn is_empty(&self) -> bool {
+    self.items.is_empty()
+  }
+
+  pub fn get(&self, pos: usize) -> Option<&Arc<Item>> {
+    self.items.get(pos)
+  }
+
+  pub fn items(&self) -> &[Arc<Item>] {
+    &self.items
+  }
+
+  /// The items from `pos` on (none when `pos` is past the end).
+  pub fn iter_from(&self, pos: usize) -> std::slice::Iter<'_, Arc<Item>> {
+    self.items.get(pos..).unwrap_or_default().iter()
+  }
+
+  /// Sum of every item's cost (each item rounded up on its own, as upstream sums them).
+  pub fn total_cost(&self) -> u64 {
+    self.prefix.last().copied().unwrap_or(0)
+  }
+
+  /// Total cost of the items in `range`, clamped to the log (an empty or inverted range costs 0).
+  pub fn range_cost(&self, range: impl RangeBounds<usize>) -> u64 {
+    let len = self.items.len();
+    let start = match range.start_bound() {
+      Bound::Included(&s) => s,
+      Bound::Excluded(&s) => s.saturating_add(1),
+      Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+      Bound::Included(&e) => e.saturating_add(1),
+      Bound::Excluded(&e) => e,
+      Bound::Unbounded => len,
+    };
+    let end = end.min(len);
+    if start >= end {
+      return 0;
+    }
+    self.prefix[end] - self.prefix[start]
+  }
+
+  /// Positions of `message` items with role `system`, ascending.
+  pub fn system_positions(&self) -> &[usize] {
+    &self.system
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use serde_json::json;
+
+  use super::*;
+
+  fn item(role: &str, text: &str) -> Arc<Item> {
+    let v = json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]});
+    Arc::new(Item::from_value(v).expect("item"))
+  }
+
+  #[test]
+  fn tracks_costs_and_system_positions() {
+    let mut log = ItemLog::new();
+    assert!(log.is_empty());
+    assert_eq!((log.total_cost(), log.range_cost(..)), (0, 0));
+    let items = [item("system", "a"), item("user", "bb"), item("system", &"c".repeat(50)), item("user", "d")];
+    for (i, it) in items.iter().enumerate() {
+      assert_eq!(log.push(Arc::clone(it)), i);
+    }
+    let costs: Vec<u64> = items.iter().map(|i| i.cost()).collect();
+    assert_eq!(log.len(), 4);
+    assert_eq!(log.total_cost(), costs.iter().sum::<u64>());
+    assert_eq!(log.range_cost(1..3), costs[1] + costs[2]);
+    assert_eq!(log.range_cost(1..=3), costs[1] + costs[2] + costs[3]);
+    assert_eq!(log.range_cost(2..), costs[2] + costs[3]);
+    assert_eq!(log.range_cost(..1), costs[0]);
+    // Out-of-range and inverted ranges do not panic.
+    assert_eq!(log.range_cost(3..99), costs[3]);
+    let (hi, lo) = (3, 1);
+    assert_eq!(log.range_cost(hi..lo), 0);
+    assert_eq!(log.range_cost(7..9), 0);
+    assert_eq!(log.system_positions(), &[0, 2]);
+    assert!(Arc::ptr_eq(log.get(1).expect("pos 1"), &items[1]));
+    assert!(log.get(4).is_none());
+    assert_eq!(log.iter_from(3).count(), 1);
+    assert_eq!(log.iter_from(10).count(), 0);
+    assert_eq!(log.items().len(), 4);
+  }
+
+  #[test]
+  fn a_hundred_thousand_appends() {
+    let shared = [item("user", "hello"), item("system", "rules"), item("developer", &"x".repeat(37))];
+    let mut log = ItemLog::default();
+    let mut expected_total = 0;
+    for i in 0..100_000 {
+      let it = &shared[i % 3];
+      expected_total += it.cost();
+      log.push(Arc::clone(it));
+      // Reading after each append is cheap and never copies.
+      assert_eq!(log.total_cost(), expected_total);
+    }
+    assert_eq!(log.len(), 100_000);
+    assert_eq!(log.system_positions().len(), 33_333);
+    assert_eq!(log.system_positions()[..3], [1, 4, 7]);
+    assert_eq!(log.range_cost(..), expected_total);
+    let per_cycle: u64 = shared.iter().map(|i| i.cost()).sum();
+    assert_eq!(log.range_cost(300..600), 100 * per_cycle);
+  }
+}
