@@ -5,9 +5,17 @@
 //! (hooks, step functions, tools, storage adapters) is reached through the [`host::Host`] trait.
 
 pub mod error;
+pub mod harness;
+pub mod host;
 pub mod items;
 pub mod memory;
+pub mod steps;
 pub mod storage;
 pub mod tokens;
 
 pub use error::{ConfigError, NoeticError};
+
+/// A number as JS's `String(n)` prints it, for messages that must match upstream's.
+pub fn js_number(n: f64) -> String {
+  items::js_number_string(n)
+}

@@ -17,6 +17,6 @@ pub use self::log::ItemLog;
 pub use self::message::{
   assistant_message, create_message, create_message_with_id, function_call, function_call_output, input_message,
 };
-pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text};
 pub(crate) use self::text::find_function_call as text_find_function_call;
+pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text};
 pub use self::tool_calls::{find_function_call, strip_unresolved_tool_calls};

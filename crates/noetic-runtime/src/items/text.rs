@@ -22,12 +22,7 @@ fn is_assistant_message(item: &Item) -> bool {
 
 /// The object parts of a message's `content` array; anything else in (or instead of) the array is ignored.
 fn parts(item: &Item) -> impl Iterator<Item = &Item> {
-  item
-    .get("content")
-    .and_then(Value::as_array)
-    .into_iter()
-    .flatten()
-    .filter_map(Value::as_object)
+  item.get("content").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object)
 }
 
 /// The `output_text` parts of a message, joined with nothing in between.
@@ -54,9 +49,7 @@ pub fn collect_input_text(items: &[&Item]) -> Vec<String> {
   let mut texts = Vec::new();
   for item in items {
     if is_message(item) {
-      let text: String = parts(item)
-        .filter_map(|part| str_field(part, "text"))
-        .collect();
+      let text: String = parts(item).filter_map(|part| str_field(part, "text")).collect();
       if !text.is_empty() {
         texts.push(text);
       }
@@ -72,12 +65,7 @@ pub fn collect_input_text(items: &[&Item]) -> Vec<String> {
 
 /// The joined `output_text` of the last assistant message, or `""` when there is none.
 pub fn extract_assistant_text(items: &[&Item]) -> String {
-  items
-    .iter()
-    .rev()
-    .find(|item| is_assistant_message(item))
-    .map(|item| output_text_of(item))
-    .unwrap_or_default()
+  items.iter().rev().find(|item| is_assistant_message(item)).map(|item| output_text_of(item)).unwrap_or_default()
 }
 
 /// The parsed arguments of the first `function_call` named exactly `name` that has both `callId` and `name` keys
@@ -89,12 +77,10 @@ pub(crate) fn find_function_call(items: &[&Item], name: &str) -> Option<Map<Stri
     .filter(|item| str_field(item, "type") == Some("function_call"))
     // Upstream tests for the presence of both keys, whatever their values.
     .filter(|item| item.contains_key("callId") && str_field(item, "name") == Some(name))
-    .find_map(
-      |item| match serde_json::from_str::<Value>(str_field(item, "arguments")?) {
-        Ok(Value::Object(args)) => Some(args),
-        _ => None,
-      },
-    )
+    .find_map(|item| match serde_json::from_str::<Value>(str_field(item, "arguments")?) {
+      Ok(Value::Object(args)) => Some(args),
+      _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -134,10 +120,7 @@ mod tests {
       assistant(json!([{"type": "refusal", "refusal": "only a refusal"}])),
       assistant(json!([{"type": "output_text", "text": "second"}])),
     ];
-    assert_eq!(
-      collect_output_text(&objects(&items)),
-      vec!["Hello", "second"]
-    );
+    assert_eq!(collect_output_text(&objects(&items)), vec!["Hello", "second"]);
   }
 
   #[test]
@@ -157,28 +140,20 @@ mod tests {
       json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": ""}]}),
       json!({"type": "reasoning", "content": [{"type": "reasoning_text", "text": "hidden"}]}),
     ];
-    assert_eq!(
-      collect_input_text(&objects(&items)),
-      vec!["tool said", "hi", "ab", "said"]
-    );
+    assert_eq!(collect_input_text(&objects(&items)), vec!["tool said", "hi", "ab", "said"]);
   }
 
   #[test]
   fn assistant_text_comes_from_the_last_assistant_message() {
     let items = [
       assistant(json!([{"type": "output_text", "text": "first"}])),
-      assistant(
-        json!([{"type": "output_text", "text": "la"}, {"type": "output_text", "text": "st"}]),
-      ),
+      assistant(json!([{"type": "output_text", "text": "la"}, {"type": "output_text", "text": "st"}])),
       user("after"),
     ];
     assert_eq!(extract_assistant_text(&objects(&items)), "last");
     assert_eq!(extract_assistant_text(&objects(&[user("only user")])), "");
     // The last assistant message wins even when its text is empty.
-    let items = [
-      assistant(json!([{"type": "output_text", "text": "earlier"}])),
-      assistant(json!([])),
-    ];
+    let items = [assistant(json!([{"type": "output_text", "text": "earlier"}])), assistant(json!([]))];
     assert_eq!(extract_assistant_text(&objects(&items)), "");
   }
 
@@ -204,8 +179,7 @@ mod tests {
     let items = [json!({"type": "function_call", "callId": null, "name": "f", "arguments": "{}"})];
     assert_eq!(find_function_call(&objects(&items), "f"), Some(Map::new()));
     // Non-string arguments never parse to an object.
-    let items =
-      [json!({"type": "function_call", "callId": "c", "name": "f", "arguments": {"a": 1}})];
+    let items = [json!({"type": "function_call", "callId": "c", "name": "f", "arguments": {"a": 1}})];
     assert_eq!(find_function_call(&objects(&items), "f"), None);
   }
 }

@@ -2,11 +2,13 @@
 //! A JS adapter object is reached through the host and implements the same trait in the binding.
 
 mod in_memory;
+mod scoped;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::in_memory::InMemoryStorage;
+pub use self::scoped::ScopedStorage;
 
 /// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,9 +19,7 @@ pub fn stringify_pretty(value: &Value) -> String {
 pub fn is_array_index(key: &str) -> bool {
   let canonical = key == "0" || (!key.starts_with('0') && !key.is_empty() && key.len() <= 10);
   // 2^32 - 1 is the largest length, so the largest index is one below it.
-  canonical
-    && key.bytes().all(|b| b.is_ascii_digit())
-    && key.parse::<u64>().is_ok_and(|n| n < u32::MAX as u64)
+  canonical && key.bytes().all(|b| b.is_ascii_digit()) && key.parse::<u64>().is_ok_and(|n| n < u32::MAX as u64)
 }
 
 /// Sort key for JS property order: array indices first by value, then everything else (equal, so a stable sort
@@ -47,9 +45,8 @@ pub fn reorder_like_js(map: &mut Map<String, Value>) {
   if !map.keys().any(|key| is_array_index(key)) {
     return;
   }
-  let (mut indices, others): (Vec<_>, Vec<_>) = std::mem::take(map)
-    .into_iter()
-    .partition(|(key, _)| is_array_index(key));
+  let (mut indices, others): (Vec<_>, Vec<_>) =
+    std::mem::take(map).into_iter().partition(|(key, _)| is_array_index(key));
   indices.sort_by_key(|(key, _)| js_key_rank(key));
   map.extend(indices);
   map.extend(others);
@@ -207,25 +204,18 @@ mod tests {
     assert_eq!(stringify_pretty(&value), expected);
     assert_eq!(stringify_pretty(&json!([])), "[]");
     assert_eq!(stringify_pretty(&json!("s")), "\"s\"");
-    assert_eq!(
-      stringify_pretty(&json!(12345678901234567890u64)),
-      "12345678901234567000"
-    );
+    assert_eq!(stringify_pretty(&json!(12345678901234567890u64)), "12345678901234567000");
   }
 
   #[test]
   fn strings_escape_only_what_js_escapes() {
     let value = json!("q\" b\\ \u{8}\u{c}\n\r\t \u{1} \u{1f} \u{7f} é 😀 \u{2028}");
-    assert_eq!(
-      stringify_pretty(&value),
-      "\"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001 \\u001f \u{7f} é 😀 \u{2028}\""
-    );
+    assert_eq!(stringify_pretty(&value), "\"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001 \\u001f \u{7f} é 😀 \u{2028}\"");
   }
 
   #[test]
   fn array_index_keys_come_first_in_ascending_order() {
-    let value =
-      json!({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5, "-1": 6, "4294967295": 7, "4294967294": 8});
+    let value = json!({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5, "-1": 6, "4294967295": 7, "4294967294": 8});
     assert_eq!(
       stringify_pretty(&value),
       "{\n  \"2\": 4,\n  \"10\": 2,\n  \"4294967294\": 8,\n  \"b\": 1,\n  \"a\": 3,\n  \"01\": 5,\n  \"-1\": 6,\n  \
@@ -234,9 +224,6 @@ mod tests {
     let mut map = value.as_object().cloned().unwrap_or_default();
     reorder_like_js(&mut map);
     let keys: Vec<_> = map.keys().map(String::as_str).collect();
-    assert_eq!(
-      keys,
-      ["2", "10", "4294967294", "b", "a", "01", "-1", "4294967295"]
-    );
+    assert_eq!(keys, ["2", "10", "4294967294", "b", "a", "01", "-1", "4294967295"]);
   }
 }

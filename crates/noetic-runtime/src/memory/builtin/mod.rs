@@ -2,5 +2,6 @@
 //! directly (no JS crossing) and the JS-facing `hooks` objects call the same functions.
 
 pub mod js_json;
+pub mod layers;
 pub mod observational_memory;
 pub mod working_memory;

@@ -70,11 +70,7 @@ fn js_number<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Erro
 impl ObservationalState {
   /// Reads a stored state; `null` (nothing saved, or an unset state) is the default.
   pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
-    if value.is_null() {
-      Ok(Self::default())
-    } else {
-      Self::deserialize(value)
-    }
+    if value.is_null() { Ok(Self::default()) } else { Self::deserialize(value) }
   }
 
   pub fn to_value(&self) -> Value {
@@ -96,19 +92,10 @@ pub enum Accumulated {
 /// that may distil.
 pub fn layer_spec(config: &ObservationalConfig) -> LayerSpec {
   let mut spec = LayerSpec::new(ID, SLOT, config.scope);
-  spec.budget = BudgetConfig::Range {
-    min: 500.0,
-    max: 2_500.0,
-  };
-  spec.hooks = [
-    HookKind::Init,
-    HookKind::Recall,
-    HookKind::Store,
-    HookKind::OnItemAppend,
-    HookKind::OnSpawn,
-  ]
-  .into_iter()
-  .collect::<HookSet>();
+  spec.budget = BudgetConfig::Range { min: 500.0, max: 2_500.0 };
+  spec.hooks = [HookKind::Init, HookKind::Recall, HookKind::Store, HookKind::OnItemAppend, HookKind::OnSpawn]
+    .into_iter()
+    .collect::<HookSet>();
   spec.timeouts[HookKind::Store as usize] = Some(DISTILLING_HOOK_TIMEOUT_MS);
   spec.timeouts[HookKind::OnItemAppend as usize] = Some(DISTILLING_HOOK_TIMEOUT_MS);
   spec
@@ -116,9 +103,7 @@ pub fn layer_spec(config: &ObservationalConfig) -> LayerSpec {
 
 /// init: the saved state, or the default.
 pub fn init_state(saved: Option<Value>) -> Value {
-  saved
-    .filter(|value| !value.is_null())
-    .unwrap_or_else(|| ObservationalState::default().to_value())
+  saved.filter(|value| !value.is_null()).unwrap_or_else(|| ObservationalState::default().to_value())
 }
 
 /// What distilling yields when the host gave no observer: one line counting the buffered texts.
@@ -128,11 +113,7 @@ pub fn placeholder_observations(buffer_len: usize) -> Vec<String> {
 
 /// Appends `texts` to the buffer. Below the threshold the state just grows; at or above it the buffer must be
 /// distilled, right away with the placeholder when there is no observer, otherwise by the caller.
-pub fn accumulate(
-  state: &ObservationalState,
-  texts: Vec<String>,
-  config: &ObservationalConfig,
-) -> Accumulated {
+pub fn accumulate(state: &ObservationalState, texts: Vec<String>, config: &ObservationalConfig) -> Accumulated {
   let added: f64 = texts.iter().map(|text| estimate_tokens(text) as f64).sum();
   let total = state.buffer_tokens + added;
   let mut new_buffer = Vec::with_capacity(state.buffer.len() + texts.len());
@@ -142,17 +123,9 @@ pub fn accumulate(
     if config.has_observer {
       return Accumulated::Distill { new_buffer };
     }
-    return Accumulated::Kept(apply_distilled(
-      state,
-      placeholder_observations(new_buffer.len()),
-      config,
-    ));
+    return Accumulated::Kept(apply_distilled(state, placeholder_observations(new_buffer.len()), config));
   }
-  Accumulated::Kept(ObservationalState {
-    buffer: new_buffer,
-    buffer_tokens: total,
-    ..state.clone()
-  })
+  Accumulated::Kept(ObservationalState { buffer: new_buffer, buffer_tokens: total, ..state.clone() })
 }
 
 /// Folds distilled observations into `state` (the state before accumulating): appended, only the newest
@@ -167,12 +140,7 @@ pub fn apply_distilled(
   if config.max_observations > 0 && observations.len() > config.max_observations {
     observations.drain(..observations.len() - config.max_observations);
   }
-  ObservationalState {
-    observations,
-    buffer: Vec::new(),
-    buffer_tokens: 0.0,
-    version: state.version + 1.0,
-  }
+  ObservationalState { observations, buffer: Vec::new(), buffer_tokens: 0.0, version: state.version + 1.0 }
 }
 
 /// store: buffers the assistant output text of `new_items`. It always yields a state, even with no text.
@@ -219,8 +187,7 @@ pub fn recall(state: &ObservationalState, budget: f64) -> Option<(String, u64)> 
   let mut fitting = None;
   for (start, observation) in observations.iter().enumerate().rev() {
     // Each line is the bullet plus the text; lines after the first also need their newline.
-    lines +=
-      utf16_len(BULLET) + utf16_len(observation) + usize::from(start + 1 < observations.len());
+    lines += utf16_len(BULLET) + utf16_len(observation) + usize::from(start + 1 < observations.len());
     if tokens_for_units(frame + lines) as f64 <= budget {
       fitting = Some(start);
     }
@@ -242,11 +209,7 @@ mod tests {
   use super::*;
 
   fn config(threshold: f64, max: usize) -> ObservationalConfig {
-    ObservationalConfig {
-      buffer_threshold: threshold,
-      max_observations: max,
-      ..Default::default()
-    }
+    ObservationalConfig { buffer_threshold: threshold, max_observations: max, ..Default::default() }
   }
 
   fn assistant(text: &str) -> Value {
@@ -260,11 +223,7 @@ mod tests {
     }
   }
 
-  fn store_text(
-    state: &ObservationalState,
-    text: &str,
-    config: &ObservationalConfig,
-  ) -> ObservationalState {
+  fn store_text(state: &ObservationalState, text: &str, config: &ObservationalConfig) -> ObservationalState {
     let item = assistant(text);
     let items: Vec<_> = item.as_object().into_iter().collect();
     kept(store(state, &items, config))
@@ -277,43 +236,16 @@ mod tests {
   #[test]
   fn identity() {
     let spec = layer_spec(&ObservationalConfig::default());
-    assert_eq!(
-      (spec.id.as_str(), spec.slot, spec.scope),
-      ("observational-memory", 200.0, Scope::Resource)
-    );
-    assert_eq!(
-      spec.budget,
-      BudgetConfig::Range {
-        min: 500.0,
-        max: 2500.0
-      }
-    );
-    let expected = [
-      HookKind::Init,
-      HookKind::Recall,
-      HookKind::Store,
-      HookKind::OnItemAppend,
-      HookKind::OnSpawn,
-    ];
+    assert_eq!((spec.id.as_str(), spec.slot, spec.scope), ("observational-memory", 200.0, Scope::Resource));
+    assert_eq!(spec.budget, BudgetConfig::Range { min: 500.0, max: 2500.0 });
+    let expected = [HookKind::Init, HookKind::Recall, HookKind::Store, HookKind::OnItemAppend, HookKind::OnSpawn];
     for hook in HookKind::ALL {
-      assert_eq!(
-        spec.hooks.has(hook),
-        expected.contains(&hook),
-        "{}",
-        hook.name()
-      );
+      assert_eq!(spec.hooks.has(hook), expected.contains(&hook), "{}", hook.name());
     }
     assert_eq!(spec.timeout_ms(HookKind::Store), 60_000.0);
     assert_eq!(spec.timeout_ms(HookKind::OnItemAppend), 60_000.0);
     assert_eq!(spec.timeout_ms(HookKind::Recall), 5_000.0);
-    assert_eq!(
-      layer_spec(&ObservationalConfig {
-        scope: Scope::Thread,
-        ..Default::default()
-      })
-      .scope,
-      Scope::Thread
-    );
+    assert_eq!(layer_spec(&ObservationalConfig { scope: Scope::Thread, ..Default::default() }).scope, Scope::Thread);
     assert_eq!(NAME, "Observational Memory");
   }
 
@@ -323,37 +255,19 @@ mod tests {
     let state = ObservationalState::from_value(&json).unwrap_or_default();
     assert_eq!(state.buffer_tokens, 3.0);
     assert_eq!(state.to_value(), json);
-    assert_eq!(
-      init_state(None),
-      json!({"observations": [], "buffer": [], "bufferTokens": 0, "version": 0})
-    );
+    assert_eq!(init_state(None), json!({"observations": [], "buffer": [], "bufferTokens": 0, "version": 0}));
     assert_eq!(init_state(Some(json.clone())), json);
-    assert_eq!(
-      ObservationalState::from_value(&Value::Null).ok(),
-      Some(ObservationalState::default())
-    );
-    assert_eq!(
-      ObservationalState::from_value(&json!({"version": 4}))
-        .map(|s| s.version)
-        .ok(),
-      Some(4.0)
-    );
+    assert_eq!(ObservationalState::from_value(&Value::Null).ok(), Some(ObservationalState::default()));
+    assert_eq!(ObservationalState::from_value(&json!({"version": 4})).map(|s| s.version).ok(), Some(4.0));
     assert!(ObservationalState::from_value(&json!({"buffer": 1})).is_err());
-    let fractional = ObservationalState {
-      buffer_tokens: 0.5,
-      ..Default::default()
-    };
+    let fractional = ObservationalState { buffer_tokens: 0.5, ..Default::default() };
     assert_eq!(fractional.to_value()["bufferTokens"], json!(0.5));
   }
 
   #[test]
   fn reference_vector_of_three_stores() {
     let config = config(5.0, 3);
-    let s1 = store_text(
-      &ObservationalState::default(),
-      "one two three four five six",
-      &config,
-    );
+    let s1 = store_text(&ObservationalState::default(), "one two three four five six", &config);
     assert_eq!(
       s1.to_value(),
       json!({"observations": ["Processed 1 items"], "buffer": [], "bufferTokens": 0, "version": 1})
@@ -373,14 +287,7 @@ mod tests {
     // A fourth and fifth distillation push the oldest out of the three kept.
     let s4 = store_text(&s3, "abcdefghijklmnopqrstu", &config);
     let s5 = store_text(&s4, "abcdefghijklmnopqrstu", &config);
-    assert_eq!(
-      s5.observations,
-      strings(&[
-        "Processed 2 items",
-        "Processed 1 items",
-        "Processed 1 items"
-      ])
-    );
+    assert_eq!(s5.observations, strings(&["Processed 2 items", "Processed 1 items", "Processed 1 items"]));
     assert_eq!(s5.version, 4.0);
   }
 
@@ -394,43 +301,27 @@ mod tests {
 
   #[test]
   fn below_threshold_an_empty_store_still_yields_a_state() {
-    let state = ObservationalState {
-      buffer: strings(&["a"]),
-      buffer_tokens: 1.0,
-      ..Default::default()
-    };
-    assert_eq!(
-      kept(store(&state, &[], &ObservationalConfig::default())),
-      state
-    );
+    let state = ObservationalState { buffer: strings(&["a"]), buffer_tokens: 1.0, ..Default::default() };
+    assert_eq!(kept(store(&state, &[], &ObservationalConfig::default())), state);
   }
 
   #[test]
   fn with_an_observer_the_caller_distils() {
-    let config = ObservationalConfig {
-      has_observer: true,
-      ..config(3.0, 2)
-    };
+    let config = ObservationalConfig { has_observer: true, ..config(3.0, 2) };
     let state = ObservationalState {
       observations: strings(&["old1", "old2"]),
       buffer: strings(&["kept"]),
       buffer_tokens: 1.0,
       version: 7.0,
     };
-    let Accumulated::Distill { new_buffer } = accumulate(&state, strings(&["abcdefgh"]), &config)
-    else {
+    let Accumulated::Distill { new_buffer } = accumulate(&state, strings(&["abcdefgh"]), &config) else {
       panic!("expected the observer to be needed");
     };
     assert_eq!(new_buffer, strings(&["kept", "abcdefgh"]));
     let next = apply_distilled(&state, strings(&["n1", "n2", "n3"]), &config);
     assert_eq!(
       next,
-      ObservationalState {
-        observations: strings(&["n2", "n3"]),
-        buffer: vec![],
-        buffer_tokens: 0.0,
-        version: 8.0
-      }
+      ObservationalState { observations: strings(&["n2", "n3"]), buffer: vec![], buffer_tokens: 0.0, version: 8.0 }
     );
     // Below the threshold no observer is needed.
     let below = accumulate(&state, strings(&["ab"]), &config);
@@ -439,10 +330,7 @@ mod tests {
 
   #[test]
   fn zero_max_observations_keeps_everything() {
-    let state = ObservationalState {
-      observations: strings(&["a", "b"]),
-      ..Default::default()
-    };
+    let state = ObservationalState { observations: strings(&["a", "b"]), ..Default::default() };
     let next = apply_distilled(&state, strings(&["c"]), &config(1.0, 0));
     assert_eq!(next.observations, strings(&["a", "b", "c"]));
   }
@@ -457,10 +345,7 @@ mod tests {
     ];
     let items: Vec<_> = items.iter().filter_map(Value::as_object).collect();
     let next = on_item_append(&state, &items, &config).map(kept);
-    assert_eq!(
-      next.as_ref().map(|s| &s.buffer),
-      Some(&strings(&["hello", "42"]))
-    );
+    assert_eq!(next.as_ref().map(|s| &s.buffer), Some(&strings(&["hello", "42"])));
     assert_eq!(next.map(|s| s.buffer_tokens), Some(3.0));
     let silent = [json!({"type": "function_call", "callId": "c", "name": "f", "arguments": "{}"})];
     let silent: Vec<_> = silent.iter().filter_map(Value::as_object).collect();
@@ -469,43 +354,26 @@ mod tests {
 
   #[test]
   fn recall_drops_oldest_until_it_fits() {
-    let state = ObservationalState {
-      observations: vec!["aaaa".into(), "b".repeat(32), "c".into()],
-      ..Default::default()
-    };
-    assert_eq!(
-      recall(&state, 12.0),
-      Some(("<observations>\n- c\n</observations>".to_string(), 9))
-    );
+    let state =
+      ObservationalState { observations: vec!["aaaa".into(), "b".repeat(32), "c".into()], ..Default::default() };
+    assert_eq!(recall(&state, 12.0), Some(("<observations>\n- c\n</observations>".to_string(), 9)));
     // A large budget keeps all three (15 + 6 + 1 + 34 + 1 + 3 + 16 = 76 units).
     let (text, tokens) = recall(&state, 19.0).unwrap_or_default();
-    assert_eq!(
-      text,
-      format!(
-        "<observations>\n- aaaa\n- {}\n- c\n</observations>",
-        "b".repeat(32)
-      )
-    );
+    assert_eq!(text, format!("<observations>\n- aaaa\n- {}\n- c\n</observations>", "b".repeat(32)));
     assert_eq!(tokens, 19);
     // One token short of all three drops "aaaa" (69 units).
     assert_eq!(recall(&state, 18.0).map(|(_, tokens)| tokens), Some(18));
     assert_eq!(recall(&state, 8.0), None);
     assert_eq!(recall(&state, 0.0), None);
     assert_eq!(recall(&state, f64::NAN), None);
-    assert_eq!(
-      recall(&state, f64::INFINITY).map(|(_, tokens)| tokens),
-      Some(19)
-    );
+    assert_eq!(recall(&state, f64::INFINITY).map(|(_, tokens)| tokens), Some(19));
     assert_eq!(recall(&ObservationalState::default(), 1000.0), None);
   }
 
   #[test]
   fn recall_counts_utf16_units() {
     // "😀😀" is four units: 15 + 2 + 4 + 16 = 37 units, 10 tokens.
-    let state = ObservationalState {
-      observations: vec!["😀😀".into()],
-      ..Default::default()
-    };
+    let state = ObservationalState { observations: vec!["😀😀".into()], ..Default::default() };
     assert_eq!(recall(&state, 10.0).map(|(_, tokens)| tokens), Some(10));
     assert_eq!(recall(&state, 9.0), None);
   }

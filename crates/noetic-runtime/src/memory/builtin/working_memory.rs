@@ -37,29 +37,15 @@ pub struct WorkingMemoryConfig {
 
 impl Default for WorkingMemoryConfig {
   fn default() -> Self {
-    Self {
-      scope: Scope::Thread,
-      has_schema: false,
-      read_only: false,
-    }
+    Self { scope: Scope::Thread, has_schema: false, read_only: false }
   }
 }
 
 /// The layer as the runtime sees it: init, recall, store and onSpawn, default timeouts.
 pub fn layer_spec(config: &WorkingMemoryConfig) -> LayerSpec {
   let mut spec = LayerSpec::new(ID, SLOT, config.scope);
-  spec.budget = BudgetConfig::Range {
-    min: 200.0,
-    max: 1_500.0,
-  };
-  spec.hooks = [
-    HookKind::Init,
-    HookKind::Recall,
-    HookKind::Store,
-    HookKind::OnSpawn,
-  ]
-  .into_iter()
-  .collect::<HookSet>();
+  spec.budget = BudgetConfig::Range { min: 200.0, max: 1_500.0 };
+  spec.hooks = [HookKind::Init, HookKind::Recall, HookKind::Store, HookKind::OnSpawn].into_iter().collect::<HookSet>();
   spec
 }
 
@@ -144,11 +130,7 @@ fn deep_merge_into(out: &mut Map<String, Value>, source: &Map<String, Value>, de
 pub fn merge(state: &Value, update: &Map<String, Value>) -> Value {
   let mut out = match state {
     Value::Object(map) => map.clone(),
-    Value::Array(items) => items
-      .iter()
-      .enumerate()
-      .map(|(i, item)| (i.to_string(), item.clone()))
-      .collect(),
+    Value::Array(items) => items.iter().enumerate().map(|(i, item)| (i.to_string(), item.clone())).collect(),
     _ => Map::new(),
   };
   deep_merge_into(&mut out, update, 0);
@@ -163,9 +145,7 @@ pub fn merge(state: &Value, update: &Map<String, Value>) -> Value {
 /// The schema gate applied to a merged state, with upstream's error message on rejection.
 fn check_schema(merged: Value, schema: Option<SchemaCheck<'_>>) -> Result<Value, String> {
   match schema.map(|check| check(&merged)) {
-    Some(Err(message)) => Err(format!(
-      "working-memory update rejected by schema: {message}"
-    )),
+    Some(Err(message)) => Err(format!("working-memory update rejected by schema: {message}")),
     _ => Ok(merged),
   }
 }
@@ -217,38 +197,20 @@ mod tests {
   }
 
   fn keys(value: &Value) -> Vec<&str> {
-    value
-      .as_object()
-      .map(|map| map.keys().map(String::as_str).collect())
-      .unwrap_or_default()
+    value.as_object().map(|map| map.keys().map(String::as_str).collect()).unwrap_or_default()
   }
 
   #[test]
   fn identity() {
     let spec = layer_spec(&WorkingMemoryConfig::default());
-    assert_eq!(
-      (spec.id.as_str(), spec.slot, spec.scope),
-      ("working-memory", 100.0, Scope::Thread)
-    );
-    assert_eq!(
-      spec.budget,
-      BudgetConfig::Range {
-        min: 200.0,
-        max: 1500.0
-      }
-    );
+    assert_eq!((spec.id.as_str(), spec.slot, spec.scope), ("working-memory", 100.0, Scope::Thread));
+    assert_eq!(spec.budget, BudgetConfig::Range { min: 200.0, max: 1500.0 });
     for hook in HookKind::ALL {
-      let expected = matches!(
-        hook,
-        HookKind::Init | HookKind::Recall | HookKind::Store | HookKind::OnSpawn
-      );
+      let expected = matches!(hook, HookKind::Init | HookKind::Recall | HookKind::Store | HookKind::OnSpawn);
       assert_eq!(spec.hooks.has(hook), expected, "{}", hook.name());
     }
     assert_eq!(spec.timeouts, [None; 11]);
-    let resource = layer_spec(&WorkingMemoryConfig {
-      scope: Scope::Resource,
-      ..Default::default()
-    });
+    let resource = layer_spec(&WorkingMemoryConfig { scope: Scope::Resource, ..Default::default() });
     assert_eq!(resource.scope, Scope::Resource);
     assert_eq!(NAME, "Working Memory");
   }
@@ -261,23 +223,14 @@ mod tests {
     assert_eq!(init_state(Some(Value::Null), None), json!(""));
     assert_eq!(init_state(None, Some(&accepts_all)), json!({}));
     assert_eq!(init_state(Some(json!({"a": 1})), None), json!({"a": 1}));
-    assert_eq!(
-      init_state(Some(json!("notes")), Some(&accepts_all)),
-      json!("notes")
-    );
+    assert_eq!(init_state(Some(json!("notes")), Some(&accepts_all)), json!("notes"));
     // Corrupt saved state under a schema falls back to `{}` rather than failing init.
-    assert_eq!(
-      init_state(Some(json!({"a": 1})), Some(&rejects_all)),
-      json!({})
-    );
+    assert_eq!(init_state(Some(json!({"a": 1})), Some(&rejects_all)), json!({}));
   }
 
   #[test]
   fn render_string_and_object_states() {
-    assert_eq!(
-      render(&json!("remember milk")).as_deref(),
-      Some("<working_memory>\nremember milk\n</working_memory>")
-    );
+    assert_eq!(render(&json!("remember milk")).as_deref(), Some("<working_memory>\nremember milk\n</working_memory>"));
     assert_eq!(
       render(&json!({"name": "Ada", "tags": ["x", 1], "nested": {"deep": 0.5}})).as_deref(),
       Some(
@@ -286,27 +239,13 @@ mod tests {
       )
     );
     // Truthy non-string, non-object states are printed as JSON.
-    assert_eq!(
-      render(&json!(7)).as_deref(),
-      Some("<working_memory>\n7\n</working_memory>")
-    );
-    assert_eq!(
-      render(&json!([1])).as_deref(),
-      Some("<working_memory>\n[\n  1\n]\n</working_memory>")
-    );
+    assert_eq!(render(&json!(7)).as_deref(), Some("<working_memory>\n7\n</working_memory>"));
+    assert_eq!(render(&json!([1])).as_deref(), Some("<working_memory>\n[\n  1\n]\n</working_memory>"));
   }
 
   #[test]
   fn empty_and_falsy_states_recall_nothing() {
-    for state in [
-      json!({}),
-      json!([]),
-      json!(""),
-      json!(0),
-      json!(-0.0),
-      json!(false),
-      Value::Null,
-    ] {
+    for state in [json!({}), json!([]), json!(""), json!(0), json!(-0.0), json!(false), Value::Null] {
       assert_eq!(recall(&state), None, "{state}");
     }
   }
@@ -323,18 +262,14 @@ mod tests {
   #[test]
   fn object_state_deep_merges() {
     let state = json!({"a": 1, "user": {"name": "Ada", "langs": ["en"]}, "keep": true});
-    let update =
-      obj(json!({"user": {"langs": ["fr"], "age": 36}, "a": {"now": "object"}, "new": null}));
+    let update = obj(json!({"user": {"langs": ["fr"], "age": 36}, "a": {"now": "object"}, "new": null}));
     assert_eq!(
       merge(&state, &update),
       json!({"a": {"now": "object"}, "user": {"name": "Ada", "langs": ["fr"], "age": 36}, "keep": true, "new": null})
     );
     // An object replacing an array is merged into a fresh object, and the input state is untouched.
     let state = json!({"list": [1, 2]});
-    assert_eq!(
-      merge(&state, &obj(json!({"list": {"x": 1}}))),
-      json!({"list": {"x": 1}})
-    );
+    assert_eq!(merge(&state, &obj(json!({"list": {"x": 1}}))), json!({"list": {"x": 1}}));
     assert_eq!(state, json!({"list": [1, 2]}));
   }
 
@@ -369,10 +304,7 @@ mod tests {
     let merged = merge(&state, &obj(update));
     // Objects down to 32 levels merge; the update's value at the 33rd level replaces the state's wholesale, its
     // `__proto__` key included, since nothing below the cap is filtered.
-    assert_eq!(
-      descend(&merged, 33),
-      &nested(1, json!({"__proto__": 1, "new": 2}))
-    );
+    assert_eq!(descend(&merged, 33), &nested(1, json!({"__proto__": 1, "new": 2})));
     // Just above the cap the merge still recursed, so a sibling from the state survives there.
     let mut state = nested(31, json!({"k": {"k": 0}, "side": true}));
     if let Some(map) = state.as_object_mut() {
@@ -387,10 +319,7 @@ mod tests {
   #[test]
   fn string_state_keeps_previous_text() {
     let merged = merge(&json!("old notes"), &obj(json!({"a": 1, "b": {"c": 2}})));
-    assert_eq!(
-      merged,
-      json!({"a": 1, "b": {"c": 2}, "_previous": "old notes"})
-    );
+    assert_eq!(merged, json!({"a": 1, "b": {"c": 2}, "_previous": "old notes"}));
     assert_eq!(keys(&merged), ["a", "b", "_previous"]);
     // `_previous` from the update loses to the preserved text but keeps its position.
     let merged = merge(&json!("old"), &obj(json!({"_previous": "forged", "z": 1})));
@@ -399,10 +328,7 @@ mod tests {
     // An empty string (or any other non-object) keeps nothing.
     assert_eq!(merge(&json!(""), &obj(json!({"a": 1}))), json!({"a": 1}));
     assert_eq!(merge(&json!(5), &obj(json!({"a": 1}))), json!({"a": 1}));
-    assert_eq!(
-      merge(&Value::Null, &obj(json!({"__proto__": 1}))),
-      json!({})
-    );
+    assert_eq!(merge(&Value::Null, &obj(json!({"__proto__": 1}))), json!({}));
   }
 
   #[test]
@@ -410,21 +336,14 @@ mod tests {
     let merged = merge(&json!({"b": 1}), &obj(json!({"a": 2, "1": 3, "0": 4})));
     assert_eq!(keys(&merged), ["0", "1", "b", "a"]);
     // An array state spreads into index keys.
-    assert_eq!(
-      merge(&json!(["x", "y"]), &obj(json!({"1": "z", "n": 1}))),
-      json!({"0": "x", "1": "z", "n": 1})
-    );
+    assert_eq!(merge(&json!(["x", "y"]), &obj(json!({"1": "z", "n": 1}))), json!({"0": "x", "1": "z", "n": 1}));
   }
 
   #[test]
   fn update_is_gated_by_the_schema_on_the_merged_state() {
     // A "schema" requiring a string `name`: a partial update that keeps an existing name passes.
     let needs_name = |value: &Value| {
-      if value.get("name").is_some_and(Value::is_string) {
-        Ok(())
-      } else {
-        Err("name: Required".to_string())
-      }
+      if value.get("name").is_some_and(Value::is_string) { Ok(()) } else { Err("name: Required".to_string()) }
     };
     let state = json!({"name": "Ada"});
     assert_eq!(
@@ -435,10 +354,7 @@ mod tests {
       apply_update(&json!({}), &obj(json!({"age": 36})), Some(&needs_name)),
       Err("working-memory update rejected by schema: name: Required".to_string())
     );
-    assert_eq!(
-      apply_update(&json!({}), &obj(json!({"age": 36})), None),
-      Ok(json!({"age": 36}))
-    );
+    assert_eq!(apply_update(&json!({}), &obj(json!({"age": 36})), None), Ok(json!({"age": 36})));
   }
 
   #[test]
@@ -449,15 +365,9 @@ mod tests {
       json!({"type": "function_call", "callId": "c2", "name": "updateWorkingMemory", "arguments": "{\"x\": 1}"}),
     ];
     let items: Vec<_> = items.iter().filter_map(Value::as_object).collect();
-    assert_eq!(
-      store(&json!("prior"), &items, &config, None),
-      Ok(Some(json!({"x": 1, "_previous": "prior"})))
-    );
+    assert_eq!(store(&json!("prior"), &items, &config, None), Ok(Some(json!({"x": 1, "_previous": "prior"}))));
     assert_eq!(store(&json!({}), &items[..1], &config, None), Ok(None));
-    let read_only = WorkingMemoryConfig {
-      read_only: true,
-      ..config
-    };
+    let read_only = WorkingMemoryConfig { read_only: true, ..config };
     assert_eq!(store(&json!({}), &items, &read_only, None), Ok(None));
     let rejects = |_: &Value| Err("bad".to_string());
     assert_eq!(

@@ -1,0 +1,84 @@
+//! An execution context: the log, counters and results of one execution (a run, or a spawn child).
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::host::{ExecInfo, StepValue, TokenCounts};
+use crate::items::ItemLog;
+use crate::memory::registry::LayerSet;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+  pub input: f64,
+  pub output: f64,
+  pub cached: f64,
+}
+
+#[derive(Default)]
+pub struct ContextState {
+  pub log: ItemLog,
+  pub step_count: u64,
+  pub tokens: Usage,
+  pub cost: f64,
+  /// `lastStepMeta` as the JSON JS reads.
+  pub last_step_meta: Option<Value>,
+  pub last_tool_calls: usize,
+  /// `lastLayerUsage` as the JSON JS reads.
+  pub last_layer_usage: Option<Value>,
+  pub completion: Option<StepValue>,
+  pub abort_reason: Option<String>,
+}
+
+pub struct ExecContext {
+  pub id: String,
+  pub thread_id: String,
+  pub resource_id: Option<String>,
+  pub depth: u32,
+  pub parent: Option<String>,
+  pub layers: Arc<LayerSet>,
+  started: Instant,
+  state: Mutex<ContextState>,
+}
+
+impl ExecContext {
+  pub fn new(
+    id: String,
+    thread_id: String,
+    resource_id: Option<String>,
+    depth: u32,
+    parent: Option<String>,
+    layers: Arc<LayerSet>,
+  ) -> Self {
+    Self { id, thread_id, resource_id, depth, parent, layers, started: Instant::now(), state: Mutex::default() }
+  }
+
+  /// The context's mutable part. Never held across an await.
+  pub fn state(&self) -> MutexGuard<'_, ContextState> {
+    self.state.lock().unwrap_or_else(PoisonError::into_inner)
+  }
+
+  pub fn elapsed_ms(&self) -> f64 {
+    self.started.elapsed().as_secs_f64() * 1000.0
+  }
+
+  pub fn aborted(&self) -> Option<String> {
+    self.state().abort_reason.clone()
+  }
+
+  /// What hooks see of this execution, copied now.
+  pub fn exec_info(&self, has_model: bool) -> ExecInfo {
+    let state = self.state();
+    ExecInfo {
+      execution_id: self.id.clone(),
+      thread_id: self.thread_id.clone(),
+      resource_id: self.resource_id.clone(),
+      depth: self.depth,
+      step_number: state.step_count,
+      token_usage: TokenCounts { input: state.tokens.input, output: state.tokens.output },
+      cost: state.cost,
+      has_model,
+    }
+  }
+}

@@ -1,0 +1,287 @@
+//! One LLM step (§7.3): the input enters the log, layers recall within their budgets, the view is projected from
+//! cached costs, the model answers (running tools), the response enters the log, usage is recorded, layers store.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::context::ExecContext;
+use super::model::Model;
+use super::tools::{ToolDef, layer_tools, merge_tools};
+use super::usage::{UsageInputs, compute_layer_usage};
+use super::{Harness, RunResult};
+use crate::error::{ConfigError, NoeticError};
+use crate::host::{ModelCall, StepValue, ViewEntry};
+use crate::items::{
+  Item, ItemLog, ToolLink, check_known_type, create_message, extract_assistant_text, function_call_output,
+};
+use crate::memory::lifecycle::{self, RecallEntry};
+use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_budgets, assemble_view};
+use crate::steps::LlmStep;
+use crate::tokens::estimate_tokens;
+
+/// A model's answer to one step: every item of every tool round, and the summed usage.
+struct Response {
+  items: Vec<Arc<Item>>,
+  input_tokens: f64,
+  output_tokens: f64,
+  cached_tokens: f64,
+  cost: f64,
+}
+
+/// The log without its system messages (they are hoisted), indexed without copying it.
+struct HistoryOfLog<'a> {
+  log: &'a ItemLog,
+  system: &'a [usize],
+}
+
+impl HistoryOfLog<'_> {
+  fn position(&self, i: usize) -> usize {
+    // System messages are few; skip the ones at or before the position being mapped.
+    let mut pos = i;
+    for &system in self.system {
+      if system <= pos {
+        pos += 1;
+      } else {
+        break;
+      }
+    }
+    pos
+  }
+}
+
+impl HistoryView for HistoryOfLog<'_> {
+  fn len(&self) -> usize {
+    self.log.len() - self.system.len()
+  }
+
+  fn cost(&self, i: usize) -> u64 {
+    self.log.get(self.position(i)).map_or(0, |item| item.cost())
+  }
+
+  fn link(&self, i: usize) -> &ToolLink {
+    static NONE: ToolLink = ToolLink::None;
+    self.log.get(self.position(i)).map_or(&NONE, |item| item.link())
+  }
+}
+
+/// The context window of one model call, as log positions and layer items.
+struct View {
+  entries: Vec<ViewEntry>,
+  items: Vec<Arc<Item>>,
+}
+
+impl Harness {
+  pub(crate) async fn execute_llm(
+    &self,
+    step: &LlmStep,
+    input: &StepValue,
+    ctx: &Arc<ExecContext>,
+  ) -> RunResult<StepValue> {
+    if step.model.trim().is_empty() {
+      return Err(
+        ConfigError::new(
+          "MISSING_MODEL",
+          format!("LLM step '{}' has no model.", step.id),
+          "Set `model` on step.llm (for example 'openai/gpt-4o').",
+        )
+        .into(),
+      );
+    }
+    let has_layers = !ctx.layers.is_empty();
+    let query = input.as_text().unwrap_or_default().to_owned();
+    if !query.is_empty() {
+      let message = Arc::new(create_message(&query, "user")?);
+      if has_layers {
+        lifecycle::append_items(&self.env, &self.scope(ctx), std::slice::from_ref(&message)).await;
+      }
+      ctx.state().log.push(message);
+    }
+
+    let tools = match &step.tools {
+      Some(tools) if tools.is_empty() => Vec::new(),
+      Some(tools) => merge_tools(tools.clone(), layer_tools(&ctx.layers)),
+      None => layer_tools(&ctx.layers),
+    };
+    let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);
+    let system_tokens = step.instructions.as_deref().map_or(0, estimate_tokens) as f64;
+    let view_policy =
+      ProjectionPolicy { token_budget: (policy.token_budget - system_tokens).max(0.0), ..policy.clone() };
+
+    let recalled = if has_layers {
+      let ids: Vec<(&str, crate::memory::BudgetConfig)> =
+        ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
+      let allocation = allocate_budgets(&ids, policy.token_budget, system_tokens, policy.response_reserve)?;
+      let budgets: HashMap<String, f64> =
+        allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
+      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query).await
+    } else {
+      Vec::new()
+    };
+
+    let view = project(ctx, &recalled, &view_policy);
+    let response = self.call_model(step, &tools, view, ctx).await?;
+
+    let (from, to, history_tokens) = {
+      let mut state = ctx.state();
+      let from = state.log.len();
+      for item in &response.items {
+        state.log.push(Arc::clone(item));
+      }
+      state.tokens.input += response.input_tokens;
+      state.tokens.output += response.output_tokens;
+      state.tokens.cached += response.cached_tokens;
+      state.cost += response.cost;
+      let tool_calls: Vec<Value> = response
+        .items
+        .iter()
+        .filter(|item| item.item_type() == "function_call")
+        .map(|item| Value::Object(item.json().clone()))
+        .collect();
+      state.last_tool_calls = tool_calls.len();
+      state.last_step_meta = Some(json!({
+        "toolCalls": tool_calls,
+        "usage": { "inputTokens": response.input_tokens, "outputTokens": response.output_tokens },
+        "cost": response.cost,
+      }));
+      (from, state.log.len(), state.log.total_cost())
+    };
+    let usage = compute_layer_usage(&UsageInputs {
+      execution_id: &ctx.id,
+      model_id: &step.model,
+      instructions: step.instructions.as_deref(),
+      tools: &tools,
+      recalled: &recalled,
+      history_tokens,
+    });
+    ctx.state().last_layer_usage = Some(usage);
+
+    if has_layers {
+      let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
+      lifecycle::store_layers(&self.env, &self.scope(ctx), &response.items, (from, to), usage).await;
+    }
+    let maps: Vec<&serde_json::Map<String, Value>> = response.items.iter().map(|item| item.json()).collect();
+    Ok(StepValue::Text(extract_assistant_text(&maps)))
+  }
+
+  async fn call_model(
+    &self,
+    step: &LlmStep,
+    tools: &[ToolDef],
+    view: View,
+    ctx: &Arc<ExecContext>,
+  ) -> RunResult<Response> {
+    match &self.model {
+      Model::None => Err(
+        ConfigError::new(
+          "NO_LLM_PROVIDER",
+          "No LLM provider configured on this harness.",
+          "Pass `llm: { provider: 'scripted' }` for the built-in scripted model, `llm: { provider: 'openrouter', apiKey }`, or set OPENROUTER_API_KEY.",
+        )
+        .into(),
+      ),
+      Model::Scripted(model) => Ok(self.scripted_tool_loop(model, tools, view.items, ctx).await),
+      Model::Host => {
+        let call = ModelCall {
+          context: ctx.id.clone(),
+          model: step.model.clone(),
+          instructions: step.instructions.clone(),
+          view: view.entries,
+          tools: tools.iter().map(|tool| self.tool_ref(tool, ctx)).collect(),
+          allowed_tool_names: None,
+        };
+        let reply = self.env.host.call_model(call).await?;
+        let mut items = Vec::with_capacity(reply.items.len());
+        for text in &reply.items {
+          let item = Item::from_json_text(text).map_err(|error| {
+            NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string())
+          })?;
+          check_known_type(&item)?;
+          items.push(Arc::new(item));
+        }
+        Ok(Response {
+          items,
+          input_tokens: reply.input_tokens,
+          output_tokens: reply.output_tokens,
+          cached_tokens: reply.cached_tokens.unwrap_or(0.0),
+          cost: reply.cost.unwrap_or(0.0),
+        })
+      }
+    }
+  }
+
+  /// The scripted model's rounds: run every tool call it makes, feed the outputs back, until it stops calling.
+  async fn scripted_tool_loop(
+    &self,
+    model: &super::ScriptedModel,
+    tools: &[ToolDef],
+    mut conversation: Vec<Arc<Item>>,
+    ctx: &Arc<ExecContext>,
+  ) -> Response {
+    const MAX_ROUNDS: usize = 16;
+    let mut response =
+      Response { items: Vec::new(), input_tokens: 0.0, output_tokens: 0.0, cached_tokens: 0.0, cost: 0.0 };
+    for _ in 0..MAX_ROUNDS {
+      let round = model.respond(&conversation);
+      response.input_tokens += round.input_tokens;
+      response.output_tokens += round.output_tokens;
+      let mut outputs = Vec::new();
+      for item in &round.items {
+        if item.item_type() != "function_call" {
+          continue;
+        }
+        let name = item.name().unwrap_or_default();
+        let call_id = item.call_id().unwrap_or_default();
+        let output = match tools.iter().find(|tool| tool.name == name || tool.wire_name() == name) {
+          Some(tool) => self.run_tool(tool, item.arguments().unwrap_or("{}"), ctx).await,
+          None => Some(format!("Error: tool '{name}' not found")),
+        };
+        // A `void` result is pinned as an empty output (upstream leaves `output` undefined).
+        outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output.unwrap_or_default())));
+      }
+      conversation.extend(round.items.iter().cloned());
+      conversation.extend(outputs.iter().cloned());
+      response.items.extend(round.items);
+      let done = outputs.is_empty();
+      response.items.extend(outputs);
+      if done {
+        break;
+      }
+    }
+    response
+  }
+}
+
+/// Hoists system messages, then assembles the view under the policy from cached costs (D10: with or without
+/// layers). Work is proportional to what is kept, not to the log's length.
+fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolicy) -> View {
+  let state = ctx.state();
+  let log = &state.log;
+  let system = log.system_positions();
+  let history = HistoryOfLog { log, system };
+  let layer_items: Vec<&Arc<Item>> = recalled.iter().flat_map(|entry| &entry.items).collect();
+  let system_costs: Vec<u64> = system.iter().filter_map(|&pos| log.get(pos)).map(|item| item.cost()).collect();
+  let layer_costs: Vec<u64> = layer_items.iter().map(|item| item.cost()).collect();
+  let plan = assemble_view(&system_costs, &layer_costs, &history, Some(policy));
+
+  let mut view = View { entries: Vec::new(), items: Vec::new() };
+  let push_log = |pos: usize, view: &mut View| {
+    if let Some(item) = log.get(pos) {
+      view.entries.push(ViewEntry::Log { pos });
+      view.items.push(Arc::clone(item));
+    }
+  };
+  for &pos in system {
+    push_log(pos, &mut view);
+  }
+  for &i in &plan.layers_kept {
+    let item = layer_items[i];
+    view.entries.push(ViewEntry::Layer { json: item.to_json_text() });
+    view.items.push(Arc::clone(item));
+  }
+  for &i in &plan.history_kept {
+    push_log(history.position(i), &mut view);
+  }
+  view
+}

@@ -1,0 +1,136 @@
+//! The harness: owns the memory environment, the default layers and projection, the model, and the live
+//! contexts; `run` is one execution from init to dispose.
+
+mod context;
+mod error;
+mod llm;
+mod model;
+mod scripted;
+mod tools;
+mod usage;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::host::StepValue;
+use crate::memory::ProjectionPolicy;
+use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome};
+use crate::memory::registry::LayerSet;
+use crate::steps::{Step, execute};
+
+pub use self::context::{ContextState, ExecContext, Usage};
+pub use self::error::{RunError, RunResult};
+pub use self::model::Model;
+pub use self::scripted::{ScriptedModel, ScriptedToolCall, ScriptedTurn};
+pub use self::tools::{ToolDef, ToolImpl, layer_tools, merge_tools};
+
+pub struct HarnessConfig {
+  pub name: String,
+  pub layers: Arc<LayerSet>,
+  pub projection: Option<ProjectionPolicy>,
+  pub model: Model,
+}
+
+pub struct Harness {
+  pub name: String,
+  pub env: MemoryEnv,
+  pub layers: Arc<LayerSet>,
+  pub projection: Option<ProjectionPolicy>,
+  pub model: Model,
+  contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
+}
+
+/// Options of one run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+  pub thread_id: Option<String>,
+  pub resource_id: Option<String>,
+  /// Overrides the harness's layers for this run.
+  pub layers: Option<Arc<LayerSet>>,
+}
+
+const DEFAULT_THREAD_ID: &str = "__default__";
+
+impl Harness {
+  pub fn new(config: HarnessConfig, env: MemoryEnv) -> Self {
+    Self {
+      name: config.name,
+      env,
+      layers: config.layers,
+      projection: config.projection,
+      model: config.model,
+      contexts: Mutex::default(),
+    }
+  }
+
+  /// A live context by id, for the binding's reads and appends.
+  pub fn context(&self, id: &str) -> Option<Arc<ExecContext>> {
+    self.contexts.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+  }
+
+  pub fn live_contexts(&self) -> usize {
+    self.contexts.lock().unwrap_or_else(PoisonError::into_inner).len()
+  }
+
+  pub(crate) fn open_context(&self, ctx: ExecContext) -> Arc<ExecContext> {
+    let ctx = Arc::new(ctx);
+    self.contexts.lock().unwrap_or_else(PoisonError::into_inner).insert(ctx.id.clone(), Arc::clone(&ctx));
+    ctx
+  }
+
+  pub(crate) fn close_context(&self, id: &str) {
+    self.contexts.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+    self.env.host.release_context(id);
+  }
+
+  pub(crate) fn scope<'a>(&self, ctx: &'a ExecContext) -> ExecScope<'a> {
+    ExecScope {
+      layers: &ctx.layers,
+      context: &ctx.id,
+      thread_id: &ctx.thread_id,
+      resource_id: ctx.resource_id.as_deref(),
+      info: ctx.exec_info(self.model.is_configured()),
+    }
+  }
+
+  /// One execution: init the layers, run the step, then onComplete and dispose whatever happened (D15).
+  pub async fn run(&self, step: &Step, input: StepValue, options: RunOptions) -> RunResult<StepValue> {
+    let layers = options.layers.unwrap_or_else(|| Arc::clone(&self.layers));
+    let ctx = ExecContext::new(
+      uuid::Uuid::new_v4().to_string(),
+      options.thread_id.unwrap_or_else(|| DEFAULT_THREAD_ID.to_owned()),
+      options.resource_id,
+      0,
+      None,
+      layers,
+    );
+    let ctx = self.open_context(ctx);
+    let result = self.run_in(&ctx, step, input).await;
+    self.close_context(&ctx.id);
+    result
+  }
+
+  /// Runs a step in a fresh context whose layers this execution initialises and finishes.
+  pub(crate) async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
+    if !ctx.layers.is_empty() {
+      let scope = self.scope(ctx);
+      if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
+        // Layers that did initialise still end cleanly.
+        lifecycle::dispose_layers(&self.env, &scope).await;
+        return Err(failure.into());
+      }
+    }
+    let result = execute(self, step, input, ctx).await;
+    if !ctx.layers.is_empty() {
+      let outcome = match (&result, ctx.aborted()) {
+        (_, Some(_)) => Outcome::Aborted,
+        (Ok(_), None) => Outcome::Success,
+        (Err(_), None) => Outcome::Failure,
+      };
+      let scope = self.scope(ctx);
+      lifecycle::complete_layers(&self.env, &scope, outcome).await;
+      lifecycle::dispose_layers(&self.env, &scope).await;
+    }
+    result
+  }
+}

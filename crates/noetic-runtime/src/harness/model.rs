@@ -1,0 +1,18 @@
+//! Which model answers LLM steps.
+
+use super::scripted::ScriptedModel;
+
+pub enum Model {
+  /// No provider: an LLM step fails with `NO_LLM_PROVIDER`.
+  None,
+  /// The built-in scripted model; tools run in the runtime's tool loop.
+  Scripted(ScriptedModel),
+  /// The user's `_testCallModel`, which receives the whole request and answers it, tools included.
+  Host,
+}
+
+impl Model {
+  pub fn is_configured(&self) -> bool {
+    !matches!(self, Self::None)
+  }
+}

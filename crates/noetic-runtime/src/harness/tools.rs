@@ -1,0 +1,112 @@
+//! Tools a model can call: user tools (JS) and the `provides` functions of layers, named `layerId/fnName`.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Harness;
+use super::context::ExecContext;
+use crate::host::{HostRef, ToolCall, ToolRef};
+use crate::memory::native::NativeWrite;
+use crate::memory::registry::{Layer, LayerImpl, LayerSet};
+use crate::memory::state::{StateValue, StateWrite};
+
+#[derive(Debug, Clone)]
+pub enum ToolImpl {
+  Host(HostRef),
+  LayerFn { layer: Arc<Layer>, name: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+  pub name: String,
+  pub description: String,
+  pub input_schema: Value,
+  pub imp: ToolImpl,
+}
+
+impl ToolDef {
+  /// The name providers receive: every character outside `[A-Za-z0-9_-]` becomes `_`.
+  pub fn wire_name(&self) -> String {
+    self.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+  }
+
+  /// The descriptor models see, also what `toolsTokens` counts.
+  pub fn descriptor(&self) -> Value {
+    serde_json::json!({ "name": self.name, "description": self.description, "parameters": self.input_schema })
+  }
+}
+
+/// The tools of a context's layers, in layer order (D19).
+pub fn layer_tools(layers: &LayerSet) -> Vec<ToolDef> {
+  let mut tools = Vec::new();
+  for layer in layers.layers() {
+    for provided in &layer.provides {
+      tools.push(ToolDef {
+        name: format!("{}/{}", layer.id(), provided.name),
+        description: provided.description.clone(),
+        input_schema: provided.input_schema.clone(),
+        imp: ToolImpl::LayerFn { layer: Arc::clone(layer), name: provided.name.clone() },
+      });
+    }
+  }
+  tools
+}
+
+/// Step tools then layer tools, de-duplicated by name with the first kept.
+pub fn merge_tools(first: Vec<ToolDef>, second: Vec<ToolDef>) -> Vec<ToolDef> {
+  let mut seen = std::collections::HashSet::new();
+  first.into_iter().chain(second).filter(|tool| seen.insert(tool.name.clone())).collect()
+}
+
+impl Harness {
+  pub(crate) fn tool_ref(&self, tool: &ToolDef, ctx: &ExecContext) -> ToolRef {
+    match &tool.imp {
+      ToolImpl::Host(handle) => ToolRef::Tool { handle: *handle, name: tool.name.clone() },
+      ToolImpl::LayerFn { layer, name } => match layer.imp {
+        LayerImpl::Host(handle) => ToolRef::LayerFn {
+          layer: handle,
+          layer_id: layer.id().to_owned(),
+          name: name.clone(),
+          context: ctx.id.clone(),
+        },
+        LayerImpl::Native(_) => ToolRef::Native { name: tool.name.clone() },
+      },
+    }
+  }
+
+  /// Runs one tool call; the output the model sees (none for a `void` result). Failures become error outputs,
+  /// never a failed step.
+  pub(crate) async fn run_tool(&self, tool: &ToolDef, arguments: &str, ctx: &ExecContext) -> Option<String> {
+    if let ToolImpl::LayerFn { layer, name } = &tool.imp
+      && let LayerImpl::Native(native) = &layer.imp
+    {
+      let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Object(Default::default()));
+      let state = match self.env.states.get(&ctx.id, layer.id()) {
+        Some(StateValue::Json(value)) => Some(value),
+        _ => None,
+      };
+      return match native.call(name, args, state.as_ref()).await {
+        Ok((result, write)) => {
+          // A provides function cannot clear state (§17.2).
+          if let NativeWrite::Set(value) = write {
+            self.env.states.set(&ctx.id, layer.id(), StateValue::Json(value), None, &self.env.sink);
+          }
+          result.map(|v| crate::items::to_js_json(&v))
+        }
+        Err(message) => Some(format!("Error: {message}")),
+      };
+    }
+    let call = ToolCall { tool: self.tool_ref(tool, ctx), arguments: arguments.to_owned(), context: ctx.id.clone() };
+    match self.env.host.call_tool(call).await {
+      Ok(reply) => {
+        if let (ToolImpl::LayerFn { layer, .. }, StateWrite::Set { persist }) = (&tool.imp, &reply.state) {
+          let persist = persist.clone().map(crate::memory::state::Persist::Write);
+          self.env.states.set(&ctx.id, layer.id(), StateValue::Host, persist, &self.env.sink);
+        }
+        reply.output
+      }
+      Err(error) => Some(format!("Error: {error}")),
+    }
+  }
+}

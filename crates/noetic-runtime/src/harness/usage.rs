@@ -1,0 +1,86 @@
+//! `LastLayerUsage`: the per-layer breakdown of the last model call's context window (§18, D17).
+
+use std::cmp::Ordering;
+
+use serde_json::{Value, json};
+
+use crate::memory::lifecycle::RecallEntry;
+use crate::tokens::estimate_tokens;
+
+use super::tools::ToolDef;
+
+/// Upstream sorts layer ids with `localeCompare` (ICU root collation). We pin a locale-free approximation of it:
+/// characters compare by class first (whitespace < punctuation < symbols < digits < letters), letters ignoring
+/// case, punctuation in ICU's order; equal strings then put lowercase before uppercase.
+pub fn compare_layer_ids(a: &str, b: &str) -> Ordering {
+  let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<_>>();
+  let tertiary = |s: &str| s.chars().map(|c| c.is_uppercase()).collect::<Vec<_>>();
+  primary(a).cmp(&primary(b)).then_with(|| tertiary(a).cmp(&tertiary(b))).then_with(|| a.cmp(b))
+}
+
+fn primary_weight(c: char) -> (u8, u32) {
+  const PUNCTUATION: &str = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+  if c.is_whitespace() {
+    (0, c as u32)
+  } else if let Some(rank) = PUNCTUATION.find(c) {
+    (1, rank as u32)
+  } else if c.is_numeric() {
+    (3, c.to_digit(10).unwrap_or(c as u32))
+  } else if c.is_alphabetic() {
+    (4, c.to_lowercase().next().map_or(c as u32, |l| l as u32))
+  } else {
+    (2, c as u32)
+  }
+}
+
+pub struct UsageInputs<'a> {
+  pub execution_id: &'a str,
+  pub model_id: &'a str,
+  pub instructions: Option<&'a str>,
+  pub tools: &'a [ToolDef],
+  pub recalled: &'a [RecallEntry],
+  /// Cost of the whole log: layer items never enter it, so this is exactly the non-layer history (D17).
+  pub history_tokens: u64,
+}
+
+pub fn compute_layer_usage(inputs: &UsageInputs<'_>) -> Value {
+  let mut layers: Vec<&RecallEntry> = inputs.recalled.iter().collect();
+  layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
+  let system = inputs.instructions.filter(|text| !text.is_empty()).map_or(0, estimate_tokens);
+  let tools = if inputs.tools.is_empty() {
+    0
+  } else {
+    let descriptors: Vec<Value> = inputs.tools.iter().map(ToolDef::descriptor).collect();
+    estimate_tokens(&crate::items::to_js_json(&Value::Array(descriptors)))
+  };
+  let layer_tokens: f64 = layers.iter().filter_map(|entry| entry.token_count).sum();
+  let total = system as f64 + tools as f64 + inputs.history_tokens as f64 + layer_tokens;
+  json!({
+    "executionId": inputs.execution_id,
+    "modelId": inputs.model_id,
+    "layers": layers.iter().map(|entry| json!({
+      "layerId": entry.layer_id,
+      "tokenCount": entry.token_count,
+      "items": entry.items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),
+    })).collect::<Vec<_>>(),
+    "systemPromptTokens": system,
+    "toolsTokens": tools,
+    "historyTokens": inputs.history_tokens,
+    "totalUsedTokens": total,
+  })
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn layer_ids_sort_like_locale_compare_on_the_documented_cases() {
+    let mut ids = vec!["ab", "a.b", "a-b", "a_b"];
+    ids.sort_by(|a, b| compare_layer_ids(a, b));
+    assert_eq!(ids, ["a_b", "a-b", "a.b", "ab"]);
+    assert_eq!(compare_layer_ids("plan", "Plan"), Ordering::Less);
+    assert_eq!(compare_layer_ids("Plan", "Z"), Ordering::Less);
+    assert_eq!(compare_layer_ids("working-memory", "observational-memory"), Ordering::Greater);
+  }
+}

@@ -1,0 +1,309 @@
+//! The seam between the runtime and user code. The runtime decides what runs, in which order, with which budget
+//! and timeout, and what a result means; the host runs the user's functions (JS hooks, step functions, tools, a test
+//! model) and reports back. Calls are batched: one `run_hooks` per hook phase covers every JS layer in it.
+
+use async_trait::async_trait;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{ConfigError, NoeticError};
+use crate::memory::{HookKind, StateWrite};
+
+/// An opaque reference to a value the host keeps (a JS layer object, a step function, a JS value).
+pub type HostRef = u64;
+
+/// What the hook code sees of the execution (`ExecutionContext`); copied when the batch is built, as upstream.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecInfo {
+  pub execution_id: String,
+  pub thread_id: String,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub resource_id: Option<String>,
+  pub depth: u32,
+  pub step_number: u64,
+  pub token_usage: TokenCounts,
+  pub cost: f64,
+  /// Whether `callModel` is present on the hook's context (D8).
+  pub has_model: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TokenCounts {
+  pub input: f64,
+  pub output: f64,
+}
+
+/// When a hook's result replaces the layer's state (spec §6.3). The host applies it to the JS state object it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WriteRule {
+  /// init: whatever `result.state` is, `undefined` included.
+  Always,
+  /// recall, onItemAppend, steering, onReturn: only a defined `result.state`.
+  IfDefined,
+  /// store, onComplete: when the result has a `state` key, which may clear.
+  IfKeyPresent,
+  /// dispose, projectHistory.
+  Never,
+}
+
+/// The per-phase arguments of one hook call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum HookArgs {
+  #[serde(rename_all = "camelCase")]
+  Init {
+    scope_key: String,
+    storage_prefix: String,
+  },
+  Recall {
+    budget: f64,
+    query: String,
+  },
+  /// The response items are the log positions `[from, to)`: they were appended before store runs.
+  #[serde(rename_all = "camelCase")]
+  Store {
+    response_from: usize,
+    response_to: usize,
+    usage: Value,
+  },
+  OnComplete {
+    outcome: &'static str,
+  },
+  Dispose,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookCall {
+  pub layer: HostRef,
+  pub layer_id: String,
+  pub timeout_ms: f64,
+  pub write: WriteRule,
+  /// Serialize the new state for the durable mirror (the layer's scope is not `execution`).
+  pub persist: bool,
+  /// Stop the batch at this call if it fails: the calls after it do not run (init under `onInitError: 'throw'`).
+  pub stop_on_error: bool,
+  pub args: HookArgs,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookBatch {
+  pub phase: &'static str,
+  /// The context whose log the hooks receive.
+  pub context: String,
+  pub exec: ExecInfo,
+  pub calls: Vec<HookCall>,
+}
+
+impl HookBatch {
+  pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
+    Self { phase: phase.name(), context, exec, calls: Vec::new() }
+  }
+}
+
+/// How one hook call ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookStatus {
+  Ok,
+  Threw(String),
+  TimedOut(f64),
+}
+
+/// What a recall hook produced, normalised by the host: `null`/falsy, the bare-string shorthand, or items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecallReply {
+  Nothing,
+  Text(String),
+  /// Each item as the JSON text JS produced; `token_count` is the layer's own figure, trusted as is.
+  Items {
+    items: Vec<String>,
+    token_count: Option<f64>,
+  },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookReply {
+  pub status: HookStatus,
+  /// The thrown value, kept by the host, so that an init failure can rethrow the very same error.
+  pub error: Option<HostRef>,
+  pub state: StateWrite,
+  pub recall: Option<RecallReply>,
+}
+
+/// A JS value a step produced or consumes. Strings cross as strings because the runtime reads them (an LLM step's
+/// input becomes a user message); anything else stays in the host and is referred to.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum StepValue {
+  #[default]
+  Undefined,
+  Text(String),
+  Json(Value),
+  Host(HostRef),
+}
+
+impl StepValue {
+  pub fn as_text(&self) -> Option<&str> {
+    match self {
+      Self::Text(text) => Some(text),
+      _ => None,
+    }
+  }
+}
+
+/// A failure from user code, or a typed error the user code threw that must keep its identity.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostError {
+  /// A thrown value, kept by the host so that the caller gets the very same error object back.
+  Thrown {
+    message: String,
+    error: Option<HostRef>,
+  },
+  Config(ConfigError),
+  Noetic(NoeticError),
+}
+
+impl std::fmt::Display for HostError {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match self {
+      Self::Thrown { message, .. } => f.write_str(message),
+      Self::Config(error) => error.fmt(f),
+      Self::Noetic(error) => error.fmt(f),
+    }
+  }
+}
+
+/// A request to the user's test model (`_testCallModel`): the view as log positions and layer items.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCall {
+  pub context: String,
+  pub model: String,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub instructions: Option<String>,
+  pub view: Vec<ViewEntry>,
+  pub tools: Vec<ToolRef>,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub allowed_tool_names: Option<Vec<String>>,
+}
+
+/// One item of the context window sent to a model: a log position the host already holds, or a layer item.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "from", rename_all = "camelCase")]
+pub enum ViewEntry {
+  Log { pos: usize },
+  Layer { json: String },
+}
+
+/// A tool as the host knows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ToolRef {
+  /// A user tool object.
+  Tool { handle: HostRef, name: String },
+  /// A `provides` function of a JS layer, bound to an execution.
+  #[serde(rename_all = "camelCase")]
+  LayerFn { layer: HostRef, layer_id: String, name: String, context: String },
+  /// A built-in layer's function, run in Rust; the host only needs its name to describe it.
+  Native { name: String },
+}
+
+/// What a model returned: items as JSON text, usage and cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+  pub items: Vec<String>,
+  pub input_tokens: f64,
+  pub output_tokens: f64,
+  pub cached_tokens: Option<f64>,
+  pub cost: Option<f64>,
+}
+
+/// A tool call the runtime asks the host to run.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+  pub tool: ToolRef,
+  /// The model's arguments, JSON text.
+  pub arguments: String,
+  pub context: String,
+}
+
+/// The outcome of a host tool call: the output text (or none for a `void` result) and whether it is an error.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+  pub output: Option<String>,
+  pub is_error: bool,
+  /// A layer function that replaced its layer's state reports it, for the durable mirror.
+  pub state: StateWrite,
+}
+
+/// A loop's snapshot for a JS `until` predicate.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UntilCall {
+  pub predicate: HostRef,
+  pub context: String,
+  pub step_count: u64,
+  pub elapsed_ms: f64,
+  pub cost: f64,
+  pub tokens: Value,
+  pub depth: u32,
+  pub last_output: StepValueRef,
+  pub history: Vec<StepValueRef>,
+  pub last_step_meta: Value,
+}
+
+/// How a step value crosses in a request.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "t", content = "v", rename_all = "camelCase")]
+pub enum StepValueRef {
+  Undefined,
+  Text(String),
+  Json(Value),
+  Host(HostRef),
+}
+
+impl From<&StepValue> for StepValueRef {
+  fn from(value: &StepValue) -> Self {
+    match value {
+      StepValue::Undefined => Self::Undefined,
+      StepValue::Text(text) => Self::Text(text.clone()),
+      StepValue::Json(json) => Self::Json(json.clone()),
+      StepValue::Host(handle) => Self::Host(*handle),
+    }
+  }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepCall {
+  pub step: HostRef,
+  pub step_id: String,
+  pub context: String,
+  pub input: StepValueRef,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+  pub stop: bool,
+  pub reason: Option<String>,
+}
+
+/// Everything the runtime asks of user code.
+#[async_trait]
+pub trait Host: Send + Sync {
+  /// Runs one phase's JS hooks, in the order given, and reports each outcome in the same order.
+  async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply>;
+  /// Runs a `step.run` function.
+  async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError>;
+  /// Calls the user's test model (`_testCallModel`).
+  async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError>;
+  /// Runs a JS tool or a JS layer's function.
+  async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError>;
+  /// Evaluates a JS `until` predicate.
+  async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError>;
+  /// A context is finished: the host may drop what it keeps for it.
+  fn release_context(&self, context: &str);
+}

@@ -1,0 +1,69 @@
+//! The end of an execution (D15): onComplete with its outcome, then dispose in reverse slot order, then the
+//! execution's state is dropped so that memory does not grow turn after turn.
+
+use crate::host::{HookArgs, HookBatch, WriteRule};
+use crate::memory::HookKind;
+use crate::memory::registry::LayerImpl;
+
+use super::{ExecScope, MemoryEnv, failure, host_call};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+  Success,
+  Failure,
+  Aborted,
+}
+
+impl Outcome {
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Self::Success => "success",
+      Self::Failure => "failure",
+      Self::Aborted => "aborted",
+    }
+  }
+}
+
+pub async fn complete_layers(env: &MemoryEnv, scope: &ExecScope<'_>, outcome: Outcome) {
+  run_host_only(env, scope, HookKind::OnComplete, WriteRule::IfKeyPresent, || HookArgs::OnComplete {
+    outcome: outcome.as_str(),
+  })
+  .await;
+  env.states.flush(scope.exec_id()).await;
+}
+
+/// dispose, then flush and drop the execution's states.
+pub async fn dispose_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
+  run_host_only(env, scope, HookKind::Dispose, WriteRule::Never, || HookArgs::Dispose).await;
+  let exec = scope.exec_id();
+  env.states.flush(exec).await;
+  env.states.cleanup(exec);
+}
+
+/// The built-in layers have no onComplete or dispose, so these phases are JS only.
+async fn run_host_only(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  hook: HookKind,
+  write: WriteRule,
+  args: impl Fn() -> HookArgs,
+) {
+  let exec = scope.exec_id().to_owned();
+  let mut batch = HookBatch::new(hook, scope.context.to_owned(), scope.info.clone());
+  let mut batch_layers = Vec::new();
+  for layer in env.participants(scope, hook) {
+    if matches!(layer.imp, LayerImpl::Host(_))
+      && let Some(call) = host_call(layer, hook, write, args())
+    {
+      batch.calls.push(call);
+      batch_layers.push(layer);
+    }
+  }
+  let replies = env.run_batch(batch).await;
+  for (layer, reply) in batch_layers.into_iter().zip(replies) {
+    match failure(&reply.status) {
+      None => env.apply_host_write(&exec, layer.id(), &reply.state),
+      Some(message) => env.diagnose(layer.id(), hook, &message),
+    }
+  }
+}

@@ -1,0 +1,133 @@
+//! The layer lifecycle: one function per hook phase. Each decides which layers run (slot order, the skip gate),
+//! with which arguments and timeout, runs built-in layers in Rust and every JS layer of the phase in one host
+//! batch, then applies what came back: state writes, durable mirroring and diagnostics.
+
+mod append;
+mod complete;
+mod init;
+mod recall;
+mod store;
+
+use std::sync::Arc;
+
+use super::HookKind;
+use super::registry::{Layer, LayerImpl, LayerSet};
+use super::state::{DiagnosticSink, Persist, StateStore, StateValue, StateWrite};
+use crate::host::{ExecInfo, HookBatch, HookCall, HookReply, HookStatus, Host};
+use crate::storage::Storage;
+
+pub use self::append::append_items;
+pub use self::complete::{Outcome, complete_layers, dispose_layers};
+pub use self::init::{InitFailure, init_layers};
+pub use self::recall::{RecallEntry, recall_layers};
+pub use self::store::store_layers;
+
+/// What every phase needs from the harness.
+#[derive(Clone)]
+pub struct MemoryEnv {
+  pub host: Arc<dyn Host>,
+  pub states: Arc<StateStore>,
+  pub sink: Arc<dyn DiagnosticSink>,
+  pub storage: Arc<dyn Storage>,
+}
+
+/// The execution a phase runs for.
+#[derive(Clone)]
+pub struct ExecScope<'a> {
+  pub layers: &'a LayerSet,
+  /// The context whose log hooks receive; also the execution id.
+  pub context: &'a str,
+  pub thread_id: &'a str,
+  pub resource_id: Option<&'a str>,
+  pub info: ExecInfo,
+}
+
+impl ExecScope<'_> {
+  pub fn exec_id(&self) -> &str {
+    &self.info.execution_id
+  }
+}
+
+impl MemoryEnv {
+  /// The skip gate (§5.2): a disabled layer, or one with `init` whose init never ran in this execution.
+  pub fn skipped(&self, exec: &str, layer: &Layer) -> bool {
+    self.states.is_disabled(exec, layer.id()) || (layer.has(HookKind::Init) && !self.states.has(exec, layer.id()))
+  }
+
+  /// The layers that take part in a phase, in slot order (reversed for dispose).
+  fn participants<'s>(&self, scope: &'s ExecScope<'_>, hook: HookKind) -> Vec<&'s Arc<Layer>> {
+    let exec = scope.exec_id();
+    let keep = |layer: &&Arc<Layer>| layer.has(hook) && !self.skipped(exec, layer);
+    if hook == HookKind::Dispose {
+      scope.layers.in_slot_order().rev().filter(keep).collect()
+    } else {
+      scope.layers.in_slot_order().filter(keep).collect()
+    }
+  }
+
+  fn state_json(&self, exec: &str, layer: &str) -> Option<serde_json::Value> {
+    match self.states.get(exec, layer) {
+      Some(StateValue::Json(value)) => Some(value),
+      _ => None,
+    }
+  }
+
+  fn diagnose(&self, layer: &str, hook: HookKind, message: &str) {
+    self.sink.diagnostic(layer, hook.name(), message);
+  }
+
+  /// Applies a host hook's state write to the store (and so to the durable mirror).
+  fn apply_host_write(&self, exec: &str, layer: &str, write: &StateWrite) {
+    match write {
+      StateWrite::Unchanged => {}
+      StateWrite::Set { persist } => {
+        let persist = persist.clone().map(Persist::Write);
+        self.states.set(exec, layer, StateValue::Host, persist, &self.sink);
+      }
+      StateWrite::Cleared => self.states.set(exec, layer, StateValue::Undefined, None, &self.sink),
+    }
+  }
+
+  /// Runs the batch when it has calls; a reply list shorter than the batch counts the missing calls as failed.
+  async fn run_batch(&self, batch: HookBatch) -> Vec<HookReply> {
+    if batch.calls.is_empty() {
+      return Vec::new();
+    }
+    let expected = batch.calls.len();
+    let mut replies = self.host.run_hooks(batch).await;
+    replies.resize_with(expected, || HookReply {
+      status: HookStatus::Threw("the host returned no result for this hook".into()),
+      error: None,
+      state: StateWrite::Unchanged,
+      recall: None,
+    });
+    replies
+  }
+}
+
+fn host_call(
+  layer: &Layer,
+  hook: HookKind,
+  write: crate::host::WriteRule,
+  args: crate::host::HookArgs,
+) -> Option<HookCall> {
+  let LayerImpl::Host(handle) = layer.imp else { return None };
+  Some(HookCall {
+    layer: handle,
+    layer_id: layer.spec.id.clone(),
+    timeout_ms: layer.spec.timeout_ms(hook),
+    write,
+    persist: layer.spec.scope.is_durable(),
+    stop_on_error: false,
+    args,
+  })
+}
+
+/// A failure message for a hook reply that did not succeed.
+fn failure(status: &HookStatus) -> Option<String> {
+  match status {
+    HookStatus::Ok => None,
+    HookStatus::Threw(message) => Some(message.clone()),
+    HookStatus::TimedOut(ms) => Some(format!("Timeout after {}ms", crate::js_number(*ms))),
+  }
+}

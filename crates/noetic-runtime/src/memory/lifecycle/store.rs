@@ -1,0 +1,62 @@
+//! store: after a response is accepted, every layer sees the new items. JS store hooks may run concurrently, but
+//! their results are applied in slot order (D2).
+
+use std::sync::Arc;
+
+use crate::host::{HookArgs, HookBatch, WriteRule};
+use crate::items::Item;
+use crate::memory::HookKind;
+use crate::memory::native::NativeWrite;
+use crate::memory::registry::LayerImpl;
+use crate::memory::state::StateValue;
+
+use super::{ExecScope, MemoryEnv, failure, host_call};
+
+/// `response` holds the new items, which are also the log positions `[from, to)`.
+pub async fn store_layers(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  response: &[Arc<Item>],
+  response_range: (usize, usize),
+  usage: serde_json::Value,
+) {
+  let exec = scope.exec_id().to_owned();
+  let layers = env.participants(scope, HookKind::Store);
+  let mut batch = HookBatch::new(HookKind::Store, scope.context.to_owned(), scope.info.clone());
+  let mut batch_layers = Vec::new();
+  for layer in layers {
+    match &layer.imp {
+      LayerImpl::Native(native) => {
+        let state = env.state_json(&exec, layer.id());
+        match native.store(state.as_ref(), response).await {
+          Ok(write) => apply_native(env, &exec, layer.id(), write),
+          Err(message) => env.diagnose(layer.id(), HookKind::Store, &message),
+        }
+      }
+      LayerImpl::Host(_) => {
+        let args =
+          HookArgs::Store { response_from: response_range.0, response_to: response_range.1, usage: usage.clone() };
+        if let Some(call) = host_call(layer, HookKind::Store, WriteRule::IfKeyPresent, args) {
+          batch.calls.push(call);
+          batch_layers.push(layer);
+        }
+      }
+    }
+  }
+  let replies = env.run_batch(batch).await;
+  for (layer, reply) in batch_layers.into_iter().zip(replies) {
+    match failure(&reply.status) {
+      None => env.apply_host_write(&exec, layer.id(), &reply.state),
+      Some(message) => env.diagnose(layer.id(), HookKind::Store, &message),
+    }
+  }
+  env.states.flush(&exec).await;
+}
+
+pub(super) fn apply_native(env: &MemoryEnv, exec: &str, layer: &str, write: NativeWrite) {
+  match write {
+    NativeWrite::Unchanged => {}
+    NativeWrite::Set(value) => env.states.set(exec, layer, StateValue::Json(value), None, &env.sink),
+    NativeWrite::Clear => env.states.set(exec, layer, StateValue::Undefined, None, &env.sink),
+  }
+}

@@ -1,0 +1,61 @@
+//! Built-in layers implemented in Rust. The lifecycle calls them directly: no crossing, no conversion.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::items::Item;
+use crate::storage::ScopedStorage;
+
+/// A state change a built-in hook asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NativeWrite {
+  Unchanged,
+  Set(Value),
+  Clear,
+}
+
+/// A built-in recall: one developer message and its token count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeRecall {
+  pub text: String,
+  pub token_count: f64,
+}
+
+/// A built-in layer's hooks. Each has a default that does nothing; the layer's `HookSet` says which are real.
+#[async_trait]
+pub trait NativeLayer: Send + Sync {
+  /// The initial state, usually rehydrated from `storage` key `state`; `None` means `undefined`.
+  async fn init(&self, _storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(None)
+  }
+
+  async fn recall(&self, _state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
+    Ok(None)
+  }
+
+  async fn store(&self, _state: Option<&Value>, _new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+    Ok(NativeWrite::Unchanged)
+  }
+
+  /// Input items about to enter the log (D7); built-ins observe them and never transform them.
+  async fn on_item_append(&self, _state: Option<&Value>, _items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+    Ok(NativeWrite::Unchanged)
+  }
+
+  /// A `provides` function: the result (JSON, `None` for `void`) and the new state, if any.
+  async fn call(
+    &self,
+    name: &str,
+    _args: Value,
+    _state: Option<&Value>,
+  ) -> Result<(Option<Value>, NativeWrite), String> {
+    Err(format!("unknown function '{name}'"))
+  }
+
+  /// A `provides` data entry read from the state.
+  fn read(&self, name: &str, _state: Option<&Value>) -> Result<Value, String> {
+    Err(format!("unknown data entry '{name}'"))
+  }
+}

@@ -1,0 +1,314 @@
+//! Registering layers: the raw description a caller gives is validated here (DECISIONS D1), and the resulting set
+//! knows its slot order once, so that no phase sorts.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
+use super::native::NativeLayer;
+use crate::error::ConfigError;
+use crate::host::HostRef;
+
+/// A `provides` function entry: exposed on `ctx.memory[layerId]` and offered to models as `layerId/name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProvidedFn {
+  pub name: String,
+  pub description: String,
+  /// JSON Schema of the input, as sent to the model.
+  pub input_schema: Value,
+}
+
+/// Who runs a layer's hooks.
+#[derive(Clone)]
+pub enum LayerImpl {
+  /// A JS layer object the host holds.
+  Host(HostRef),
+  /// A built-in layer implemented in Rust: its hooks cost no crossing.
+  Native(Arc<dyn NativeLayer>),
+}
+
+impl std::fmt::Debug for LayerImpl {
+  fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match self {
+      Self::Host(handle) => write!(f, "Host({handle})"),
+      Self::Native(_) => f.write_str("Native"),
+    }
+  }
+}
+
+#[derive(Debug, Clone)]
+pub struct Layer {
+  pub spec: LayerSpec,
+  pub imp: LayerImpl,
+  pub provides: Vec<ProvidedFn>,
+}
+
+impl Layer {
+  pub fn has(&self, hook: HookKind) -> bool {
+    self.spec.hooks.has(hook)
+  }
+
+  pub fn id(&self) -> &str {
+    &self.spec.id
+  }
+}
+
+/// A layer's budget exactly as given, before validation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawBudget {
+  Omitted,
+  Auto,
+  Number(f64),
+  Range {
+    min: Option<f64>,
+    max: Option<f64>,
+  },
+  /// Anything else; the text describes what it was, for the error message.
+  Invalid(String),
+}
+
+/// A layer as a caller describes it, before validation.
+#[derive(Debug, Clone)]
+pub struct RawLayer {
+  pub id: Option<String>,
+  pub slot: Option<f64>,
+  pub scope: Option<String>,
+  pub budget: RawBudget,
+  /// Each hook key present on `hooks`, with the JS `typeof` of its value.
+  pub hooks: Vec<(String, String)>,
+  pub timeouts: Vec<(String, f64)>,
+  pub on_init_error: Option<String>,
+  pub recall_mode: Option<String>,
+  pub provides: Vec<ProvidedFn>,
+  pub imp: LayerImpl,
+}
+
+fn invalid(code: &str, message: String, hint: &str) -> ConfigError {
+  ConfigError::new(code, message, hint)
+}
+
+fn validate_budget(id: &str, raw: &RawBudget) -> Result<BudgetConfig, ConfigError> {
+  const CODE: &str = "INVALID_LAYER_BUDGET";
+  const HINT: &str = "Use a non-negative number, { min, max } with 0 <= min <= max, or 'auto' (Infinity is allowed).";
+  let bad = |what: String| invalid(CODE, format!("Memory layer '{id}' has an invalid budget: {what}."), HINT);
+  let check = |name: &str, n: f64| {
+    if n.is_nan() {
+      Err(bad(format!("{name} is NaN")))
+    } else if n < 0.0 {
+      Err(bad(format!("{name} is negative ({n})")))
+    } else {
+      Ok(n)
+    }
+  };
+  match raw {
+    RawBudget::Omitted | RawBudget::Auto => Ok(BudgetConfig::Auto),
+    RawBudget::Number(n) => Ok(BudgetConfig::Fixed(check("budget", *n)?)),
+    RawBudget::Range { min, max } => {
+      let min = check("min", min.ok_or_else(|| bad("min is missing".into()))?)?;
+      let max = check("max", max.ok_or_else(|| bad("max is missing".into()))?)?;
+      if min > max {
+        return Err(bad(format!("min ({min}) is greater than max ({max})")));
+      }
+      Ok(BudgetConfig::Range { min, max })
+    }
+    RawBudget::Invalid(what) => Err(bad(what.clone())),
+  }
+}
+
+fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
+  let id = match raw.id {
+    Some(id) if !id.is_empty() => id,
+    _ => {
+      return Err(invalid(
+        "INVALID_LAYER_ID",
+        "A memory layer has no id.".into(),
+        "Give every layer a unique, non-empty string `id`.",
+      ));
+    }
+  };
+  let slot = match raw.slot {
+    Some(slot) if slot.is_finite() => slot,
+    other => {
+      let what = other.map_or_else(|| "missing".to_owned(), |n| n.to_string());
+      return Err(invalid(
+        "INVALID_LAYER_SLOT",
+        format!("Memory layer '{id}' has an invalid slot ({what})."),
+        "Use a finite number, such as one of the Slot constants.",
+      ));
+    }
+  };
+  let scope = raw.scope.as_deref().and_then(Scope::parse).ok_or_else(|| {
+    invalid(
+      "INVALID_LAYER_SCOPE",
+      format!("Memory layer '{id}' has an invalid scope ({}).", raw.scope.as_deref().unwrap_or("missing")),
+      "Use 'thread', 'resource', 'global' or 'execution'.",
+    )
+  })?;
+  let budget = validate_budget(&id, &raw.budget)?;
+  let mut hooks = HookSet::default();
+  for (name, kind) in &raw.hooks {
+    let Some(hook) = HookKind::from_name(name) else { continue };
+    match kind.as_str() {
+      "function" => hooks = hooks.with(hook),
+      "undefined" => {}
+      other => {
+        return Err(invalid(
+          "INVALID_LAYER_HOOK",
+          format!("Memory layer '{id}' hook '{name}' is a {other}, not a function."),
+          "Every hook must be a function (async or not), or be left out.",
+        ));
+      }
+    }
+  }
+  let mut spec = LayerSpec::new(id, slot, scope);
+  spec.budget = budget;
+  spec.hooks = hooks;
+  for (name, ms) in raw.timeouts {
+    if let Some(hook) = HookKind::from_name(&name) {
+      spec.timeouts[hook as usize] = Some(ms);
+    }
+  }
+  spec.on_init_error = match raw.on_init_error.as_deref() {
+    Some("disable") => OnInitError::Disable,
+    _ => OnInitError::Throw,
+  };
+  // As upstream: anything but 'eventual' is atomic.
+  spec.recall_mode = match raw.recall_mode.as_deref() {
+    Some("eventual") => RecallMode::Eventual,
+    _ => RecallMode::Atomic,
+  };
+  Ok(Layer { spec, imp: raw.imp, provides: raw.provides })
+}
+
+/// The layers of a context, in the caller's order, with their slot order computed once.
+#[derive(Debug, Clone, Default)]
+pub struct LayerSet {
+  layers: Vec<Arc<Layer>>,
+  by_slot: Vec<usize>,
+}
+
+impl LayerSet {
+  /// Validates every layer and rejects duplicate ids.
+  pub fn register(raws: Vec<RawLayer>) -> Result<Self, ConfigError> {
+    let mut seen = HashSet::new();
+    let mut layers = Vec::with_capacity(raws.len());
+    for raw in raws {
+      let layer = validate(raw)?;
+      if !seen.insert(layer.spec.id.clone()) {
+        return Err(invalid(
+          "DUPLICATE_LAYER_ID",
+          format!("Two memory layers have the id '{}'.", layer.spec.id),
+          "Layer ids key state, storage and tools; give each layer its own id.",
+        ));
+      }
+      layers.push(Arc::new(layer));
+    }
+    Ok(Self::from_layers(layers))
+  }
+
+  pub fn from_layers(layers: Vec<Arc<Layer>>) -> Self {
+    let mut by_slot: Vec<usize> = (0..layers.len()).collect();
+    // Stable: equal slots keep array order (D2). Slots are finite, so the comparison is total.
+    by_slot.sort_by(|&a, &b| layers[a].spec.slot.total_cmp(&layers[b].spec.slot));
+    Self { layers, by_slot }
+  }
+
+  pub fn is_empty(&self) -> bool {
+    self.layers.is_empty()
+  }
+
+  pub fn len(&self) -> usize {
+    self.layers.len()
+  }
+
+  /// Caller's order.
+  pub fn layers(&self) -> &[Arc<Layer>] {
+    &self.layers
+  }
+
+  /// Slot order, ties in caller's order.
+  pub fn in_slot_order(&self) -> impl DoubleEndedIterator<Item = &Arc<Layer>> + Clone {
+    self.by_slot.iter().map(|&i| &self.layers[i])
+  }
+
+  pub fn get(&self, id: &str) -> Option<&Arc<Layer>> {
+    self.layers.iter().find(|layer| layer.spec.id == id)
+  }
+
+  pub fn any_has(&self, hook: HookKind) -> bool {
+    self.layers.iter().any(|layer| layer.has(hook))
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn raw(id: &str, slot: f64) -> RawLayer {
+    RawLayer {
+      id: Some(id.into()),
+      slot: Some(slot),
+      scope: Some("thread".into()),
+      budget: RawBudget::Omitted,
+      hooks: vec![("recall".into(), "function".into())],
+      timeouts: vec![],
+      on_init_error: None,
+      recall_mode: None,
+      provides: vec![],
+      imp: LayerImpl::Host(0),
+    }
+  }
+
+  fn code(result: Result<LayerSet, ConfigError>) -> String {
+    result.err().map(|e| e.code).unwrap_or_default()
+  }
+
+  #[test]
+  fn orders_by_slot_with_ties_in_array_order() {
+    let set = LayerSet::register(vec![raw("c", 300.0), raw("a", 100.0), raw("b", 300.0), raw("z", 50.0)]).unwrap();
+    let order: Vec<&str> = set.in_slot_order().map(|l| l.id()).collect();
+    assert_eq!(order, ["z", "a", "c", "b"]);
+  }
+
+  #[test]
+  fn rejects_bad_layers_with_specific_codes() {
+    assert_eq!(code(LayerSet::register(vec![raw("a", 1.0), raw("a", 2.0)])), "DUPLICATE_LAYER_ID");
+    assert_eq!(code(LayerSet::register(vec![raw("a", f64::NAN)])), "INVALID_LAYER_SLOT");
+    assert_eq!(code(LayerSet::register(vec![raw("a", f64::INFINITY)])), "INVALID_LAYER_SLOT");
+    assert_eq!(code(LayerSet::register(vec![RawLayer { id: None, ..raw("a", 1.0) }])), "INVALID_LAYER_ID");
+    assert_eq!(
+      code(LayerSet::register(vec![RawLayer { scope: Some("session".into()), ..raw("a", 1.0) }])),
+      "INVALID_LAYER_SCOPE"
+    );
+    for budget in [
+      RawBudget::Number(f64::NAN),
+      RawBudget::Number(-1.0),
+      RawBudget::Range { min: Some(900.0), max: Some(100.0) },
+      RawBudget::Range { min: Some(f64::NAN), max: Some(100.0) },
+      RawBudget::Invalid("a string 'lots'".into()),
+    ] {
+      assert_eq!(code(LayerSet::register(vec![RawLayer { budget, ..raw("a", 1.0) }])), "INVALID_LAYER_BUDGET");
+    }
+    let hooks = vec![("recall".into(), "string".into())];
+    assert_eq!(code(LayerSet::register(vec![RawLayer { hooks, ..raw("a", 1.0) }])), "INVALID_LAYER_HOOK");
+  }
+
+  #[test]
+  fn accepts_infinite_budgets_and_reads_modes() {
+    let layer = RawLayer {
+      budget: RawBudget::Range { min: Some(0.0), max: Some(f64::INFINITY) },
+      recall_mode: Some("eventual".into()),
+      on_init_error: Some("disable".into()),
+      timeouts: vec![("recall".into(), 250.0)],
+      ..raw("a", 1.0)
+    };
+    let set = LayerSet::register(vec![layer]).unwrap();
+    let spec = &set.layers()[0].spec;
+    assert_eq!(spec.recall_mode, RecallMode::Eventual);
+    assert_eq!(spec.on_init_error, OnInitError::Disable);
+    assert_eq!(spec.timeout_ms(HookKind::Recall), 250.0);
+    assert_eq!(spec.timeout_ms(HookKind::Store), 30_000.0);
+  }
+}

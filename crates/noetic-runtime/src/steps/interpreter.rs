@@ -1,0 +1,218 @@
+//! The step interpreter: dispatches each step kind, counts steps, honours abort and `ctx.complete`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::Step;
+use super::until::{LoopFacts, Until, evaluate_native};
+use crate::error::NoeticError;
+use crate::harness::{ExecContext, Harness, RunResult};
+use crate::host::{StepCall, StepValue, StepValueRef, UntilCall};
+
+type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
+
+/// Upstream's nesting limit.
+const MAX_DEPTH: usize = 64;
+
+/// Runs `step` with `input` in `ctx`.
+pub fn execute<'a>(
+  harness: &'a Harness,
+  step: &'a Step,
+  input: StepValue,
+  ctx: &'a Arc<ExecContext>,
+) -> StepFuture<'a> {
+  Box::pin(dispatch(harness, step, input, ctx, 0))
+}
+
+fn nested<'a>(
+  harness: &'a Harness,
+  step: &'a Step,
+  input: StepValue,
+  ctx: &'a Arc<ExecContext>,
+  depth: usize,
+) -> StepFuture<'a> {
+  Box::pin(dispatch(harness, step, input, ctx, depth))
+}
+
+fn cancelled(reason: String) -> NoeticError {
+  NoeticError::new("cancelled", json!({ "reason": reason }), format!("Cancelled: {reason}"))
+}
+
+fn step_failed(step_id: &str, cause: String) -> NoeticError {
+  NoeticError::new(
+    "step_failed",
+    json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": false }),
+    format!("Step '{step_id}' failed: {cause}"),
+  )
+}
+
+async fn dispatch(
+  harness: &Harness,
+  step: &Step,
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
+  if depth > MAX_DEPTH {
+    return Err(step_failed(step.id(), format!("maximum step depth ({MAX_DEPTH}) exceeded")).into());
+  }
+  if let Some(reason) = ctx.aborted() {
+    return Err(cancelled(reason).into());
+  }
+  ctx.state().step_count += 1;
+  match step {
+    Step::Run { id, execute } => {
+      let call = StepCall { step: *execute, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
+      Ok(harness.env.host.run_step(call).await?)
+    }
+    Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
+    Step::Loop { id, steps, until, max_iterations } => {
+      run_loop(harness, id, steps, until, *max_iterations, input, ctx, depth).await
+    }
+    Step::Spawn { child, memory, .. } => {
+      let layers = memory.clone().unwrap_or_else(|| Arc::clone(&ctx.layers));
+      let child_ctx = harness.open_context(ExecContext::new(
+        uuid::Uuid::new_v4().to_string(),
+        ctx.thread_id.clone(),
+        ctx.resource_id.clone(),
+        ctx.depth + 1,
+        Some(ctx.id.clone()),
+        layers,
+      ));
+      // A child with its own layers initialises and finishes them; one that inherits the parent's runs them as
+      // the parent left them (upstream: no init in children).
+      let result = if memory.is_some() {
+        harness.run_in(&child_ctx, child, input).await
+      } else {
+        nested(harness, child, input, &child_ctx, depth + 1).await
+      };
+      harness.close_context(&child_ctx.id);
+      result
+    }
+  }
+}
+
+#[expect(clippy::too_many_arguments, reason = "the loop's own fields plus where it runs")]
+async fn run_loop(
+  harness: &Harness,
+  id: &str,
+  steps: &[Arc<Step>],
+  until: &Until,
+  max_iterations: f64,
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
+  if !max_iterations.is_finite() || max_iterations < 1.0 {
+    return Err(step_failed(id, format!("Invalid maxIterations: {}", crate::js_number(max_iterations))).into());
+  }
+  let started = std::time::Instant::now();
+  let mut current = input;
+  let mut history: Vec<StepValue> = Vec::new();
+  let mut iterations = 0.0;
+  let mut completed = 0u64;
+  loop {
+    if let Some(reason) = ctx.aborted() {
+      return Err(cancelled(reason).into());
+    }
+    iterations += 1.0;
+    if iterations > max_iterations {
+      return Err(
+        step_failed(id, format!("Loop exceeded maximum iterations ({})", crate::js_number(max_iterations))).into(),
+      );
+    }
+    let mut output = current.clone();
+    for body in steps {
+      output = nested(harness, body, output, ctx, depth + 1).await?;
+      if let Some(value) = ctx.state().completion.clone() {
+        return Ok(value);
+      }
+    }
+    completed += 1;
+    history.push(output.clone());
+    let facts = {
+      let state = ctx.state();
+      LoopFacts {
+        step_count: completed,
+        cost: state.cost,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        last_tool_calls: state.last_tool_calls,
+      }
+    };
+    let (stop, _reason) = verdict(harness, until, &facts, &output, &history, ctx).await;
+    if stop {
+      return Ok(output);
+    }
+    current = output;
+  }
+}
+
+/// Evaluates a predicate tree: built-ins here, JS predicates through the host. A throwing predicate stops the
+/// loop, as upstream.
+fn verdict<'a>(
+  harness: &'a Harness,
+  until: &'a Until,
+  facts: &'a LoopFacts,
+  output: &'a StepValue,
+  history: &'a [StepValue],
+  ctx: &'a Arc<ExecContext>,
+) -> Pin<Box<dyn Future<Output = (bool, Option<String>)> + Send + 'a>> {
+  Box::pin(async move {
+    if let Some(native) = evaluate_native(until, facts) {
+      return native;
+    }
+    match until {
+      Until::Any(predicates) => {
+        for predicate in predicates {
+          let result = verdict(harness, predicate, facts, output, history, ctx).await;
+          if result.0 {
+            return result;
+          }
+        }
+        (false, None)
+      }
+      Until::All(predicates) => {
+        let mut reasons = Vec::new();
+        for predicate in predicates {
+          let (stop, reason) = verdict(harness, predicate, facts, output, history, ctx).await;
+          if !stop {
+            return (false, None);
+          }
+          reasons.extend(reason.filter(|r| !r.is_empty()));
+        }
+        let joined = reasons.join("; ");
+        (true, Some(if joined.is_empty() { "All predicates satisfied".to_owned() } else { joined }))
+      }
+      Until::Host(predicate) => {
+        let (tokens, meta) = {
+          let state = ctx.state();
+          let t = state.tokens;
+          (
+            json!({ "input": t.input, "output": t.output, "total": t.input + t.output }),
+            state.last_step_meta.clone().unwrap_or(serde_json::Value::Null),
+          )
+        };
+        let call = UntilCall {
+          predicate: *predicate,
+          context: ctx.id.clone(),
+          step_count: facts.step_count,
+          elapsed_ms: facts.elapsed_ms,
+          cost: facts.cost,
+          tokens,
+          depth: ctx.depth,
+          last_output: output.into(),
+          history: history.iter().map(StepValueRef::from).collect(),
+          last_step_meta: meta,
+        };
+        match harness.env.host.eval_until(call).await {
+          Ok(verdict) => (verdict.stop, verdict.reason),
+          Err(error) => (true, Some(format!("Predicate error: {error}"))),
+        }
+      }
+      _ => (false, None),
+    }
+  })
+}

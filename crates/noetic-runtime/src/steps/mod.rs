@@ -1,0 +1,46 @@
+//! The step tree as Rust data, and the interpreter that runs it. User callbacks (step functions, JS predicates,
+//! tools) are host references; everything else is decided here.
+
+mod interpreter;
+mod until;
+
+use std::sync::Arc;
+
+use crate::harness::ToolDef;
+use crate::host::HostRef;
+use crate::memory::ProjectionPolicy;
+use crate::memory::registry::LayerSet;
+
+pub use self::interpreter::execute;
+pub use self::until::Until;
+
+#[derive(Debug, Clone)]
+pub enum Step {
+  /// `step.run`: a user function.
+  Run { id: String, execute: HostRef },
+  /// `step.llm`: one model step with memory, projection and tools.
+  Llm(Box<LlmStep>),
+  /// `loop`: run the body until the predicate stops it.
+  Loop { id: String, steps: Vec<Arc<Step>>, until: Until, max_iterations: f64 },
+  /// `spawn`: run a child step in an isolated child context, with its own layers if given.
+  Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>> },
+}
+
+impl Step {
+  pub fn id(&self) -> &str {
+    match self {
+      Self::Run { id, .. } | Self::Loop { id, .. } | Self::Spawn { id, .. } => id,
+      Self::Llm(llm) => &llm.id,
+    }
+  }
+}
+
+#[derive(Debug, Clone)]
+pub struct LlmStep {
+  pub id: String,
+  pub model: String,
+  pub instructions: Option<String>,
+  /// `None`: the step's context offers every layer tool; `Some([])`: no tools at all (§7.3 step 3).
+  pub tools: Option<Vec<ToolDef>>,
+  pub projection: Option<ProjectionPolicy>,
+}

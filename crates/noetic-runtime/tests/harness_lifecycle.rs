@@ -1,0 +1,264 @@
+//! The harness driven through a scripted host: hook order, state rules, durable rehydration, failures, and the
+//! built-in layers' tools called by the scripted model.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use noetic_runtime::harness::{
+  Harness, HarnessConfig, Model, RunError, RunOptions, ScriptedModel, ScriptedToolCall, ScriptedTurn,
+};
+use noetic_runtime::host::*;
+use noetic_runtime::memory::builtin::layers::working_memory_layer;
+use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
+use noetic_runtime::memory::lifecycle::MemoryEnv;
+use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
+use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
+use noetic_runtime::steps::{LlmStep, Step};
+use noetic_runtime::storage::{InMemoryStorage, Storage};
+use serde_json::{Value, json};
+
+/// A host whose JS layers are described by data: each layer records its calls and answers recall with text.
+#[derive(Default)]
+struct ScriptHost {
+  calls: Mutex<Vec<String>>,
+  failing_init: Mutex<Option<u64>>,
+  /// The layer items of each model call, as JSON text.
+  views: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl Host for ScriptHost {
+  async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply> {
+    let mut replies = Vec::new();
+    for call in &batch.calls {
+      self.calls.lock().unwrap().push(format!("{}:{}", batch.phase, call.layer_id));
+      if batch.phase == "init" && *self.failing_init.lock().unwrap() == Some(call.layer) {
+        replies.push(HookReply {
+          status: HookStatus::Threw("boom".into()),
+          error: Some(99),
+          state: StateWrite::Unchanged,
+          recall: None,
+        });
+        if call.stop_on_error {
+          break;
+        }
+        continue;
+      }
+      let (state, recall) = match &call.args {
+        HookArgs::Init { .. } => (StateWrite::Set { persist: None }, None),
+        HookArgs::Recall { budget, .. } => {
+          (StateWrite::Unchanged, Some(RecallReply::Text(format!("{} has {budget}", call.layer_id))))
+        }
+        HookArgs::Store { response_from, response_to, .. } => {
+          (StateWrite::Set { persist: Some(json!({ "stored": response_to - response_from })) }, None)
+        }
+        _ => (StateWrite::Unchanged, None),
+      };
+      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall });
+    }
+    replies
+  }
+  async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError> {
+    Ok(StepValue::Text(format!("ran {}", call.step_id)))
+  }
+  async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
+    let layer_items = call
+      .view
+      .iter()
+      .filter_map(|entry| match entry {
+        ViewEntry::Layer { json } => Some(json.clone()),
+        ViewEntry::Log { .. } => None,
+      })
+      .collect();
+    self.views.lock().unwrap().push(layer_items);
+    let reply = r#"{"id":"m1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok"}]}"#;
+    Ok(ModelReply { items: vec![reply.into()], input_tokens: 1.0, output_tokens: 1.0, cached_tokens: None, cost: None })
+  }
+  async fn call_tool(&self, _call: ToolCall) -> Result<ToolReply, HostError> {
+    unreachable!("no JS tools here")
+  }
+  async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
+    Ok(Verdict { stop: true, reason: None })
+  }
+  fn release_context(&self, _context: &str) {}
+}
+
+#[derive(Default)]
+struct Diagnostics(Mutex<Vec<String>>);
+
+impl DiagnosticSink for Diagnostics {
+  fn diagnostic(&self, layer_id: &str, hook: &str, message: &str) {
+    self.0.lock().unwrap().push(format!("{layer_id}:{hook}:{message}"));
+  }
+}
+
+fn js_layer(id: &str, slot: f64, scope: &str, handle: u64, hooks: &[&str]) -> RawLayer {
+  RawLayer {
+    id: Some(id.into()),
+    slot: Some(slot),
+    scope: Some(scope.into()),
+    budget: RawBudget::Range { min: Some(100.0), max: Some(1000.0) },
+    hooks: hooks.iter().map(|h| ((*h).to_owned(), "function".to_owned())).collect(),
+    timeouts: vec![],
+    on_init_error: None,
+    recall_mode: None,
+    provides: vec![],
+    imp: LayerImpl::Host(handle),
+  }
+}
+
+struct Fixture {
+  harness: Harness,
+  host: Arc<ScriptHost>,
+  storage: Arc<InMemoryStorage>,
+  diagnostics: Arc<Diagnostics>,
+}
+
+fn fixture(layers: LayerSet, script: Vec<ScriptedTurn>) -> Fixture {
+  fixture_with(layers, Model::Scripted(ScriptedModel::new(script)), Arc::new(InMemoryStorage::new()))
+}
+
+fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -> Fixture {
+  let host = Arc::new(ScriptHost::default());
+  let diagnostics = Arc::new(Diagnostics::default());
+  let env = MemoryEnv {
+    host: Arc::clone(&host) as Arc<dyn Host>,
+    states: Arc::new(StateStore::new()),
+    sink: Arc::clone(&diagnostics) as Arc<dyn DiagnosticSink>,
+    storage: Arc::clone(&storage) as Arc<dyn Storage>,
+  };
+  let config = HarnessConfig { name: "t".into(), layers: Arc::new(layers), projection: None, model };
+  Fixture { harness: Harness::new(config, env), host, storage, diagnostics }
+}
+
+fn llm() -> Step {
+  Step::Llm(Box::new(LlmStep { id: "s".into(), model: "m".into(), instructions: None, tools: None, projection: None }))
+}
+
+fn thread(id: &str) -> RunOptions {
+  RunOptions { thread_id: Some(id.into()), ..RunOptions::default() }
+}
+
+#[tokio::test]
+async fn hooks_run_in_slot_order_and_the_execution_ends_with_complete_and_dispose() {
+  let all = ["init", "recall", "store", "onComplete", "dispose"];
+  let layers = LayerSet::register(vec![
+    js_layer("late", 300.0, "thread", 1, &all),
+    js_layer("early", 100.0, "execution", 2, &all),
+  ])
+  .unwrap();
+  let f = fixture(layers, vec![]);
+  let out = f.harness.run(&llm(), StepValue::Text("hi".into()), thread("T")).await.unwrap();
+  assert_eq!(out, StepValue::Text("You said: hi".into()));
+  let calls = f.host.calls.lock().unwrap().clone();
+  assert_eq!(
+    calls,
+    [
+      "init:early",
+      "init:late",
+      "recall:early",
+      "recall:late",
+      "store:early",
+      "store:late",
+      "onComplete:early",
+      "onComplete:late",
+      "dispose:late",
+      "dispose:early",
+    ]
+  );
+  // Per-execution state is dropped at the end (D15), and no context stays registered.
+  assert_eq!(f.harness.env.states.live_executions(), 0);
+  assert_eq!(f.harness.live_contexts(), 0);
+}
+
+#[tokio::test]
+async fn store_state_is_mirrored_for_durable_scopes_only() {
+  let layers = LayerSet::register(vec![
+    js_layer("durable", 100.0, "thread", 1, &["init", "store"]),
+    js_layer("scratch", 200.0, "execution", 2, &["init", "store"]),
+  ])
+  .unwrap();
+  let f = fixture(layers, vec![]);
+  f.harness.run(&llm(), StepValue::Text("hi".into()), thread("T1")).await.unwrap();
+  // One response item (the assistant message) was stored.
+  assert_eq!(f.storage.get_now("layers/durable/T1/state"), Some(json!({ "stored": 1 })));
+  let keys = f.storage.list("layers/").await.unwrap();
+  assert_eq!(keys, ["layers/durable/T1/state"]);
+}
+
+#[tokio::test]
+async fn init_failure_aborts_the_run_with_the_thrown_error_and_later_layers_do_not_init() {
+  let layers = LayerSet::register(vec![
+    js_layer("a", 1.0, "thread", 1, &["init", "dispose"]),
+    js_layer("b", 2.0, "thread", 2, &["init", "dispose"]),
+  ])
+  .unwrap();
+  let f = fixture(layers, vec![]);
+  *f.host.failing_init.lock().unwrap() = Some(1);
+  let err = f.harness.run(&llm(), StepValue::Text("hi".into()), thread("T")).await.unwrap_err();
+  assert_eq!(err, RunError::Host(HostError::Thrown { message: "boom".into(), error: Some(99) }));
+  assert_eq!(*f.host.calls.lock().unwrap(), ["init:a"]);
+  assert_eq!(*f.diagnostics.0.lock().unwrap(), ["a:init:boom"]);
+  assert_eq!(f.harness.env.states.live_executions(), 0);
+}
+
+#[tokio::test]
+async fn a_disabled_layer_is_skipped_and_the_run_goes_on() {
+  let mut failing = js_layer("optional", 1.0, "thread", 1, &["init", "recall"]);
+  failing.on_init_error = Some("disable".into());
+  let layers = LayerSet::register(vec![failing, js_layer("other", 2.0, "thread", 2, &["init", "recall"])]).unwrap();
+  let f = fixture(layers, vec![]);
+  *f.host.failing_init.lock().unwrap() = Some(1);
+  f.harness.run(&llm(), StepValue::Text("hi".into()), thread("T")).await.unwrap();
+  assert_eq!(*f.host.calls.lock().unwrap(), ["init:optional", "init:other", "recall:other"]);
+}
+
+#[tokio::test]
+async fn the_scripted_model_calls_working_memory_update_and_the_state_persists_and_rehydrates() {
+  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default()))]);
+  let script = vec![
+    ScriptedTurn {
+      tool_calls: vec![ScriptedToolCall {
+        name: "working-memory/update".into(),
+        arguments: r#"{"name":"Ada"}"#.into(),
+      }],
+      ..ScriptedTurn::default()
+    },
+    ScriptedTurn { text: Some("noted".into()), ..ScriptedTurn::default() },
+  ];
+  let f = fixture(layers, script);
+  let out = f.harness.run(&llm(), StepValue::Text("I am Ada".into()), thread("T")).await.unwrap();
+  assert_eq!(out, StepValue::Text("noted".into()));
+  assert_eq!(f.storage.get_now("layers/working-memory/T/state"), Some(json!({ "name": "Ada" })));
+
+  // A later execution on the same thread rehydrates it and recalls it into the model's view; another thread
+  // starts empty.
+  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default()))]);
+  let g = fixture_with(layers, Model::Host, Arc::clone(&f.storage));
+  g.harness.run(&llm(), StepValue::Text("who am I?".into()), thread("T")).await.unwrap();
+  g.harness.run(&llm(), StepValue::Text("who am I?".into()), thread("U")).await.unwrap();
+  let views = g.host.views.lock().unwrap().clone();
+  assert_eq!(views.len(), 2);
+  assert_eq!(views[0].len(), 1);
+  assert!(views[0][0].contains(r#"<working_memory>\n{\n  \"name\": \"Ada\"\n}\n</working_memory>"#), "{}", views[0][0]);
+  assert!(views[1].is_empty());
+}
+
+#[tokio::test]
+async fn missing_model_and_missing_provider_are_config_errors() {
+  let f = fixture(LayerSet::default(), vec![]);
+  let blank = Step::Llm(Box::new(LlmStep {
+    id: "s".into(),
+    model: " ".into(),
+    instructions: None,
+    tools: None,
+    projection: None,
+  }));
+  match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
+    Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),
+    other => panic!("expected MISSING_MODEL, got {other:?}"),
+  }
+  let out = f.harness.run(&Step::Run { id: "r".into(), execute: 7 }, StepValue::Undefined, RunOptions::default()).await;
+  assert_eq!(out.unwrap(), StepValue::Text("ran r".into()));
+  let _: Value = json!(null);
+}
