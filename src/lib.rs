@@ -1,1 +1,22 @@
-//! The napi binding of `@noetic-tools/core`: converts JS values and dispatches calls into `noetic-runtime`.
+//! The napi binding of `@noetic-tools/core`: converts JS values and dispatches calls into `noetic-runtime`, and
+//! decides nothing. The JS side (`js/`) holds user values and calls user functions; this crate reaches it through
+//! one dispatcher function per harness (see `dispatcher.rs`).
+
+mod describe;
+mod dispatcher;
+mod harness;
+mod js_host;
+mod protocol;
+mod storage;
+mod unstable;
+
+use napi_derive::napi;
+
+/// Replaces the default panic output with one that says whose bug it is. napi-rs turns the panic into a JS error
+/// at the boundary, so the Node process keeps running (A5).
+#[napi(module_exports, skip_typescript)]
+pub fn init() {
+  std::panic::set_hook(Box::new(|info| {
+    eprintln!("@noetic-tools/core panicked: {info}. This is a bug in @noetic-tools/core, not in your code.");
+  }));
+}

@@ -43,6 +43,8 @@ pub struct Layer {
   pub spec: LayerSpec,
   pub imp: LayerImpl,
   pub provides: Vec<ProvidedFn>,
+  /// The host's handle for the layer object the user passed, built-ins included (for `ctx.memory`).
+  pub handle: Option<HostRef>,
 }
 
 impl Layer {
@@ -179,7 +181,11 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
     Some("eventual") => RecallMode::Eventual,
     _ => RecallMode::Atomic,
   };
-  Ok(Layer { spec, imp: raw.imp, provides: raw.provides })
+  let handle = match raw.imp {
+    LayerImpl::Host(handle) => Some(handle),
+    LayerImpl::Native(_) => None,
+  };
+  Ok(Layer { spec, imp: raw.imp, provides: raw.provides, handle })
 }
 
 /// The layers of a context, in the caller's order, with their slot order computed once.

@@ -32,7 +32,12 @@ pub fn working_memory_layer(config: WorkingMemoryConfig) -> Layer {
     description: wm::UPDATE_DESCRIPTION.into(),
     input_schema: json!({ "type": "object", "additionalProperties": {} }),
   }];
-  Layer { spec: wm::layer_spec(&config), imp: LayerImpl::Native(Arc::new(WorkingMemory { config })), provides }
+  Layer {
+    spec: wm::layer_spec(&config),
+    imp: LayerImpl::Native(Arc::new(WorkingMemory { config })),
+    provides,
+    handle: None,
+  }
 }
 
 #[async_trait]
@@ -81,6 +86,7 @@ pub fn observational_memory_layer(config: ObservationalConfig) -> Layer {
     spec: om::layer_spec(&config),
     imp: LayerImpl::Native(Arc::new(ObservationalMemory { config })),
     provides: Vec::new(),
+    handle: None,
   }
 }
 

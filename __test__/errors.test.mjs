@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { AgentHarness, NoeticConfigError, isNoeticConfigError, step, react } from '../js/index.mjs';
+import { recordingModel } from './helpers.mjs';
+
+const base = (extra) => ({ id: 'x', slot: 1, scope: 'thread', hooks: {}, ...extra });
+const harnessWith = (layers, opts = {}) => new AgentHarness({ name: 't', params: {}, memory: layers, ...opts });
+const code = (fn) => {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof NoeticConfigError, `expected NoeticConfigError, got ${e}`);
+    assert.ok(isNoeticConfigError(e));
+    assert.ok(e.hint.length > 0, 'a config error carries a hint');
+    return e.code;
+  }
+  assert.fail('expected a NoeticConfigError');
+};
+
+test('invalid layers are rejected where they are registered, each with its own code', () => {
+  assert.equal(code(() => harnessWith([base({ hooks: { recall: 'not a function' } })])), 'INVALID_LAYER_HOOK');
+  assert.equal(code(() => harnessWith([base({ budget: Number.NaN })])), 'INVALID_LAYER_BUDGET');
+  assert.equal(code(() => harnessWith([base({ budget: { min: 900, max: 100 } })])), 'INVALID_LAYER_BUDGET');
+  assert.equal(code(() => harnessWith([base({ budget: -5 })])), 'INVALID_LAYER_BUDGET');
+  assert.equal(code(() => harnessWith([base({ id: undefined })])), 'INVALID_LAYER_ID');
+  assert.equal(code(() => harnessWith([base({ slot: Number.NaN })])), 'INVALID_LAYER_SLOT');
+  assert.equal(code(() => harnessWith([base({ scope: 'session' })])), 'INVALID_LAYER_SCOPE');
+  assert.equal(code(() => harnessWith([base(), base()])), 'DUPLICATE_LAYER_ID');
+  // react/spawn register their memory too.
+  assert.equal(code(() => react({ model: 'm', memory: [base({ hooks: { init: 42 } })] })), 'INVALID_LAYER_HOOK');
+  // Infinity is a legal budget.
+  harnessWith([base({ budget: { min: 0, max: Number.POSITIVE_INFINITY } })]);
+});
+
+test('a throwing or malformed recall is a diagnostic; the run goes on and other layers still contribute', async () => {
+  const diagnostics = [];
+  const { model, requests } = recordingModel();
+  const layers = [
+    base({ id: 'thrower', hooks: { recall: async () => { throw new Error('recall broke'); } } }),
+    base({ id: 'malformed', slot: 2, hooks: { recall: async () => ({ items: 'nope' }) } }),
+    base({ id: 'good', slot: 3, hooks: { recall: async () => 'still here' } }),
+  ];
+  const harness = harnessWith(layers, { _testCallModel: model, onDiagnostic: (d) => diagnostics.push(d) });
+  assert.equal(await harness.run(step.llm({ id: 's', model: 'm' }), 'hi'), 'ok');
+  assert.deepEqual(diagnostics.map((d) => `${d.layerId}:${d.hook}`), ['thrower:recall', 'malformed:recall']);
+  assert.match(diagnostics[0].message, /recall broke/);
+  assert.match(diagnostics[1].message, /items/);
+  assert.deepEqual(requests[0].items.map((i) => i.content[0].text), ['still here', 'hi']);
+});
+
+test('a hook that never resolves times out with a diagnostic, and the agent keeps its state', async () => {
+  const diagnostics = [];
+  const { model } = recordingModel();
+  const layers = [
+    base({ id: 'stuck', timeouts: { recall: 30 }, hooks: { init: async () => ({ state: { kept: true } }), recall: () => new Promise(() => {}) } }),
+    base({ id: 'reader', slot: 2, hooks: { store: async ({ ctx }) => { diagnostics.push({ read: ctx.readLayerState('stuck') }); } } }),
+  ];
+  const harness = harnessWith(layers, { _testCallModel: model, onDiagnostic: (d) => diagnostics.push(d) });
+  await harness.run(step.llm({ id: 's', model: 'm' }), 'hi');
+  assert.deepEqual(diagnostics[0], { layerId: 'stuck', hook: 'recall', message: 'Timeout after 30ms' });
+  assert.deepEqual(diagnostics[1], { read: { kept: true } });
+});
+
+test('an init that throws rejects the run with the very error it threw; onInitError disable skips the layer', async () => {
+  const boom = new Error('cannot load');
+  const { model } = recordingModel();
+  const failing = base({ id: 'f', hooks: { init: async () => { throw boom; } } });
+  await assert.rejects(harnessWith([failing], { _testCallModel: model, onDiagnostic() {} }).run(step.llm({ id: 's', model: 'm' }), 'hi'), (e) => e === boom);
+  const optional = { ...failing, onInitError: 'disable', hooks: { ...failing.hooks, recall: async () => 'never' } };
+  const { model: model2, requests } = recordingModel();
+  await harnessWith([optional], { _testCallModel: model2, onDiagnostic() {} }).run(step.llm({ id: 's', model: 'm' }), 'hi');
+  assert.deepEqual(requests[0].items.map((i) => i.content[0].text), ['hi']);
+});
+
+test('a step function that throws rejects the run with its own error', async () => {
+  const oops = new TypeError('bad input');
+  const harness = harnessWith([]);
+  await assert.rejects(harness.run(step.run({ id: 'r', execute: () => { throw oops; } }), 'x'), (e) => e === oops);
+});
+
+test('an LLM step without a provider is a NoeticConfigError NO_LLM_PROVIDER', async () => {
+  await assert.rejects(harnessWith([]).run(step.llm({ id: 's', model: 'm' }), 'hi'), (e) => e.code === 'NO_LLM_PROVIDER');
+});
+
+test('the process exits promptly even when a hook never settles', () => {
+  const script = fileURLToPath(new URL('./fixtures/hanging-hook.mjs', import.meta.url));
+  const started = Date.now();
+  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /run finished/);
+  assert.ok(Date.now() - started < 15_000);
+});

@@ -1,0 +1,59 @@
+// Shared fixtures for the JS tests: seed 002's custom layer, written as a user would.
+import { z } from 'zod';
+import { createMessage, layerData, layerFn } from '../js/index.mjs';
+
+export function myCustomLayer() {
+  return {
+    id: 'my-custom-layer',
+    name: 'My Custom Layer',
+    slot: 275,
+    scope: 'thread',
+    budget: { min: 200, max: 1e3 },
+    provides: {
+      entryCount: layerData({ read: (state) => state.entries.length }),
+      addEntry: layerFn({
+        description: 'Add a new entry to the custom layer.',
+        input: z.object({ text: z.string() }),
+        output: z.void(),
+        execute: async (args, state) => ({ result: undefined, state: { entries: [...state.entries, args.text], lastUpdated: Date.now() } }),
+      }),
+    },
+    hooks: {
+      async init({ storage }) {
+        const saved = await storage.get('state');
+        return { state: saved ?? { entries: [], lastUpdated: 0 } };
+      },
+      async recall({ state }) {
+        if (!state.entries.length) return null;
+        const content = `<my_context>\n${state.entries.join('\n')}\n</my_context>`;
+        return { items: [createMessage(content, 'developer')], tokenCount: Math.ceil(content.length / 4) };
+      },
+    },
+  };
+}
+
+// A layer that records every hook call into `log` as `hook:id`.
+export function probe(id, slot, log, extra = {}) {
+  const record = (hook) => async (params) => {
+    log.push(`${hook}:${id}`);
+    if (hook === 'init') return { state: { id } };
+    if (hook === 'recall') return `${id} recalled`;
+    return undefined;
+  };
+  const hooks = {};
+  for (const hook of ['init', 'recall', 'store', 'onComplete', 'dispose']) hooks[hook] = record(hook);
+  return { id, slot, scope: 'execution', hooks, ...extra };
+}
+
+// A test model that records what it was sent and answers with fixed text.
+export function recordingModel(reply = 'ok') {
+  const requests = [];
+  const model = async (request) => {
+    requests.push(request);
+    return {
+      items: [{ id: `m${requests.length}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: reply }] }],
+      usage: { inputTokens: 10, outputTokens: 2 },
+    };
+  };
+  return { model, requests };
+}

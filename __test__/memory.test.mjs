@@ -1,0 +1,119 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AgentHarness, createInMemoryStorage, react, step, memory, workingMemory, observationalMemory } from '../js/index.mjs';
+import { myCustomLayer, probe, recordingModel } from './helpers.mjs';
+
+test("seed 002's layer runs unchanged: ctx.memory data and functions, and its tool called by the model", async () => {
+  const storage = createInMemoryStorage();
+  const mem = memory([workingMemory(), myCustomLayer()]);
+  const harness = new AgentHarness({
+    name: 'my-agent',
+    params: {},
+    storage,
+    memory: mem.layers,
+    llm: { provider: 'scripted', script: [{ toolCalls: [{ name: 'my-custom-layer/addEntry', arguments: { text: 'likes tea' } }] }, { text: 'Noted.' }] },
+  });
+  const useMemory = step.run({
+    id: 'use-memory',
+    execute: async (input, ctx) => {
+      const count = ctx.memory['my-custom-layer'].entryCount;
+      await ctx.memory['my-custom-layer'].addEntry({ text: input });
+      return [count, ctx.memory['my-custom-layer'].entryCount];
+    },
+  });
+  assert.deepEqual(await harness.run(useMemory, 'hello'), [0, 1]);
+  // The model calls `my-custom-layer/addEntry`; the state it writes is mirrored and rehydrated next run.
+  await harness.run(react({ model: 'scripted/test' }), 'I like tea');
+  const saved = await storage.get('layers/my-custom-layer/__default__/state');
+  assert.deepEqual(saved.entries, ['hello', 'likes tea']);
+});
+
+test('the layer tool is offered to the model with its input schema', async () => {
+  const { model, requests } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [myCustomLayer()], _testCallModel: model });
+  await harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi');
+  const names = requests[0].tools.map((t) => t.name);
+  assert.deepEqual(names, ['my-custom-layer/addEntry']);
+});
+
+test('hooks run in slot order, not array order, and every execution ends with onComplete then dispose', async () => {
+  const log = [];
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [probe('late', 300, log), probe('early', 100, log)], _testCallModel: model });
+  await harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi');
+  assert.deepEqual(log, [
+    'init:early', 'init:late', 'recall:early', 'recall:late', 'store:early', 'store:late',
+    'onComplete:early', 'onComplete:late', 'dispose:late', 'dispose:early',
+  ]);
+  assert.equal(harness.liveExecutions, 0);
+});
+
+test('recalled layer items reach the model before the conversation, in slot order', async () => {
+  const log = [];
+  const { model, requests } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [probe('b', 300, log), probe('a', 100, log)], _testCallModel: model });
+  await harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi');
+  const texts = requests[0].items.map((item) => item.content[0].text);
+  assert.deepEqual(texts, ['a recalled', 'b recalled', 'hi']);
+});
+
+test('store state is mirrored for thread, resource and global scopes and rehydrated by the next init; never for execution', async () => {
+  const storage = createInMemoryStorage();
+  const counter = (id, scope) => ({
+    id,
+    slot: 100,
+    scope,
+    hooks: {
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { n: 0 } }),
+      store: async ({ state }) => ({ state: { n: state.n + 1 } }),
+    },
+  });
+  const layers = [counter('t', 'thread'), counter('r', 'resource'), counter('g', 'global'), counter('e', 'execution')];
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, storage, memory: layers, _testCallModel: model });
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  await harness.run(ask, 'one', { threadId: 'T1', resourceId: 'R1' });
+  await harness.run(ask, 'two', { threadId: 'T1', resourceId: 'R1' });
+  assert.deepEqual(await storage.get('layers/t/T1/state'), { n: 2 });
+  assert.deepEqual(await storage.get('layers/r/R1/state'), { n: 2 });
+  assert.deepEqual(await storage.get('layers/g/__global__/state'), { n: 2 });
+  assert.deepEqual((await storage.list('layers/e/')), []);
+  // Another thread starts from scratch for the thread layer, but shares the resource and global ones.
+  await harness.run(ask, 'three', { threadId: 'T2', resourceId: 'R1' });
+  assert.deepEqual(await storage.get('layers/t/T2/state'), { n: 1 });
+  assert.deepEqual(await storage.get('layers/r/R1/state'), { n: 3 });
+});
+
+test('a hook that mutates its state in place keeps the mutation (the JS state object is not rebuilt)', async () => {
+  const seen = [];
+  const layer = {
+    id: 'm',
+    slot: 1,
+    scope: 'execution',
+    hooks: {
+      init: async () => ({ state: { hits: 0 } }),
+      recall: async ({ state }) => {
+        state.hits += 1;
+        seen.push(state.hits);
+        return null;
+      },
+    },
+  };
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [layer], _testCallModel: model });
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  await harness.run(step.run({ id: 'twice', execute: async (input, ctx) => input }), 'x');
+  const { loop, until } = await import('../js/index.mjs');
+  await harness.run(loop({ id: 'l', steps: [ask], until: until.maxSteps(3) }), 'go');
+  assert.deepEqual(seen, [1, 2, 3]);
+});
+
+test('built-in layers run natively and keep JS-callable hooks', async () => {
+  const wm = workingMemory();
+  const recalled = await wm.hooks.recall({ state: { name: 'Ada' }, budget: 100 });
+  assert.equal(recalled.items[0].content[0].text, '<working_memory>\n{\n  "name": "Ada"\n}\n</working_memory>');
+  assert.equal(recalled.tokenCount, Math.ceil(recalled.items[0].content[0].text.length / 4));
+  const om = observationalMemory({ bufferThreshold: 5, maxObservations: 3 });
+  const out = await om.hooks.store({ state: undefined, newItems: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'one two three four five six' }] }] });
+  assert.deepEqual(out.state, { observations: ['Processed 1 items'], buffer: [], bufferTokens: 0, version: 1 });
+});

@@ -1,0 +1,45 @@
+// The `@noetic-tools/core/unstable` subpath.
+
+import { createMessage, workingMemory, type Context, type Item } from '@noetic-tools/core';
+import {
+  allocateBudgets,
+  assembleView,
+  checkBudget,
+  type BudgetAllocation,
+  type BudgetLimits,
+  type LayerStateStore,
+} from '@noetic-tools/core/unstable';
+
+const { allocations, historyBudget } = allocateBudgets({
+  layers: [workingMemory()],
+  totalBudget: 128_000,
+  systemPromptTokens: 500,
+  responseReserve: 4_000,
+});
+const first: BudgetAllocation | undefined = allocations[0];
+const history: number = historyBudget;
+void [first, history];
+
+const view: Item[] = assembleView({
+  systemPromptItems: [],
+  layerOutputItems: [createMessage('<memory/>', 'developer')],
+  historyItems: [createMessage('hello', 'user')],
+  policy: { tokenBudget: 1_000, responseReserve: 100, overflow: 'sliding_window', windowSize: 20 },
+});
+void view;
+
+const limits: BudgetLimits = { maxCost: 1, maxSteps: 10 };
+declare const ctx: Context;
+checkBudget(ctx, limits);
+
+const states = new Map<string, unknown>();
+const store: LayerStateStore = {
+  get: <T>(executionId: string, layerId: string) => states.get(`${executionId}/${layerId}`) as T | undefined,
+  set: (executionId, layerId, state) => void states.set(`${executionId}/${layerId}`, state),
+  cleanup: () => states.clear(),
+  diagnostic: (layerId, hook, error) => console.warn(layerId, hook, error),
+};
+void store;
+
+// @ts-expect-error totalBudget is required
+allocateBudgets({ layers: [], systemPromptTokens: 0, responseReserve: 0 });

@@ -1,0 +1,70 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { allocateBudgets, assembleView, checkBudget } from '../js/unstable.mjs';
+import { estimateTokens, stripUnresolvedToolCalls, findFunctionCall, isNoeticError } from '../js/index.mjs';
+
+const msg = (id, role, text) => ({ id, type: 'message', role, status: 'completed', content: [{ type: role === 'assistant' ? 'output_text' : 'input_text', text }] });
+const call = (id, callId) => ({ id, type: 'function_call', callId, name: 't', arguments: '{}' });
+const output = (id, callId) => ({ id, type: 'function_call_output', status: 'completed', callId, output: 'ok' });
+
+test('allocateBudgets gives the spec numbers', () => {
+  const typical = allocateBudgets({
+    layers: [
+      { id: 'wm', budget: { min: 200, max: 1500 } },
+      { id: 'om', budget: { min: 500, max: 2500 } },
+      { id: 'steering', budget: { min: 0, max: 500 } },
+      { id: 'plan', budget: { min: 100, max: 3000 } },
+      { id: 'history-window' },
+      { id: 'temporal', budget: { min: 0, max: 200 } },
+    ],
+    totalBudget: 128000,
+    systemPromptTokens: 0,
+    responseReserve: 4000,
+  });
+  assert.deepEqual(typical.allocations.map((a) => a.allocated), [1500, 2500, 500, 3000, 67020, 200]);
+  assert.equal(typical.historyBudget, 49280);
+  const numeric = allocateBudgets({ layers: [{ id: 'a', budget: 500 }, { id: 'b', budget: 1500 }], totalBudget: 3000, systemPromptTokens: 0, responseReserve: 1000 });
+  assert.deepEqual(numeric.allocations.map((a) => a.allocated), [300, 900]);
+  const single = allocateBudgets({ layers: [{ id: 'auto', budget: 'auto' }], totalBudget: 128000, systemPromptTokens: estimateTokens('be nice'), responseReserve: 4000 });
+  assert.equal(single.allocations[0].allocated, 74398.8);
+  const infinite = allocateBudgets({ layers: [{ id: 'f', budget: { min: 100, max: 1000 } }, { id: 'a' }], totalBudget: Infinity, systemPromptTokens: 0, responseReserve: 4000 });
+  assert.deepEqual(infinite.allocations.map((a) => a.allocated), [1000, Infinity]);
+  assert.throws(() => allocateBudgets({ layers: [], totalBudget: Number.NaN, systemPromptTokens: 0, responseReserve: 0 }), (e) => e.code === 'INVALID_BUDGET_INPUT');
+});
+
+test('assembleView keeps what fits, exactly as the spec vectors', () => {
+  const s = msg('s', 'system', 'sys');
+  const l1 = msg('l1', 'developer', 'A'.repeat(200));
+  const l2 = msg('l2', 'developer', 'B'.repeat(20));
+  const history = [msg('h1', 'user', 'hello'), msg('h2', 'assistant', 'hi'), call('h3', 'c1'), output('h4', 'c1'), msg('h5', 'user', 'more')];
+  const ids = (tokenBudget) =>
+    assembleView({ systemPromptItems: [s], layerOutputItems: [l1, l2], historyItems: history, policy: { tokenBudget, responseReserve: 20, overflow: 'truncate' } }).map((i) => i.id);
+  assert.deepEqual(ids(400), ['s', 'l1', 'l2', 'h1', 'h2', 'h3', 'h4', 'h5']);
+  assert.deepEqual(ids(200), ['s', 'l1', 'l2', 'h5']);
+  assert.deepEqual(ids(150), ['s', 'l1']);
+  assert.deepEqual(ids(100), ['s', 'l2']);
+  assert.deepEqual(ids(60), ['s']);
+  const windowed = assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: history, policy: { tokenBudget: 1e9, responseReserve: 0, overflow: 'sliding_window', windowSize: 2 } });
+  assert.deepEqual(windowed.map((i) => i.id), ['h5']);
+  // Kept items are the caller's own objects.
+  assert.equal(windowed[0], history[4]);
+});
+
+test('checkBudget throws budget_exceeded for the first limit passed', () => {
+  assert.throws(
+    () => checkBudget({ cost: 2, stepCount: 1, elapsed: 0 }, { maxCost: 1, maxSteps: 0 }),
+    (e) => isNoeticError(e) && e.noeticError.kind === 'budget_exceeded' && e.noeticError.field === 'cost',
+  );
+  checkBudget({ cost: 1, stepCount: 1, elapsed: 0 }, { maxCost: 1 });
+});
+
+test('JS helpers agree with the spec: token estimate, orphan stripping, findFunctionCall', () => {
+  assert.equal(estimateTokens('😀'), 1);
+  assert.equal(estimateTokens('abcde'), 2);
+  assert.equal(estimateTokens(''), 0);
+  const user = msg('u', 'user', 'x');
+  assert.deepEqual(stripUnresolvedToolCalls([output('o', 'x'), user, call('cy', 'y'), call('cz', 'z'), output('oz', 'z')]).map((i) => i.id), ['u', 'cz', 'oz']);
+  const calls = [{ type: 'function_call', callId: '1', name: 'f', arguments: 'not json' }, { type: 'function_call', callId: '2', name: 'f', arguments: '{"a":1}' }];
+  assert.deepEqual(findFunctionCall(calls, 'f'), { a: 1 });
+  assert.equal(findFunctionCall(calls, 'g'), null);
+});

@@ -1,0 +1,53 @@
+// An agent with memory layers, run twice on one thread: the second run remembers what the first stored.
+// It uses the built-in scripted model, so it needs no key and gives the same output every time.
+import { z } from 'zod';
+import {
+  AgentHarness, createInMemoryStorage, createMessage, layerData, layerFn, memory, observationalMemory, react, workingMemory,
+} from '../js/index.mjs';
+
+// Seed 002's custom layer, unchanged: notes the model can add to, recalled into every model call.
+function notesLayer() {
+  return {
+    id: 'notes',
+    slot: 275,
+    scope: 'thread',
+    budget: { min: 200, max: 1000 },
+    provides: {
+      count: layerData({ read: (state) => state.entries.length }),
+      add: layerFn({
+        description: 'Remember a note about the user.',
+        input: z.object({ text: z.string() }),
+        output: z.void(),
+        execute: async (args, state) => ({ result: undefined, state: { entries: [...state.entries, args.text] } }),
+      }),
+    },
+    hooks: {
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { entries: [] } }),
+      recall: async ({ state }) =>
+        state.entries.length ? { items: [createMessage(`<notes>\n${state.entries.join('\n')}\n</notes>`, 'developer')], tokenCount: 10 } : null,
+    },
+  };
+}
+
+const script = [
+  { toolCalls: [{ name: 'notes/add', arguments: { text: 'The user drinks green tea.' } }, { name: 'working-memory/update', arguments: { name: 'Ada' } }] },
+  { text: 'Nice to meet you, Ada. I will remember the tea.' },
+  { text: 'You are Ada, and you drink green tea.' },
+];
+const storage = createInMemoryStorage();
+const harness = new AgentHarness({
+  name: 'demo',
+  params: {},
+  storage,
+  // TODO: the OpenRouter provider (a Rust HTTP client) is not in this build yet; with a key set, say so.
+  llm: { provider: 'scripted', script },
+});
+if (process.env.OPENROUTER_API_KEY) console.log('(OPENROUTER_API_KEY is set, but this build has only the scripted model.)\n');
+const agent = react({ model: 'openai/gpt-4o-mini', instructions: 'You are a helpful assistant.', memory: memory([workingMemory(), notesLayer(), observationalMemory()]), maxSteps: 1 });
+
+for (const message of ["Hi, I'm Ada and I love green tea.", 'What do you know about me?']) {
+  console.log(`user:  ${message}`);
+  console.log(`agent: ${await harness.run(agent, message, { threadId: 'demo-thread' })}`);
+}
+console.log('\nstored memory:');
+for (const key of await storage.list('layers/')) console.log(`  ${key} = ${JSON.stringify(await storage.get(key))}`);

@@ -1,0 +1,143 @@
+'use strict';
+// The Context a step function receives. Live fields come from the native context; the log's items are JS objects
+// JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
+const { callNative } = require('./errors.cjs');
+
+// A read-only view of the first `length` items of an append-only array: O(1) to make, so reading `items` after
+// every append stays linear (upstream copies the whole log on each such read).
+const isIndex = (key) => typeof key === 'string' && String(Number(key)) === key && Number.isInteger(Number(key));
+
+function prefixView(backing, length) {
+  const reject = () => false;
+  return new Proxy(backing, {
+    get(target, key, receiver) {
+      if (key === 'length') return length;
+      if (isIndex(key)) return Number(key) < length ? target[key] : undefined;
+      return Reflect.get(target, key, receiver);
+    },
+    has: (target, key) => (isIndex(key) ? Number(key) < length : Reflect.has(target, key)),
+    ownKeys: () => [...Array.from({ length }, (_, i) => String(i)), 'length'],
+    getOwnPropertyDescriptor(target, key) {
+      if (key === 'length') return { value: length, writable: true, enumerable: false, configurable: false };
+      if (isIndex(key) && Number(key) < length) return { value: target[key], writable: false, enumerable: true, configurable: true };
+      return isIndex(key) ? undefined : Reflect.getOwnPropertyDescriptor(target, key);
+    },
+    set: reject,
+    defineProperty: reject,
+    deleteProperty: reject,
+  });
+}
+
+class ItemLogImpl {
+  constructor(runtime, contextId) {
+    this._rt = runtime;
+    this._id = contextId;
+    this._objects = [];
+    // Every position below `_filled` holds its JS object.
+    this._filled = 0;
+    this._view = undefined;
+  }
+
+  append(item) {
+    const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item)));
+    this._objects[pos] = item;
+    if (pos === this._filled) this._filled = pos + 1;
+  }
+
+  get items() {
+    const length = this._rt.native.logLength(this._id);
+    const objects = this._objects;
+    if (this._filled < length) {
+      const from = this._filled;
+      const texts = this._rt.native.itemsJson(this._id, from, length);
+      for (let i = from; i < length; i++) if (objects[i] === undefined) objects[i] = JSON.parse(texts[i - from]);
+      this._filled = length;
+    }
+    if (this._view?.length !== length) this._view = prefixView(objects, length);
+    return this._view;
+  }
+}
+
+class ContextImpl {
+  constructor(runtime, id) {
+    const info = JSON.parse(runtime.native.contextStatic(id));
+    this._rt = runtime;
+    this.id = id;
+    this.threadId = info.threadId;
+    this.resourceId = info.resourceId ?? undefined;
+    this.depth = info.depth;
+    this.parent = info.parent ? runtime.context(info.parent) : null;
+    this.state = this.parent ? structuredClone(this.parent.state) : runtime.initialState;
+    this.itemLog = new ItemLogImpl(runtime, id);
+    this._layers = info.layers;
+    this._memory = undefined;
+  }
+
+  _live() {
+    return JSON.parse(this._rt.native.contextInfo(this.id));
+  }
+
+  get harness() {
+    return this._rt.harness;
+  }
+  get stepCount() {
+    return this._live().stepCount;
+  }
+  get tokens() {
+    const { input, output, total } = this._live().tokens;
+    return { input, output, total };
+  }
+  get cost() {
+    return this._live().cost;
+  }
+  get elapsed() {
+    return this._live().elapsed;
+  }
+  get lastStepMeta() {
+    return this._live().lastStepMeta ?? null;
+  }
+  get lastLayerUsage() {
+    return this._live().lastLayerUsage ?? undefined;
+  }
+  get completed() {
+    return this._live().completed;
+  }
+  get completionValue() {
+    const { completionValue } = this._live();
+    return completionValue ? this._rt.fromRef(completionValue) : undefined;
+  }
+  get aborted() {
+    return this._live().aborted;
+  }
+  get abortReason() {
+    return this._live().abortReason ?? undefined;
+  }
+  complete(value) {
+    this._rt.native.complete(this.id, JSON.stringify(this._rt.toRef(value)));
+  }
+  abort(reason) {
+    this._rt.native.abort(this.id, reason);
+  }
+
+  // `ctx.memory[layerId]`: data entries read the layer's state live, functions run the layer's `provides`.
+  get memory() {
+    if (this._memory) return this._memory;
+    const memory = {};
+    for (const { id, handle } of this._layers) {
+      const layer = this._rt.handles.get(handle);
+      const face = {};
+      for (const [name, decl] of Object.entries(layer?.provides ?? {})) {
+        if (decl?.kind === 'data') {
+          Object.defineProperty(face, name, { enumerable: true, get: () => decl.read(this._rt.layerState(this.id, layer)) });
+        } else if (decl?.kind === 'function') {
+          face[name] = (args) => this._rt.callLayerFn(this, layer, name, args);
+        }
+      }
+      memory[id] = face;
+    }
+    this._memory = Object.freeze(memory);
+    return this._memory;
+  }
+}
+
+module.exports = { ContextImpl, ItemLogImpl, prefixView };

@@ -1,0 +1,90 @@
+'use strict';
+// The two public error classes, and the conversion of errors the native side reports as values.
+
+class NoeticConfigError extends Error {
+  constructor({ code, message, hint, docsUrl }) {
+    super(message);
+    this.name = 'NoeticConfigError';
+    this.code = code;
+    this.hint = hint;
+    if (docsUrl !== undefined) this.docsUrl = docsUrl;
+  }
+}
+
+class NoeticErrorImpl extends Error {
+  constructor(noeticError, message) {
+    super(message ?? describe(noeticError));
+    this.name = 'NoeticError';
+    this.noeticError = noeticError;
+  }
+}
+
+function describe(e) {
+  switch (e.kind) {
+    case 'steering_denied':
+      return e.guidance ? `Steering denied: ${e.guidance}` : 'Steering denied';
+    case 'cancelled':
+      return `Cancelled: ${e.reason}`;
+    default:
+      return e.message ?? `Noetic error: ${e.kind}`;
+  }
+}
+
+function isNoeticError(e) {
+  if (e instanceof NoeticErrorImpl) return true;
+  return typeof e === 'object' && e !== null && typeof e.noeticError?.kind === 'string';
+}
+
+function isNoeticConfigError(e) {
+  return e instanceof NoeticConfigError;
+}
+
+// `{kind: 'config'|'noetic'|'thrown', ...}` from the native side into the error to throw. `thrown` carries the
+// handle of the very object a user function threw, so callers get it back unchanged.
+function fromNative(error, lookup) {
+  switch (error.kind) {
+    case 'config':
+      return new NoeticConfigError(error);
+    case 'noetic':
+      return new NoeticErrorImpl(error.payload, error.message);
+    default: {
+      const original = error.handle != null ? lookup(error.handle) : undefined;
+      return original !== undefined ? original : new Error(error.message);
+    }
+  }
+}
+
+// Sync native functions report errors as `NOETIC_ERROR:{json}` messages.
+function rethrowNative(e) {
+  const text = e instanceof Error ? e.message : '';
+  if (text.startsWith('NOETIC_ERROR:')) throw fromNative(JSON.parse(text.slice('NOETIC_ERROR:'.length)), () => undefined);
+  throw e;
+}
+
+function callNative(fn, ...args) {
+  try {
+    return fn(...args);
+  } catch (e) {
+    rethrowNative(e);
+  }
+}
+
+// What JS reports to the native side about an error a user function threw.
+function toFailure(e, keep) {
+  if (e instanceof NoeticConfigError) {
+    return { message: e.message, handle: keep(e), config: { code: e.code, message: e.message, hint: e.hint ?? '' } };
+  }
+  if (isNoeticError(e)) return { message: e.message, handle: keep(e), noetic: { payload: e.noeticError, message: e.message } };
+  return { message: e instanceof Error ? e.message : String(e), handle: keep(e) };
+}
+
+module.exports = {
+  NoeticConfigError,
+  NoeticErrorImpl,
+  isNoeticError,
+  isNoeticConfigError,
+  fromNative,
+  rethrowNative,
+  callNative,
+  toFailure,
+};

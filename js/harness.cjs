@@ -1,0 +1,78 @@
+'use strict';
+// `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
+const { Runtime, native } = require('./runtime.cjs');
+const { fromNative, callNative } = require('./errors.cjs');
+const { describeLayer, layersOf, validateLayers } = require('./memory.cjs');
+const { describeStep } = require('./steps.cjs');
+
+function createInMemoryStorage() {
+  return new native.NativeStorage();
+}
+
+function modelOf(opts) {
+  if (typeof opts._testCallModel === 'function') return { kind: 'host' };
+  if (opts.llm?.provider === 'scripted') return { kind: 'scripted', script: opts.llm.script ?? [] };
+  return { kind: 'none' };
+}
+
+class AgentHarness {
+  constructor(opts) {
+    const params = opts.paramsSchema ? opts.paramsSchema.parse(opts.params) : opts.params;
+    const storage = opts.storage ?? createInMemoryStorage();
+    this.config = {
+      name: opts.name,
+      storage,
+      hooks: opts.hooks,
+      params,
+      itemSchemas: opts.itemSchemas,
+      strictItemSchemas: opts.strictItemSchemas ?? true,
+      projection: opts.projection,
+      forceAtomicRecall: opts.forceAtomicRecall,
+    };
+    const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic });
+    runtime.harness = this;
+    runtime.initialState = undefined;
+    const memory = layersOf(opts.memory);
+    validateLayers(memory);
+    const config = {
+      name: opts.name,
+      layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),
+      projection: opts.projection,
+      model: modelOf(opts),
+      jsStorage: !(storage instanceof native.NativeStorage),
+    };
+    const dispatch = (text) => runtime.dispatch(text);
+    runtime.native = callNative(
+      () => new native.NativeHarness(JSON.stringify(config), dispatch, storage instanceof native.NativeStorage ? storage : null),
+    );
+    Object.defineProperty(this, '_runtime', { value: runtime });
+  }
+
+  // Runs `step` with `input` as one execution: layers initialise, the step runs, then onComplete and dispose.
+  async run(step, input, options = {}) {
+    const runtime = this._runtime;
+    const keep = (v) => runtime.keep(v);
+    const description = describeStep(step, keep, describeLayer);
+    const runOptions = {
+      threadId: options.threadId,
+      resourceId: options.resourceId,
+      memory: options.memory === undefined ? undefined : layersOf(options.memory).map((l) => describeLayer(l, keep)),
+    };
+    runtime.activeRuns++;
+    try {
+      const text = await runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions));
+      const result = JSON.parse(text);
+      if (!result.ok) throw fromNative(result.error, (h) => runtime.handles.get(h));
+      return runtime.fromRef(result.value);
+    } finally {
+      runtime.endRun();
+    }
+  }
+
+  // Executions whose layer state is still held; flat across runs because every run disposes its own (D15).
+  get liveExecutions() {
+    return this._runtime.native.liveExecutions;
+  }
+}
+
+module.exports = { AgentHarness, createInMemoryStorage };

@@ -1,0 +1,122 @@
+'use strict';
+// Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
+// What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
+
+class HookTimeout extends Error {
+  constructor(ms) {
+    super(`Timeout after ${ms}ms`);
+    this.ms = ms;
+  }
+}
+
+// Races the hook against its timeout (none when ms <= 0). The hook is not cancelled, but its `signal` aborts.
+async function callWithTimeout(fn, params, ms) {
+  const controller = new AbortController();
+  const work = Promise.resolve().then(() => fn({ ...params, signal: controller.signal }));
+  // A hook that loses the race may still reject later; that must never become an unhandled rejection.
+  work.catch(() => {});
+  if (ms <= 0) return work;
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new HookTimeout(ms));
+      reject(new HookTimeout(ms));
+    }, ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// Which new state a result carries under the runtime's rule; `NONE` when it carries none.
+const NONE = Symbol('none');
+function stateOf(rule, result) {
+  switch (rule) {
+    case 'always':
+      if (result === null || result === undefined) throw new TypeError(`Cannot read properties of ${result} (reading 'state')`);
+      return typeof result === 'object' ? result.state : undefined;
+    case 'ifDefined':
+      return typeof result === 'object' && result !== null && result.state !== undefined ? result.state : NONE;
+    case 'ifKeyPresent':
+      if (!result) return NONE;
+      if (typeof result !== 'object') throw new TypeError(`Cannot use 'in' operator to search for 'state' in ${result}`);
+      return 'state' in result ? result.state : NONE;
+    default:
+      return NONE;
+  }
+}
+
+function recallOf(result) {
+  if (!result) return { kind: 'nothing' };
+  if (typeof result === 'string') return { kind: 'text', text: result };
+  if (typeof result !== 'object' || !Array.isArray(result.items)) {
+    throw new TypeError('recall must return { items, tokenCount }, a string, or null');
+  }
+  return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount };
+}
+
+function paramsFor(phase, args, { state, log, exec, runtime }) {
+  switch (phase) {
+    case 'init':
+      return { storage: runtime.scopedStorage(args.storagePrefix), scopeKey: args.scopeKey, ctx: exec };
+    case 'recall':
+      return { log, query: args.query, ctx: exec, state, budget: args.budget };
+    case 'store': {
+      const newItems = log.items.slice(args.responseFrom, args.responseTo);
+      return { newItems, log, response: { items: newItems, usage: args.usage }, ctx: exec, state };
+    }
+    case 'onComplete':
+      return { log, ctx: exec, state, outcome: args.outcome };
+    default:
+      return { state };
+  }
+}
+
+function failed(e, runtime) {
+  if (e instanceof HookTimeout) return { status: 'timeout', ms: e.ms };
+  return { status: 'threw', message: e instanceof Error ? e.message : String(e), error: runtime.keepValue(e) };
+}
+
+async function runHooks(runtime, batch) {
+  const ctx = runtime.context(batch.context);
+  const exec = runtime.execContext(batch.exec);
+  const states = runtime.statesOf(batch.exec.executionId);
+  const call = async (c) => {
+    const layer = runtime.handles.get(c.layer);
+    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log: ctx.itemLog, exec, runtime });
+    try {
+      const result = await callWithTimeout((p) => layer.hooks[batch.phase](p), params, c.timeoutMs);
+      const reply = { status: 'ok', next: stateOf(c.write, result) };
+      if (batch.phase === 'recall') reply.recall = recallOf(result);
+      return reply;
+    } catch (e) {
+      return failed(e, runtime);
+    }
+  };
+  // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
+  const apply = (c, reply) => {
+    const { next, ...rest } = reply;
+    if (next === undefined && !('next' in reply)) return rest;
+    if (next === NONE) return rest;
+    states.set(c.layerId, next);
+    rest.state = next === undefined ? 'clear' : 'set';
+    if (c.persist && next !== undefined) rest.persist = runtime.serializable(next, c.layerId);
+    return rest;
+  };
+  if (batch.phase === 'store') {
+    // Store hooks of different layers may run concurrently; their results apply in order (D2).
+    const replies = await Promise.all(batch.calls.map(call));
+    return batch.calls.map((c, i) => apply(c, replies[i]));
+  }
+  const replies = [];
+  for (const c of batch.calls) {
+    const reply = apply(c, await call(c));
+    replies.push(reply);
+    if (reply.status !== 'ok' && c.stopOnError) break;
+  }
+  return replies;
+}
+
+module.exports = { runHooks, callWithTimeout };

@@ -1,0 +1,37 @@
+'use strict';
+// The public main entry of @noetic-tools/core.
+const errors = require('./errors.cjs');
+const items = require('./items.cjs');
+const memory = require('./memory.cjs');
+const steps = require('./steps.cjs');
+const harness = require('./harness.cjs');
+
+module.exports = {
+  NoeticConfigError: errors.NoeticConfigError,
+  NoeticErrorImpl: errors.NoeticErrorImpl,
+  isNoeticError: errors.isNoeticError,
+  isNoeticConfigError: errors.isNoeticConfigError,
+  estimateTokens: items.estimateTokens,
+  createMessage: items.createMessage,
+  stripUnresolvedToolCalls: items.stripUnresolvedToolCalls,
+  findFunctionCall: items.findFunctionCall,
+  Slot: memory.Slot,
+  memory: memory.memory,
+  layerData: memory.layerData,
+  layerFn: memory.layerFn,
+  workingMemory: memory.workingMemory,
+  observationalMemory: memory.observationalMemory,
+  step: steps.step,
+  tool: steps.tool,
+  loop: steps.loop,
+  spawn: steps.spawn,
+  until: steps.until,
+  any: steps.any,
+  all: steps.all,
+  react: steps.react,
+  AgentHarness: harness.AgentHarness,
+  createInMemoryStorage: harness.createInMemoryStorage,
+  // Internal classes the generated declarations describe; use AgentHarness and createInMemoryStorage.
+  NativeHarness: require('./native.cjs').NativeHarness,
+  NativeStorage: require('./native.cjs').NativeStorage,
+};

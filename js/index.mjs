@@ -1,0 +1,31 @@
+// ESM entry: the same objects as the CommonJS entry.
+import core from './index.cjs';
+
+export const {
+  NoeticConfigError,
+  NoeticErrorImpl,
+  isNoeticError,
+  isNoeticConfigError,
+  estimateTokens,
+  createMessage,
+  stripUnresolvedToolCalls,
+  findFunctionCall,
+  Slot,
+  memory,
+  layerData,
+  layerFn,
+  workingMemory,
+  observationalMemory,
+  step,
+  tool,
+  loop,
+  spawn,
+  until,
+  any,
+  all,
+  react,
+  AgentHarness,
+  createInMemoryStorage,
+  NativeHarness,
+  NativeStorage,
+} = core;

@@ -1,0 +1,160 @@
+'use strict';
+// Memory builders, the built-in layers' JS faces, and the description of a layer the native side registers.
+const native = require('./native.cjs');
+const { createMessage } = require('./items.cjs');
+const { callNative } = require('./errors.cjs');
+
+// Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
+const NATIVE = Symbol.for('noetic.nativeLayer');
+
+const Slot = Object.freeze({
+  REMINDER: 80,
+  STEERING: 90,
+  WORKING_MEMORY: 100,
+  ENTITY: 150,
+  OBSERVATIONS: 200,
+  PROCEDURAL: 250,
+  EPISODIC: 300,
+  RAG: 350,
+  SEMANTIC_RECALL: 400,
+});
+
+const memory = (layers) => ({ layers });
+const layerData = ({ read }) => ({ kind: 'data', read });
+const layerFn = ({ description, input, output, execute }) => ({ kind: 'function', description, input, output, execute });
+
+let zod;
+function z() {
+  zod ??= require('zod');
+  return zod.z ?? zod;
+}
+
+// The JSON Schema models see for a layer function's input.
+function inputSchema(schema) {
+  try {
+    return z().toJSONSchema(schema);
+  } catch {
+    return { type: 'object' };
+  }
+}
+
+// JSON cannot carry NaN or Infinity; the native side reads them back from these strings.
+const num = (x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x);
+
+function describeBudget(budget) {
+  if (budget === undefined) return { kind: 'omitted' };
+  if (budget === 'auto') return { kind: 'auto' };
+  if (typeof budget === 'number') return { kind: 'number', value: num(budget) };
+  if (typeof budget === 'object' && budget !== null) return { kind: 'range', min: num(budget.min), max: num(budget.max) };
+  return { kind: 'invalid', what: `${typeof budget} ${JSON.stringify(budget)}` };
+}
+
+function describeLayer(layer, keep) {
+  if (typeof layer !== 'object' || layer === null) return { id: null };
+  if (layer[NATIVE]) return { native: layer[NATIVE], handle: keep(layer) };
+  const hooks = {};
+  for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
+  const provides = [];
+  for (const [name, decl] of Object.entries(layer.provides ?? {})) {
+    if (decl?.kind === 'function') provides.push({ name, description: decl.description ?? '', inputSchema: inputSchema(decl.input) });
+  }
+  return {
+    id: typeof layer.id === 'string' ? layer.id : null,
+    slot: typeof layer.slot === 'number' ? num(layer.slot) : null,
+    scope: typeof layer.scope === 'string' ? layer.scope : null,
+    budget: describeBudget(layer.budget),
+    hooks,
+    timeouts: Object.fromEntries(Object.entries(layer.timeouts ?? {}).map(([k, v]) => [k, num(v)])),
+    onInitError: layer.onInitError,
+    recallMode: layer.recallMode,
+    provides,
+    handle: keep(layer),
+  };
+}
+
+const layersOf = (mem) => (Array.isArray(mem) ? mem : (mem?.layers ?? []));
+
+// Registration-time validation (DECISIONS D1), decided by the runtime.
+function validateLayers(layers) {
+  const descriptions = layersOf(layers).map((layer) => describeLayer(layer, () => 0));
+  callNative(native.validateLayers, JSON.stringify(descriptions));
+}
+
+const hook = (kind, name, params) => callNative(native.builtinHook, kind, name, params);
+const recalled = (result) => (result ? { items: [createMessage(result[0], 'developer')], tokenCount: result[1] } : null);
+
+function workingMemory(config = {}) {
+  const kind = 'working-memory';
+  const settings = { scope: config.scope ?? 'thread', readOnly: config.readOnly ?? false };
+  return {
+    id: kind,
+    name: 'Working Memory',
+    slot: Slot.WORKING_MEMORY,
+    scope: settings.scope,
+    budget: { min: 200, max: 1500 },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state }) => recalled(hook(kind, 'recall', { state: state ?? null })),
+      store: async ({ state, newItems }) => {
+        const next = hook(kind, 'store', { state: state ?? '', items: newItems, config: settings });
+        return next === null ? undefined : { state: next };
+      },
+      onSpawn: async ({ parentState }) =>
+        settings.scope === 'resource' ? { childState: structuredClone(parentState) } : null,
+    },
+    provides: {
+      snapshot: layerData({ read: (state) => state }),
+      update: layerFn({
+        description: 'Update the agent working memory with new key-value pairs.',
+        input: z().record(z().string(), z().unknown()),
+        output: z().void(),
+        execute: async (args, state) => ({ result: undefined, state: hook(kind, 'update', { state: state ?? '', args }) }),
+      }),
+    },
+    [NATIVE]: { kind, config: settings },
+  };
+}
+
+function observationalMemory(config = {}) {
+  const kind = 'observational-memory';
+  const settings = {
+    scope: config.scope ?? 'resource',
+    bufferThreshold: config.bufferThreshold ?? 2000,
+    maxObservations: config.maxObservations ?? 50,
+  };
+  const next = (name, params) => {
+    const state = hook(kind, name, { ...params, config: settings });
+    return state === null ? undefined : { state };
+  };
+  return {
+    id: kind,
+    name: 'Observational Memory',
+    slot: Slot.OBSERVATIONS,
+    scope: settings.scope,
+    budget: { min: 500, max: 2500 },
+    timeouts: { store: 60_000, onItemAppend: 60_000 },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state, budget }) => recalled(hook(kind, 'recall', { state: state ?? null, budget })),
+      store: async ({ state, newItems }) => next('store', { state: state ?? null, items: newItems }),
+      onItemAppend: async ({ state, items }) => ({ items, ...next('onItemAppend', { state: state ?? null, items }) }),
+      onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),
+    },
+    [NATIVE]: { kind, config: settings },
+  };
+}
+
+module.exports = {
+  NATIVE,
+  Slot,
+  memory,
+  layerData,
+  layerFn,
+  workingMemory,
+  observationalMemory,
+  describeLayer,
+  validateLayers,
+  layersOf,
+  num,
+  inputSchema,
+};

@@ -1,0 +1,250 @@
+'use strict';
+// The JS half of one harness: holds the user's values by handle, answers the native dispatcher, and builds the
+// objects user code receives (contexts, execution contexts, scoped storage).
+const native = require('./native.cjs');
+const { estimateTokens } = require('./items.cjs');
+const { toFailure, callNative } = require('./errors.cjs');
+const { ContextImpl } = require('./context.cjs');
+const { runHooks } = require('./hooks.cjs');
+const { NATIVE } = require('./memory.cjs');
+
+class Runtime {
+  constructor({ storage, testModel, onDiagnostic }) {
+    this.storage = storage;
+    this.testModel = testModel;
+    this.onDiagnostic = onDiagnostic;
+    this.handles = new Map();
+    this.ids = new Map();
+    this.values = new Map();
+    this.next = 1;
+    this.contexts = new Map();
+    this.states = new Map();
+    this.activeRuns = 0;
+    this.native = undefined;
+    this.harness = undefined;
+  }
+
+  // Long-lived values (layers, step functions, tools): one handle per object.
+  keep(value) {
+    let id = this.ids.get(value);
+    if (id === undefined) {
+      id = this.next++;
+      this.ids.set(value, id);
+      this.handles.set(id, value);
+    }
+    return id;
+  }
+
+  // Values of a run (step outputs, thrown errors), dropped when no run is active.
+  keepValue(value) {
+    const id = this.next++;
+    this.values.set(id, value);
+    this.handles.set(id, value);
+    return id;
+  }
+
+  toRef(value) {
+    if (value === undefined) return { t: 'undefined' };
+    if (typeof value === 'string') return { t: 'text', v: value };
+    return { t: 'host', v: this.keepValue(value) };
+  }
+
+  fromRef(ref) {
+    switch (ref?.t) {
+      case 'text':
+      case 'json':
+        return ref.v;
+      case 'host':
+        return this.handles.get(ref.v);
+      default:
+        return undefined;
+    }
+  }
+
+  endRun() {
+    if (--this.activeRuns > 0) return;
+    for (const id of this.values.keys()) this.handles.delete(id);
+    this.values.clear();
+  }
+
+  context(id) {
+    let ctx = this.contexts.get(id);
+    if (!ctx) {
+      ctx = new ContextImpl(this, id);
+      this.contexts.set(id, ctx);
+    }
+    return ctx;
+  }
+
+  statesOf(executionId) {
+    let states = this.states.get(executionId);
+    if (!states) this.states.set(executionId, (states = new Map()));
+    return states;
+  }
+
+  layerState(contextId, layer) {
+    if (layer[NATIVE]) {
+      const text = this.native.nativeState(contextId, layer.id);
+      return text == null ? undefined : JSON.parse(text);
+    }
+    return this.states.get(contextId)?.get(layer.id);
+  }
+
+  // What gets persisted is serialized now (A4); a state JSON cannot hold is reported, not thrown.
+  serializable(state, layerId) {
+    try {
+      return JSON.parse(JSON.stringify(state) ?? 'null');
+    } catch (e) {
+      this.diagnostic({ layerId, hook: 'persist', message: `state is not JSON-serializable: ${e.message}` });
+      return undefined;
+    }
+  }
+
+  execContext(info) {
+    return {
+      executionId: info.executionId,
+      threadId: info.threadId,
+      resourceId: info.resourceId,
+      depth: info.depth,
+      stepNumber: info.stepNumber,
+      tokenUsage: { ...info.tokenUsage },
+      cost: info.cost,
+      tokenize: estimateTokens,
+      trace: { setAttribute() {}, addEvent() {} },
+      readLayerState: (id) => {
+        const ctx = this.contexts.get(info.executionId);
+        const entry = ctx?._layers.find((l) => l.id === id);
+        const layer = entry && this.handles.get(entry.handle);
+        return layer ? this.layerState(info.executionId, layer) : this.states.get(info.executionId)?.get(id);
+      },
+    };
+  }
+
+  scopedStorage(prefix) {
+    const storage = this.storage;
+    return {
+      get: (key) => storage.get(prefix + key),
+      set: (key, value) => storage.set(prefix + key, value),
+      delete: (key) => storage.delete(prefix + key),
+      list: async (keyPrefix) => {
+        const keys = await storage.list(prefix + (keyPrefix ?? ''));
+        return keys.map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key));
+      },
+    };
+  }
+
+  // A layer's `provides` function, from `ctx.memory` or as a model tool. Input is validated synchronously, as
+  // upstream; a new state is written and mirrored; it cannot clear the state.
+  callLayerFn(ctx, layer, name, args) {
+    const decl = layer.provides[name];
+    const parsed = decl.input ? decl.input.parse(args) : args;
+    if (layer[NATIVE]) {
+      return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
+    }
+    const states = this.statesOf(ctx.id);
+    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost });
+    return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
+      if (out && out.state !== undefined) {
+        states.set(layer.id, out.state);
+        const persist = layer.scope === 'execution' ? undefined : this.serializable(out.state, layer.id);
+        callNative(() => this.native.hostStateWritten(ctx.id, layer.id, persist === undefined ? null : JSON.stringify(persist)));
+      }
+      return out?.result;
+    });
+  }
+
+  diagnostic({ layerId, hook, message }) {
+    if (this.onDiagnostic) this.onDiagnostic({ layerId, hook, message });
+    else console.warn(`[noetic] memory layer '${layerId}' ${hook} error:`, message);
+  }
+
+  // The dispatcher: every request from the native side arrives here as JSON and is answered as JSON.
+  dispatch(text) {
+    const message = JSON.parse(text);
+    switch (message.op) {
+      case 'hooks':
+        return runHooks(this, message.batch).then(JSON.stringify);
+      case 'release':
+        this.contexts.delete(message.context);
+        this.states.delete(message.context);
+        return '';
+      case 'diagnostic':
+        this.diagnostic(message);
+        return '';
+      default:
+        return this.answer(message).then(
+          (value) => JSON.stringify({ ok: true, ...value }),
+          (e) => JSON.stringify({ ok: false, error: toFailure(e, (v) => this.keepValue(v)) }),
+        );
+    }
+  }
+
+  async answer(message) {
+    switch (message.op) {
+      case 'step': {
+        const { call } = message;
+        const fn = this.handles.get(call.step);
+        const output = await fn(this.fromRef(call.input), this.context(call.context));
+        return { value: this.toRef(output) };
+      }
+      case 'until': {
+        const { call } = message;
+        const snapshot = {
+          stepCount: call.stepCount,
+          tokens: call.tokens,
+          elapsed: call.elapsedMs,
+          cost: call.cost,
+          lastOutput: this.fromRef(call.lastOutput),
+          lastText: typeof this.fromRef(call.lastOutput) === 'string' ? this.fromRef(call.lastOutput) : JSON.stringify(this.fromRef(call.lastOutput)) ?? '',
+          history: call.history.map((ref) => this.fromRef(ref)),
+          depth: call.depth,
+          lastStepMeta: call.lastStepMeta,
+        };
+        const verdict = await this.handles.get(call.predicate)(snapshot);
+        return { stop: Boolean(verdict?.stop), reason: verdict?.reason };
+      }
+      case 'tool':
+        return this.runTool(message.call);
+      case 'model':
+        return this.callTestModel(message.call);
+      case 'storage': {
+        const { method, key, value } = message;
+        const result = await this.storage[method](key, ...(method === 'set' ? [value] : []));
+        return { value: result ?? null };
+      }
+      default:
+        throw new Error(`unknown request '${message.op}'`);
+    }
+  }
+
+  async runTool({ tool, arguments: text, context }) {
+    const ctx = this.context(context);
+    let args;
+    try {
+      args = JSON.parse(text);
+    } catch {
+      args = {};
+    }
+    try {
+      const result =
+        tool.kind === 'layerFn'
+          ? await this.callLayerFn(ctx, this.handles.get(tool.layer), tool.name, args)
+          : await this.handles.get(tool.handle).execute(args, { ctx, memory: ctx.memory });
+      return { output: result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result), isError: false };
+    } catch (e) {
+      return { output: `Error: ${e instanceof Error ? e.message : String(e)}`, isError: true };
+    }
+  }
+
+  async callTestModel(call) {
+    const ctx = this.context(call.context);
+    const log = ctx.itemLog.items;
+    const items = call.view.map((entry) => (entry.from === 'log' ? log[entry.pos] : JSON.parse(entry.json)));
+    const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
+    const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
+    const response = await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers });
+    return { items: (response?.items ?? []).map((item) => JSON.stringify(item)), usage: response?.usage, cost: response?.cost };
+  }
+}
+
+module.exports = { Runtime, native };

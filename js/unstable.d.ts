@@ -1,0 +1,58 @@
+// -----------------------------------------------------------------------------
+// @noetic-tools/core/unstable: building blocks for framework extenders.
+// May change in any minor release.
+// -----------------------------------------------------------------------------
+
+import type { Context, Item, MemoryLayer, ProjectionPolicy } from '../index.js';
+
+export type { LayerStateStore } from '../index.js';
+
+// =============================================================================
+// Budgets
+// =============================================================================
+
+export interface BudgetAllocation {
+  layerId: string;
+  /** Tokens; may be fractional or Infinity. */
+  allocated: number;
+}
+
+export interface BudgetLimits {
+  /** USD. */
+  maxCost?: number;
+  maxSteps?: number;
+  /** Milliseconds. */
+  maxDuration?: number;
+}
+
+/**
+ * Splits `totalBudget - responseReserve - systemPromptTokens` between the layers
+ * (minimums first, then 60% of the rest across layers) and the history.
+ * Throws NoeticConfigError `INVALID_BUDGET_INPUT` when a number input is NaN.
+ */
+export declare function allocateBudgets(opts: {
+  layers: readonly MemoryLayer[];
+  totalBudget: number;
+  systemPromptTokens: number;
+  responseReserve: number;
+}): { allocations: BudgetAllocation[]; historyBudget: number };
+
+/** Throws NoeticError `budget_exceeded` when the context is past a limit. */
+export declare function checkBudget(ctx: Context<unknown>, limits: BudgetLimits): void;
+
+// =============================================================================
+// Projection
+// =============================================================================
+
+/**
+ * System items, then layer output, then history. With a `policy` the view is held to
+ * `tokenBudget - responseReserve`: system items always stay, each layer item is kept
+ * if it fits, history is kept newest-first up to the first misfit and then stripped
+ * of unresolved tool calls.
+ */
+export declare function assembleView(opts: {
+  systemPromptItems: readonly Item[];
+  layerOutputItems: readonly Item[];
+  historyItems: readonly Item[];
+  policy?: ProjectionPolicy;
+}): Item[];

@@ -1,0 +1,230 @@
+//! Layer and step descriptions as JS sends them (plain JSON with handles for user functions), turned into the
+//! runtime's types. Validation itself is the runtime's (`LayerSet::register`); this only reads.
+
+use std::sync::Arc;
+
+use noetic_runtime::error::ConfigError;
+use noetic_runtime::harness::{ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
+use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
+use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
+use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
+use noetic_runtime::memory::registry::{LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
+use noetic_runtime::memory::{Overflow, ProjectionPolicy, Scope};
+use noetic_runtime::steps::{LlmStep, Step, Until};
+use serde_json::Value;
+
+use crate::protocol::number;
+
+fn text(value: &Value, key: &str) -> Option<String> {
+  value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn describe_error(what: impl Into<String>) -> ConfigError {
+  ConfigError::new(
+    "INVALID_STEP",
+    what,
+    "Build steps with step.run / step.llm / loop / spawn, or give plain objects the same fields.",
+  )
+}
+
+fn raw_budget(budget: &Value) -> RawBudget {
+  match budget.get("kind").and_then(Value::as_str) {
+    Some("auto") => RawBudget::Auto,
+    Some("number") => RawBudget::Number(budget.get("value").and_then(number).unwrap_or(f64::NAN)),
+    Some("range") => {
+      RawBudget::Range { min: budget.get("min").and_then(number), max: budget.get("max").and_then(number) }
+    }
+    Some("invalid") => RawBudget::Invalid(text(budget, "what").unwrap_or_else(|| "not a budget".into())),
+    _ => RawBudget::Omitted,
+  }
+}
+
+fn native_layer(native: &Value) -> Option<noetic_runtime::memory::registry::Layer> {
+  let config = native.get("config").cloned().unwrap_or(Value::Null);
+  let scope = |default| text(&config, "scope").as_deref().and_then(Scope::parse).unwrap_or(default);
+  match native.get("kind").and_then(Value::as_str)? {
+    "working-memory" => Some(working_memory_layer(WorkingMemoryConfig {
+      scope: scope(Scope::Thread),
+      has_schema: false,
+      read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
+    })),
+    "observational-memory" => {
+      let defaults = ObservationalConfig::default();
+      Some(observational_memory_layer(ObservationalConfig {
+        scope: scope(Scope::Resource),
+        buffer_threshold: config.get("bufferThreshold").and_then(number).unwrap_or(defaults.buffer_threshold),
+        max_observations: config
+          .get("maxObservations")
+          .and_then(Value::as_u64)
+          .map_or(defaults.max_observations, |n| n as usize),
+        has_observer: false,
+      }))
+    }
+    _ => None,
+  }
+}
+
+/// Validates and registers a list of layer descriptions.
+pub fn layer_set(layers: &Value) -> Result<LayerSet, ConfigError> {
+  let mut raws = Vec::new();
+  let mut natives = Vec::new();
+  for (index, layer) in layers.as_array().into_iter().flatten().enumerate() {
+    if let Some(mut native) = layer.get("native").and_then(native_layer) {
+      native.handle = layer.get("handle").and_then(Value::as_u64);
+      natives.push((index, native));
+      continue;
+    }
+    let pairs = |key: &str| -> Vec<(String, Value)> {
+      layer.get(key).and_then(Value::as_object).map(|o| o.clone().into_iter().collect()).unwrap_or_default()
+    };
+    raws.push(RawLayer {
+      id: text(layer, "id"),
+      slot: layer.get("slot").and_then(number),
+      scope: text(layer, "scope"),
+      budget: raw_budget(layer.get("budget").unwrap_or(&Value::Null)),
+      hooks: pairs("hooks").into_iter().map(|(k, v)| (k, v.as_str().unwrap_or("undefined").to_owned())).collect(),
+      timeouts: pairs("timeouts").into_iter().filter_map(|(k, v)| number(&v).map(|ms| (k, ms))).collect(),
+      on_init_error: text(layer, "onInitError"),
+      recall_mode: text(layer, "recallMode"),
+      provides: layer
+        .get("provides")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| ProvidedFn {
+          name: text(p, "name").unwrap_or_default(),
+          description: text(p, "description").unwrap_or_default(),
+          input_schema: p.get("inputSchema").cloned().unwrap_or(Value::Null),
+        })
+        .collect(),
+      imp: LayerImpl::Host(layer.get("handle").and_then(Value::as_u64).unwrap_or(0)),
+    });
+  }
+  // Validate the JS layers, then put the built-ins back at their places in the caller's order.
+  let registered = LayerSet::register(raws)?;
+  let mut ordered: Vec<_> = registered.layers().to_vec();
+  for (index, native) in natives {
+    if ordered.iter().any(|layer| layer.id() == native.id()) {
+      return Err(ConfigError::new(
+        "DUPLICATE_LAYER_ID",
+        format!("Two memory layers have the id '{}'.", native.id()),
+        "Layer ids key state, storage and tools; give each layer its own id.",
+      ));
+    }
+    ordered.insert(index.min(ordered.len()), Arc::new(native));
+  }
+  Ok(LayerSet::from_layers(ordered))
+}
+
+pub fn projection(value: &Value) -> Option<ProjectionPolicy> {
+  let token_budget = value.get("tokenBudget").and_then(number)?;
+  let response_reserve = value.get("responseReserve").and_then(number)?;
+  Some(ProjectionPolicy {
+    token_budget,
+    response_reserve,
+    overflow: value
+      .get("overflow")
+      .and_then(Value::as_str)
+      .and_then(Overflow::parse)
+      .unwrap_or(Overflow::SlidingWindow),
+    overflow_model: text(value, "overflowModel"),
+    window_size: value.get("windowSize").and_then(number),
+  })
+}
+
+fn tool(value: &Value) -> ToolDef {
+  ToolDef {
+    name: text(value, "name").unwrap_or_default(),
+    description: text(value, "description").unwrap_or_default(),
+    input_schema: value.get("inputSchema").cloned().unwrap_or(Value::Null),
+    imp: ToolImpl::Host(value.get("handle").and_then(Value::as_u64).unwrap_or(0)),
+  }
+}
+
+fn until(value: &Value) -> Result<Until, ConfigError> {
+  let n = |key| value.get(key).and_then(number).unwrap_or(f64::NAN);
+  let list = || -> Result<Vec<Until>, ConfigError> {
+    value.get("of").and_then(Value::as_array).into_iter().flatten().map(until).collect()
+  };
+  Ok(match value.get("kind").and_then(Value::as_str) {
+    Some("maxSteps") => Until::MaxSteps(n("n")),
+    Some("maxCost") => Until::MaxCost(n("n")),
+    Some("maxDuration") => Until::MaxDuration(n("n")),
+    Some("noToolCalls") => Until::NoToolCalls,
+    Some("never") => Until::Never,
+    Some("any") => Until::Any(list()?),
+    Some("all") => Until::All(list()?),
+    Some("host") => Until::Host(value.get("handle").and_then(Value::as_u64).unwrap_or(0)),
+    _ => return Err(describe_error("A loop's `until` is not a predicate function.")),
+  })
+}
+
+/// A step tree from its description.
+pub fn step(value: &Value) -> Result<Step, ConfigError> {
+  let id = text(value, "id").unwrap_or_default();
+  let handle = |key| value.get(key).and_then(Value::as_u64);
+  Ok(match value.get("kind").and_then(Value::as_str) {
+    Some("run") => Step::Run {
+      execute: handle("execute").ok_or_else(|| describe_error(format!("step.run '{id}' has no execute function.")))?,
+      id,
+    },
+    Some("llm") => Step::Llm(Box::new(LlmStep {
+      model: text(value, "model").unwrap_or_default(),
+      instructions: text(value, "instructions"),
+      tools: value.get("tools").and_then(Value::as_array).map(|tools| tools.iter().map(tool).collect()),
+      projection: value.get("projection").and_then(projection),
+      id,
+    })),
+    Some("loop") => Step::Loop {
+      steps: value
+        .get("steps")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|s| step(s).map(Arc::new))
+        .collect::<Result<_, _>>()?,
+      until: until(value.get("until").unwrap_or(&Value::Null))?,
+      max_iterations: value.get("maxIterations").and_then(number).unwrap_or(1000.0),
+      id,
+    },
+    Some("spawn") => Step::Spawn {
+      child: Arc::new(step(value.get("child").unwrap_or(&Value::Null))?),
+      memory: match value.get("memory") {
+        Some(layers @ Value::Array(_)) => Some(Arc::new(layer_set(layers)?)),
+        _ => None,
+      },
+      id,
+    },
+    Some(other) => {
+      return Err(describe_error(format!("Step '{id}' has kind '{other}', which this version cannot run yet.")));
+    }
+    None => return Err(describe_error("A step has no `kind`.")),
+  })
+}
+
+/// The scripted model's turns.
+pub fn script(value: &Value) -> Vec<ScriptedTurn> {
+  value
+    .as_array()
+    .into_iter()
+    .flatten()
+    .map(|turn| ScriptedTurn {
+      text: text(turn, "text"),
+      tool_calls: turn
+        .get("toolCalls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|call| ScriptedToolCall {
+          name: text(call, "name").unwrap_or_default(),
+          arguments: match call.get("arguments") {
+            Some(Value::String(text)) => text.clone(),
+            Some(args) => args.to_string(),
+            None => "{}".into(),
+          },
+        })
+        .collect(),
+      usage: turn.get("usage").and_then(|u| Some((u.get("inputTokens")?.as_f64()?, u.get("outputTokens")?.as_f64()?))),
+    })
+    .collect()
+}

@@ -1,0 +1,271 @@
+//! `NativeHarness`: the JS `AgentHarness` holds one. Runs go to the runtime on its tokio threads; the JS side's
+//! contexts read and append through the sync methods here.
+
+use std::sync::Arc;
+
+use napi::bindgen_prelude::within_runtime_if_available;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use noetic_runtime::harness::{Harness, HarnessConfig, Model, RunOptions, ScriptedModel};
+use noetic_runtime::items::{Item, check_known_type};
+use noetic_runtime::memory::lifecycle::MemoryEnv;
+use noetic_runtime::memory::native::NativeWrite;
+use noetic_runtime::memory::registry::LayerImpl;
+use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
+use noetic_runtime::storage::{InMemoryStorage, Storage};
+use serde_json::{Value, json};
+
+use crate::describe;
+use crate::dispatcher::{Dispatch, Dispatcher};
+use crate::js_host::JsHost;
+use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
+use crate::storage::{JsDiagnostics, JsStorage, NativeStorage};
+
+/// Validates layer descriptions where they are registered (DECISIONS D1).
+#[napi(catch_unwind, skip_typescript)]
+pub fn validate_layers(layers: String) -> Result<()> {
+  describe::layer_set(&parse(&layers)?).map(drop).map_err(|e| to_napi(config_json(&e)))
+}
+
+/// The native half of an `AgentHarness` (internal: use `AgentHarness`).
+#[napi]
+pub struct NativeHarness {
+  inner: Arc<Harness>,
+}
+
+fn parse(text: &str) -> Result<Value> {
+  serde_json::from_str(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))
+}
+
+fn missing_context(id: &str) -> Error {
+  Error::new(Status::InvalidArg, format!("context '{id}' is not running"))
+}
+
+#[napi]
+impl NativeHarness {
+  /// `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool}`.
+  #[napi(constructor, catch_unwind)]
+  pub fn new(
+    config: String,
+    dispatcher: Function<String, Either<Promise<String>, String>>,
+    storage: Option<&NativeStorage>,
+  ) -> Result<Self> {
+    let config = parse(&config)?;
+    let dispatcher: Dispatcher =
+      dispatcher.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+    let dispatch = Dispatch(Arc::new(dispatcher));
+    let layers =
+      describe::layer_set(config.get("layers").unwrap_or(&Value::Null)).map_err(|e| to_napi(config_json(&e)))?;
+    let storage: Arc<dyn Storage> = match storage {
+      Some(native) => Arc::clone(&native.inner) as Arc<dyn Storage>,
+      None if config.get("jsStorage").and_then(Value::as_bool) == Some(true) => {
+        Arc::new(JsStorage { dispatch: dispatch.clone() })
+      }
+      None => Arc::new(InMemoryStorage::new()),
+    };
+    let model = match config.pointer("/model/kind").and_then(Value::as_str) {
+      Some("scripted") => {
+        Model::Scripted(ScriptedModel::new(describe::script(config.pointer("/model/script").unwrap_or(&Value::Null))))
+      }
+      Some("host") => Model::Host,
+      _ => Model::None,
+    };
+    let env = MemoryEnv {
+      host: Arc::new(JsHost { dispatch: dispatch.clone() }),
+      states: Arc::new(StateStore::new()),
+      sink: Arc::new(JsDiagnostics { dispatch }),
+      storage,
+    };
+    let harness = Harness::new(
+      HarnessConfig {
+        name: config.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        layers: Arc::new(layers),
+        projection: config.get("projection").and_then(describe::projection),
+        model,
+      },
+      env,
+    );
+    Ok(Self { inner: Arc::new(harness) })
+  }
+
+  /// Runs a step description with an input value; resolves to `{ok, value}` or `{ok: false, error}` JSON.
+  #[napi]
+  pub async fn run(&self, step: String, input: String, options: String) -> Result<String> {
+    let harness = Arc::clone(&self.inner);
+    let step = describe::step(&parse(&step)?);
+    let input = step_value_from(&parse(&input)?);
+    let options = parse(&options)?;
+    let step = match step {
+      Ok(step) => step,
+      Err(error) => return Ok(json!({ "ok": false, "error": config_json(&error) }).to_string()),
+    };
+    let layers = match options.get("memory") {
+      Some(layers @ Value::Array(_)) => match describe::layer_set(layers) {
+        Ok(set) => Some(Arc::new(set)),
+        Err(error) => return Ok(json!({ "ok": false, "error": config_json(&error) }).to_string()),
+      },
+      _ => None,
+    };
+    let run_options = RunOptions {
+      thread_id: options.get("threadId").and_then(Value::as_str).map(str::to_owned),
+      resource_id: options.get("resourceId").and_then(Value::as_str).map(str::to_owned),
+      layers,
+    };
+    // A panic inside the run surfaces as a join error, which becomes a JS error: never an abort (A5).
+    let joined = tokio::spawn(async move { harness.run(&step, input, run_options).await }).await;
+    Ok(match joined {
+      Ok(Ok(value)) => json!({ "ok": true, "value": step_value_json(&value) }),
+      Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
+      Err(panic) => json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } }),
+    }
+    .to_string())
+  }
+
+  /// Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position.
+  #[napi(catch_unwind)]
+  pub fn append_item(&self, context: String, item: String) -> Result<u32> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let item = Item::from_json_text(&item).map_err(|e| {
+      to_napi(noetic_json(&noetic_runtime::NoeticError::new(
+        "item_schema_mismatch",
+        json!({ "category": "items" }),
+        e.to_string(),
+      )))
+    })?;
+    check_known_type(&item).map_err(|e| to_napi(noetic_json(&e)))?;
+    Ok(ctx.state().log.push(Arc::new(item)) as u32)
+  }
+
+  #[napi(catch_unwind)]
+  pub fn log_length(&self, context: String) -> Result<u32> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    Ok(ctx.state().log.len() as u32)
+  }
+
+  /// JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust).
+  #[napi(catch_unwind)]
+  pub fn items_json(&self, context: String, from: u32, to: u32) -> Result<Vec<String>> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let state = ctx.state();
+    Ok(
+      state
+        .log
+        .items()
+        .get(from as usize..(to as usize).min(state.log.len()))
+        .unwrap_or_default()
+        .iter()
+        .map(|item| item.to_json_text())
+        .collect(),
+    )
+  }
+
+  /// The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles.
+  #[napi(catch_unwind)]
+  pub fn context_static(&self, context: String) -> Result<String> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let layers: Vec<Value> = ctx.layers.layers().iter().map(|l| json!({ "id": l.id(), "handle": l.handle })).collect();
+    Ok(
+      json!({
+        "threadId": ctx.thread_id,
+        "resourceId": ctx.resource_id,
+        "depth": ctx.depth,
+        "parent": ctx.parent,
+        "layers": layers,
+      })
+      .to_string(),
+    )
+  }
+
+  /// The live fields of a context, as JSON.
+  #[napi(catch_unwind)]
+  pub fn context_info(&self, context: String) -> Result<String> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let elapsed = ctx.elapsed_ms();
+    let state = ctx.state();
+    let t = state.tokens;
+    Ok(
+      json!({
+        "stepCount": state.step_count,
+        "tokens": { "input": t.input, "output": t.output, "total": t.input + t.output, "cached": t.cached },
+        "cost": state.cost,
+        "elapsed": elapsed,
+        "lastStepMeta": state.last_step_meta,
+        "lastLayerUsage": state.last_layer_usage,
+        "completed": state.completion.is_some(),
+        "completionValue": state.completion.as_ref().map(step_value_json),
+        "aborted": state.abort_reason.is_some(),
+        "abortReason": state.abort_reason,
+      })
+      .to_string(),
+    )
+  }
+
+  #[napi(catch_unwind)]
+  pub fn complete(&self, context: String, value: String) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let value = step_value_from(&parse(&value)?);
+    ctx.state().completion.get_or_insert(value);
+    Ok(())
+  }
+
+  #[napi(catch_unwind)]
+  pub fn abort(&self, context: String, reason: Option<String>) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    ctx.state().abort_reason.get_or_insert(reason.unwrap_or_else(|| "aborted".into()));
+    Ok(())
+  }
+
+  /// A built-in layer's state (JSON text), for `ctx.memory` and `readLayerState`.
+  #[napi(catch_unwind)]
+  pub fn native_state(&self, context: String, layer: String) -> Option<String> {
+    match self.inner.env.states.get(&context, &layer) {
+      Some(StateValue::Json(value)) => Some(value.to_string()),
+      _ => None,
+    }
+  }
+
+  /// A JS layer's state changed outside a hook phase (a `provides` function): mirror it durably.
+  #[napi(catch_unwind)]
+  pub fn host_state_written(&self, context: String, layer: String, persist: Option<String>) -> Result<()> {
+    let persist = persist.map(|text| parse(&text)).transpose()?.map(Persist::Write);
+    // The mirror write is a task on the runtime; this call comes from the JS thread.
+    within_runtime_if_available(|| {
+      self.inner.env.states.set(&context, &layer, StateValue::Host, persist, &self.inner.env.sink);
+    });
+    Ok(())
+  }
+
+  /// Calls a built-in layer's `provides` function; resolves to the result's JSON text (or null for `void`).
+  #[napi]
+  pub async fn call_native_fn(
+    &self,
+    context: String,
+    layer: String,
+    name: String,
+    args: String,
+  ) -> Result<Option<String>> {
+    let harness = Arc::clone(&self.inner);
+    let ctx = harness.context(&context).ok_or_else(|| missing_context(&context))?;
+    let target =
+      ctx.layers.get(&layer).cloned().ok_or_else(|| Error::new(Status::InvalidArg, format!("no layer '{layer}'")))?;
+    let LayerImpl::Native(native) = &target.imp else {
+      return Err(Error::new(Status::InvalidArg, format!("layer '{layer}' is not a built-in layer")));
+    };
+    let state = match harness.env.states.get(&context, &layer) {
+      Some(StateValue::Json(value)) => Some(value),
+      _ => None,
+    };
+    let (result, write) =
+      native.call(&name, parse(&args)?, state.as_ref()).await.map_err(|m| Error::new(Status::GenericFailure, m))?;
+    if let NativeWrite::Set(value) = write {
+      harness.env.states.set(&context, &layer, StateValue::Json(value), None, &harness.env.sink);
+    }
+    Ok(result.map(|value| value.to_string()))
+  }
+
+  /// Number of executions whose layer state is still held; stays flat across runs (D15).
+  #[napi(getter)]
+  pub fn live_executions(&self) -> u32 {
+    self.inner.env.states.live_executions() as u32
+  }
+}

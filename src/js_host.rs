@@ -1,0 +1,166 @@
+//! The runtime's `Host`, implemented by sending requests through the dispatcher to the JS side.
+
+use async_trait::async_trait;
+use noetic_runtime::host::*;
+use noetic_runtime::memory::StateWrite;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::dispatcher::Dispatch;
+use crate::protocol::{malformed, open, step_value_from};
+
+pub struct JsHost {
+  pub dispatch: Dispatch,
+}
+
+impl JsHost {
+  async fn request(&self, message: Value) -> Result<String, HostError> {
+    self.dispatch.call(message.to_string()).await.map_err(|message| HostError::Thrown { message, error: None })
+  }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsHookReply {
+  status: String,
+  message: Option<String>,
+  ms: Option<f64>,
+  error: Option<HostRef>,
+  state: Option<String>,
+  persist: Option<Value>,
+  recall: Option<Value>,
+}
+
+fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
+  match state {
+    Some("set") => StateWrite::Set { persist },
+    Some("clear") => StateWrite::Cleared,
+    _ => StateWrite::Unchanged,
+  }
+}
+
+fn recall_reply(value: &Value) -> RecallReply {
+  match value.get("kind").and_then(Value::as_str) {
+    Some("text") => RecallReply::Text(value.get("text").and_then(Value::as_str).unwrap_or_default().to_owned()),
+    Some("items") => RecallReply::Items {
+      items: value
+        .get("items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.as_str().map(str::to_owned))
+        .collect(),
+      token_count: value.get("tokenCount").and_then(Value::as_f64),
+    },
+    _ => RecallReply::Nothing,
+  }
+}
+
+impl From<JsHookReply> for HookReply {
+  fn from(reply: JsHookReply) -> Self {
+    let status = match reply.status.as_str() {
+      "ok" => HookStatus::Ok,
+      "timeout" => HookStatus::TimedOut(reply.ms.unwrap_or(0.0)),
+      _ => HookStatus::Threw(reply.message.unwrap_or_else(|| "the hook failed".into())),
+    };
+    HookReply {
+      status,
+      error: reply.error,
+      state: state_write(reply.state.as_deref(), reply.persist),
+      recall: reply.recall.as_ref().map(recall_reply),
+    }
+  }
+}
+
+#[derive(Deserialize)]
+struct JsValue {
+  value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsModelReply {
+  items: Vec<String>,
+  usage: Option<Value>,
+  cost: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsToolReply {
+  output: Option<String>,
+  #[serde(default)]
+  is_error: bool,
+  state: Option<String>,
+  persist: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct JsVerdict {
+  stop: bool,
+  reason: Option<String>,
+}
+
+#[async_trait]
+impl Host for JsHost {
+  async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply> {
+    let count = batch.calls.len();
+    let failed = |message: String| {
+      (0..count)
+        .map(|_| HookReply {
+          status: HookStatus::Threw(message.clone()),
+          error: None,
+          state: StateWrite::Unchanged,
+          recall: None,
+        })
+        .collect()
+    };
+    let message = json!({ "op": "hooks", "batch": batch });
+    match self.request(message).await {
+      Ok(text) => match serde_json::from_str::<Vec<JsHookReply>>(&text) {
+        Ok(replies) => replies.into_iter().map(HookReply::from).collect(),
+        Err(error) => failed(malformed(&error.to_string()).to_string()),
+      },
+      Err(error) => failed(error.to_string()),
+    }
+  }
+
+  async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError> {
+    let text = self.request(json!({ "op": "step", "call": call })).await?;
+    Ok(step_value_from(&open::<JsValue>(&text)?.value))
+  }
+
+  async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
+    let text = self.request(json!({ "op": "model", "call": call })).await?;
+    let reply: JsModelReply = open(&text)?;
+    let usage = reply.usage.unwrap_or(Value::Null);
+    let count = |key| usage.get(key).and_then(Value::as_f64);
+    Ok(ModelReply {
+      items: reply.items,
+      input_tokens: count("inputTokens").unwrap_or(0.0),
+      output_tokens: count("outputTokens").unwrap_or(0.0),
+      cached_tokens: count("cachedTokens"),
+      cost: reply.cost,
+    })
+  }
+
+  async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError> {
+    let text = self.request(json!({ "op": "tool", "call": call })).await?;
+    let reply: JsToolReply = open(&text)?;
+    Ok(ToolReply {
+      output: reply.output,
+      is_error: reply.is_error,
+      state: state_write(reply.state.as_deref(), reply.persist),
+    })
+  }
+
+  async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError> {
+    let text = self.request(json!({ "op": "until", "call": call })).await?;
+    let verdict: JsVerdict = open(&text)?;
+    Ok(Verdict { stop: verdict.stop, reason: verdict.reason })
+  }
+
+  fn release_context(&self, context: &str) {
+    self.dispatch.notify(json!({ "op": "release", "context": context }).to_string());
+  }
+}

@@ -1,0 +1,182 @@
+//! `@noetic-tools/core/unstable`: the budget and projection functions, exactly as the runtime uses them, and the
+//! pure hooks of the built-in layers that JS calls directly. Numbers cross as JS numbers (NaN and Infinity
+//! included), items as their `JSON.stringify` text.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use noetic_runtime::items::{Item, ToolLink};
+use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalConfig, ObservationalState};
+use noetic_runtime::memory::builtin::working_memory::{self as wm, WorkingMemoryConfig};
+use noetic_runtime::memory::{
+  BudgetConfig, BudgetLimits, BudgetUsage, Overflow, ProjectionPolicy, allocate_budgets, assemble_view, check_budget,
+};
+use noetic_runtime::tokens::{tokens_for_units, utf16_len};
+use serde_json::{Value, json};
+
+use crate::protocol::{config_json, noetic_json, to_napi};
+
+#[napi(object)]
+pub struct BudgetInput {
+  /// `number`, `range` or `auto` (anything else counts as auto, as upstream).
+  pub kind: String,
+  pub value: Option<f64>,
+  pub min: Option<f64>,
+  pub max: Option<f64>,
+}
+
+#[napi(object)]
+pub struct BudgetOutput {
+  pub allocated: Vec<f64>,
+  pub history_budget: f64,
+}
+
+#[napi(catch_unwind, skip_typescript)]
+pub fn allocate_budgets_native(
+  ids: Vec<String>,
+  budgets: Vec<BudgetInput>,
+  total_budget: f64,
+  system_prompt_tokens: f64,
+  response_reserve: f64,
+) -> Result<BudgetOutput> {
+  let configs: Vec<BudgetConfig> = budgets
+    .iter()
+    .map(|b| match b.kind.as_str() {
+      "number" => BudgetConfig::Fixed(b.value.unwrap_or(f64::NAN)),
+      "range" => BudgetConfig::Range { min: b.min.unwrap_or(0.0), max: b.max.unwrap_or(0.0) },
+      _ => BudgetConfig::Auto,
+    })
+    .collect();
+  let layers: Vec<(&str, BudgetConfig)> = ids.iter().map(String::as_str).zip(configs).collect();
+  let allocation = allocate_budgets(&layers, total_budget, system_prompt_tokens, response_reserve)
+    .map_err(|e| to_napi(config_json(&e)))?;
+  Ok(BudgetOutput {
+    allocated: allocation.allocations.iter().map(|a| a.allocated).collect(),
+    history_budget: allocation.history_budget,
+  })
+}
+
+#[napi(object)]
+pub struct PolicyInput {
+  pub token_budget: f64,
+  pub response_reserve: f64,
+  pub overflow: Option<String>,
+  pub window_size: Option<f64>,
+}
+
+#[napi(object)]
+pub struct ViewOutput {
+  pub layers: Vec<u32>,
+  pub history: Vec<u32>,
+}
+
+/// Cost and tool link of an item from its JSON text; a value that is not an item still costs its length.
+fn costed(text: &str) -> (u64, ToolLink) {
+  match Item::from_json_text(text) {
+    Ok(item) => (item.cost(), item.link().clone()),
+    Err(_) => (tokens_for_units(utf16_len(text)), ToolLink::None),
+  }
+}
+
+#[napi(catch_unwind, skip_typescript)]
+pub fn assemble_view_native(
+  system: Vec<String>,
+  layers: Vec<String>,
+  history: Vec<String>,
+  policy: Option<PolicyInput>,
+) -> ViewOutput {
+  let system: Vec<u64> = system.iter().map(|t| costed(t).0).collect();
+  let layers: Vec<u64> = layers.iter().map(|t| costed(t).0).collect();
+  let history: Vec<(u64, ToolLink)> = history.iter().map(|t| costed(t)).collect();
+  let policy = policy.map(|p| ProjectionPolicy {
+    token_budget: p.token_budget,
+    response_reserve: p.response_reserve,
+    overflow: p.overflow.as_deref().and_then(Overflow::parse).unwrap_or(Overflow::SlidingWindow),
+    overflow_model: None,
+    window_size: p.window_size,
+  });
+  let plan = assemble_view(&system, &layers, history.as_slice(), policy.as_ref());
+  ViewOutput {
+    layers: plan.layers_kept.iter().map(|&i| i as u32).collect(),
+    history: plan.history_kept.iter().map(|&i| i as u32).collect(),
+  }
+}
+
+#[napi(object)]
+pub struct BudgetCheck {
+  pub cost: f64,
+  pub steps: f64,
+  pub duration: f64,
+  pub max_cost: Option<f64>,
+  pub max_steps: Option<f64>,
+  pub max_duration: Option<f64>,
+}
+
+#[napi(catch_unwind, skip_typescript)]
+pub fn check_budget_native(check: BudgetCheck) -> Result<()> {
+  let usage = BudgetUsage { cost: check.cost, steps: check.steps, duration: check.duration };
+  let limits = BudgetLimits { max_cost: check.max_cost, max_steps: check.max_steps, max_duration: check.max_duration };
+  check_budget(usage, limits).map_err(|e| to_napi(noetic_json(&e)))
+}
+
+fn wm_config(config: &Value) -> WorkingMemoryConfig {
+  WorkingMemoryConfig {
+    read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
+    ..WorkingMemoryConfig::default()
+  }
+}
+
+fn om_config(config: &Value) -> ObservationalConfig {
+  let defaults = ObservationalConfig::default();
+  ObservationalConfig {
+    buffer_threshold: config.get("bufferThreshold").and_then(Value::as_f64).unwrap_or(defaults.buffer_threshold),
+    max_observations: config
+      .get("maxObservations")
+      .and_then(Value::as_u64)
+      .map_or(defaults.max_observations, |n| n as usize),
+    ..defaults
+  }
+}
+
+fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
+  items.as_array().into_iter().flatten().filter_map(Value::as_object).collect()
+}
+
+/// A built-in layer's pure hook, for JS code that calls `layer.hooks.x(...)` directly. `params` carries the
+/// state, the config and whatever the hook reads; the result is what the hook returns, minus JS-only wrapping.
+#[napi(catch_unwind, skip_typescript)]
+pub fn builtin_hook(kind: String, hook: String, params: Value) -> Result<Value> {
+  let fail = |message: String| Error::new(Status::GenericFailure, message);
+  let state = params.get("state").cloned().unwrap_or(Value::Null);
+  let config = params.get("config").cloned().unwrap_or(Value::Null);
+  let items = params.get("items").cloned().unwrap_or(Value::Null);
+  Ok(match (kind.as_str(), hook.as_str()) {
+    ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), None),
+    ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
+    ("working-memory", "store") => {
+      wm::store(&state, &maps(&items), &wm_config(&config), None).map_err(fail)?.unwrap_or(Value::Null)
+    }
+    ("working-memory", "update") => {
+      let update = params.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
+      wm::apply_update(&state, &update, None).map_err(fail)?
+    }
+    ("observational-memory", hook) => {
+      let current = ObservationalState::from_value(&state).map_err(|e| fail(e.to_string()))?;
+      let config = om_config(&config);
+      let settle = |acc: om::Accumulated| match acc {
+        om::Accumulated::Kept(next) => next.to_value(),
+        om::Accumulated::Distill { .. } => Value::Null,
+      };
+      match hook {
+        "initState" => om::init_state(params.get("saved").cloned().filter(|v| !v.is_null())),
+        "recall" => {
+          let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
+          om::recall(&current, budget).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+        }
+        "store" => settle(om::store(&current, &maps(&items), &config)),
+        "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
+        _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),
+      }
+    }
+    _ => return Err(fail(format!("{kind} has no hook '{hook}'"))),
+  })
+}
