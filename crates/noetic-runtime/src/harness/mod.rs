@@ -72,13 +72,13 @@ impl Harness {
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).len()
   }
 
-  pub(crate) fn open_context(&self, ctx: ExecContext) -> Arc<ExecContext> {
+  pub fn open_context(&self, ctx: ExecContext) -> Arc<ExecContext> {
     let ctx = Arc::new(ctx);
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).insert(ctx.id.clone(), Arc::clone(&ctx));
     ctx
   }
 
-  pub(crate) fn close_context(&self, id: &str) {
+  pub fn close_context(&self, id: &str) {
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
     self.env.host.release_context(id);
   }
@@ -111,7 +111,7 @@ impl Harness {
   }
 
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.
-  pub(crate) async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
+  pub async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
     if !ctx.layers.is_empty() {
       let scope = self.scope(ctx);
       if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
