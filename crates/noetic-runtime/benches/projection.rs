@@ -8,12 +8,14 @@ use async_trait::async_trait;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model};
 use noetic_runtime::host::*;
-use noetic_runtime::items::{Item, ItemLog, assistant_message, create_message_with_id, function_call, function_call_output};
+use noetic_runtime::items::ToolLink;
+use noetic_runtime::items::{
+  Item, ItemLog, assistant_message, create_message_with_id, function_call, function_call_output,
+};
 use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::items::ToolLink;
 use noetic_runtime::memory::{DEFAULT_PROJECTION, HistoryView, assemble_view};
 use noetic_runtime::steps::{LlmStep, Step};
 use noetic_runtime::storage::InMemoryStorage;
@@ -31,7 +33,8 @@ impl Host for InstantHost {
         status: HookStatus::Ok,
         error: None,
         state: StateWrite::Unchanged,
-        recall: matches!(call.args, HookArgs::Recall { .. }).then(|| RecallReply::Text(format!("{} remembers", call.layer_id))),
+        recall: matches!(call.args, HookArgs::Recall { .. })
+          .then(|| RecallReply::Text(format!("{} remembers", call.layer_id))),
       })
       .collect()
   }
@@ -66,8 +69,8 @@ fn history(n: usize) -> Vec<Arc<Item>> {
       Arc::new(match i % 4 {
         0 => create_message_with_id(&id, &text, "user").expect("message"),
         1 => assistant_message(&id, &text),
-        2 => function_call(&id, &format!("c{i}"), "lookup", "{\"q\":\"tea\"}"),
-        _ => function_call_output(&id, &format!("c{}", i - 1), "found it"),
+        2 => function_call(&id, format!("c{i}"), "lookup", "{\"q\":\"tea\"}"),
+        _ => function_call_output(&id, format!("c{}", i - 1), "found it"),
       })
     })
     .collect()
@@ -89,7 +92,8 @@ fn js_layer(id: &str, slot: f64, handle: u64) -> RawLayer {
 }
 
 fn harness() -> Harness {
-  let js = LayerSet::register(vec![js_layer("a", 150.0, 1), js_layer("b", 250.0, 2), js_layer("c", 300.0, 3)]).expect("layers");
+  let js = LayerSet::register(vec![js_layer("a", 150.0, 1), js_layer("b", 250.0, 2), js_layer("c", 300.0, 3)])
+    .expect("layers");
   let mut layers = js.layers().to_vec();
   layers.push(Arc::new(working_memory_layer(Default::default())));
   layers.push(Arc::new(observational_memory_layer(Default::default())));
@@ -99,21 +103,33 @@ fn harness() -> Harness {
     sink: Arc::new(Quiet),
     storage: Arc::new(InMemoryStorage::new()),
   };
-  let config = HarnessConfig { name: "bench".into(), layers: Arc::new(LayerSet::from_layers(layers)), projection: None, model: Model::Host };
+  let config = HarnessConfig {
+    name: "bench".into(),
+    layers: Arc::new(LayerSet::from_layers(layers)),
+    projection: None,
+    model: Model::Host,
+  };
   Harness::new(config, env)
 }
 
 fn llm_step(c: &mut Criterion) {
   let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
   let harness = Arc::new(harness());
-  let step = Step::Llm(Box::new(LlmStep { id: "s".into(), model: "m".into(), instructions: None, tools: None, projection: None }));
+  let step = Step::Llm(Box::new(LlmStep {
+    id: "s".into(),
+    model: "m".into(),
+    instructions: None,
+    tools: None,
+    projection: None,
+  }));
   let mut group = c.benchmark_group("llm_step_5_layers");
   for n in [1_000, 10_000, 100_000] {
     let items = history(n);
     group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
       b.to_async(&rt).iter_batched(
         || {
-          let ctx = harness.open_context(ExecContext::new("E".into(), "T".into(), None, 0, None, Arc::clone(&harness.layers)));
+          let ctx =
+            harness.open_context(ExecContext::new("E".into(), "T".into(), None, 0, None, Arc::clone(&harness.layers)));
           let mut state = ctx.state();
           for item in &items {
             state.log.push(Arc::clone(item));

@@ -136,7 +136,7 @@ fn array_index(key: &str) -> Option<u32> {
   if n < u64::from(u32::MAX) { u32::try_from(n).ok() } else { None }
 }
 
-fn write_string(out: &mut String, s: &str) {
+pub(crate) fn write_string(out: &mut String, s: &str) {
   out.push('"');
   let bytes = s.as_bytes();
   let mut run_start = 0;
@@ -223,6 +223,13 @@ fn decimal_digits(mut u: u64) -> usize {
 
 /// `String(x)` in JS: [`write_js_number`] into a new string.
 pub fn js_number_string(x: f64) -> String {
+  // `String(x)`, unlike JSON, spells out the non-finite values.
+  if x.is_nan() {
+    return "NaN".into();
+  }
+  if x.is_infinite() {
+    return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
+  }
   let mut s = String::new();
   let _ = write_js_number(&mut s, x);
   s
@@ -418,12 +425,17 @@ mod tests {
       (7.0 * 2f64.powi(-21), "0.000003337860107421875"),
       (1.5 * 2f64.powi(55), "54043195528445950"),
       (2f64.powi(57) + 16.0, "144115188075855870"),
-      (f64::NAN, "null"),
-      (f64::INFINITY, "null"),
+      (f64::NAN, "NaN"),
+      (f64::INFINITY, "Infinity"),
+      (f64::NEG_INFINITY, "-Infinity"),
     ];
     for (x, want) in cases {
       assert_eq!(num(*x), *want, "formatting {x:e}");
     }
+    // In JSON the non-finite values are null.
+    let mut json = String::new();
+    write_js_number(&mut json, f64::NAN).unwrap();
+    assert_eq!(json, "null");
   }
 
   #[test]

@@ -177,40 +177,8 @@ pub fn check_budget(usage: BudgetUsage, limits: BudgetLimits) -> Result<(), Noet
   Ok(())
 }
 
-/// A number as JS's `String(x)` writes it (shortest round-trip digits; exponent form below 1e-6 and from 1e21),
-/// so error messages read the same as upstream's template strings.
 fn js_number(x: f64) -> String {
-  if x.is_nan() {
-    return "NaN".into();
-  }
-  if x.is_infinite() {
-    return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
-  }
-  if x == 0.0 {
-    return "0".into();
-  }
-  let sign = if x < 0.0 { "-" } else { "" };
-  // `{:e}` gives the shortest round-trip digits as `d.ddde±x`.
-  let sci = format!("{:e}", x.abs());
-  let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-  let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-  let k = digits.len() as i64;
-  let n = exp.parse::<i64>().unwrap_or(0) + 1;
-  let body = if k <= n && n <= 21 {
-    format!("{digits}{}", "0".repeat((n - k) as usize))
-  } else if 0 < n && n <= 21 {
-    let (int, frac) = digits.split_at(n as usize);
-    format!("{int}.{frac}")
-  } else if -6 < n && n <= 0 {
-    format!("0.{}{digits}", "0".repeat((-n) as usize))
-  } else {
-    let e = n - 1;
-    let e_sign = if e < 0 { '-' } else { '+' };
-    let (first, rest) = digits.split_at(1);
-    let rest = if rest.is_empty() { String::new() } else { format!(".{rest}") };
-    format!("{first}{rest}e{e_sign}{}", e.abs())
-  };
-  format!("{sign}{body}")
+  crate::js_number(x)
 }
 
 #[cfg(test)]

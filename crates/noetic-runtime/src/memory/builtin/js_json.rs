@@ -4,8 +4,6 @@
 //! no `.0`), object keys follow JS property order (array-index keys first, ascending, then the rest in insertion
 //! order), and only the characters JS escapes are escaped.
 
-use std::fmt::Write as _;
-
 use serde_json::{Map, Value};
 
 /// `JSON.stringify(value, null, 2)`.
@@ -52,63 +50,14 @@ pub fn reorder_like_js(map: &mut Map<String, Value>) {
   map.extend(others);
 }
 
-/// JS `Number#toString()` for a double: the shortest digits that round-trip, in the layout ECMAScript specifies.
+/// JS `Number#toString()` for a double.
 pub fn number_to_string(x: f64) -> String {
-  if x.is_nan() {
-    return "NaN".into();
-  }
-  if x.is_infinite() {
-    return if x > 0.0 { "Infinity" } else { "-Infinity" }.into();
-  }
-  if x == 0.0 {
-    // Covers -0, which JS prints as "0".
-    return "0".into();
-  }
-  if x < 0.0 {
-    return format!("-{}", number_to_string(-x));
-  }
-  // Rust's `{:e}` gives the same shortest round-trip digits; only the layout differs.
-  let scientific = format!("{x:e}");
-  let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-  let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-  let k = digits.len() as i32;
-  // The decimal point sits after the first `n` digits.
-  let n = exponent.parse::<i32>().unwrap_or(0) + 1;
-  if k <= n && n <= 21 {
-    format!("{digits}{}", "0".repeat((n - k) as usize))
-  } else if 0 < n && n <= 21 {
-    let (whole, fraction) = digits.split_at(n as usize);
-    format!("{whole}.{fraction}")
-  } else if -6 < n && n <= 0 {
-    format!("0.{}{digits}", "0".repeat((-n) as usize))
-  } else {
-    let e = n - 1;
-    let sign = if e < 0 { '-' } else { '+' };
-    let (first, rest) = digits.split_at(1);
-    let dot = if rest.is_empty() { "" } else { "." };
-    format!("{first}{dot}{rest}e{sign}{}", e.abs())
-  }
+  crate::items::js_number_string(x)
 }
 
-/// A JSON string literal with JS's escaping: `"` `\` and control characters only, lowercase `\u00xx`.
+/// A JSON string literal with JS's escaping.
 pub fn write_string(out: &mut String, text: &str) {
-  out.push('"');
-  for c in text.chars() {
-    match c {
-      '"' => out.push_str("\\\""),
-      '\\' => out.push_str("\\\\"),
-      '\u{8}' => out.push_str("\\b"),
-      '\u{c}' => out.push_str("\\f"),
-      '\n' => out.push_str("\\n"),
-      '\r' => out.push_str("\\r"),
-      '\t' => out.push_str("\\t"),
-      c if c < ' ' => {
-        let _ = write!(out, "\\u{:04x}", c as u32);
-      }
-      c => out.push(c),
-    }
-  }
-  out.push('"');
+  crate::items::write_js_string(out, text);
 }
 
 fn indent(out: &mut String, depth: usize) {

@@ -5,7 +5,7 @@ use crate::host::{HookArgs, HookBatch, WriteRule};
 use crate::memory::HookKind;
 use crate::memory::registry::LayerImpl;
 
-use super::{ExecScope, MemoryEnv, failure, host_call};
+use super::{ExecScope, MemoryEnv, host_call};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -60,10 +60,5 @@ async fn run_host_only(
     }
   }
   let replies = env.run_batch(batch).await;
-  for (layer, reply) in batch_layers.into_iter().zip(replies) {
-    match failure(&reply.status) {
-      None => env.apply_host_write(&exec, layer.id(), &reply.state),
-      Some(message) => env.diagnose(layer.id(), hook, &message),
-    }
-  }
+  env.settle(&exec, hook, batch_layers, replies);
 }

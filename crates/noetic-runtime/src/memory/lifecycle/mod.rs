@@ -88,6 +88,16 @@ impl MemoryEnv {
     }
   }
 
+  /// Applies each reply of a batch: its state write, or a diagnostic when the hook failed.
+  fn settle(&self, exec: &str, hook: HookKind, layers: Vec<&Arc<Layer>>, replies: Vec<HookReply>) {
+    for (layer, reply) in layers.into_iter().zip(replies) {
+      match failure(&reply.status) {
+        None => self.apply_host_write(exec, layer.id(), &reply.state),
+        Some(message) => self.diagnose(layer.id(), hook, &message),
+      }
+    }
+  }
+
   /// Runs the batch when it has calls; a reply list shorter than the batch counts the missing calls as failed.
   async fn run_batch(&self, batch: HookBatch) -> Vec<HookReply> {
     if batch.calls.is_empty() {

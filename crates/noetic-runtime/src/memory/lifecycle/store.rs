@@ -10,7 +10,7 @@ use crate::memory::native::NativeWrite;
 use crate::memory::registry::LayerImpl;
 use crate::memory::state::StateValue;
 
-use super::{ExecScope, MemoryEnv, failure, host_call};
+use super::{ExecScope, MemoryEnv, host_call};
 
 /// `response` holds the new items, which are also the log positions `[from, to)`.
 pub async fn store_layers(
@@ -44,12 +44,7 @@ pub async fn store_layers(
     }
   }
   let replies = env.run_batch(batch).await;
-  for (layer, reply) in batch_layers.into_iter().zip(replies) {
-    match failure(&reply.status) {
-      None => env.apply_host_write(&exec, layer.id(), &reply.state),
-      Some(message) => env.diagnose(layer.id(), HookKind::Store, &message),
-    }
-  }
+  env.settle(&exec, HookKind::Store, batch_layers, replies);
   env.states.flush(&exec).await;
 }
 
