@@ -1930,8 +1930,20 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 export declare class NativeHarness {
   /** `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool}`. */
   constructor(config: string, dispatcher: (arg: string) => Promise<string> | string, storage?: NativeStorage | undefined | null)
-  /** Runs a step description with an input value; resolves to `{ok, value}` or `{ok: false, error}` JSON. */
+  /**
+   * Runs a step description with an input value as one execution; resolves to `{ok, value}` or
+   * `{ok: false, error}` JSON.
+   */
   run(step: string, input: string, options: string): Promise<string>
+  /**
+   * Opens a context that outlives runs (`harness.createContext()`); returns its id.
+   * `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
+   */
+  createContext(options: string): string
+  /** Runs a step in a context from `create_context`; its layers initialise on the first run. */
+  runInContext(context: string, step: string, input: string): Promise<string>
+  /** Forgets a context from `create_context` (its JS object was collected). */
+  dropContext(context: string): void
   /** Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. */
   appendItem(context: string, item: string): number
   logLength(context: string): number

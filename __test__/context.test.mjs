@@ -69,3 +69,44 @@ test('a JS until predicate sees the loop snapshot', async () => {
   assert.equal(await harness.run(body, 'go'), 'go!!');
   assert.deepEqual(snapshots, [[1, 'go!', 1], [2, 'go!!', 2]]);
 });
+
+test('harness.run(step, input, ctx) runs in a context from createContext, which keeps its log and layer state', async () => {
+  const { AgentHarness: Harness, step: s, createInMemoryStorage } = await import('../js/index.mjs');
+  const storage = createInMemoryStorage();
+  const counter = {
+    id: 'counter',
+    slot: 1,
+    scope: 'thread',
+    hooks: {
+      init: async ({ storage: scoped }) => ({ state: (await scoped.get('state')) ?? { n: 0 } }),
+      store: async ({ state }) => ({ state: { n: state.n + 1 } }),
+    },
+  };
+  const inits = [];
+  counter.hooks.init = ((init) => async (params) => {
+    inits.push(params.scopeKey);
+    return init(params);
+  })(counter.hooks.init);
+  const harness = new Harness({ name: 't', params: {}, storage, memory: [counter], llm: { provider: 'scripted', script: [] } });
+  const seed = { id: 'seed', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'earlier' }] };
+  const ctx = harness.createContext({ threadId: 'T', items: [seed], state: { mine: true } });
+  assert.equal(ctx.itemLog.items[0], seed);
+  assert.deepEqual(ctx.state, { mine: true });
+  const ask = s.llm({ id: 'ask', model: 'scripted' });
+  assert.equal(await harness.run(ask, 'one', ctx), 'You said: one');
+  assert.equal(await harness.run(ask, 'two', ctx), 'You said: two');
+  // The log grew across both runs; init ran once; store ran twice and was mirrored.
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.content[0].text), ['earlier', 'one', 'You said: one', 'two', 'You said: two']);
+  assert.deepEqual(inits, ['T']);
+  assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 2 });
+  assert.equal(ctx.stepCount, 2);
+});
+
+test('a context the caller drops is forgotten natively once collected', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const script = fileURLToPath(new URL('./fixtures/collected-context.mjs', import.meta.url));
+  const result = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(result.status, 0, result.stderr);
+  assert.deepEqual(JSON.parse(result.stdout), { before: 1, after: 0 });
+});

@@ -38,6 +38,14 @@ class ItemLogImpl {
     this._view = undefined;
   }
 
+  // Items the caller already holds, placed at the front of a new context's log, keep their identity.
+  _adopt(items) {
+    items.forEach((item, i) => {
+      this._objects[i] = item;
+    });
+    this._filled = items.length;
+  }
+
   append(item) {
     const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item)));
     this._objects[pos] = item;

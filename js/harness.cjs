@@ -4,6 +4,7 @@ const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative } = require('./errors.cjs');
 const { describeLayer, layersOf, validateLayers } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
+const { ContextImpl } = require('./context.cjs');
 
 function createInMemoryStorage() {
   return new native.NativeStorage();
@@ -48,20 +49,48 @@ class AgentHarness {
     Object.defineProperty(this, '_runtime', { value: runtime });
   }
 
-  // Runs `step` with `input` as one execution: layers initialise, the step runs, then onComplete and dispose.
-  async run(step, input, options = {}) {
+  // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
+  createContext(opts = {}) {
+    const runtime = this._runtime;
+    const keep = (v) => runtime.keep(v);
+    const options = {
+      threadId: opts.threadId,
+      resourceId: opts.resourceId,
+      memory: opts.memory === undefined ? undefined : layersOf(opts.memory).map((l) => describeLayer(l, keep)),
+      items: (opts.items ?? []).map((item) => JSON.stringify(item)),
+    };
+    const id = callNative(() => runtime.native.createContext(JSON.stringify(options)));
+    const ctx = runtime.context(id);
+    ctx.itemLog._adopt(opts.items ?? []);
+    if (opts.state !== undefined) ctx.state = opts.state;
+    runtime.keepContext(ctx);
+    return ctx;
+  }
+
+  // Runs `step` with `input`. Given a context from createContext, the step runs in it (its layers initialise on
+  // the first run). Otherwise the run is one execution: layers initialise, the step runs, then onComplete and
+  // dispose; `options` may name its threadId, resourceId and memory.
+  async run(step, input, contextOrOptions = {}) {
     const runtime = this._runtime;
     const keep = (v) => runtime.keep(v);
     const description = describeStep(step, keep, describeLayer);
+    if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
+      return this._settle(runtime.native.runInContext(contextOrOptions.id, JSON.stringify(description), JSON.stringify(runtime.toRef(input))));
+    }
+    const options = contextOrOptions;
     const runOptions = {
       threadId: options.threadId,
       resourceId: options.resourceId,
       memory: options.memory === undefined ? undefined : layersOf(options.memory).map((l) => describeLayer(l, keep)),
     };
+    return this._settle(runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions)));
+  }
+
+  async _settle(pending) {
+    const runtime = this._runtime;
     runtime.activeRuns++;
     try {
-      const text = await runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions));
-      const result = JSON.parse(text);
+      const result = JSON.parse(await pending);
       if (!result.ok) throw fromNative(result.error, (h) => runtime.handles.get(h));
       return runtime.fromRef(result.value);
     } finally {

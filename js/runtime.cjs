@@ -18,8 +18,11 @@ class Runtime {
     this.values = new Map();
     this.next = 1;
     this.contexts = new Map();
+    // Contexts from createContext, held weakly: they live as long as the caller keeps them.
+    this.kept = new Map();
     this.states = new Map();
     this.activeRuns = 0;
+    this.collected = new FinalizationRegistry((id) => this.forgetContext(id));
     this.native = undefined;
     this.harness = undefined;
   }
@@ -61,6 +64,19 @@ class Runtime {
     }
   }
 
+  // Keeps a createContext context weakly; when it is collected, its state goes on both sides.
+  keepContext(ctx) {
+    this.contexts.delete(ctx.id);
+    this.kept.set(ctx.id, new WeakRef(ctx));
+    this.collected.register(ctx, ctx.id);
+  }
+
+  forgetContext(id) {
+    this.kept.delete(id);
+    this.states.delete(id);
+    this.native.dropContext(id);
+  }
+
   endRun() {
     if (--this.activeRuns > 0) return;
     for (const id of this.values.keys()) this.handles.delete(id);
@@ -68,7 +84,7 @@ class Runtime {
   }
 
   context(id) {
-    let ctx = this.contexts.get(id);
+    let ctx = this.contexts.get(id) ?? this.kept.get(id)?.deref();
     if (!ctx) {
       ctx = new ContextImpl(this, id);
       this.contexts.set(id, ctx);
@@ -166,7 +182,7 @@ class Runtime {
         return runHooks(this, message.batch).then(JSON.stringify);
       case 'release':
         this.contexts.delete(message.context);
-        this.states.delete(message.context);
+        if (!this.kept.has(message.context)) this.states.delete(message.context);
         return '';
       case 'diagnostic':
         this.diagnostic(message);

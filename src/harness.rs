@@ -6,12 +6,14 @@ use std::sync::Arc;
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::harness::{Harness, HarnessConfig, Model, RunOptions, ScriptedModel};
+use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
+use noetic_runtime::host::StepValue;
 use noetic_runtime::items::{Item, check_known_type};
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
 use noetic_runtime::memory::registry::LayerImpl;
 use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
+use noetic_runtime::steps::Step;
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
@@ -35,6 +37,50 @@ pub struct NativeHarness {
 
 fn parse(text: &str) -> Result<Value> {
   serde_json::from_str(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))
+}
+
+struct RunOptionsJson {
+  json: Value,
+  layers: Option<Arc<noetic_runtime::memory::registry::LayerSet>>,
+}
+
+/// The step, the input and the options of a run; a bad step or layer list is a config error to report as a value.
+fn parse_run(
+  step: &str,
+  input: &str,
+  options: &str,
+) -> Result<std::result::Result<(Step, StepValue, RunOptionsJson), noetic_runtime::ConfigError>> {
+  let step = describe::step(&parse(step)?);
+  let input = step_value_from(&parse(input)?);
+  let json = parse(options)?;
+  let layers = match json.get("memory") {
+    Some(layers @ Value::Array(_)) => match describe::layer_set(layers) {
+      Ok(set) => Some(Arc::new(set)),
+      Err(error) => return Ok(Err(error)),
+    },
+    _ => None,
+  };
+  Ok(step.map(|step| (step, input, RunOptionsJson { json, layers })))
+}
+
+fn text_field(value: &Value, key: &str) -> Option<String> {
+  value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn failed(error: &noetic_runtime::ConfigError) -> String {
+  json!({ "ok": false, "error": config_json(error) }).to_string()
+}
+
+/// A run's outcome as JSON. A panic inside the run arrives as a join error and becomes a JS error (A5).
+fn settle(joined: std::result::Result<RunResult<StepValue>, tokio::task::JoinError>) -> String {
+  match joined {
+    Ok(Ok(value)) => json!({ "ok": true, "value": step_value_json(&value) }),
+    Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
+    Err(panic) => {
+      json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } })
+    }
+  }
+  .to_string()
 }
 
 fn missing_context(id: &str) -> Error {
@@ -88,37 +134,62 @@ impl NativeHarness {
     Ok(Self { inner: Arc::new(harness) })
   }
 
-  /// Runs a step description with an input value; resolves to `{ok, value}` or `{ok: false, error}` JSON.
+  /// Runs a step description with an input value as one execution; resolves to `{ok, value}` or
+  /// `{ok: false, error}` JSON.
   #[napi]
   pub async fn run(&self, step: String, input: String, options: String) -> Result<String> {
-    let harness = Arc::clone(&self.inner);
-    let step = describe::step(&parse(&step)?);
-    let input = step_value_from(&parse(&input)?);
-    let options = parse(&options)?;
-    let step = match step {
-      Ok(step) => step,
-      Err(error) => return Ok(json!({ "ok": false, "error": config_json(&error) }).to_string()),
-    };
-    let layers = match options.get("memory") {
-      Some(layers @ Value::Array(_)) => match describe::layer_set(layers) {
-        Ok(set) => Some(Arc::new(set)),
-        Err(error) => return Ok(json!({ "ok": false, "error": config_json(&error) }).to_string()),
-      },
-      _ => None,
+    let (step, input, options) = match parse_run(&step, &input, &options)? {
+      Ok(parsed) => parsed,
+      Err(error) => return Ok(failed(&error)),
     };
     let run_options = RunOptions {
-      thread_id: options.get("threadId").and_then(Value::as_str).map(str::to_owned),
-      resource_id: options.get("resourceId").and_then(Value::as_str).map(str::to_owned),
-      layers,
+      thread_id: text_field(&options.json, "threadId"),
+      resource_id: text_field(&options.json, "resourceId"),
+      layers: options.layers,
     };
-    // A panic inside the run surfaces as a join error, which becomes a JS error: never an abort (A5).
-    let joined = tokio::spawn(async move { harness.run(&step, input, run_options).await }).await;
-    Ok(match joined {
-      Ok(Ok(value)) => json!({ "ok": true, "value": step_value_json(&value) }),
-      Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
-      Err(panic) => json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } }),
+    let harness = Arc::clone(&self.inner);
+    Ok(settle(tokio::spawn(async move { harness.run(&step, input, run_options).await }).await))
+  }
+
+  /// Opens a context that outlives runs (`harness.createContext()`); returns its id.
+  /// `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
+  #[napi(catch_unwind)]
+  pub fn create_context(&self, options: String) -> Result<String> {
+    let options = parse(&options)?;
+    let layers = match options.get("memory") {
+      Some(layers @ Value::Array(_)) => Arc::new(describe::layer_set(layers).map_err(|e| to_napi(config_json(&e)))?),
+      _ => Arc::clone(&self.inner.layers),
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    // As upstream, a context made without a thread id gets a thread of its own.
+    let thread = text_field(&options, "threadId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), 0, None, layers);
+    let ctx = self.inner.open_context(ctx);
+    for text in options.get("items").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+      if let Err(error) = self.append_item(id.clone(), text.to_owned()) {
+        self.inner.drop_context(&ctx.id);
+        return Err(error);
+      }
     }
-    .to_string())
+    Ok(id)
+  }
+
+  /// Runs a step in a context from `create_context`; its layers initialise on the first run.
+  #[napi]
+  pub async fn run_in_context(&self, context: String, step: String, input: String) -> Result<String> {
+    let (step, input, _) = match parse_run(&step, &input, "{}")? {
+      Ok(parsed) => parsed,
+      Err(error) => return Ok(failed(&error)),
+    };
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let harness = Arc::clone(&self.inner);
+    Ok(settle(tokio::spawn(async move { harness.run_existing(&ctx, &step, input).await }).await))
+  }
+
+  /// Forgets a context from `create_context` (its JS object was collected).
+  #[napi(catch_unwind)]
+  pub fn drop_context(&self, context: String) {
+    within_runtime_if_available(|| self.inner.drop_context(&context));
   }
 
   /// Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position.

@@ -29,6 +29,8 @@ pub struct ContextState {
   pub last_layer_usage: Option<Value>,
   pub completion: Option<StepValue>,
   pub abort_reason: Option<String>,
+  /// Whether this context's layers have run init (a context made by `createContext` serves several runs).
+  pub layers_ready: bool,
 }
 
 pub struct ExecContext {

@@ -110,6 +110,23 @@ impl Harness {
     result
   }
 
+  /// Runs a step in a context the caller keeps (`harness.createContext()`): its layers initialise on the first
+  /// run, and the context stays open, with its log and state, for the next.
+  pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
+    let needs_init = !ctx.layers.is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
+    if needs_init && let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
+      ctx.state().layers_ready = false;
+      return Err(failure.into());
+    }
+    execute(self, step, input, ctx).await
+  }
+
+  /// Forgets a context the caller kept, and its layers' state. No hook runs.
+  pub fn drop_context(&self, id: &str) {
+    self.env.states.cleanup(id);
+    self.close_context(id);
+  }
+
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.
   pub async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
     if !ctx.layers.is_empty() {
