@@ -1942,6 +1942,11 @@ export declare class NativeHarness {
   createContext(options: string): string
   /** Runs a step in a context from `create_context`; its layers initialise on the first run. */
   runInContext(context: string, step: string, input: string): Promise<string>
+  /**
+   * One round of the harness's built-in model for `callModel` (items as JSON text); resolves to
+   * `{ok, items, usage}` or `{ok: false, error}` JSON.
+   */
+  callModelOnce(items: Array<string>): string
   /** Forgets a context from `create_context` (its JS object was collected). */
   dropContext(context: string): void
   /** Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. */

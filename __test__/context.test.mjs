@@ -110,3 +110,33 @@ test('a context the caller drops is forgotten natively once collected', async ()
   assert.equal(result.status, 0, result.stderr);
   assert.deepEqual(JSON.parse(result.stdout), { before: 1, after: 0 });
 });
+
+test('hooks get ctx.callModel exactly when the harness has a model (D8)', async () => {
+  const { AgentHarness: Harness, step: s, createMessage } = await import('../js/index.mjs');
+  const seen = [];
+  const summariser = {
+    id: 'summariser',
+    slot: 1,
+    scope: 'execution',
+    hooks: {
+      recall: async ({ ctx }) => {
+        seen.push(typeof ctx.callModel);
+        if (!ctx.callModel) return null;
+        const response = await ctx.callModel({ model: 'm', items: [createMessage('summarise please', 'user')] });
+        return response.items.at(-1).content[0].text;
+      },
+    },
+  };
+  const scripted = new Harness({ name: 't', params: {}, memory: [summariser], llm: { provider: 'scripted', script: [{ text: 'a summary' }, { text: 'the answer' }] } });
+  assert.equal(await scripted.run(s.llm({ id: 'ask', model: 'm' }), 'hi'), 'the answer');
+  // The hook's call took the first scripted turn; its usage stayed out of the step's tokens.
+  const ctx = scripted.createContext();
+  await scripted.run(s.run({ id: 'noop', execute: async () => 1 }), '', ctx);
+  assert.equal(ctx.tokens.input, 0);
+  const direct = await scripted.callModel({ model: 'm', items: [createMessage('hello', 'user')] });
+  assert.equal(direct.items[0].content[0].text, 'You said: hello');
+
+  const noModel = new Harness({ name: 't', params: {}, memory: [summariser] });
+  await assert.rejects(noModel.run(s.llm({ id: 'ask', model: 'm' }), 'hi'), (e) => e.code === 'NO_LLM_PROVIDER');
+  assert.deepEqual(seen, ['function', 'undefined']);
+});

@@ -86,6 +86,11 @@ class AgentHarness {
     return this._settle(runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions)));
   }
 
+  // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).
+  callModel(request) {
+    return this._runtime.callModel(request);
+  }
+
   async _settle(pending) {
     const runtime = this._runtime;
     runtime.activeRuns++;

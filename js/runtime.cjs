@@ -3,7 +3,7 @@
 // objects user code receives (contexts, execution contexts, scoped storage).
 const native = require('./native.cjs');
 const { estimateTokens } = require('./items.cjs');
-const { toFailure, callNative } = require('./errors.cjs');
+const { toFailure, callNative, fromNative } = require('./errors.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { runHooks } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
@@ -127,6 +127,8 @@ class Runtime {
       cost: info.cost,
       tokenize: estimateTokens,
       trace: { setAttribute() {}, addEvent() {} },
+      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
+      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : {}),
       readLayerState: (id) => {
         const ctx = this.contexts.get(info.executionId);
         const entry = ctx?._layers.find((l) => l.id === id);
@@ -134,6 +136,14 @@ class Runtime {
         return layer ? this.layerState(info.executionId, layer) : this.states.get(info.executionId)?.get(id);
       },
     };
+  }
+
+  // One model round with no tools and no context: a test model is called directly, the built-in one natively.
+  async callModel(request) {
+    if (this.testModel) return this.testModel(request);
+    const result = JSON.parse(callNative(() => this.native.callModelOnce((request.items ?? []).map((item) => JSON.stringify(item)))));
+    if (!result.ok) throw fromNative(result.error, () => undefined);
+    return { items: result.items, usage: result.usage };
   }
 
   scopedStorage(prefix) {

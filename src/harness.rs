@@ -186,6 +186,28 @@ impl NativeHarness {
     Ok(settle(tokio::spawn(async move { harness.run_existing(&ctx, &step, input).await }).await))
   }
 
+  /// One round of the harness's built-in model for `callModel` (items as JSON text); resolves to
+  /// `{ok, items, usage}` or `{ok: false, error}` JSON.
+  #[napi(catch_unwind)]
+  pub fn call_model_once(&self, items: Vec<String>) -> Result<String> {
+    let mut parsed = Vec::with_capacity(items.len());
+    for text in &items {
+      let item = Item::from_json_text(text).map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
+      parsed.push(Arc::new(item));
+    }
+    Ok(
+      match self.inner.call_model_once(&parsed) {
+        Ok((items, input, output)) => json!({
+          "ok": true,
+          "items": items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),
+          "usage": { "inputTokens": input, "outputTokens": output },
+        }),
+        Err(error) => json!({ "ok": false, "error": error_json(&error) }),
+      }
+      .to_string(),
+    )
+  }
+
   /// Forgets a context from `create_context` (its JS object was collected).
   #[napi(catch_unwind)]
   pub fn drop_context(&self, context: String) {

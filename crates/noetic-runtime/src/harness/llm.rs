@@ -21,6 +21,14 @@ use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_
 use crate::steps::LlmStep;
 use crate::tokens::estimate_tokens;
 
+pub(super) fn no_provider() -> ConfigError {
+  ConfigError::new(
+    "NO_LLM_PROVIDER",
+    "No LLM provider configured on this harness.",
+    "Pass `llm: { provider: 'scripted' }` for the built-in scripted model, `llm: { provider: 'openrouter', apiKey }`, or set OPENROUTER_API_KEY.",
+  )
+}
+
 /// A model's answer to one step: every item of every tool round, and the summed usage.
 struct Response {
   items: Vec<Arc<Item>>,
@@ -173,14 +181,7 @@ impl Harness {
     ctx: &Arc<ExecContext>,
   ) -> RunResult<Response> {
     match &self.model {
-      Model::None => Err(
-        ConfigError::new(
-          "NO_LLM_PROVIDER",
-          "No LLM provider configured on this harness.",
-          "Pass `llm: { provider: 'scripted' }` for the built-in scripted model, `llm: { provider: 'openrouter', apiKey }`, or set OPENROUTER_API_KEY.",
-        )
-        .into(),
-      ),
+      Model::None => Err(no_provider().into()),
       Model::Scripted(model) => Ok(self.scripted_tool_loop(model, tools, view.items, ctx).await),
       Model::Host => {
         let call = ModelCall {

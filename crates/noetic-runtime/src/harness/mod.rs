@@ -121,6 +121,21 @@ impl Harness {
     execute(self, step, input, ctx).await
   }
 
+  /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
+  /// do. Returns the response items and usage; it is not added to any context's tokens (§2.4).
+  pub fn call_model_once(
+    &self,
+    items: &[Arc<crate::items::Item>],
+  ) -> RunResult<(Vec<Arc<crate::items::Item>>, f64, f64)> {
+    match &self.model {
+      Model::Scripted(model) => {
+        let round = model.respond(items);
+        Ok((round.items, round.input_tokens, round.output_tokens))
+      }
+      Model::None | Model::Host => Err(llm::no_provider().into()),
+    }
+  }
+
   /// Forgets a context the caller kept, and its layers' state. No hook runs.
   pub fn drop_context(&self, id: &str) {
     self.env.states.cleanup(id);
