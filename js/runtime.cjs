@@ -215,13 +215,14 @@ class Runtime {
       }
       case 'until': {
         const { call } = message;
+        const lastOutput = this.fromRef(call.lastOutput);
         const snapshot = {
           stepCount: call.stepCount,
           tokens: call.tokens,
           elapsed: call.elapsedMs,
           cost: call.cost,
-          lastOutput: this.fromRef(call.lastOutput),
-          lastText: typeof this.fromRef(call.lastOutput) === 'string' ? this.fromRef(call.lastOutput) : JSON.stringify(this.fromRef(call.lastOutput)) ?? '',
+          lastOutput,
+          lastText: typeof lastOutput === 'string' ? lastOutput : (JSON.stringify(lastOutput) ?? ''),
           history: call.history.map((ref) => this.fromRef(ref)),
           depth: call.depth,
           lastStepMeta: call.lastStepMeta,
