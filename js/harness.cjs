@@ -2,7 +2,7 @@
 // `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
 const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative } = require('./errors.cjs');
-const { describeLayer, layersOf, validateLayers } = require('./memory.cjs');
+const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 
@@ -33,8 +33,8 @@ class AgentHarness {
     const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic });
     runtime.harness = this;
     runtime.initialState = undefined;
+    // Layers are validated where the native harness registers them (D1).
     const memory = layersOf(opts.memory);
-    validateLayers(memory);
     const config = {
       name: opts.name,
       layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),

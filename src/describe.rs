@@ -39,27 +39,38 @@ fn raw_budget(budget: &Value) -> RawBudget {
   }
 }
 
+fn scope_or(config: &Value, default: Scope) -> Scope {
+  text(config, "scope").as_deref().and_then(Scope::parse).unwrap_or(default)
+}
+
+/// `workingMemory(config)`'s settings as JS sends them.
+pub fn wm_config(config: &Value) -> WorkingMemoryConfig {
+  WorkingMemoryConfig {
+    scope: scope_or(config, Scope::Thread),
+    has_schema: false,
+    read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
+  }
+}
+
+/// `observationalMemory(config)`'s settings as JS sends them.
+pub fn om_config(config: &Value) -> ObservationalConfig {
+  let defaults = ObservationalConfig::default();
+  ObservationalConfig {
+    scope: scope_or(config, Scope::Resource),
+    buffer_threshold: config.get("bufferThreshold").and_then(number).unwrap_or(defaults.buffer_threshold),
+    max_observations: config
+      .get("maxObservations")
+      .and_then(Value::as_u64)
+      .map_or(defaults.max_observations, |n| n as usize),
+    has_observer: false,
+  }
+}
+
 fn native_layer(native: &Value) -> Option<noetic_runtime::memory::registry::Layer> {
-  let config = native.get("config").cloned().unwrap_or(Value::Null);
-  let scope = |default| text(&config, "scope").as_deref().and_then(Scope::parse).unwrap_or(default);
+  let config = native.get("config").unwrap_or(&Value::Null);
   match native.get("kind").and_then(Value::as_str)? {
-    "working-memory" => Some(working_memory_layer(WorkingMemoryConfig {
-      scope: scope(Scope::Thread),
-      has_schema: false,
-      read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
-    })),
-    "observational-memory" => {
-      let defaults = ObservationalConfig::default();
-      Some(observational_memory_layer(ObservationalConfig {
-        scope: scope(Scope::Resource),
-        buffer_threshold: config.get("bufferThreshold").and_then(number).unwrap_or(defaults.buffer_threshold),
-        max_observations: config
-          .get("maxObservations")
-          .and_then(Value::as_u64)
-          .map_or(defaults.max_observations, |n| n as usize),
-        has_observer: false,
-      }))
-    }
+    "working-memory" => Some(working_memory_layer(wm_config(config))),
+    "observational-memory" => Some(observational_memory_layer(om_config(config))),
     _ => None,
   }
 }

@@ -5,14 +5,15 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::items::{Item, ToolLink};
-use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalConfig, ObservationalState};
-use noetic_runtime::memory::builtin::working_memory::{self as wm, WorkingMemoryConfig};
+use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
+use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::{
   BudgetConfig, BudgetLimits, BudgetUsage, Overflow, ProjectionPolicy, allocate_budgets, assemble_view, check_budget,
 };
 use noetic_runtime::tokens::{tokens_for_units, utf16_len};
 use serde_json::{Value, json};
 
+use crate::describe::{om_config, wm_config};
 use crate::protocol::{config_json, noetic_json, to_napi};
 
 #[napi(object)]
@@ -116,25 +117,6 @@ pub fn check_budget_native(check: BudgetCheck) -> Result<()> {
   let usage = BudgetUsage { cost: check.cost, steps: check.steps, duration: check.duration };
   let limits = BudgetLimits { max_cost: check.max_cost, max_steps: check.max_steps, max_duration: check.max_duration };
   check_budget(usage, limits).map_err(|e| to_napi(noetic_json(&e)))
-}
-
-fn wm_config(config: &Value) -> WorkingMemoryConfig {
-  WorkingMemoryConfig {
-    read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
-    ..WorkingMemoryConfig::default()
-  }
-}
-
-fn om_config(config: &Value) -> ObservationalConfig {
-  let defaults = ObservationalConfig::default();
-  ObservationalConfig {
-    buffer_threshold: config.get("bufferThreshold").and_then(Value::as_f64).unwrap_or(defaults.buffer_threshold),
-    max_observations: config
-      .get("maxObservations")
-      .and_then(Value::as_u64)
-      .map_or(defaults.max_observations, |n| n as usize),
-    ..defaults
-  }
 }
 
 fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
