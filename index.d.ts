@@ -1956,8 +1956,8 @@ export declare class NativeHarness {
   itemsJson(context: string, from: number, to: number): Array<string>
   /** The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles. */
   contextStatic(context: string): string
-  /** The live fields of a context, as JSON. */
-  contextInfo(context: string): string
+  /** One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items). */
+  contextField(context: string, field: string): string
   complete(context: string, value: string): void
   abort(context: string, reason?: string | undefined | null): void
   /** A built-in layer's state (JSON text), for `ctx.memory` and `readLayerState`. */

@@ -81,44 +81,43 @@ class ContextImpl {
     this._memory = undefined;
   }
 
-  _live() {
-    return JSON.parse(this._rt.native.contextInfo(this.id));
+  _field(name) {
+    return JSON.parse(this._rt.native.contextField(this.id, name));
   }
 
   get harness() {
     return this._rt.harness;
   }
   get stepCount() {
-    return this._live().stepCount;
+    return this._field('stepCount');
   }
   get tokens() {
-    const { input, output, total } = this._live().tokens;
-    return { input, output, total };
+    return this._field('tokens');
   }
   get cost() {
-    return this._live().cost;
+    return this._field('cost');
   }
   get elapsed() {
-    return this._live().elapsed;
+    return this._field('elapsed');
   }
   get lastStepMeta() {
-    return this._live().lastStepMeta ?? null;
+    return this._field('lastStepMeta') ?? null;
   }
   get lastLayerUsage() {
-    return this._live().lastLayerUsage ?? undefined;
+    return this._field('lastLayerUsage') ?? undefined;
   }
   get completed() {
-    return this._live().completed;
+    return this._field('completed');
   }
   get completionValue() {
-    const { completionValue } = this._live();
-    return completionValue ? this._rt.fromRef(completionValue) : undefined;
+    const ref = this._field('completionValue');
+    return ref ? this._rt.fromRef(ref) : undefined;
   }
   get aborted() {
-    return this._live().aborted;
+    return this._field('aborted');
   }
   get abortReason() {
-    return this._live().abortReason ?? undefined;
+    return this._field('abortReason') ?? undefined;
   }
   complete(value) {
     this._rt.native.complete(this.id, JSON.stringify(this._rt.toRef(value)));

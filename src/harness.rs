@@ -269,28 +269,29 @@ impl NativeHarness {
     )
   }
 
-  /// The live fields of a context, as JSON.
+  /// One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items).
   #[napi(catch_unwind)]
-  pub fn context_info(&self, context: String) -> Result<String> {
+  pub fn context_field(&self, context: String, field: String) -> Result<String> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let elapsed = ctx.elapsed_ms();
     let state = ctx.state();
-    let t = state.tokens;
-    Ok(
-      json!({
-        "stepCount": state.step_count,
-        "tokens": { "input": t.input, "output": t.output, "total": t.input + t.output, "cached": t.cached },
-        "cost": state.cost,
-        "elapsed": elapsed,
-        "lastStepMeta": state.last_step_meta,
-        "lastLayerUsage": state.last_layer_usage,
-        "completed": state.completion.is_some(),
-        "completionValue": state.completion.as_ref().map(step_value_json),
-        "aborted": state.abort_reason.is_some(),
-        "abortReason": state.abort_reason,
-      })
-      .to_string(),
-    )
+    let value = match field.as_str() {
+      "stepCount" => json!(state.step_count),
+      "tokens" => {
+        let t = state.tokens;
+        json!({ "input": t.input, "output": t.output, "total": t.input + t.output })
+      }
+      "cost" => json!(state.cost),
+      "elapsed" => json!(elapsed),
+      "lastStepMeta" => json!(state.last_step_meta),
+      "lastLayerUsage" => json!(state.last_layer_usage),
+      "completed" => json!(state.completion.is_some()),
+      "completionValue" => json!(state.completion.as_ref().map(step_value_json)),
+      "aborted" => json!(state.abort_reason.is_some()),
+      "abortReason" => json!(state.abort_reason),
+      other => return Err(Error::new(Status::InvalidArg, format!("no context field '{other}'"))),
+    };
+    Ok(value.to_string())
   }
 
   #[napi(catch_unwind)]
