@@ -1929,7 +1929,9 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
 export declare class NativeHarness {
   /** `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool}`. */
-  constructor(config: string, dispatcher: (arg: string) => Promise<string> | string, storage?: NativeStorage | undefined | null)
+  constructor(config: string, dispatcher: (arg0: number, arg1: string) => void, storage?: NativeStorage | undefined | null)
+  /** Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. */
+  reply(id: number, ok: boolean, text: string): void
   /**
    * Runs a step description with an input value as one execution; resolves to `{ok, value}` or
    * `{ok: false, error}` JSON.

@@ -63,6 +63,18 @@ test('a hook that never resolves times out with a diagnostic, and the agent keep
   assert.deepEqual(diagnostics[1], { read: { kept: true } });
 });
 
+test("a hook's signal aborts when its timeout fires; a hook that settles in time sees it unaborted", async () => {
+  const seen = [];
+  const { model } = recordingModel();
+  const layers = [
+    base({ id: 'slow', timeouts: { recall: 20 }, hooks: { recall: ({ signal }) => new Promise((resolve) => signal.addEventListener('abort', () => { seen.push(['slow', signal.reason.message]); resolve(null); })) } }),
+    base({ id: 'quick', slot: 2, hooks: { recall: async ({ signal }) => { seen.push(['quick', signal.aborted]); return null; } } }),
+  ];
+  const harness = harnessWith(layers, { _testCallModel: model, onDiagnostic: () => {} });
+  await harness.run(step.llm({ id: 's', model: 'm' }), 'hi');
+  assert.deepEqual(seen, [['slow', 'Timeout after 20ms'], ['quick', false]]);
+});
+
 test('an init that throws rejects the run with the very error it threw; onInitError disable skips the layer', async () => {
   const boom = new Error('cannot load');
   const { model } = recordingModel();

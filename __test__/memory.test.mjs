@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentHarness, createInMemoryStorage, react, step, memory, workingMemory, observationalMemory } from '../js/index.mjs';
+import { AgentHarness, createInMemoryStorage, react, step, loop, until, memory, workingMemory, observationalMemory } from '../js/index.mjs';
 import { myCustomLayer, probe, recordingModel } from './helpers.mjs';
 
 test("seed 002's layer runs unchanged: ctx.memory data and functions, and its tool called by the model", async () => {
@@ -46,6 +46,25 @@ test('hooks run in slot order, not array order, and every execution ends with on
     'onComplete:early', 'onComplete:late', 'dispose:late', 'dispose:early',
   ]);
   assert.equal(harness.liveExecutions, 0);
+});
+
+test("store sees the model's response as newItems, the same objects the context's log then holds", async () => {
+  const seen = [];
+  const layer = {
+    id: 'watcher', slot: 10, scope: 'execution',
+    hooks: { store: async ({ newItems, response, log }) => { seen.push({ newItems, response, log: log.items }); } },
+  };
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [layer], llm: { provider: 'scripted', script: [{ text: 'first' }, { text: 'second' }] } });
+  const ctx = harness.createContext();
+  await harness.run(loop({ id: 'l', steps: [step.llm({ id: 'ask', model: 'scripted' })], until: until.maxSteps(2) }), 'hi', ctx);
+  assert.deepEqual(seen.map((s) => s.newItems.map((i) => i.content[0].text)), [['first'], ['second']]);
+  assert.equal(seen[0].response.items, seen[0].newItems);
+  const items = ctx.itemLog.items;
+  // hi, first, then the loop feeds 'first' back as the next input, then second.
+  assert.equal(items.length, 4);
+  assert.equal(seen[0].newItems[0], items[1]);
+  assert.equal(seen[1].newItems[0], items[3]);
+  assert.equal(seen[1].log.length, 4);
 });
 
 test('recalled layer items reach the model before the conversation, in slot order', async () => {

@@ -46,6 +46,14 @@ class ItemLogImpl {
     this._filled = items.length;
   }
 
+  // Items made natively that arrive with a request, from position `from`: parsed once, here.
+  _receive(from, texts) {
+    texts.forEach((text, i) => {
+      if (this._objects[from + i] === undefined) this._objects[from + i] = JSON.parse(text);
+    });
+    while (this._objects[this._filled] !== undefined) this._filled++;
+  }
+
   append(item) {
     const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item)));
     this._objects[pos] = item;

@@ -42,7 +42,7 @@ class AgentHarness {
       model: modelOf(opts),
       jsStorage: !(storage instanceof native.NativeStorage),
     };
-    const dispatch = (text) => runtime.dispatch(text);
+    const dispatch = (id, text) => runtime.receive(id, text);
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), dispatch, storage instanceof native.NativeStorage ? storage : null),
     );

@@ -10,24 +10,38 @@ class HookTimeout extends Error {
 }
 
 // Races the hook against its timeout (none when ms <= 0). The hook is not cancelled, but its `signal` aborts.
-async function callWithTimeout(fn, params, ms) {
-  const controller = new AbortController();
-  const work = Promise.resolve().then(() => fn({ ...params, signal: controller.signal }));
-  // A hook that loses the race may still reject later; that must never become an unhandled rejection.
-  work.catch(() => {});
-  if (ms <= 0) return work;
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort(new HookTimeout(ms));
-      reject(new HookTimeout(ms));
-    }, ms);
-  });
+// The AbortController is made only if the hook reads `signal`, and a hook that returns a plain value needs no
+// timer: both are most of what calling a hook costs.
+function callWithTimeout(fn, params, ms) {
+  let controller;
+  let expired;
+  const signal = () => (expired ? AbortSignal.abort(expired) : (controller ??= new AbortController()).signal);
+  let result;
   try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
+    result = fn(Object.defineProperty({ ...params }, 'signal', { get: signal, enumerable: true }));
+  } catch (e) {
+    return Promise.reject(e);
   }
+  if (typeof result?.then !== 'function') return Promise.resolve(result);
+  // A hook that loses the race may still reject later; that must never become an unhandled rejection.
+  if (ms <= 0) return Promise.resolve(result);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      expired = new HookTimeout(ms);
+      controller?.abort(expired);
+      reject(expired);
+    }, ms);
+    result.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }
 
 // Which new state a result carries under the runtime's rule; `NONE` when it carries none.
@@ -64,7 +78,7 @@ function paramsFor(phase, args, { state, log, exec, runtime }) {
     case 'recall':
       return { log, query: args.query, ctx: exec, state, budget: args.budget };
     case 'store': {
-      const newItems = log.items.slice(args.responseFrom, args.responseTo);
+      const newItems = log._objects.slice(args.responseFrom, args.responseTo);
       return { newItems, log, response: { items: newItems, usage: args.usage }, ctx: exec, state };
     }
     case 'onComplete':
@@ -83,9 +97,11 @@ async function runHooks(runtime, batch) {
   const ctx = runtime.context(batch.context);
   const exec = runtime.execContext(batch.exec);
   const states = runtime.statesOf(batch.exec.executionId);
+  const log = ctx.itemLog;
+  if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
-    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log: ctx.itemLog, exec, runtime });
+    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log, exec, runtime });
     try {
       const result = await callWithTimeout((p) => layer.hooks[batch.phase](p), params, c.timeoutMs);
       const reply = { status: 'ok', next: stateOf(c.write, result) };

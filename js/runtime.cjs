@@ -184,7 +184,21 @@ class Runtime {
     else console.warn(`[noetic] memory layer '${layerId}' ${hook} error:`, message);
   }
 
-  // The dispatcher: every request from the native side arrives here as JSON and is answered as JSON.
+  // Every request from the native side arrives here; request `id` is answered through `native.reply` as soon as it
+  // settles (id 0 is a notification). Nothing thrown here may escape into the native callback.
+  receive(id, text) {
+    const fail = (e) => id !== 0 && this.native.reply(id, false, e instanceof Error ? e.message : String(e));
+    let answer;
+    try {
+      answer = this.dispatch(text);
+    } catch (e) {
+      return fail(e);
+    }
+    if (typeof answer?.then === 'function') answer.then((reply) => id !== 0 && this.native.reply(id, true, reply), fail);
+    else if (id !== 0) this.native.reply(id, true, answer);
+  }
+
+  // The dispatcher: every request is JSON and is answered as JSON text (or a Promise of it).
   dispatch(text) {
     const message = JSON.parse(text);
     switch (message.op) {

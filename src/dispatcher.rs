@@ -1,29 +1,76 @@
-//! The one callback into JS. Every request is a JSON message; every reply is JSON text or a Promise of it.
-//! Weak, so it never keeps Node alive; called with the catch variant, so a JS throw is an `Err`, not a crash.
+//! The one callback into JS. Every request is a JSON message sent with an id; JS answers by calling
+//! `NativeHarness.reply(id, ok, text)` when its work settles, synchronously or after awaiting.
+//!
+//! Why not await the callback's returned Promise: napi hands that back as a second future, which costs an extra
+//! thread wake per crossing; a direct reply wakes the waiting task exactly once.
+//! Weak, so it never keeps Node alive; a request Node can no longer deliver fails instead of waiting forever.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use napi::Status;
-use napi::bindgen_prelude::{Either, Promise};
+use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use tokio::sync::oneshot;
 
-pub type Dispatcher = ThreadsafeFunction<String, Either<Promise<String>, String>, String, Status, false, true>;
+/// `(id, message)`; id 0 is a notification that expects no reply.
+pub type Dispatcher = ThreadsafeFunction<FnArgs<(u32, String)>, (), FnArgs<(u32, String)>, Status, false, true>;
+
+type Reply = Result<String, String>;
 
 #[derive(Clone)]
-pub struct Dispatch(pub Arc<Dispatcher>);
+pub struct Dispatch {
+  inner: Arc<Inner>,
+}
+
+struct Inner {
+  callback: Dispatcher,
+  next: AtomicU32,
+  pending: Mutex<HashMap<u32, oneshot::Sender<Reply>>>,
+}
 
 impl Dispatch {
-  /// Sends a request and waits for the reply text. Failures of the crossing itself come back as `Err`.
-  pub async fn call(&self, message: String) -> Result<String, String> {
-    match self.0.call_async_catch(message).await {
-      Ok(Either::A(promise)) => promise.await.map_err(|error| error.reason.clone()),
-      Ok(Either::B(text)) => Ok(text),
-      Err(error) => Err(error.reason.clone()),
+  pub fn new(callback: Dispatcher) -> Self {
+    Self { inner: Arc::new(Inner { callback, next: AtomicU32::new(1), pending: Mutex::new(HashMap::new()) }) }
+  }
+
+  /// Sends a request and waits for the reply text. A JS throw or rejection comes back as `Err`.
+  pub async fn call(&self, message: String) -> Reply {
+    let id = self.next_id();
+    let (sender, receiver) = oneshot::channel();
+    self.pending().insert(id, sender);
+    let status = self.inner.callback.call((id, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    if status != Status::Ok {
+      self.pending().remove(&id);
+      return Err(format!("could not call into JavaScript: {status}"));
     }
+    receiver.await.unwrap_or_else(|_| Err("the JavaScript side dropped the request".to_owned()))
   }
 
   /// Fire and forget, for notifications.
   pub fn notify(&self, message: String) {
-    self.0.call(message, ThreadsafeFunctionCallMode::NonBlocking);
+    self.inner.callback.call((0, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
+  }
+
+  /// Completes request `id`; an unknown id (already answered) is ignored.
+  pub fn reply(&self, id: u32, reply: Reply) {
+    if let Some(sender) = self.pending().remove(&id) {
+      let _ = sender.send(reply);
+    }
+  }
+
+  fn next_id(&self) -> u32 {
+    // Skips 0 on wrap-around: it marks notifications.
+    loop {
+      let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
+      if id != 0 {
+        return id;
+      }
+    }
+  }
+
+  fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<u32, oneshot::Sender<Reply>>> {
+    self.inner.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
   }
 }

@@ -33,6 +33,7 @@ pub fn validate_layers(layers: String) -> Result<()> {
 #[napi]
 pub struct NativeHarness {
   inner: Arc<Harness>,
+  dispatch: Dispatch,
 }
 
 fn parse(text: &str) -> Result<Value> {
@@ -93,13 +94,13 @@ impl NativeHarness {
   #[napi(constructor, catch_unwind)]
   pub fn new(
     config: String,
-    dispatcher: Function<String, Either<Promise<String>, String>>,
+    dispatcher: Function<FnArgs<(u32, String)>, ()>,
     storage: Option<&NativeStorage>,
   ) -> Result<Self> {
     let config = parse(&config)?;
     let dispatcher: Dispatcher =
       dispatcher.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
-    let dispatch = Dispatch(Arc::new(dispatcher));
+    let dispatch = Dispatch::new(dispatcher);
     let layers =
       describe::layer_set(config.get("layers").unwrap_or(&Value::Null)).map_err(|e| to_napi(config_json(&e)))?;
     let storage: Arc<dyn Storage> = match storage {
@@ -119,7 +120,7 @@ impl NativeHarness {
     let env = MemoryEnv {
       host: Arc::new(JsHost { dispatch: dispatch.clone() }),
       states: Arc::new(StateStore::new()),
-      sink: Arc::new(JsDiagnostics { dispatch }),
+      sink: Arc::new(JsDiagnostics { dispatch: dispatch.clone() }),
       storage,
     };
     let harness = Harness::new(
@@ -131,7 +132,13 @@ impl NativeHarness {
       },
       env,
     );
-    Ok(Self { inner: Arc::new(harness) })
+    Ok(Self { inner: Arc::new(harness), dispatch })
+  }
+
+  /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message.
+  #[napi]
+  pub fn reply(&self, id: u32, ok: bool, text: String) {
+    self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
   }
 
   /// Runs a step description with an input value as one execution; resolves to `{ok, value}` or

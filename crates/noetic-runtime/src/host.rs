@@ -96,11 +96,22 @@ pub struct HookBatch {
   pub context: String,
   pub exec: ExecInfo,
   pub calls: Vec<HookCall>,
+  /// Log items the host has never seen (a model response made here), sent along so that reading them costs the
+  /// host no request of its own.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub new_items: Option<NewItems>,
+}
+
+/// The JSON texts of the log items at positions `from..from + items.len()`.
+#[derive(Debug, Clone, Serialize)]
+pub struct NewItems {
+  pub from: usize,
+  pub items: Vec<String>,
 }
 
 impl HookBatch {
   pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
-    Self { phase: phase.name(), context, exec, calls: Vec::new() }
+    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None }
   }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::host::{HookArgs, HookBatch, WriteRule};
+use crate::host::{HookArgs, HookBatch, NewItems, WriteRule};
 use crate::items::Item;
 use crate::memory::HookKind;
 use crate::memory::native::NativeWrite;
@@ -42,6 +42,10 @@ pub async fn store_layers(
         }
       }
     }
+  }
+  if !batch.calls.is_empty() {
+    let items = response.iter().map(|item| item.to_json_text()).collect();
+    batch.new_items = Some(NewItems { from: response_range.0, items });
   }
   let replies = env.run_batch(batch).await;
   env.settle(&exec, HookKind::Store, batch_layers, replies);
