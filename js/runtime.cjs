@@ -7,6 +7,7 @@ const { toFailure, callNative, fromNative } = require('./errors.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { runHooks } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
+const { describeTool } = require('./steps.cjs');
 
 class Runtime {
   constructor({ storage, testModel, onDiagnostic }) {
@@ -244,6 +245,8 @@ class Runtime {
         const verdict = await this.handles.get(call.predicate)(snapshot);
         return { stop: Boolean(verdict?.stop), reason: verdict?.reason };
       }
+      case 'lazy':
+        return this.resolveLazy(message.call);
       case 'tool':
         return this.runTool(message.call);
       case 'model':
@@ -256,6 +259,22 @@ class Runtime {
       default:
         throw new Error(`unknown request '${message.op}'`);
     }
+  }
+
+  // An LLM step's getter fields, run with the live context. Tools they return live as long as the run.
+  async resolveLazy({ step, context, fields }) {
+    const s = this.handles.get(step);
+    const ctx = this.context(context);
+    const out = {};
+    for (const field of fields) out[field] = await s[field](ctx);
+    if (out.tools != null && !Array.isArray(out.tools)) {
+      throw new TypeError(`step.llm '${s.id}': the tools getter must return an array of tools or undefined`);
+    }
+    return {
+      model: typeof out.model === 'string' ? out.model : null,
+      instructions: typeof out.instructions === 'string' ? out.instructions : null,
+      tools: out.tools == null ? null : out.tools.map((t) => describeTool(t, (v) => this.keepValue(v))),
+    };
   }
 
   async runTool({ tool, arguments: text, context }) {

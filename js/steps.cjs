@@ -118,14 +118,18 @@ function describeStep(s, keep, describeLayer) {
   switch (s?.kind) {
     case 'run':
       return { ...base, execute: typeof s.execute === 'function' ? keep(s.execute) : undefined };
-    case 'llm':
+    case 'llm': {
+      // Getter fields (`(ctx) => value`) are resolved by the host each time the step runs.
+      const fields = ['model', 'instructions', 'tools'].filter((key) => typeof s[key] === 'function');
       return {
         ...base,
-        model: s.model,
-        instructions: s.instructions,
+        model: typeof s.model === 'string' ? s.model : undefined,
+        instructions: typeof s.instructions === 'string' ? s.instructions : undefined,
         tools: Array.isArray(s.tools) ? s.tools.map((t) => describeTool(t, keep)) : undefined,
         projection: s.projection,
+        lazy: fields.length > 0 ? { step: keep(s), fields } : undefined,
       };
+    }
     case 'loop':
       return {
         ...base,
@@ -144,4 +148,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, until, any, all, react, describeStep, PREDICATE };
+module.exports = { step, tool, loop, spawn, until, any, all, react, describeStep, describeTool, PREDICATE };

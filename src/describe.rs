@@ -10,7 +10,7 @@ use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, Scope};
-use noetic_runtime::steps::{LlmStep, Step, Until};
+use noetic_runtime::steps::{LazyFields, LlmStep, Step, Until};
 use serde_json::Value;
 
 use crate::protocol::number;
@@ -143,7 +143,15 @@ pub fn projection(value: &Value) -> Option<ProjectionPolicy> {
   })
 }
 
-fn tool(value: &Value) -> ToolDef {
+/// `{step, fields}`: the step object's handle and which of its fields are getters.
+fn lazy_fields(value: &Value) -> Option<LazyFields> {
+  Some(LazyFields {
+    step: value.get("step").and_then(Value::as_u64)?,
+    fields: serde_json::from_value(value.get("fields")?.clone()).ok()?,
+  })
+}
+
+pub fn tool(value: &Value) -> ToolDef {
   ToolDef {
     name: text(value, "name").unwrap_or_default(),
     description: text(value, "description").unwrap_or_default(),
@@ -184,6 +192,7 @@ pub fn step(value: &Value) -> Result<Step, ConfigError> {
       instructions: text(value, "instructions"),
       tools: value.get("tools").and_then(Value::as_array).map(|tools| tools.iter().map(tool).collect()),
       projection: value.get("projection").and_then(projection),
+      lazy: value.get("lazy").and_then(lazy_fields),
       id,
     })),
     Some("loop") => Step::Loop {

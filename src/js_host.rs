@@ -6,6 +6,7 @@ use noetic_runtime::memory::StateWrite;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::describe;
 use crate::dispatcher::Dispatch;
 use crate::protocol::{malformed, open, step_value_from};
 
@@ -141,6 +142,17 @@ impl Host for JsHost {
       output_tokens: count("outputTokens").unwrap_or(0.0),
       cached_tokens: count("cachedTokens"),
       cost: reply.cost,
+    })
+  }
+
+  async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
+    let text = self.request(json!({ "op": "lazy", "call": call })).await?;
+    let reply: Value = open(&text)?;
+    let string = |key| reply.get(key).and_then(Value::as_str).map(str::to_owned);
+    Ok(LazyValues {
+      model: string("model"),
+      instructions: string("instructions"),
+      tools: reply.get("tools").and_then(Value::as_array).map(|tools| tools.iter().map(describe::tool).collect()),
     })
   }
 

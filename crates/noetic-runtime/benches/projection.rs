@@ -121,6 +121,7 @@ fn llm_step(c: &mut Criterion) {
     instructions: None,
     tools: None,
     projection: None,
+    lazy: None,
   }));
   let mut group = c.benchmark_group("llm_step_5_layers");
   for n in [1_000, 10_000, 100_000] {

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ConfigError, NoeticError};
+use crate::harness::ToolDef;
 use crate::memory::{HookKind, StateWrite};
+use crate::steps::LazyField;
 
 /// An opaque reference to a value the host keeps (a JS layer object, a step function, a JS value).
 pub type HostRef = u64;
@@ -296,6 +298,22 @@ pub struct StepCall {
   pub input: StepValueRef,
 }
 
+/// A request to resolve an LLM step's getter fields with the live context.
+#[derive(Debug, Clone, Serialize)]
+pub struct LazyCall {
+  pub step: HostRef,
+  pub context: String,
+  pub fields: Vec<LazyField>,
+}
+
+/// The values the getters asked for returned; `None` where one returned nothing.
+#[derive(Debug, Clone, Default)]
+pub struct LazyValues {
+  pub model: Option<String>,
+  pub instructions: Option<String>,
+  pub tools: Option<Vec<ToolDef>>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
   pub stop: bool,
@@ -317,4 +335,11 @@ pub trait Host: Send + Sync {
   async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError>;
   /// A context is finished: the host may drop what it keeps for it.
   fn release_context(&self, context: &str);
+  /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
+  async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
+    Err(HostError::Thrown {
+      message: format!("step '{}' has getter fields this host cannot run", call.step),
+      error: None,
+    })
+  }
 }

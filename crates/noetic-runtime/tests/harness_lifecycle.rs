@@ -132,7 +132,14 @@ fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -
 }
 
 fn llm() -> Step {
-  Step::Llm(Box::new(LlmStep { id: "s".into(), model: "m".into(), instructions: None, tools: None, projection: None }))
+  Step::Llm(Box::new(LlmStep {
+    id: "s".into(),
+    model: "m".into(),
+    instructions: None,
+    tools: None,
+    projection: None,
+    lazy: None,
+  }))
 }
 
 fn thread(id: &str) -> RunOptions {
@@ -253,6 +260,7 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     instructions: None,
     tools: None,
     projection: None,
+    lazy: None,
   }));
   match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),

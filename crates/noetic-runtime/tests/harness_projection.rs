@@ -131,6 +131,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     instructions: None,
     tools: None,
     projection: None,
+    lazy: None,
   }));
   harness.run_in(&ctx, &step, StepValue::Undefined).await.unwrap();
   let views = host.views.lock().unwrap();

@@ -12,13 +12,13 @@ use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{UsageInputs, compute_layer_usage};
 use super::{Harness, RunResult};
 use crate::error::{ConfigError, NoeticError};
-use crate::host::{ModelCall, StepValue, ViewEntry};
+use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
 use crate::items::{
   Item, ItemLog, ToolLink, check_known_type, create_message, extract_assistant_text, function_call_output,
 };
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_budgets, assemble_view};
-use crate::steps::LlmStep;
+use crate::steps::{LazyField, LazyFields, LlmStep};
 use crate::tokens::estimate_tokens;
 
 pub(super) fn no_provider() -> ConfigError {
@@ -87,6 +87,14 @@ impl Harness {
     input: &StepValue,
     ctx: &Arc<ExecContext>,
   ) -> RunResult<StepValue> {
+    let resolved;
+    let step = match &step.lazy {
+      Some(lazy) => {
+        resolved = self.resolve_lazy(step, lazy, ctx).await?;
+        &resolved
+      }
+      None => step,
+    };
     if step.model.trim().is_empty() {
       return Err(
         ConfigError::new(
@@ -171,6 +179,33 @@ impl Harness {
     }
     let maps: Vec<&serde_json::Map<String, Value>> = response.items.iter().map(|item| item.json()).collect();
     Ok(StepValue::Text(extract_assistant_text(&maps)))
+  }
+
+  /// Runs the step's getters once, with the live context, before anything else the step does (as upstream).
+  async fn resolve_lazy(&self, step: &LlmStep, lazy: &LazyFields, ctx: &Arc<ExecContext>) -> RunResult<LlmStep> {
+    let call = LazyCall { step: lazy.step, context: ctx.id.clone(), fields: lazy.fields.clone() };
+    let values = self.env.host.resolve_lazy(call).await?;
+    let mut resolved = LlmStep { lazy: None, ..step.clone() };
+    for field in &lazy.fields {
+      match field {
+        LazyField::Model => {
+          resolved.model = values.model.clone().unwrap_or_default();
+          if resolved.model.trim().is_empty() {
+            return Err(
+              ConfigError::new(
+                "MISSING_MODEL",
+                format!("step.llm({}) resolved model to an empty string.", serde_json::Value::from(step.id.as_str())),
+                "Make `model` (or its `(ctx) => string` getter) return a model id, for example 'openai/gpt-4o'.",
+              )
+              .into(),
+            );
+          }
+        }
+        LazyField::Instructions => resolved.instructions = values.instructions.clone(),
+        LazyField::Tools => resolved.tools = values.tools.clone(),
+      }
+    }
+    Ok(resolved)
   }
 
   async fn call_model(

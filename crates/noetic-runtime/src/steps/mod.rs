@@ -43,4 +43,21 @@ pub struct LlmStep {
   /// `None`: the step's context offers every layer tool; `Some([])`: no tools at all (§7.3 step 3).
   pub tools: Option<Vec<ToolDef>>,
   pub projection: Option<ProjectionPolicy>,
+  /// Fields given as `(ctx) => value` getters: the host resolves them each time the step runs.
+  pub lazy: Option<LazyFields>,
+}
+
+/// Which of an LLM step's fields are getters, and the step object that holds them in the host.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LazyFields {
+  pub step: HostRef,
+  pub fields: Vec<LazyField>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LazyField {
+  Model,
+  Instructions,
+  Tools,
 }
