@@ -80,12 +80,22 @@ function validateLayers(layers) {
   callNative(native.validateLayers, JSON.stringify(descriptions));
 }
 
-const hook = (kind, name, params) => callNative(native.builtinHook, kind, name, params);
+const hook = (kind, name, params, schema) => callNative(native.builtinHook, kind, name, params, schema);
 const recalled = (result) => (result ? { items: [createMessage(result[0], 'developer')], tokenCount: result[1] } : null);
+
+// A zod schema as the native gate calls it: `null` when the value passes, otherwise zod's message.
+const schemaCheck = (schema) =>
+  schema &&
+  ((value) => {
+    const result = schema.safeParse(value);
+    return result.success ? null : result.error.message;
+  });
 
 function workingMemory(config = {}) {
   const kind = 'working-memory';
-  const settings = { scope: config.scope ?? 'thread', readOnly: config.readOnly ?? false };
+  const check = schemaCheck(config.schema);
+  const settings = { scope: config.scope ?? 'thread', readOnly: config.readOnly ?? false, schema: Boolean(check) };
+  const hook = (name, params) => callNative(native.builtinHook, kind, name, params, check);
   return {
     id: kind,
     name: 'Working Memory',
@@ -93,10 +103,10 @@ function workingMemory(config = {}) {
     scope: settings.scope,
     budget: { min: 200, max: 1500 },
     hooks: {
-      init: async ({ storage }) => ({ state: hook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
-      recall: async ({ state }) => recalled(hook(kind, 'recall', { state: state ?? null })),
+      init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state }) => recalled(hook('recall', { state: state ?? null })),
       store: async ({ state, newItems }) => {
-        const next = hook(kind, 'store', { state: state ?? '', items: newItems, config: settings });
+        const next = hook('store', { state: state ?? '', items: newItems, config: settings });
         return next === null ? undefined : { state: next };
       },
       onSpawn: async ({ parentState }) =>
@@ -108,22 +118,29 @@ function workingMemory(config = {}) {
         description: 'Update the agent working memory with new key-value pairs.',
         input: z().record(z().string(), z().unknown()),
         output: z().void(),
-        execute: async (args, state) => ({ result: undefined, state: hook(kind, 'update', { state: state ?? '', args }) }),
+        execute: async (args, state) => ({ result: undefined, state: hook('update', { state: state ?? '', args }) }),
       }),
     },
-    [NATIVE]: { kind, config: settings },
+    [NATIVE]: { kind, config: settings, callbacks: { schema: check } },
   };
 }
 
 function observationalMemory(config = {}) {
   const kind = 'observational-memory';
+  const observer = typeof config.observer === 'function' ? config.observer : undefined;
   const settings = {
     scope: config.scope ?? 'resource',
     bufferThreshold: config.bufferThreshold ?? 2000,
     maxObservations: config.maxObservations ?? 50,
+    observer: Boolean(observer),
   };
-  const next = (name, params) => {
-    const state = hook(kind, name, { ...params, config: settings });
+  // The native step says when the buffer must be distilled; the observer runs here, then its answer is folded in.
+  const next = async (name, params) => {
+    let state = hook(kind, name, { ...params, config: settings });
+    if (state?.distill) {
+      const distilled = await observer(state.distill);
+      state = hook(kind, 'applyDistilled', { state: params.state, distilled, config: settings });
+    }
     return state === null ? undefined : { state };
   };
   return {
@@ -137,10 +154,10 @@ function observationalMemory(config = {}) {
       init: async ({ storage }) => ({ state: hook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
       recall: async ({ state, budget }) => recalled(hook(kind, 'recall', { state: state ?? null, budget })),
       store: async ({ state, newItems }) => next('store', { state: state ?? null, items: newItems }),
-      onItemAppend: async ({ state, items }) => ({ items, ...next('onItemAppend', { state: state ?? null, items }) }),
+      onItemAppend: async ({ state, items }) => ({ items, ...(await next('onItemAppend', { state: state ?? null, items })) }),
       onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),
     },
-    [NATIVE]: { kind, config: settings },
+    [NATIVE]: { kind, config: settings, callbacks: { observer } },
   };
 }
 

@@ -245,6 +245,11 @@ class Runtime {
         const verdict = await this.handles.get(call.predicate)(snapshot);
         return { stop: Boolean(verdict?.stop), reason: verdict?.reason };
       }
+      case 'layerCallback': {
+        // A built-in layer's schema or observer.
+        const fn = this.handles.get(message.layer)[NATIVE].callbacks[message.name];
+        return { value: (await fn(message.args)) ?? null };
+      }
       case 'lazy':
         return this.resolveLazy(message.call);
       case 'tool':

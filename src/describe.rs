@@ -8,11 +8,14 @@ use noetic_runtime::harness::{ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl}
 use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
-use noetic_runtime::memory::registry::{LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
+use noetic_runtime::memory::native::HostCallback;
+use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, Scope};
 use noetic_runtime::steps::{LazyFields, LlmStep, Step, Until};
 use serde_json::Value;
 
+use crate::dispatcher::Dispatch;
+use crate::js_host::JsCallback;
 use crate::protocol::number;
 
 fn text(value: &Value, key: &str) -> Option<String> {
@@ -47,7 +50,7 @@ fn scope_or(config: &Value, default: Scope) -> Scope {
 pub fn wm_config(config: &Value) -> WorkingMemoryConfig {
   WorkingMemoryConfig {
     scope: scope_or(config, Scope::Thread),
-    has_schema: false,
+    has_schema: config.get("schema").and_then(Value::as_bool) == Some(true),
     read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
   }
 }
@@ -62,26 +65,37 @@ pub fn om_config(config: &Value) -> ObservationalConfig {
       .get("maxObservations")
       .and_then(Value::as_u64)
       .map_or(defaults.max_observations, |n| n as usize),
-    has_observer: false,
+    has_observer: config.get("observer").and_then(Value::as_bool) == Some(true),
   }
 }
 
-fn native_layer(native: &Value) -> Option<noetic_runtime::memory::registry::Layer> {
+/// A built-in layer. Its host functions (a schema, an observer) are called through `host`; without one (when
+/// layers are only validated) it is built without them.
+fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) -> Option<Layer> {
   let config = native.get("config").unwrap_or(&Value::Null);
-  match native.get("kind").and_then(Value::as_str)? {
-    "working-memory" => Some(working_memory_layer(wm_config(config))),
-    "observational-memory" => Some(observational_memory_layer(om_config(config))),
-    _ => None,
-  }
+  let callback = |name: &'static str| -> Option<Arc<dyn HostCallback>> {
+    let wanted = config.get(name).and_then(Value::as_bool) == Some(true);
+    match (wanted, host, handle) {
+      (true, Some(dispatch), Some(layer)) => Some(Arc::new(JsCallback { dispatch: dispatch.clone(), layer, name })),
+      _ => None,
+    }
+  };
+  let mut layer = match native.get("kind").and_then(Value::as_str)? {
+    "working-memory" => working_memory_layer(wm_config(config), callback("schema")),
+    "observational-memory" => observational_memory_layer(om_config(config), callback("observer")),
+    _ => return None,
+  };
+  layer.handle = handle;
+  Some(layer)
 }
 
 /// Validates and registers a list of layer descriptions.
-pub fn layer_set(layers: &Value) -> Result<LayerSet, ConfigError> {
+pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, ConfigError> {
   let mut raws = Vec::new();
   let mut natives = Vec::new();
   for (index, layer) in layers.as_array().into_iter().flatten().enumerate() {
-    if let Some(mut native) = layer.get("native").and_then(native_layer) {
-      native.handle = layer.get("handle").and_then(Value::as_u64);
+    let handle = layer.get("handle").and_then(Value::as_u64);
+    if let Some(native) = layer.get("native").and_then(|native| native_layer(native, handle, host)) {
       natives.push((index, native));
       continue;
     }
@@ -179,7 +193,7 @@ fn until(value: &Value) -> Result<Until, ConfigError> {
 }
 
 /// A step tree from its description.
-pub fn step(value: &Value) -> Result<Step, ConfigError> {
+pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError> {
   let id = text(value, "id").unwrap_or_default();
   let handle = |key| value.get(key).and_then(Value::as_u64);
   Ok(match value.get("kind").and_then(Value::as_str) {
@@ -201,16 +215,16 @@ pub fn step(value: &Value) -> Result<Step, ConfigError> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|s| step(s).map(Arc::new))
+        .map(|s| step(s, host).map(Arc::new))
         .collect::<Result<_, _>>()?,
       until: until(value.get("until").unwrap_or(&Value::Null))?,
       max_iterations: value.get("maxIterations").and_then(number).unwrap_or(1000.0),
       id,
     },
     Some("spawn") => Step::Spawn {
-      child: Arc::new(step(value.get("child").unwrap_or(&Value::Null))?),
+      child: Arc::new(step(value.get("child").unwrap_or(&Value::Null), host)?),
       memory: match value.get("memory") {
-        Some(layers @ Value::Array(_)) => Some(Arc::new(layer_set(layers)?)),
+        Some(layers @ Value::Array(_)) => Some(Arc::new(layer_set(layers, host)?)),
         _ => None,
       },
       id,

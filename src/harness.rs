@@ -26,7 +26,7 @@ use crate::storage::{JsDiagnostics, JsStorage, NativeStorage};
 /// Validates layer descriptions where they are registered (DECISIONS D1).
 #[napi(catch_unwind, skip_typescript)]
 pub fn validate_layers(layers: String) -> Result<()> {
-  describe::layer_set(&parse(&layers)?).map(drop).map_err(|e| to_napi(config_json(&e)))
+  describe::layer_set(&parse(&layers)?, None).map(drop).map_err(|e| to_napi(config_json(&e)))
 }
 
 /// The native half of an `AgentHarness` (internal: use `AgentHarness`).
@@ -47,15 +47,16 @@ struct RunOptionsJson {
 
 /// The step, the input and the options of a run; a bad step or layer list is a config error to report as a value.
 fn parse_run(
+  host: &Dispatch,
   step: &str,
   input: &str,
   options: &str,
 ) -> Result<std::result::Result<(Step, StepValue, RunOptionsJson), noetic_runtime::ConfigError>> {
-  let step = describe::step(&parse(step)?);
+  let step = describe::step(&parse(step)?, Some(host));
   let input = step_value_from(&parse(input)?);
   let json = parse(options)?;
   let layers = match json.get("memory") {
-    Some(layers @ Value::Array(_)) => match describe::layer_set(layers) {
+    Some(layers @ Value::Array(_)) => match describe::layer_set(layers, Some(host)) {
       Ok(set) => Some(Arc::new(set)),
       Err(error) => return Ok(Err(error)),
     },
@@ -101,8 +102,8 @@ impl NativeHarness {
     let dispatcher: Dispatcher =
       dispatcher.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
     let dispatch = Dispatch::new(dispatcher);
-    let layers =
-      describe::layer_set(config.get("layers").unwrap_or(&Value::Null)).map_err(|e| to_napi(config_json(&e)))?;
+    let layers = describe::layer_set(config.get("layers").unwrap_or(&Value::Null), Some(&dispatch))
+      .map_err(|e| to_napi(config_json(&e)))?;
     let storage: Arc<dyn Storage> = match storage {
       Some(native) => Arc::clone(&native.inner) as Arc<dyn Storage>,
       None if config.get("jsStorage").and_then(Value::as_bool) == Some(true) => {
@@ -145,7 +146,7 @@ impl NativeHarness {
   /// `{ok: false, error}` JSON.
   #[napi]
   pub async fn run(&self, step: String, input: String, options: String) -> Result<String> {
-    let (step, input, options) = match parse_run(&step, &input, &options)? {
+    let (step, input, options) = match parse_run(&self.dispatch, &step, &input, &options)? {
       Ok(parsed) => parsed,
       Err(error) => return Ok(failed(&error)),
     };
@@ -164,7 +165,9 @@ impl NativeHarness {
   pub fn create_context(&self, options: String) -> Result<String> {
     let options = parse(&options)?;
     let layers = match options.get("memory") {
-      Some(layers @ Value::Array(_)) => Arc::new(describe::layer_set(layers).map_err(|e| to_napi(config_json(&e)))?),
+      Some(layers @ Value::Array(_)) => {
+        Arc::new(describe::layer_set(layers, Some(&self.dispatch)).map_err(|e| to_napi(config_json(&e)))?)
+      }
       _ => Arc::clone(&self.inner.layers),
     };
     let id = uuid::Uuid::new_v4().to_string();
@@ -184,7 +187,7 @@ impl NativeHarness {
   /// Runs a step in a context from `create_context`; its layers initialise on the first run.
   #[napi]
   pub async fn run_in_context(&self, context: String, step: String, input: String) -> Result<String> {
-    let (step, input, _) = match parse_run(&step, &input, "{}")? {
+    let (step, input, _) = match parse_run(&self.dispatch, &step, &input, "{}")? {
       Ok(parsed) => parsed,
       Err(error) => return Ok(failed(&error)),
     };

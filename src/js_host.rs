@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use noetic_runtime::host::*;
 use noetic_runtime::memory::StateWrite;
+use noetic_runtime::memory::native::HostCallback;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -12,6 +13,22 @@ use crate::protocol::{malformed, open, step_value_from};
 
 pub struct JsHost {
   pub dispatch: Dispatch,
+}
+
+/// A function from a built-in layer's JS config (`schema`, `observer`), called through the dispatcher.
+pub struct JsCallback {
+  pub dispatch: Dispatch,
+  pub layer: HostRef,
+  pub name: &'static str,
+}
+
+#[async_trait]
+impl HostCallback for JsCallback {
+  async fn call(&self, args: Value) -> Result<Value, String> {
+    let message = json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args });
+    let text = self.dispatch.call(message.to_string()).await?;
+    open::<JsValue>(&text).map(|reply| reply.value).map_err(|error| error.to_string())
+  }
 }
 
 impl JsHost {

@@ -125,28 +125,45 @@ fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
 
 /// A built-in layer's pure hook, for JS code that calls `layer.hooks.x(...)` directly. `params` carries the
 /// state, the config and whatever the hook reads; the result is what the hook returns, minus JS-only wrapping.
+/// `schema` is workingMemory's zod check, called synchronously: `null` when a value passes, else zod's message.
+/// An observationalMemory hook that must distil answers `{distill: buffer}`; JS then awaits its observer and
+/// calls `applyDistilled`.
 #[napi(catch_unwind, skip_typescript)]
-pub fn builtin_hook(kind: String, hook: String, params: Value) -> Result<Value> {
+pub fn builtin_hook(
+  kind: String,
+  hook: String,
+  params: Value,
+  schema: Option<Function<Value, Value>>,
+) -> Result<Value> {
   let fail = |message: String| Error::new(Status::GenericFailure, message);
   let state = params.get("state").cloned().unwrap_or(Value::Null);
   let config = params.get("config").cloned().unwrap_or(Value::Null);
   let items = params.get("items").cloned().unwrap_or(Value::Null);
+  let check = |value: &Value| -> std::result::Result<(), String> {
+    match schema.as_ref().map(|schema| schema.call(value.clone())) {
+      None | Some(Ok(Value::Null)) => Ok(()),
+      Some(Ok(Value::String(message))) => Err(message),
+      Some(Ok(other)) => Err(other.to_string()),
+      Some(Err(error)) => Err(error.reason.clone()),
+    }
+  };
+  let check: Option<wm::SchemaCheck<'_>> = if schema.is_some() { Some(&check) } else { None };
   Ok(match (kind.as_str(), hook.as_str()) {
-    ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), None),
+    ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), check),
     ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
     ("working-memory", "store") => {
-      wm::store(&state, &maps(&items), &wm_config(&config), None).map_err(fail)?.unwrap_or(Value::Null)
+      wm::store(&state, &maps(&items), &wm_config(&config), check).map_err(fail)?.unwrap_or(Value::Null)
     }
     ("working-memory", "update") => {
       let update = params.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
-      wm::apply_update(&state, &update, None).map_err(fail)?
+      wm::apply_update(&state, &update, check).map_err(fail)?
     }
     ("observational-memory", hook) => {
       let current = ObservationalState::from_value(&state).map_err(|e| fail(e.to_string()))?;
       let config = om_config(&config);
       let settle = |acc: om::Accumulated| match acc {
         om::Accumulated::Kept(next) => next.to_value(),
-        om::Accumulated::Distill { .. } => Value::Null,
+        om::Accumulated::Distill { new_buffer } => json!({ "distill": new_buffer }),
       };
       match hook {
         "initState" => om::init_state(params.get("saved").cloned().filter(|v| !v.is_null())),
@@ -156,6 +173,11 @@ pub fn builtin_hook(kind: String, hook: String, params: Value) -> Result<Value> 
         }
         "store" => settle(om::store(&current, &maps(&items), &config)),
         "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
+        "applyDistilled" => {
+          let distilled: Vec<String> = serde_json::from_value(params.get("distilled").cloned().unwrap_or_default())
+            .map_err(|_| fail("the observer must resolve to an array of strings".into()))?;
+          om::apply_distilled(&current, distilled, &config).to_value()
+        }
         _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),
       }
     }

@@ -95,8 +95,8 @@ fn harness() -> Harness {
   let js = LayerSet::register(vec![js_layer("a", 150.0, 1), js_layer("b", 250.0, 2), js_layer("c", 300.0, 3)])
     .expect("layers");
   let mut layers = js.layers().to_vec();
-  layers.push(Arc::new(working_memory_layer(Default::default())));
-  layers.push(Arc::new(observational_memory_layer(Default::default())));
+  layers.push(Arc::new(working_memory_layer(Default::default(), None)));
+  layers.push(Arc::new(observational_memory_layer(Default::default(), None)));
   let env = MemoryEnv {
     host: Arc::new(InstantHost),
     states: Arc::new(StateStore::new()),

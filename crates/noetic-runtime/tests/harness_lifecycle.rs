@@ -11,6 +11,7 @@ use noetic_runtime::host::*;
 use noetic_runtime::memory::builtin::layers::working_memory_layer;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
+use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::steps::{LlmStep, Step};
@@ -222,7 +223,7 @@ async fn a_disabled_layer_is_skipped_and_the_run_goes_on() {
 
 #[tokio::test]
 async fn the_scripted_model_calls_working_memory_update_and_the_state_persists_and_rehydrates() {
-  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default()))]);
+  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default(), None))]);
   let script = vec![
     ScriptedTurn {
       tool_calls: vec![ScriptedToolCall {
@@ -240,7 +241,7 @@ async fn the_scripted_model_calls_working_memory_update_and_the_state_persists_a
 
   // A later execution on the same thread rehydrates it and recalls it into the model's view; another thread
   // starts empty.
-  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default()))]);
+  let layers = LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default(), None))]);
   let g = fixture_with(layers, Model::Host, Arc::clone(&f.storage));
   g.harness.run(&llm(), StepValue::Text("who am I?".into()), thread("T")).await.unwrap();
   g.harness.run(&llm(), StepValue::Text("who am I?".into()), thread("U")).await.unwrap();
@@ -249,6 +250,35 @@ async fn the_scripted_model_calls_working_memory_update_and_the_state_persists_a
   assert_eq!(views[0].len(), 1);
   assert!(views[0][0].contains(r#"<working_memory>\n{\n  \"name\": \"Ada\"\n}\n</working_memory>"#), "{}", views[0][0]);
   assert!(views[1].is_empty());
+}
+
+/// A schema that accepts an object only when its `name` is a string, as a host's zod check would answer.
+struct NameIsText;
+
+#[async_trait]
+impl HostCallback for NameIsText {
+  async fn call(&self, value: Value) -> Result<Value, String> {
+    Ok(if value.get("name").is_some_and(Value::is_string) { Value::Null } else { json!("name: expected string") })
+  }
+}
+
+#[tokio::test]
+async fn working_memory_asks_its_host_schema_and_a_rejected_update_reaches_the_model_as_an_error() {
+  let schema: Arc<dyn HostCallback> = Arc::new(NameIsText);
+  let layers =
+    LayerSet::from_layers(vec![Arc::new(working_memory_layer(WorkingMemoryConfig::default(), Some(schema)))]);
+  let call = |arguments: &str| ScriptedTurn {
+    tool_calls: vec![ScriptedToolCall { name: "working-memory/update".into(), arguments: arguments.into() }],
+    ..ScriptedTurn::default()
+  };
+  let script = vec![call(r#"{"name":"Ada"}"#), call(r#"{"name":7}"#), ScriptedTurn::default()];
+  let f = fixture(layers, script);
+  let storage = Arc::clone(&f.storage);
+  storage.set("layers/working-memory/T/state", json!({ "nick": "x" })).await.unwrap();
+  f.harness.run(&llm(), StepValue::Text("hi".into()), thread("T")).await.unwrap();
+  // The saved state failed the schema, so init started from `{}` (no `nick`); the first update passed, the second
+  // was rejected and left the state as it was.
+  assert_eq!(storage.get_now("layers/working-memory/T/state"), Some(json!({ "name": "Ada" })));
 }
 
 #[tokio::test]

@@ -8,6 +8,14 @@ use serde_json::Value;
 use crate::items::Item;
 use crate::storage::ScopedStorage;
 
+/// A function from a built-in layer's config that lives in the host: workingMemory's `schema`,
+/// observationalMemory's `observer`. A layer holds one only when the user gave it, so the others never cross.
+#[async_trait]
+pub trait HostCallback: Send + Sync {
+  /// Calls the function with JSON arguments; its JSON answer, or what it threw.
+  async fn call(&self, args: Value) -> Result<Value, String>;
+}
+
 /// A state change a built-in hook asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NativeWrite {

@@ -9,7 +9,7 @@ use super::observational_memory::{self as om, Accumulated, ObservationalConfig, 
 use super::working_memory::{self as wm, WorkingMemoryConfig};
 use crate::items::Item;
 use crate::memory::STATE_KEY;
-use crate::memory::native::{NativeLayer, NativeRecall, NativeWrite};
+use crate::memory::native::{HostCallback, NativeLayer, NativeRecall, NativeWrite};
 use crate::memory::registry::{Layer, LayerImpl, ProvidedFn};
 use crate::storage::ScopedStorage;
 
@@ -23,28 +23,58 @@ async fn saved_state(storage: &ScopedStorage) -> Result<Option<Value>, String> {
 
 pub struct WorkingMemory {
   pub config: WorkingMemoryConfig,
+  /// The zod `schema`, checked in the host: answers `null` when a value passes, else zod's message.
+  pub schema: Option<Arc<dyn HostCallback>>,
 }
 
 /// `workingMemory(config)` as a registered layer.
-pub fn working_memory_layer(config: WorkingMemoryConfig) -> Layer {
+pub fn working_memory_layer(config: WorkingMemoryConfig, schema: Option<Arc<dyn HostCallback>>) -> Layer {
   let provides = vec![ProvidedFn {
     name: "update".into(),
     description: wm::UPDATE_DESCRIPTION.into(),
     input_schema: json!({ "type": "object", "additionalProperties": {} }),
   }];
+  let config = WorkingMemoryConfig { has_schema: schema.is_some(), ..config };
   Layer {
     spec: wm::layer_spec(&config),
-    imp: LayerImpl::Native(Arc::new(WorkingMemory { config })),
+    imp: LayerImpl::Native(Arc::new(WorkingMemory { config, schema })),
     provides,
     handle: None,
+  }
+}
+
+impl WorkingMemory {
+  /// The schema's verdict on `value`: `Err` with zod's message when it fails. No schema passes everything.
+  async fn check(&self, value: &Value) -> Result<Result<(), String>, String> {
+    let Some(schema) = &self.schema else { return Ok(Ok(())) };
+    Ok(match schema.call(value.clone()).await? {
+      Value::Null => Ok(()),
+      Value::String(message) => Err(message),
+      other => Err(other.to_string()),
+    })
+  }
+
+  /// The update merged into the state, if the schema lets it through.
+  async fn gated_merge(&self, state: Option<&Value>, update: &Map<String, Value>) -> Result<Value, String> {
+    let merged = wm::merge(state.unwrap_or(&Value::String(String::new())), update);
+    match self.check(&merged).await? {
+      Ok(()) => Ok(merged),
+      Err(message) => Err(wm::schema_rejection(&message)),
+    }
   }
 }
 
 #[async_trait]
 impl NativeLayer for WorkingMemory {
   async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
-    // TODO: a zod `schema` in the config needs a host check; without one, no crossing is needed.
-    Ok(Some(wm::init_state(saved_state(storage).await?, None)))
+    // As `wm::init_state`, with the schema asked in the host about a saved value only.
+    Ok(Some(match saved_state(storage).await?.filter(|value| !value.is_null()) {
+      Some(value) => match self.check(&value).await? {
+        Ok(()) => value,
+        Err(_) => Value::Object(Map::new()),
+      },
+      None => wm::default_state(self.schema.is_some()),
+    }))
   }
 
   async fn recall(&self, state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
@@ -52,9 +82,8 @@ impl NativeLayer for WorkingMemory {
   }
 
   async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
-    let state = state.cloned().unwrap_or(Value::String(String::new()));
-    Ok(match wm::store(&state, &maps(new_items), &self.config, None)? {
-      Some(next) => NativeWrite::Set(next),
+    Ok(match wm::legacy_update(&maps(new_items), &self.config) {
+      Some(update) => NativeWrite::Set(self.gated_merge(state, &update).await?),
       None => NativeWrite::Unchanged,
     })
   }
@@ -64,8 +93,7 @@ impl NativeLayer for WorkingMemory {
       return Err(format!("working-memory has no function '{name}'"));
     }
     let Value::Object(update) = args else { return Err("update expects an object of fields".into()) };
-    let state = state.cloned().unwrap_or(Value::String(String::new()));
-    Ok((None, NativeWrite::Set(wm::apply_update(&state, &update, None)?)))
+    Ok((None, NativeWrite::Set(self.gated_merge(state, &update).await?)))
   }
 
   fn read(&self, name: &str, state: Option<&Value>) -> Result<Value, String> {
@@ -78,13 +106,16 @@ impl NativeLayer for WorkingMemory {
 
 pub struct ObservationalMemory {
   pub config: ObservationalConfig,
+  /// The `observer` that distils the buffer into observations (typically an LLM call in the host).
+  pub observer: Option<Arc<dyn HostCallback>>,
 }
 
 /// `observationalMemory(config)` as a registered layer.
-pub fn observational_memory_layer(config: ObservationalConfig) -> Layer {
+pub fn observational_memory_layer(config: ObservationalConfig, observer: Option<Arc<dyn HostCallback>>) -> Layer {
+  let config = ObservationalConfig { has_observer: observer.is_some(), ..config };
   Layer {
     spec: om::layer_spec(&config),
-    imp: LayerImpl::Native(Arc::new(ObservationalMemory { config })),
+    imp: LayerImpl::Native(Arc::new(ObservationalMemory { config, observer })),
     provides: Vec::new(),
     handle: None,
   }
@@ -98,12 +129,22 @@ impl ObservationalMemory {
     )
   }
 
-  fn settle(accumulated: Accumulated) -> NativeWrite {
-    match accumulated {
-      Accumulated::Kept(state) => NativeWrite::Set(state.to_value()),
-      // TODO: a JS `observer` distils through the host; built without one, accumulate never asks.
-      Accumulated::Distill { .. } => NativeWrite::Unchanged,
-    }
+  /// The state after buffering, asking the observer to distil when the threshold is reached.
+  async fn settle(&self, before: &ObservationalState, accumulated: Accumulated) -> Result<NativeWrite, String> {
+    let next = match (accumulated, &self.observer) {
+      (Accumulated::Kept(state), _) => state,
+      (Accumulated::Distill { new_buffer }, Some(observer)) => {
+        let answer = observer.call(json!(new_buffer)).await?;
+        let distilled: Vec<String> =
+          serde_json::from_value(answer).map_err(|_| "the observer must resolve to an array of strings".to_owned())?;
+        om::apply_distilled(before, distilled, &self.config)
+      }
+      // `accumulate` asks to distil only when the layer has an observer.
+      (Accumulated::Distill { new_buffer }, None) => {
+        om::apply_distilled(before, om::placeholder_observations(new_buffer.len()), &self.config)
+      }
+    };
+    Ok(NativeWrite::Set(next.to_value()))
   }
 }
 
@@ -119,12 +160,16 @@ impl NativeLayer for ObservationalMemory {
   }
 
   async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
-    Ok(Self::settle(om::store(&Self::state(state)?, &maps(new_items), &self.config)))
+    let before = Self::state(state)?;
+    let accumulated = om::store(&before, &maps(new_items), &self.config);
+    self.settle(&before, accumulated).await
   }
 
   async fn on_item_append(&self, state: Option<&Value>, items: &[Arc<Item>]) -> Result<NativeWrite, String> {
-    Ok(
-      om::on_item_append(&Self::state(state)?, &maps(items), &self.config).map_or(NativeWrite::Unchanged, Self::settle),
-    )
+    let before = Self::state(state)?;
+    match om::on_item_append(&before, &maps(items), &self.config) {
+      Some(accumulated) => self.settle(&before, accumulated).await,
+      None => Ok(NativeWrite::Unchanged),
+    }
   }
 }

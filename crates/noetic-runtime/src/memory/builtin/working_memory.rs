@@ -55,9 +55,13 @@ pub fn init_state(saved: Option<Value>, schema: Option<SchemaCheck<'_>>) -> Valu
   match (saved.filter(|value| !value.is_null()), schema) {
     (Some(value), Some(check)) if check(&value).is_err() => Value::Object(Map::new()),
     (Some(value), _) => value,
-    (None, Some(_)) => Value::Object(Map::new()),
-    (None, None) => Value::String(String::new()),
+    (None, schema) => default_state(schema.is_some()),
   }
+}
+
+/// The state with nothing saved: `{}` under a schema, `""` without one.
+pub fn default_state(has_schema: bool) -> Value {
+  if has_schema { Value::Object(Map::new()) } else { Value::String(String::new()) }
 }
 
 /// JS truthiness for a JSON value (no NaN or undefined can occur here).
@@ -142,10 +146,15 @@ pub fn merge(state: &Value, update: &Map<String, Value>) -> Value {
   Value::Object(out)
 }
 
-/// The schema gate applied to a merged state, with upstream's error message on rejection.
+/// The error an update the schema rejects fails with; `message` is the validator's.
+pub fn schema_rejection(message: &str) -> String {
+  format!("working-memory update rejected by schema: {message}")
+}
+
+/// The schema gate applied to a merged state.
 fn check_schema(merged: Value, schema: Option<SchemaCheck<'_>>) -> Result<Value, String> {
   match schema.map(|check| check(&merged)) {
-    Some(Err(message)) => Err(format!("working-memory update rejected by schema: {message}")),
+    Some(Err(message)) => Err(schema_rejection(&message)),
     _ => Ok(merged),
   }
 }
@@ -168,13 +177,18 @@ pub fn store(
   config: &WorkingMemoryConfig,
   schema: Option<SchemaCheck<'_>>,
 ) -> Result<Option<Value>, String> {
-  if config.read_only {
-    return Ok(None);
-  }
-  match find_function_call(new_items, LEGACY_UPDATE_CALL) {
+  match legacy_update(new_items, config) {
     Some(args) => apply_update(state, &args, schema).map(Some),
     None => Ok(None),
   }
+}
+
+/// The arguments of the legacy `updateWorkingMemory` call store merges, unless the layer is read-only.
+pub fn legacy_update(new_items: &[&Map<String, Value>], config: &WorkingMemoryConfig) -> Option<Map<String, Value>> {
+  if config.read_only {
+    return None;
+  }
+  find_function_call(new_items, LEGACY_UPDATE_CALL)
 }
 
 /// onSpawn: a resource-scoped child starts from a copy of the parent's state; any other scope gets `None`
