@@ -124,10 +124,12 @@ pub fn assemble_view<H: HistoryView + ?Sized>(
   }
   let after_layers = js_max(0.0, after_system - layers_used);
 
-  // TODO(D10): the three strategies behave alike for now, as upstream. `truncate` should ignore `window_size`,
-  // `sliding_window` is this window-then-budget walk, and `summarize` should replace the dropped prefix with a
-  // cached summary from `overflow_model` (falling back to truncate without a provider).
-  let start = window_start(history.len(), policy.window_size);
+  // D10: only `sliding_window` takes the last `window_size` items before the budget walk; `truncate` and
+  // `summarize` drop just what the budget cannot hold (the LLM step then summarises that prefix for `summarize`).
+  let start = match policy.overflow {
+    Overflow::SlidingWindow => window_start(history.len(), policy.window_size),
+    Overflow::Truncate | Overflow::Summarize => 0,
+  };
   let first = newest_run_within(history, start, after_layers);
   let len = history.len();
   let mask = strip_unresolved_mask((first..len).map(|i| history.link(i)));
@@ -233,6 +235,19 @@ mod tests {
   fn window_of_two_strips_the_output_whose_call_fell_outside() {
     let p = policy(1e9, 0.0, Some(2.0));
     assert_eq!(assemble_view(&[], &[], history().as_slice(), Some(&p)).history_kept, vec![4]);
+  }
+
+  #[test]
+  fn only_sliding_window_applies_the_window() {
+    let history = history();
+    for (overflow, expected) in [
+      (Overflow::SlidingWindow, vec![4]),
+      (Overflow::Truncate, vec![0, 1, 2, 3, 4]),
+      (Overflow::Summarize, vec![0, 1, 2, 3, 4]),
+    ] {
+      let p = ProjectionPolicy { overflow, ..policy(1e9, 0.0, Some(2.0)) };
+      assert_eq!(assemble_view(&[], &[], history.as_slice(), Some(&p)).history_kept, expected, "{overflow:?}");
+    }
   }
 
   #[test]
