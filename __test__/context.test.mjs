@@ -140,3 +140,31 @@ test('hooks get ctx.callModel exactly when the harness has a model (D8)', async 
   await assert.rejects(noModel.run(s.llm({ id: 'ask', model: 'm' }), 'hi'), (e) => e.code === 'NO_LLM_PROVIDER');
   assert.deepEqual(seen, ['function', 'undefined']);
 });
+
+test('steps built anew for every run do not grow the handle table; a collected context releases its layers', async () => {
+  const harness = new AgentHarness({ name: 't', params: {}, llm: { provider: 'scripted' } });
+  const handles = () => harness._runtime.handles.size;
+  const freshAgent = () =>
+    loop({
+      id: 'l',
+      steps: [step.run({ id: 'r', execute: async (input) => input }), step.llm({ id: 'ask', model: () => 'm' })],
+      until: async () => ({ stop: true }),
+    });
+  await harness.run(freshAgent(), 'warm up', { memory: [probe('p', 1, [])] });
+  const before = handles();
+  for (let i = 0; i < 50; i++) await harness.run(freshAgent(), `turn ${i}`, { memory: [probe('p', 1, [])] });
+  assert.equal(handles(), before);
+
+  // In a function of its own, so that no suspended frame of this test keeps the context alive.
+  const useContext = async () => {
+    const ctx = harness.createContext({ memory: [probe('q', 1, [])] });
+    await harness.run(freshAgent(), 'in a context', ctx);
+    return handles();
+  };
+  assert.ok((await useContext()) > before);
+  for (let i = 0; i < 20 && handles() > before; i++) {
+    global.gc?.();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  if (global.gc) assert.equal(handles(), before);
+});

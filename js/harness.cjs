@@ -52,18 +52,25 @@ class AgentHarness {
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
   createContext(opts = {}) {
     const runtime = this._runtime;
-    const keep = (v) => runtime.keep(v);
+    const handles = runtime.scope();
+    const keep = handles.keep;
     const options = {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
       memory: opts.memory === undefined ? undefined : layersOf(opts.memory).map((l) => describeLayer(l, keep)),
       items: (opts.items ?? []).map((item) => JSON.stringify(item)),
     };
-    const id = callNative(() => runtime.native.createContext(JSON.stringify(options)));
+    let id;
+    try {
+      id = callNative(() => runtime.native.createContext(JSON.stringify(options)));
+    } catch (e) {
+      handles.release();
+      throw e;
+    }
     const ctx = runtime.context(id);
     ctx.itemLog._adopt(opts.items ?? []);
     if (opts.state !== undefined) ctx.state = opts.state;
-    runtime.keepContext(ctx);
+    runtime.keepContext(ctx, handles);
     return ctx;
   }
 
@@ -72,7 +79,16 @@ class AgentHarness {
   // dispose; `options` may name its threadId, resourceId and memory.
   async run(step, input, contextOrOptions = {}) {
     const runtime = this._runtime;
-    const keep = (v) => runtime.keep(v);
+    const handles = runtime.scope();
+    try {
+      return await this._run(step, input, contextOrOptions, handles.keep);
+    } finally {
+      handles.release();
+    }
+  }
+
+  _run(step, input, contextOrOptions, keep) {
+    const runtime = this._runtime;
     const description = describeStep(step, keep, describeLayer);
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
       return this._settle(runtime.native.runInContext(contextOrOptions.id, JSON.stringify(description), JSON.stringify(runtime.toRef(input))));

@@ -21,6 +21,7 @@ class Runtime {
     this.contexts = new Map();
     // Contexts from createContext, held weakly: they live as long as the caller keeps them.
     this.kept = new Map();
+    this.contextHandles = new Map();
     this.states = new Map();
     this.activeRuns = 0;
     this.collected = new FinalizationRegistry((id) => this.forgetContext(id));
@@ -37,6 +38,27 @@ class Runtime {
       this.handles.set(id, value);
     }
     return id;
+  }
+
+  // Handles for the functions of one run's step tree (or one context's layers): released together when it ends,
+  // so code that builds new steps for every run does not grow the table.
+  scope() {
+    const ids = new Map();
+    return {
+      keep: (value) => {
+        let id = ids.get(value);
+        if (id === undefined) {
+          id = this.next++;
+          ids.set(value, id);
+          this.handles.set(id, value);
+        }
+        return id;
+      },
+      release: () => {
+        for (const id of ids.values()) this.handles.delete(id);
+        ids.clear();
+      },
+    };
   }
 
   // Values of a run (step outputs, thrown errors), dropped when no run is active.
@@ -66,13 +88,16 @@ class Runtime {
   }
 
   // Keeps a createContext context weakly; when it is collected, its state goes on both sides.
-  keepContext(ctx) {
+  keepContext(ctx, handles) {
     this.contexts.delete(ctx.id);
     this.kept.set(ctx.id, new WeakRef(ctx));
+    this.contextHandles.set(ctx.id, handles);
     this.collected.register(ctx, ctx.id);
   }
 
   forgetContext(id) {
+    this.contextHandles.get(id)?.release();
+    this.contextHandles.delete(id);
     this.kept.delete(id);
     this.states.delete(id);
     this.native.dropContext(id);
