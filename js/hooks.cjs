@@ -81,6 +81,8 @@ function paramsFor(phase, args, { state, log, exec, runtime }) {
       const newItems = log._objects.slice(args.responseFrom, args.responseTo);
       return { newItems, log, response: { items: newItems, usage: args.usage }, ctx: exec, state };
     }
+    case 'onItemAppend':
+      return { items: args.items, log, ctx: exec, state };
     case 'onComplete':
       return { log, ctx: exec, state, outcome: args.outcome };
     default:
@@ -91,6 +93,26 @@ function paramsFor(phase, args, { state, log, exec, runtime }) {
 function failed(e, runtime) {
   if (e instanceof HookTimeout) return { status: 'timeout', ms: e.ms };
   return { status: 'threw', message: e instanceof Error ? e.message : String(e), error: runtime.keepValue(e) };
+}
+
+// onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.
+// A hook that fails, or answers without an `items` array, passes its input on unchanged.
+async function appendPipeline(batch, call, apply) {
+  let current = batch.items.map((text) => JSON.parse(text));
+  const replies = [];
+  for (const c of batch.calls) {
+    if (current.length === 0) {
+      replies.push({ status: 'skipped' });
+      continue;
+    }
+    const reply = apply(c, await call({ ...c, args: { items: current } }));
+    if (reply.status === 'ok') {
+      current = reply.items;
+      reply.items = current.map((item) => JSON.stringify(item));
+    }
+    replies.push(reply);
+  }
+  return replies;
 }
 
 async function runHooks(runtime, batch) {
@@ -106,6 +128,10 @@ async function runHooks(runtime, batch) {
       const result = await callWithTimeout((p) => layer.hooks[batch.phase](p), params, c.timeoutMs);
       const reply = { status: 'ok', next: stateOf(c.write, result) };
       if (batch.phase === 'recall') reply.recall = recallOf(result);
+      if (batch.phase === 'onItemAppend') {
+        if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
+        reply.items = result.items;
+      }
       return reply;
     } catch (e) {
       return failed(e, runtime);
@@ -121,6 +147,7 @@ async function runHooks(runtime, batch) {
     if (c.persist && next !== undefined) rest.persist = runtime.serializable(next, c.layerId);
     return rest;
   };
+  if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply);
   if (batch.phase === 'store') {
     // Store hooks of different layers may run concurrently; their results apply in order (D2).
     const replies = await Promise.all(batch.calls.map(call));

@@ -47,6 +47,7 @@ struct JsHookReply {
   state: Option<String>,
   persist: Option<Value>,
   recall: Option<Value>,
+  items: Option<Vec<String>>,
 }
 
 fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
@@ -78,6 +79,7 @@ impl From<JsHookReply> for HookReply {
   fn from(reply: JsHookReply) -> Self {
     let status = match reply.status.as_str() {
       "ok" => HookStatus::Ok,
+      "skipped" => HookStatus::Skipped,
       "timeout" => HookStatus::TimedOut(reply.ms.unwrap_or(0.0)),
       _ => HookStatus::Threw(reply.message.unwrap_or_else(|| "the hook failed".into())),
     };
@@ -86,6 +88,7 @@ impl From<JsHookReply> for HookReply {
       error: reply.error,
       state: state_write(reply.state.as_deref(), reply.persist),
       recall: reply.recall.as_ref().map(recall_reply),
+      items: reply.items,
     }
   }
 }
@@ -130,6 +133,7 @@ impl Host for JsHost {
           error: None,
           state: StateWrite::Unchanged,
           recall: None,
+          items: None,
         })
         .collect()
     };

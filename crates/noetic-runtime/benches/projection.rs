@@ -35,6 +35,7 @@ impl Host for InstantHost {
         state: StateWrite::Unchanged,
         recall: matches!(call.args, HookArgs::Recall { .. })
           .then(|| RecallReply::Text(format!("{} remembers", call.layer_id))),
+        items: None,
       })
       .collect()
   }

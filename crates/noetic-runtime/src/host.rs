@@ -73,6 +73,8 @@ pub enum HookArgs {
   OnComplete {
     outcome: &'static str,
   },
+  /// The items arrive once, with the batch; each hook receives what the one before it passed on.
+  OnItemAppend,
   Dispose,
 }
 
@@ -102,6 +104,9 @@ pub struct HookBatch {
   /// host no request of its own.
   #[serde(skip_serializing_if = "Option::is_none")]
   pub new_items: Option<NewItems>,
+  /// onItemAppend: the items about to be appended, as JSON texts.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub items: Option<Vec<String>>,
 }
 
 /// The JSON texts of the log items at positions `from..from + items.len()`.
@@ -113,7 +118,7 @@ pub struct NewItems {
 
 impl HookBatch {
   pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
-    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None }
+    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None, items: None }
   }
 }
 
@@ -121,6 +126,8 @@ impl HookBatch {
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookStatus {
   Ok,
+  /// Not called: an earlier onItemAppend hook left no items, which ends the pipeline.
+  Skipped,
   Threw(String),
   TimedOut(f64),
 }
@@ -144,6 +151,8 @@ pub struct HookReply {
   pub error: Option<HostRef>,
   pub state: StateWrite,
   pub recall: Option<RecallReply>,
+  /// onItemAppend: the items this hook passed on, as JSON texts.
+  pub items: Option<Vec<String>>,
 }
 
 /// A JS value a step produced or consumes. Strings cross as strings because the runtime reads them (an LLM step's

@@ -39,6 +39,7 @@ impl Host for ScriptHost {
           error: Some(99),
           state: StateWrite::Unchanged,
           recall: None,
+          items: None,
         });
         if call.stop_on_error {
           break;
@@ -55,7 +56,7 @@ impl Host for ScriptHost {
         }
         _ => (StateWrite::Unchanged, None),
       };
-      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall });
+      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall, items: None });
     }
     replies
   }

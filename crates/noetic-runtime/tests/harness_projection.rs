@@ -41,6 +41,7 @@ impl Host for VectorHost {
         error: None,
         state: StateWrite::Unchanged,
         recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0) }),
+        items: None,
       })
       .collect()
   }

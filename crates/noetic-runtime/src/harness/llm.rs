@@ -109,10 +109,15 @@ impl Harness {
     let query = input.as_text().unwrap_or_default().to_owned();
     if !query.is_empty() {
       let message = Arc::new(create_message(&query, "user")?);
-      if has_layers {
-        lifecycle::append_items(&self.env, &self.scope(ctx), std::slice::from_ref(&message)).await;
+      let items = if has_layers {
+        lifecycle::append_items(&self.env, &self.scope(ctx), vec![message]).await?
+      } else {
+        vec![message]
+      };
+      let mut state = ctx.state();
+      for item in items {
+        state.log.push(item);
       }
-      ctx.state().log.push(message);
     }
 
     let tools = match &step.tools {

@@ -110,6 +110,7 @@ impl MemoryEnv {
       error: None,
       state: StateWrite::Unchanged,
       recall: None,
+      items: None,
     });
     replies
   }
@@ -136,7 +137,7 @@ fn host_call(
 /// A failure message for a hook reply that did not succeed.
 fn failure(status: &HookStatus) -> Option<String> {
   match status {
-    HookStatus::Ok => None,
+    HookStatus::Ok | HookStatus::Skipped => None,
     HookStatus::Threw(message) => Some(message.clone()),
     HookStatus::TimedOut(ms) => Some(format!("Timeout after {}ms", crate::js_number(*ms))),
   }
