@@ -676,6 +676,12 @@ export interface ScopedStorage {
 /** Map-backed StorageAdapter living as long as the returned object. */
 export declare function createInMemoryStorage(): StorageAdapter;
 
+/**
+ * The embedded durable StorageAdapter: one SQLite file (created if missing), written through WAL so a committed
+ * `set` survives a crash, and safe to share between processes. `':memory:'` gives a private in-memory database.
+ */
+export declare function createSqliteStorage(path: string): StorageAdapter;
+
 export interface MemoryCallModelRequest {
   model: string;
   items: ReadonlyArray<Item>;
@@ -1972,9 +1978,14 @@ export declare class NativeHarness {
   get liveExecutions(): number
 }
 
-/** The Map-backed `StorageAdapter` of `createInMemoryStorage()`. */
+/**
+ * A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
+ * `createSqliteStorage(path)`. Harnesses given one use it directly, with no crossing.
+ */
 export declare class NativeStorage {
   constructor()
+  /** Opens (creating if needed) the SQLite store at `path`. */
+  static sqlite(path: string): NativeStorage
   /** Resolves to the stored value, or `null` when the key is missing. */
   get(key: string): Promise<any>
   set(key: string, value: any): Promise<void>

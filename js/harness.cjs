@@ -1,13 +1,21 @@
 'use strict';
 // `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
 const { Runtime, native } = require('./runtime.cjs');
-const { fromNative, callNative } = require('./errors.cjs');
+const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 
 function createInMemoryStorage() {
   return new native.NativeStorage();
+}
+
+// The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
+function createSqliteStorage(path) {
+  if (typeof path !== 'string' || path.length === 0) {
+    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: 'createSqliteStorage(path) needs a file path.', hint: "Pass a path such as './agent.db', or ':memory:'." });
+  }
+  return callNative(() => native.NativeStorage.sqlite(path));
 }
 
 function modelOf(opts) {
@@ -125,4 +133,4 @@ class AgentHarness {
   }
 }
 
-module.exports = { AgentHarness, createInMemoryStorage };
+module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage };

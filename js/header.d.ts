@@ -676,6 +676,12 @@ export interface ScopedStorage {
 /** Map-backed StorageAdapter living as long as the returned object. */
 export declare function createInMemoryStorage(): StorageAdapter;
 
+/**
+ * The embedded durable StorageAdapter: one SQLite file (created if missing), written through WAL so a committed
+ * `set` survives a crash, and safe to share between processes. `':memory:'` gives a private in-memory database.
+ */
+export declare function createSqliteStorage(path: string): StorageAdapter;
+
 export interface MemoryCallModelRequest {
   model: string;
   items: ReadonlyArray<Item>;

@@ -31,6 +31,7 @@ module.exports = {
   react: steps.react,
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
+  createSqliteStorage: harness.createSqliteStorage,
   // Internal classes the generated declarations describe; use AgentHarness and createInMemoryStorage.
   NativeHarness: require('./native.cjs').NativeHarness,
   NativeStorage: require('./native.cjs').NativeStorage,

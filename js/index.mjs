@@ -26,6 +26,7 @@ export const {
   react,
   AgentHarness,
   createInMemoryStorage,
+  createSqliteStorage,
   NativeHarness,
   NativeStorage,
 } = core;

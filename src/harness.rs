@@ -105,7 +105,7 @@ impl NativeHarness {
     let layers = describe::layer_set(config.get("layers").unwrap_or(&Value::Null), Some(&dispatch))
       .map_err(|e| to_napi(config_json(&e)))?;
     let storage: Arc<dyn Storage> = match storage {
-      Some(native) => Arc::clone(&native.inner) as Arc<dyn Storage>,
+      Some(native) => Arc::clone(&native.inner),
       None if config.get("jsStorage").and_then(Value::as_bool) == Some(true) => {
         Arc::new(JsStorage { dispatch: dispatch.clone() })
       }

@@ -5,16 +5,23 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use napi_derive::napi;
+use noetic_runtime::ConfigError;
 use noetic_runtime::memory::state::DiagnosticSink;
-use noetic_runtime::storage::{InMemoryStorage, Storage, StorageError, StorageResult};
+use noetic_runtime::storage::{InMemoryStorage, SqliteStorage, Storage, StorageError, StorageResult};
 use serde_json::{Value, json};
 
 use crate::dispatcher::Dispatch;
+use crate::protocol::{config_json, to_napi};
 
-/// The Map-backed `StorageAdapter` of `createInMemoryStorage()`.
+/// A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
+/// `createSqliteStorage(path)`. Harnesses given one use it directly, with no crossing.
 #[napi(js_name = "NativeStorage")]
 pub struct NativeStorage {
-  pub(crate) inner: Arc<InMemoryStorage>,
+  pub(crate) inner: Arc<dyn Storage>,
+}
+
+fn storage_error(error: StorageError) -> napi::Error {
+  napi::Error::new(napi::Status::GenericFailure, error.0)
 }
 
 #[napi]
@@ -24,25 +31,38 @@ impl NativeStorage {
     Self { inner: Arc::new(InMemoryStorage::new()) }
   }
 
+  /// Opens (creating if needed) the SQLite store at `path`.
+  #[napi(factory, catch_unwind)]
+  pub fn sqlite(path: String) -> napi::Result<Self> {
+    let store = SqliteStorage::open(&path).map_err(|error| {
+      to_napi(config_json(&ConfigError::new(
+        "STORAGE_OPEN_FAILED",
+        format!("Could not open the SQLite store at '{path}': {}", error.0),
+        "Pass a path in a directory that exists and is writable, or ':memory:'.",
+      )))
+    })?;
+    Ok(Self { inner: Arc::new(store) })
+  }
+
   /// Resolves to the stored value, or `null` when the key is missing.
   #[napi(ts_return_type = "Promise<any>")]
-  pub async fn get(&self, key: String) -> Option<Value> {
-    self.inner.get_now(&key)
+  pub async fn get(&self, key: String) -> napi::Result<Option<Value>> {
+    self.inner.get(&key).await.map_err(storage_error)
   }
 
   #[napi]
-  pub async fn set(&self, key: String, value: Value) {
-    self.inner.set_now(&key, value);
+  pub async fn set(&self, key: String, value: Value) -> napi::Result<()> {
+    self.inner.set(&key, value).await.map_err(storage_error)
   }
 
   #[napi]
-  pub async fn delete(&self, key: String) {
-    self.inner.delete_now(&key);
+  pub async fn delete(&self, key: String) -> napi::Result<()> {
+    self.inner.delete(&key).await.map_err(storage_error)
   }
 
   #[napi]
-  pub async fn list(&self, prefix: String) -> Vec<String> {
-    self.inner.list_now(&prefix)
+  pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
+    self.inner.list(&prefix).await.map_err(storage_error)
   }
 }
 

@@ -3,12 +3,14 @@
 
 mod in_memory;
 mod scoped;
+mod sqlite;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::in_memory::InMemoryStorage;
 pub use self::scoped::ScopedStorage;
+pub use self::sqlite::SqliteStorage;
 
 /// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
