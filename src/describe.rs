@@ -9,7 +9,7 @@ use noetic_runtime::memory::builtin::layers::{observational_memory_layer, workin
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
-use noetic_runtime::memory::{Overflow, ProjectionPolicy, Scope};
+use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::steps::{LlmStep, Step, Until};
 use serde_json::Value;
 
@@ -82,6 +82,8 @@ pub fn layer_set(layers: &Value) -> Result<LayerSet, ConfigError> {
   for (index, layer) in layers.as_array().into_iter().flatten().enumerate() {
     if let Some(mut native) = layer.get("native").and_then(native_layer) {
       native.handle = layer.get("handle").and_then(Value::as_u64);
+      // A built-in's recallMode can be set on its object (`{...workingMemory(), recallMode: 'eventual'}`).
+      native.spec.recall_mode = RecallMode::parse(layer.get("recallMode").and_then(Value::as_str));
       natives.push((index, native));
       continue;
     }

@@ -88,6 +88,7 @@ async fn dispatch(
         harness.run_in(&child_ctx, child, input).await
       } else {
         let result = nested(harness, child, input, &child_ctx, depth + 1).await;
+        harness.recall_cache.finish(&child_ctx.id).await;
         // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
         // executeSpawn cleans up its child).
         harness.env.states.flush(&child_ctx.id).await;
