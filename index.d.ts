@@ -878,7 +878,11 @@ export interface MemoryLayer<TState = unknown> {
   timeouts?: Partial<LayerTimeouts>;
   /** `'throw'` (default) aborts the execution when init fails; `'disable'` skips the layer. */
   onInitError?: 'throw' | 'disable';
-  /** `'eventual'` serves recall from a cache refreshed after store (never blocks the model call). */
+  /**
+   * `'eventual'` never blocks the model call: recall is served from a cache (nothing while it is cold) that is
+   * refreshed in the background after init and after every store, so a later model call sees the refresh. A
+   * background recall's `state` is ignored. Anything else is `'atomic'`.
+   */
   recallMode?: 'atomic' | 'eventual';
   provides?: LayerProvides;
   itemSchemas?: Pick<ItemSchemaExtensions, 'developerMessages' | 'items'>;
@@ -1934,7 +1938,7 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
 export declare class NativeHarness {
-  /** `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool}`. */
+  /** `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, forceAtomicRecall: bool}`. */
   constructor(config: string, dispatcher: (arg0: number, arg1: string) => void, storage?: NativeStorage | undefined | null)
   /** Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. */
   reply(id: number, ok: boolean, text: string): void

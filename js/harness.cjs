@@ -48,6 +48,8 @@ class AgentHarness {
       layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),
       projection: opts.projection,
       model: modelOf(opts),
+      // Truthy, as upstream tests it.
+      forceAtomicRecall: Boolean(opts.forceAtomicRecall),
       jsStorage: !(storage instanceof native.NativeStorage),
     };
     const dispatch = (id, text) => runtime.receive(id, text);

@@ -878,7 +878,11 @@ export interface MemoryLayer<TState = unknown> {
   timeouts?: Partial<LayerTimeouts>;
   /** `'throw'` (default) aborts the execution when init fails; `'disable'` skips the layer. */
   onInitError?: 'throw' | 'disable';
-  /** `'eventual'` serves recall from a cache refreshed after store (never blocks the model call). */
+  /**
+   * `'eventual'` never blocks the model call: recall is served from a cache (nothing while it is cold) that is
+   * refreshed in the background after init and after every store, so a later model call sees the refresh. A
+   * background recall's `state` is ignored. Anything else is `'atomic'`.
+   */
   recallMode?: 'atomic' | 'eventual';
   provides?: LayerProvides;
   itemSchemas?: Pick<ItemSchemaExtensions, 'developerMessages' | 'items'>;

@@ -51,7 +51,7 @@ function describeBudget(budget) {
 
 function describeLayer(layer, keep) {
   if (typeof layer !== 'object' || layer === null) return { id: null };
-  if (layer[NATIVE]) return { native: layer[NATIVE], handle: keep(layer) };
+  if (layer[NATIVE]) return { native: layer[NATIVE], handle: keep(layer), recallMode: layer.recallMode };
   const hooks = {};
   for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
   const provides = [];

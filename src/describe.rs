@@ -10,7 +10,7 @@ use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
-use noetic_runtime::memory::{Overflow, ProjectionPolicy, Scope};
+use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::steps::{LazyFields, LlmStep, Step, Until};
 use serde_json::Value;
 
@@ -95,7 +95,9 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
   let mut natives = Vec::new();
   for (index, layer) in layers.as_array().into_iter().flatten().enumerate() {
     let handle = layer.get("handle").and_then(Value::as_u64);
-    if let Some(native) = layer.get("native").and_then(|native| native_layer(native, handle, host)) {
+    if let Some(mut native) = layer.get("native").and_then(|native| native_layer(native, handle, host)) {
+      // A built-in's recallMode can be set on its object (`{...workingMemory(), recallMode: 'eventual'}`).
+      native.spec.recall_mode = RecallMode::parse(layer.get("recallMode").and_then(Value::as_str));
       natives.push((index, native));
       continue;
     }

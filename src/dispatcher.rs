@@ -40,9 +40,10 @@ impl Dispatch {
     let id = self.next_id();
     let (sender, receiver) = oneshot::channel();
     self.pending().insert(id, sender);
+    // A caller that stops waiting (an aborted background recall) takes its entry with it; a late reply is ignored.
+    let _waiting = Waiting { dispatch: self, id };
     let status = self.inner.callback.call((id, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
     if status != Status::Ok {
-      self.pending().remove(&id);
       return Err(format!("could not call into JavaScript: {status}"));
     }
     receiver.await.unwrap_or_else(|_| Err("the JavaScript side dropped the request".to_owned()))
@@ -72,5 +73,17 @@ impl Dispatch {
 
   fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<u32, oneshot::Sender<Reply>>> {
     self.inner.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+  }
+}
+
+/// Removes a request's pending entry when its caller is done with it, answered or not.
+struct Waiting<'a> {
+  dispatch: &'a Dispatch,
+  id: u32,
+}
+
+impl Drop for Waiting<'_> {
+  fn drop(&mut self) {
+    self.dispatch.pending().remove(&self.id);
   }
 }

@@ -91,7 +91,7 @@ fn missing_context(id: &str) -> Error {
 
 #[napi]
 impl NativeHarness {
-  /// `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool}`.
+  /// `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, forceAtomicRecall: bool}`.
   #[napi(constructor, catch_unwind)]
   pub fn new(
     config: String,
@@ -130,6 +130,7 @@ impl NativeHarness {
         layers: Arc::new(layers),
         projection: config.get("projection").and_then(describe::projection),
         model,
+        force_atomic_recall: config.get("forceAtomicRecall").and_then(Value::as_bool).unwrap_or(false),
       },
       env,
     );

@@ -109,6 +109,7 @@ fn harness() -> Harness {
     layers: Arc::new(LayerSet::from_layers(layers)),
     projection: None,
     model: Model::Host,
+    force_atomic_recall: false,
   };
   Harness::new(config, env)
 }

@@ -129,7 +129,8 @@ fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -
     sink: Arc::clone(&diagnostics) as Arc<dyn DiagnosticSink>,
     storage: Arc::clone(&storage) as Arc<dyn Storage>,
   };
-  let config = HarnessConfig { name: "t".into(), layers: Arc::new(layers), projection: None, model };
+  let config =
+    HarnessConfig { name: "t".into(), layers: Arc::new(layers), projection: None, model, force_atomic_recall: false };
   Fixture { harness: Harness::new(config, env), host, storage, diagnostics }
 }
 
@@ -300,4 +301,16 @@ async fn missing_model_and_missing_provider_are_config_errors() {
   let out = f.harness.run(&Step::Run { id: "r".into(), execute: 7 }, StepValue::Undefined, RunOptions::default()).await;
   assert_eq!(out.unwrap(), StepValue::Text("ran r".into()));
   let _: Value = json!(null);
+}
+
+#[tokio::test]
+async fn a_spawned_child_that_inherits_the_layers_drops_its_state_when_it_ends() {
+  // Without init the layer is not skipped in the child (§5.2), so its store writes state there.
+  let layers = LayerSet::register(vec![js_layer("loose", 1.0, "thread", 1, &["store"])]).unwrap();
+  let f = fixture(layers, vec![]);
+  let spawn = Step::Spawn { id: "child".into(), child: Arc::new(llm()), memory: None };
+  f.harness.run(&spawn, StepValue::Text("hi".into()), thread("T")).await.unwrap();
+  assert_eq!(*f.host.calls.lock().unwrap(), ["store:loose"]);
+  assert_eq!(f.harness.env.states.live_executions(), 0);
+  assert_eq!(f.harness.live_contexts(), 0);
 }

@@ -111,6 +111,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
       window_size: None,
     }),
     model: Model::Host,
+    force_atomic_recall: false,
   };
   let harness = Harness::new(config, env);
   let ctx = harness.open_context(ExecContext::new("E".into(), "T".into(), None, 0, None, Arc::clone(&harness.layers)));

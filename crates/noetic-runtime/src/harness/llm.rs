@@ -130,13 +130,14 @@ impl Harness {
     let view_policy =
       ProjectionPolicy { token_budget: (policy.token_budget - system_tokens).max(0.0), ..policy.clone() };
 
+    let mut budgets = HashMap::new();
     let recalled = if has_layers {
       let ids: Vec<(&str, crate::memory::BudgetConfig)> =
         ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
       let allocation = allocate_budgets(&ids, policy.token_budget, system_tokens, policy.response_reserve)?;
-      let budgets: HashMap<String, f64> =
-        allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
-      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query).await
+      budgets = allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
+      let cache = self.recall_cache_in_use().map(|cache| &**cache);
+      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache).await
     } else {
       Vec::new()
     };
@@ -180,7 +181,13 @@ impl Harness {
 
     if has_layers {
       let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
-      lifecycle::store_layers(&self.env, &self.scope(ctx), &response.items, (from, to), usage).await;
+      let scope = self.scope(ctx);
+      lifecycle::store_layers(&self.env, &scope, &response.items, (from, to), usage).await;
+      // D6: every eventual layer, not only those whose store changed state: tools, onItemAppend and in-place
+      // mutation change state too. The next model call sees whichever refreshes have finished by then.
+      if let Some(cache) = self.recall_cache_in_use() {
+        lifecycle::refresh_eventual(&self.env, cache, &scope, &budgets);
+      }
     }
     let maps: Vec<&serde_json::Map<String, Value>> = response.items.iter().map(|item| item.json()).collect();
     Ok(StepValue::Text(extract_assistant_text(&maps)))

@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::host::StepValue;
-use crate::memory::ProjectionPolicy;
-use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome};
+use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
 use crate::memory::registry::LayerSet;
+use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::steps::{Step, execute};
 
 pub use self::context::{ContextState, ExecContext, Usage};
@@ -29,6 +29,8 @@ pub struct HarnessConfig {
   pub layers: Arc<LayerSet>,
   pub projection: Option<ProjectionPolicy>,
   pub model: Model,
+  /// Every layer recalls atomically, in the hot path, whatever its `recallMode` (D6).
+  pub force_atomic_recall: bool,
 }
 
 pub struct Harness {
@@ -37,6 +39,9 @@ pub struct Harness {
   pub layers: Arc<LayerSet>,
   pub projection: Option<ProjectionPolicy>,
   pub model: Model,
+  pub force_atomic_recall: bool,
+  /// Eventual layers' recall entries, shared by the executions of this harness (D6).
+  pub recall_cache: Arc<RecallCache>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
 }
 
@@ -59,6 +64,8 @@ impl Harness {
       layers: config.layers,
       projection: config.projection,
       model: config.model,
+      force_atomic_recall: config.force_atomic_recall,
+      recall_cache: Arc::new(RecallCache::new()),
       contexts: Mutex::default(),
     }
   }
@@ -79,6 +86,8 @@ impl Harness {
   }
 
   pub fn close_context(&self, id: &str) {
+    // Normally a no-op: the run already finished its refreshes. A context forgotten mid-run must not keep any.
+    self.recall_cache.close(id);
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
     self.env.host.release_context(id);
   }
@@ -114,11 +123,17 @@ impl Harness {
   /// run, and the context stays open, with its log and state, for the next.
   pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
     let needs_init = !ctx.layers.is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
-    if needs_init && let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
-      ctx.state().layers_ready = false;
-      return Err(failure.into());
+    if needs_init {
+      if let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
+        ctx.state().layers_ready = false;
+        return Err(failure.into());
+      }
+      self.refresh_after_init(ctx);
     }
-    execute(self, step, input, ctx).await
+    let result = execute(self, step, input, ctx).await;
+    // The context stays open, and so do its entries; the next run sees every refresh this one started.
+    self.recall_cache.wait(&ctx.id).await;
+    result
   }
 
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
@@ -138,8 +153,8 @@ impl Harness {
 
   /// Forgets a context the caller kept, and its layers' state. No hook runs.
   pub fn drop_context(&self, id: &str) {
-    self.env.states.cleanup(id);
     self.close_context(id);
+    self.env.states.cleanup(id);
   }
 
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.
@@ -151,8 +166,11 @@ impl Harness {
         lifecycle::dispose_layers(&self.env, &scope).await;
         return Err(failure.into());
       }
+      self.refresh_after_init(ctx);
     }
     let result = execute(self, step, input, ctx).await;
+    // No refresh may read this execution's state once onComplete and dispose have run.
+    self.recall_cache.finish(&ctx.id).await;
     if !ctx.layers.is_empty() {
       let outcome = match (&result, ctx.aborted()) {
         (_, Some(_)) => Outcome::Aborted,
@@ -164,5 +182,26 @@ impl Harness {
       lifecycle::dispose_layers(&self.env, &scope).await;
     }
     result
+  }
+
+  /// Whether eventual layers are served from the cache (not under `forceAtomicRecall`).
+  pub(crate) fn recall_cache_in_use(&self) -> Option<&Arc<RecallCache>> {
+    (!self.force_atomic_recall).then_some(&self.recall_cache)
+  }
+
+  /// Starts the refresh of eventual layers that D6 asks for after init. No allocation has happened yet in this
+  /// execution, so a key that has none recorded gets the harness policy's, with no system prompt.
+  fn refresh_after_init(&self, ctx: &ExecContext) {
+    let Some(cache) = self.recall_cache_in_use() else { return };
+    if !ctx.layers.layers().iter().any(|layer| layer.spec.recall_mode == RecallMode::Eventual) {
+      return;
+    }
+    let policy = self.projection.clone().unwrap_or(DEFAULT_PROJECTION);
+    let ids: Vec<_> = ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
+    // A policy allocate_budgets rejects fails the step itself; here it only leaves the budget at 0.
+    let budgets = allocate_budgets(&ids, policy.token_budget, 0.0, policy.response_reserve)
+      .map(|allocation| allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect())
+      .unwrap_or_default();
+    lifecycle::refresh_eventual(&self.env, cache, &self.scope(ctx), &budgets);
   }
 }

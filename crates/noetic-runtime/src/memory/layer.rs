@@ -181,6 +181,16 @@ pub enum RecallMode {
   Eventual,
 }
 
+impl RecallMode {
+  /// As upstream, anything but `'eventual'` (a typo, a wrong type, nothing) is atomic: no value is rejected.
+  pub fn parse(text: Option<&str>) -> Self {
+    match text {
+      Some("eventual") => Self::Eventual,
+      _ => Self::Atomic,
+    }
+  }
+}
+
 /// A layer as the runtime sees it. Validated when it is registered (see `validate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LayerSpec {

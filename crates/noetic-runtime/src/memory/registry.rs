@@ -176,11 +176,7 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
     Some("disable") => OnInitError::Disable,
     _ => OnInitError::Throw,
   };
-  // As upstream: anything but 'eventual' is atomic.
-  spec.recall_mode = match raw.recall_mode.as_deref() {
-    Some("eventual") => RecallMode::Eventual,
-    _ => RecallMode::Atomic,
-  };
+  spec.recall_mode = RecallMode::parse(raw.recall_mode.as_deref());
   let handle = match raw.imp {
     LayerImpl::Host(handle) => Some(handle),
     LayerImpl::Native(_) => None,

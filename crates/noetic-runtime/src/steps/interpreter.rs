@@ -87,7 +87,13 @@ async fn dispatch(
       let result = if memory.is_some() {
         harness.run_in(&child_ctx, child, input).await
       } else {
-        nested(harness, child, input, &child_ctx, depth + 1).await
+        let result = nested(harness, child, input, &child_ctx, depth + 1).await;
+        harness.recall_cache.finish(&child_ctx.id).await;
+        // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
+        // executeSpawn cleans up its child).
+        harness.env.states.flush(&child_ctx.id).await;
+        harness.env.states.cleanup(&child_ctx.id);
+        result
       };
       harness.close_context(&child_ctx.id);
       result

@@ -4,6 +4,7 @@
 
 mod append;
 mod complete;
+mod eventual;
 mod init;
 mod recall;
 mod store;
@@ -18,6 +19,7 @@ use crate::storage::Storage;
 
 pub use self::append::append_items;
 pub use self::complete::{Outcome, complete_layers, dispose_layers};
+pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, init_layers};
 pub use self::recall::{RecallEntry, recall_layers};
 pub use self::store::store_layers;
@@ -132,6 +134,21 @@ fn host_call(
     stop_on_error: false,
     args,
   })
+}
+
+/// Runs a built-in hook under its timeout, as the host does for JS hooks (§6.1): none when `ms <= 0`, and a NaN
+/// timeout fires at once. `Err` carries the timeout for the `Timeout after <ms>ms` diagnostic.
+async fn within<F: std::future::Future>(ms: f64, hook: F) -> Result<F::Output, f64> {
+  if ms <= 0.0 {
+    return Ok(hook.await);
+  }
+  let limit =
+    if ms.is_nan() { Ok(std::time::Duration::ZERO) } else { std::time::Duration::try_from_secs_f64(ms / 1000.0) };
+  match limit {
+    Ok(limit) => tokio::time::timeout(limit, hook).await.map_err(|_| ms),
+    // Too long to represent (Infinity included): it never fires.
+    Err(_) => Ok(hook.await),
+  }
 }
 
 /// A failure message for a hook reply that did not succeed.

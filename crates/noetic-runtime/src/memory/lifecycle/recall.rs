@@ -1,16 +1,19 @@
-//! recall: every layer contributes items for this model call, in slot order, within its allocated budget.
+//! recall: every layer contributes items for this model call, in slot order, within its allocated budget. Atomic
+//! layers are recalled here, in the hot path; eventual layers (D6) are served from the harness's cache instead,
+//! which `eventual` refreshes in the background.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::host::{HookArgs, HookBatch, RecallReply, WriteRule};
+use crate::host::{ExecInfo, HookArgs, HookBatch, RecallReply, WriteRule};
 use crate::items::{Item, check_known_type, create_message};
-use crate::memory::HookKind;
-use crate::memory::native::NativeRecall;
+use crate::memory::native::{NativeLayer, NativeRecall};
 use crate::memory::registry::{Layer, LayerImpl};
+use crate::memory::{HookKind, RecallMode, StateWrite};
 use crate::tokens::estimate_tokens;
 
-use super::{ExecScope, MemoryEnv, failure, host_call};
+use super::eventual::{RecallCache, cache_key};
+use super::{ExecScope, MemoryEnv, failure, host_call, within};
 
 /// One layer's contribution: its items and the token count it reported (trusted as is, §9.1).
 #[derive(Debug, Clone)]
@@ -21,57 +24,128 @@ pub struct RecallEntry {
   pub token_count: Option<f64>,
 }
 
-/// Recalls every layer with a `recall` hook that passes the gate. Entries come back in slot order.
-// TODO(D6): eventual layers are recalled atomically for now; serve them from a cache refreshed after store.
+/// How one layer's recall ended. A failure has already been reported as a diagnostic.
+pub(super) enum Recalled {
+  Entry(RecallEntry),
+  Nothing,
+  Failed,
+}
+
+/// The execution a recall reads state from, the context whose log its hooks see, and what they see of it.
+pub(super) struct RecallTarget<'a> {
+  pub exec: &'a str,
+  pub context: &'a str,
+  pub info: &'a ExecInfo,
+}
+
+/// Recalls every layer with a `recall` hook that passes the gate. Entries come back in slot order, ties in array
+/// order, whichever way each was obtained. With a `cache`, eventual layers are served from it (nothing while cold)
+/// and never recalled here; without one (`forceAtomicRecall`), every layer is atomic.
 pub async fn recall_layers(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   budgets: &HashMap<String, f64>,
   query: &str,
+  cache: Option<&RecallCache>,
 ) -> Vec<RecallEntry> {
-  let exec = scope.exec_id().to_owned();
+  let exec = scope.exec_id();
   let layers = env.participants(scope, HookKind::Recall);
   let budget_of = |layer: &Layer| budgets.get(layer.id()).copied().unwrap_or(0.0);
-  let mut entries: Vec<(usize, RecallEntry)> = Vec::with_capacity(layers.len());
-  let mut batch = HookBatch::new(HookKind::Recall, scope.context.to_owned(), scope.info.clone());
-  let mut batch_layers = Vec::new();
-  for (order, layer) in layers.iter().enumerate() {
-    match &layer.imp {
-      LayerImpl::Native(native) => {
-        let state = env.state_json(&exec, layer.id());
-        match native.recall(state.as_ref(), budget_of(layer)).await {
-          Ok(Some(NativeRecall { text, token_count })) => match create_message(&text, "developer") {
-            Ok(item) => entries.push((order, entry(layer, vec![Arc::new(item)], Some(token_count)))),
-            Err(error) => env.diagnose(layer.id(), HookKind::Recall, &error.message),
-          },
-          Ok(None) => {}
-          Err(message) => env.diagnose(layer.id(), HookKind::Recall, &message),
-        }
+  let mut slots: Vec<Option<RecallEntry>> = vec![None; layers.len()];
+  let mut atomic = Vec::with_capacity(layers.len());
+  for (index, layer) in layers.iter().enumerate() {
+    match cache {
+      Some(cache) if layer.spec.recall_mode == RecallMode::Eventual => {
+        slots[index] = cache.serve(exec, &cache_key(scope, layer), layer, budget_of(layer));
       }
+      _ => atomic.push((index, &***layer, budget_of(layer))),
+    }
+  }
+  let targets: Vec<(&Layer, f64)> = atomic.iter().map(|&(_, layer, budget)| (layer, budget)).collect();
+  let target = RecallTarget { exec, context: scope.context, info: &scope.info };
+  let results = recall_each(env, &target, &targets, query, WriteRule::IfDefined).await;
+  for ((index, layer, _), (recalled, write)) in atomic.into_iter().zip(results) {
+    env.apply_host_write(exec, layer.id(), &write);
+    if let Recalled::Entry(entry) = recalled {
+      slots[index] = Some(entry);
+    }
+  }
+  slots.into_iter().flatten().collect()
+}
+
+/// Recalls each `(layer, budget)`: built-ins in Rust, then every JS layer in one host batch. One outcome per layer,
+/// in the order given, with the state write the host reported (applying it is the caller's decision).
+pub(super) async fn recall_each(
+  env: &MemoryEnv,
+  target: &RecallTarget<'_>,
+  layers: &[(&Layer, f64)],
+  query: &str,
+  write: WriteRule,
+) -> Vec<(Recalled, StateWrite)> {
+  let mut outcomes: Vec<(Recalled, StateWrite)> =
+    layers.iter().map(|_| (Recalled::Failed, StateWrite::Unchanged)).collect();
+  let mut batch = HookBatch::new(HookKind::Recall, target.context.to_owned(), target.info.clone());
+  let mut batch_index = Vec::new();
+  for (index, &(layer, budget)) in layers.iter().enumerate() {
+    match &layer.imp {
+      LayerImpl::Native(native) => outcomes[index].0 = recall_native(env, target.exec, layer, native, budget).await,
       LayerImpl::Host(_) => {
-        let args = HookArgs::Recall { budget: budget_of(layer), query: query.to_owned() };
-        if let Some(call) = host_call(layer, HookKind::Recall, WriteRule::IfDefined, args) {
+        let args = HookArgs::Recall { budget, query: query.to_owned() };
+        if let Some(call) = host_call(layer, HookKind::Recall, write, args) {
           batch.calls.push(call);
-          batch_layers.push((order, *layer));
+          batch_index.push(index);
         }
       }
     }
   }
   let replies = env.run_batch(batch).await;
-  for ((order, layer), reply) in batch_layers.into_iter().zip(replies) {
+  for (index, reply) in batch_index.into_iter().zip(replies) {
+    let layer = layers[index].0;
     if let Some(message) = failure(&reply.status) {
       env.diagnose(layer.id(), HookKind::Recall, &message);
       continue;
     }
-    env.apply_host_write(&exec, layer.id(), &reply.state);
-    match normalise(reply.recall) {
-      Ok(Some((items, token_count))) => entries.push((order, entry(layer, items, token_count))),
-      Ok(None) => {}
-      Err(message) => env.diagnose(layer.id(), HookKind::Recall, &message),
+    let recalled = match normalise(reply.recall) {
+      Ok(Some((items, token_count))) => Recalled::Entry(entry(layer, items, token_count)),
+      Ok(None) => Recalled::Nothing,
+      Err(message) => {
+        env.diagnose(layer.id(), HookKind::Recall, &message);
+        Recalled::Failed
+      }
+    };
+    outcomes[index] = (recalled, reply.state);
+  }
+  outcomes
+}
+
+/// A built-in recall, under the layer's recall timeout like a JS one. Built-ins never write state from recall.
+async fn recall_native(
+  env: &MemoryEnv,
+  exec: &str,
+  layer: &Layer,
+  native: &Arc<dyn NativeLayer>,
+  budget: f64,
+) -> Recalled {
+  let state = env.state_json(exec, layer.id());
+  let outcome = match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await {
+    Ok(outcome) => outcome,
+    Err(ms) => Err(format!("Timeout after {}ms", crate::js_number(ms))),
+  };
+  let made = match outcome {
+    Ok(Some(NativeRecall { text, token_count })) => {
+      create_message(&text, "developer").map(|item| Some((item, token_count))).map_err(|error| error.message)
+    }
+    Ok(None) => Ok(None),
+    Err(message) => Err(message),
+  };
+  match made {
+    Ok(Some((item, token_count))) => Recalled::Entry(entry(layer, vec![Arc::new(item)], Some(token_count))),
+    Ok(None) => Recalled::Nothing,
+    Err(message) => {
+      env.diagnose(layer.id(), HookKind::Recall, &message);
+      Recalled::Failed
     }
   }
-  entries.sort_by_key(|(order, _)| *order);
-  entries.into_iter().map(|(_, entry)| entry).collect()
 }
 
 fn entry(layer: &Layer, items: Vec<Arc<Item>>, token_count: Option<f64>) -> RecallEntry {
@@ -79,10 +153,10 @@ fn entry(layer: &Layer, items: Vec<Arc<Item>>, token_count: Option<f64>) -> Reca
 }
 
 /// A layer's recalled items and its self-reported token count.
-type Recalled = (Vec<Arc<Item>>, Option<f64>);
+type RecalledItems = (Vec<Arc<Item>>, Option<f64>);
 
 /// Turns a recall reply into items: the string shorthand becomes one developer message costed by its raw text.
-fn normalise(reply: Option<RecallReply>) -> Result<Option<Recalled>, String> {
+fn normalise(reply: Option<RecallReply>) -> Result<Option<RecalledItems>, String> {
   match reply {
     None | Some(RecallReply::Nothing) => Ok(None),
     Some(RecallReply::Text(text)) if text.is_empty() => Ok(None),
