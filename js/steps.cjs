@@ -125,6 +125,7 @@ function describeStep(s, keep, describeLayer) {
         instructions: s.instructions,
         tools: Array.isArray(s.tools) ? s.tools.map((t) => describeTool(t, keep)) : undefined,
         projection: s.projection,
+        params: s.params,
       };
     case 'loop':
       return {

@@ -13,7 +13,7 @@ use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::steps::{LlmStep, Step};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
@@ -132,7 +132,14 @@ fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -
 }
 
 fn llm() -> Step {
-  Step::Llm(Box::new(LlmStep { id: "s".into(), model: "m".into(), instructions: None, tools: None, projection: None }))
+  Step::Llm(Box::new(LlmStep {
+    id: "s".into(),
+    model: "m".into(),
+    instructions: None,
+    tools: None,
+    projection: None,
+    params: ModelParams::default(),
+  }))
 }
 
 fn thread(id: &str) -> RunOptions {
@@ -253,6 +260,7 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     instructions: None,
     tools: None,
     projection: None,
+    params: ModelParams::default(),
   }));
   match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),

@@ -43,4 +43,13 @@ pub struct LlmStep {
   /// `None`: the step's context offers every layer tool; `Some([])`: no tools at all (§7.3 step 3).
   pub tools: Option<Vec<ToolDef>>,
   pub projection: Option<ProjectionPolicy>,
+  pub params: ModelParams,
+}
+
+/// `step.params`: sampling settings forwarded to the model provider when set.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelParams {
+  pub temperature: Option<f64>,
+  pub max_tokens: Option<f64>,
+  pub top_p: Option<f64>,
 }
