@@ -348,6 +348,11 @@ export interface LlmProviderConfig {
   apiKey?: string;
   /** Send `X-OpenRouter-Cache: true` so identical calls are served from cache. */
   cache?: boolean;
+  /**
+   * Where the Responses API lives (`POST {baseUrl}/responses`); defaults to the `OPENROUTER_BASE_URL`
+   * environment variable, then `https://openrouter.ai/api/v1`. Not in upstream: for proxies and local test servers.
+   */
+  baseUrl?: string;
 }
 
 /** One scripted model response; turns are consumed in order, one per model call. */
@@ -1955,10 +1960,10 @@ export declare class NativeHarness {
   /** Runs a step in a context from `create_context`; its layers initialise on the first run. */
   runInContext(context: string, step: string, input: string): Promise<string>
   /**
-   * One round of the harness's built-in model for `callModel` (items as JSON text); resolves to
-   * `{ok, items, usage}` or `{ok: false, error}` JSON.
+   * One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
+   * the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
    */
-  callModelOnce(items: Array<string>): string
+  callModelOnce(request: string, items: Array<string>): Promise<string>
   /** Forgets a context from `create_context` (its JS object was collected). */
   dropContext(context: string): void
   /** Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. */

@@ -1,5 +1,6 @@
 // An agent with memory layers, run twice on one thread: the second run remembers what the first stored.
-// It uses the built-in scripted model, so it needs no key and gives the same output every time.
+// Without OPENROUTER_API_KEY it uses the built-in scripted model, so it needs no key and gives the same output every
+// time. With the key set it talks to OpenRouter (model from NOETIC_DEMO_MODEL, default openai/gpt-4o-mini).
 import { z } from 'zod';
 import {
   AgentHarness, createInMemoryStorage, createMessage, layerData, layerFn, memory, observationalMemory, react, workingMemory,
@@ -34,16 +35,19 @@ const script = [
   { text: 'Nice to meet you, Ada. I will remember the tea.' },
   { text: 'You are Ada, and you drink green tea.' },
 ];
+const live = Boolean(process.env.OPENROUTER_API_KEY);
+const model = process.env.NOETIC_DEMO_MODEL || 'openai/gpt-4o-mini';
 const storage = createInMemoryStorage();
 const harness = new AgentHarness({
   name: 'demo',
   params: {},
   storage,
-  // TODO: the OpenRouter provider (a Rust HTTP client) is not in this build yet; with a key set, say so.
-  llm: { provider: 'scripted', script },
+  // The OpenRouter provider reads its key from OPENROUTER_API_KEY.
+  llm: live ? { provider: 'openrouter' } : { provider: 'scripted', script },
 });
-if (process.env.OPENROUTER_API_KEY) console.log('(OPENROUTER_API_KEY is set, but this build has only the scripted model.)\n');
-const agent = react({ model: 'openai/gpt-4o-mini', instructions: 'You are a helpful assistant.', memory: memory([workingMemory(), notesLayer(), observationalMemory()]), maxSteps: 1 });
+console.log(live ? `(model: ${model} on OpenRouter)\n` : '(model: the built-in scripted model; set OPENROUTER_API_KEY for a real one)\n');
+const instructions = 'You are a helpful assistant. Save what you learn about the user with your memory tools.';
+const agent = react({ model, instructions, memory: memory([workingMemory(), notesLayer(), observationalMemory()]), maxSteps: 1 });
 
 for (const message of ["Hi, I'm Ada and I love green tea.", 'What do you know about me?']) {
   console.log(`user:  ${message}`);

@@ -18,10 +18,16 @@ function createSqliteStorage(path) {
   return callNative(() => native.NativeStorage.sqlite(path));
 }
 
+// As upstream's createClient: the OpenRouter key is `llm.apiKey`, else OPENROUTER_API_KEY, and without one there
+// is no provider (an LLM step then fails with NO_LLM_PROVIDER). The key goes to the native client only.
 function modelOf(opts) {
   if (typeof opts._testCallModel === 'function') return { kind: 'host' };
-  if (opts.llm?.provider === 'scripted') return { kind: 'scripted', script: opts.llm.script ?? [] };
-  return { kind: 'none' };
+  const llm = opts.llm;
+  if (llm?.provider === 'scripted') return { kind: 'scripted', script: llm.script ?? [] };
+  const env = globalThis.process?.env ?? {};
+  const apiKey = llm?.apiKey ?? env.OPENROUTER_API_KEY;
+  if (!apiKey) return { kind: 'none' };
+  return { kind: 'openrouter', apiKey, cache: Boolean(llm?.cache), baseUrl: llm?.baseUrl ?? env.OPENROUTER_BASE_URL };
 }
 
 class AgentHarness {

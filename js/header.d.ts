@@ -348,6 +348,11 @@ export interface LlmProviderConfig {
   apiKey?: string;
   /** Send `X-OpenRouter-Cache: true` so identical calls are served from cache. */
   cache?: boolean;
+  /**
+   * Where the Responses API lives (`POST {baseUrl}/responses`); defaults to the `OPENROUTER_BASE_URL`
+   * environment variable, then `https://openrouter.ai/api/v1`. Not in upstream: for proxies and local test servers.
+   */
+  baseUrl?: string;
 }
 
 /** One scripted model response; turns are consumed in order, one per model call. */

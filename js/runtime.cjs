@@ -164,12 +164,14 @@ class Runtime {
     };
   }
 
-  // One model round with no tools and no context: a test model is called directly, the built-in one natively.
+  // One model round with no tools and no context: a test model is called directly, the harness's own natively.
   async callModel(request) {
     if (this.testModel) return this.testModel(request);
-    const result = JSON.parse(callNative(() => this.native.callModelOnce((request.items ?? []).map((item) => JSON.stringify(item)))));
+    const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
+    const items = (request.items ?? []).map((item) => JSON.stringify(item));
+    const result = JSON.parse(await this.native.callModelOnce(head, items));
     if (!result.ok) throw fromNative(result.error, () => undefined);
-    return { items: result.items, usage: result.usage };
+    return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
   }
 
   scopedStorage(prefix) {

@@ -128,6 +128,7 @@ function describeStep(s, keep, describeLayer) {
         tools: Array.isArray(s.tools) ? s.tools.map((t) => describeTool(t, keep)) : undefined,
         projection: s.projection,
         lazy: fields.length > 0 ? { step: keep(s), fields } : undefined,
+        params: s.params,
       };
     }
     case 'loop':

@@ -4,14 +4,16 @@
 use std::sync::Arc;
 
 use noetic_runtime::error::ConfigError;
-use noetic_runtime::harness::{ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
+use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
+use noetic_runtime::items::Item;
 use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
-use noetic_runtime::steps::{LazyFields, LlmStep, Step, Until};
+use noetic_runtime::provider::OpenRouterConfig;
+use noetic_runtime::steps::{LazyFields, LlmStep, ModelParams, Step, Until};
 use serde_json::Value;
 
 use crate::dispatcher::Dispatch;
@@ -209,6 +211,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       tools: value.get("tools").and_then(Value::as_array).map(|tools| tools.iter().map(tool).collect()),
       projection: value.get("projection").and_then(projection),
       lazy: value.get("lazy").and_then(lazy_fields),
+      params: model_params(value.get("params")),
       id,
     })),
     Some("loop") => Step::Loop {
@@ -235,6 +238,35 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       return Err(describe_error(format!("Step '{id}' has kind '{other}', which this version cannot run yet.")));
     }
     None => return Err(describe_error("A step has no `kind`.")),
+  })
+}
+
+/// `step.params`: the sampling settings a provider is sent; anything not a finite number is left unset.
+fn model_params(value: Option<&Value>) -> ModelParams {
+  let field = |key| value.and_then(|v| v.get(key)).and_then(Value::as_f64).filter(|n| n.is_finite());
+  ModelParams { temperature: field("temperature"), max_tokens: field("maxTokens"), top_p: field("topP") }
+}
+
+/// The OpenRouter provider's settings, as JS resolved them (the key from `llm.apiKey` or OPENROUTER_API_KEY).
+pub fn openrouter(value: &Value) -> OpenRouterConfig {
+  OpenRouterConfig {
+    api_key: text(value, "apiKey").unwrap_or_default(),
+    base_url: text(value, "baseUrl").filter(|url| !url.is_empty()),
+    cache: value.get("cache").and_then(Value::as_bool).unwrap_or(false),
+  }
+}
+
+/// `harness.callModel`'s request: `{model, instructions?, params?}` and the items' JSON texts.
+pub fn model_request(value: &Value, items: &[String]) -> Result<ModelRequest, String> {
+  let items = items
+    .iter()
+    .map(|text| Item::from_json_text(text).map(Arc::new).map_err(|e| e.to_string()))
+    .collect::<Result<_, _>>()?;
+  Ok(ModelRequest {
+    model: text(value, "model").unwrap_or_default(),
+    instructions: text(value, "instructions"),
+    items,
+    params: model_params(value.get("params")),
   })
 }
 

@@ -13,6 +13,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
 use noetic_runtime::memory::registry::LayerImpl;
 use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
+use noetic_runtime::provider::OpenRouter;
 use noetic_runtime::steps::Step;
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
@@ -78,11 +79,13 @@ fn settle(joined: std::result::Result<RunResult<StepValue>, tokio::task::JoinErr
   match joined {
     Ok(Ok(value)) => json!({ "ok": true, "value": step_value_json(&value) }),
     Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
-    Err(panic) => {
-      json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } })
-    }
+    Err(panic) => internal_error(&panic),
   }
   .to_string()
+}
+
+fn internal_error(panic: &tokio::task::JoinError) -> Value {
+  json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } })
 }
 
 fn missing_context(id: &str) -> Error {
@@ -115,6 +118,10 @@ impl NativeHarness {
       Some("scripted") => {
         Model::Scripted(ScriptedModel::new(describe::script(config.pointer("/model/script").unwrap_or(&Value::Null))))
       }
+      Some("openrouter") => Model::OpenRouter(
+        OpenRouter::new(describe::openrouter(config.get("model").unwrap_or(&Value::Null)))
+          .map_err(|e| to_napi(config_json(&e)))?,
+      ),
       Some("host") => Model::Host,
       _ => Model::None,
     };
@@ -197,23 +204,33 @@ impl NativeHarness {
     Ok(settle(tokio::spawn(async move { harness.run_existing(&ctx, &step, input).await }).await))
   }
 
-  /// One round of the harness's built-in model for `callModel` (items as JSON text); resolves to
-  /// `{ok, items, usage}` or `{ok: false, error}` JSON.
-  #[napi(catch_unwind)]
-  pub fn call_model_once(&self, items: Vec<String>) -> Result<String> {
-    let mut parsed = Vec::with_capacity(items.len());
-    for text in &items {
-      let item = Item::from_json_text(text).map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
-      parsed.push(Arc::new(item));
-    }
+  /// One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
+  /// the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
+  #[napi]
+  pub async fn call_model_once(&self, request: String, items: Vec<String>) -> Result<String> {
+    let request = describe::model_request(&parse(&request)?, &items).map_err(|e| Error::new(Status::InvalidArg, e))?;
+    let harness = Arc::clone(&self.inner);
+    let joined = tokio::spawn(async move { harness.call_model_once(&request).await }).await;
     Ok(
-      match self.inner.call_model_once(&parsed) {
-        Ok((items, input, output)) => json!({
-          "ok": true,
-          "items": items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),
-          "usage": { "inputTokens": input, "outputTokens": output },
-        }),
-        Err(error) => json!({ "ok": false, "error": error_json(&error) }),
+      match joined {
+        Ok(Ok(round)) => {
+          let mut usage = json!({ "inputTokens": round.input_tokens, "outputTokens": round.output_tokens });
+          if round.cached_tokens > 0.0 {
+            usage["cachedTokens"] = json!(round.cached_tokens);
+          }
+          let mut reply = json!({
+            "ok": true,
+            "items": round.items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),
+            "usage": usage,
+          });
+          // As upstream, a call that cost nothing reports no cost.
+          if round.cost > 0.0 {
+            reply["cost"] = json!(round.cost);
+          }
+          reply
+        }
+        Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
+        Err(panic) => internal_error(&panic),
       }
       .to_string(),
     )
@@ -316,7 +333,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn abort(&self, context: String, reason: Option<String>) -> Result<()> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    ctx.state().abort_reason.get_or_insert(reason.unwrap_or_else(|| "aborted".into()));
+    ctx.abort(reason.unwrap_or_else(|| "aborted".into()));
     Ok(())
   }
 

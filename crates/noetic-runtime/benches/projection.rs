@@ -17,7 +17,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::memory::{DEFAULT_PROJECTION, HistoryView, assemble_view};
-use noetic_runtime::steps::{LlmStep, Step};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;
 
 /// A host that answers instantly: recall with a short text, the model with one assistant message.
@@ -124,6 +124,7 @@ fn llm_step(c: &mut Criterion) {
     tools: None,
     projection: None,
     lazy: None,
+    params: ModelParams::default(),
   }));
   let mut group = c.benchmark_group("llm_step_5_layers");
   for n in [1_000, 10_000, 100_000] {

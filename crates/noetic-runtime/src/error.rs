@@ -46,6 +46,11 @@ impl NoeticError {
     }
     Self { kind: kind.to_owned(), payload, message: message.into() }
   }
+
+  /// `cancelled`: the context was aborted.
+  pub fn cancelled(reason: &str) -> Self {
+    Self::new("cancelled", serde_json::json!({ "reason": reason }), format!("Cancelled: {reason}"))
+  }
 }
 
 impl fmt::Display for NoeticError {

@@ -9,6 +9,7 @@ pub mod harness;
 pub mod host;
 pub mod items;
 pub mod memory;
+pub mod provider;
 pub mod steps;
 pub mod storage;
 pub mod tokens;

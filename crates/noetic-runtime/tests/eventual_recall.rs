@@ -229,6 +229,7 @@ fn llm() -> Step {
     tools: None,
     projection: None,
     lazy: None,
+    params: Default::default(),
   }))
 }
 

@@ -14,7 +14,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::steps::{LlmStep, Step};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
@@ -142,6 +142,7 @@ fn llm() -> Step {
     tools: None,
     projection: None,
     lazy: None,
+    params: ModelParams::default(),
   }))
 }
 
@@ -293,6 +294,7 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     tools: None,
     projection: None,
     lazy: None,
+    params: ModelParams::default(),
   }));
   match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),

@@ -11,7 +11,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy};
-use noetic_runtime::steps::{LlmStep, Step};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;
 use serde_json::{Value, json};
 
@@ -134,6 +134,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     tools: None,
     projection: None,
     lazy: None,
+    params: ModelParams::default(),
   }));
   harness.run_in(&ctx, &step, StepValue::Undefined).await.unwrap();
   let views = host.views.lock().unwrap();

@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::host::{ExecInfo, StepValue, TokenCounts};
 use crate::items::ItemLog;
@@ -42,6 +43,8 @@ pub struct ExecContext {
   pub layers: Arc<LayerSet>,
   started: Instant,
   state: Mutex<ContextState>,
+  /// Flips to true on abort, so that work in flight (a model call) can end instead of only the next step.
+  abort_signal: watch::Sender<bool>,
 }
 
 impl ExecContext {
@@ -53,7 +56,17 @@ impl ExecContext {
     parent: Option<String>,
     layers: Arc<LayerSet>,
   ) -> Self {
-    Self { id, thread_id, resource_id, depth, parent, layers, started: Instant::now(), state: Mutex::default() }
+    Self {
+      id,
+      thread_id,
+      resource_id,
+      depth,
+      parent,
+      layers,
+      started: Instant::now(),
+      state: Mutex::default(),
+      abort_signal: watch::Sender::new(false),
+    }
   }
 
   /// The context's mutable part. Never held across an await.
@@ -67,6 +80,20 @@ impl ExecContext {
 
   pub fn aborted(&self) -> Option<String> {
     self.state().abort_reason.clone()
+  }
+
+  /// Aborts the execution; the first reason stays.
+  pub fn abort(&self, reason: String) {
+    self.state().abort_reason.get_or_insert(reason);
+    self.abort_signal.send_replace(true);
+  }
+
+  /// Resolves with the abort reason once the context is aborted (at once if it already is).
+  pub async fn until_aborted(&self) -> String {
+    let mut signal = self.abort_signal.subscribe();
+    // The sender lives as long as `self`, so waiting cannot fail while we are borrowed.
+    let _ = signal.wait_for(|aborted| *aborted).await;
+    self.aborted().unwrap_or_default()
   }
 
   /// What hooks see of this execution, copied now.

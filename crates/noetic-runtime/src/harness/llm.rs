@@ -1,5 +1,6 @@
 //! One LLM step (§7.3): the input enters the log, layers recall within their budgets, the view is projected from
 //! cached costs, the model answers (running tools), the response enters the log, usage is recorded, layers store.
+//! `Model::Host` (`_testCallModel`) answers the whole step itself; every other model runs in the tool loop.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,16 +9,16 @@ use serde_json::{Value, json};
 
 use super::context::ExecContext;
 use super::model::Model;
+use super::round_model::RoundRequest;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{UsageInputs, compute_layer_usage};
 use super::{Harness, RunResult};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
-use crate::items::{
-  Item, ItemLog, ToolLink, check_known_type, create_message, extract_assistant_text, function_call_output,
-};
+use crate::items::{Item, ItemLog, ToolLink, check_known_type, create_message, extract_assistant_text};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_budgets, assemble_view};
+use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
 use crate::tokens::estimate_tokens;
 
@@ -27,15 +28,6 @@ pub(super) fn no_provider() -> ConfigError {
     "No LLM provider configured on this harness.",
     "Pass `llm: { provider: 'scripted' }` for the built-in scripted model, `llm: { provider: 'openrouter', apiKey }`, or set OPENROUTER_API_KEY.",
   )
-}
-
-/// A model's answer to one step: every item of every tool round, and the summed usage.
-struct Response {
-  items: Vec<Arc<Item>>,
-  input_tokens: f64,
-  output_tokens: f64,
-  cached_tokens: f64,
-  cost: f64,
 }
 
 /// The log without its system messages (they are hoisted), indexed without copying it.
@@ -226,10 +218,20 @@ impl Harness {
     tools: &[ToolDef],
     view: View,
     ctx: &Arc<ExecContext>,
-  ) -> RunResult<Response> {
+  ) -> RunResult<Round> {
+    let request = RoundRequest {
+      step_id: &step.id,
+      model: &step.model,
+      instructions: step.instructions.as_deref(),
+      params: &step.params,
+      conversation: &[],
+      tools,
+      ctx: Some(ctx),
+    };
     match &self.model {
       Model::None => Err(no_provider().into()),
-      Model::Scripted(model) => Ok(self.scripted_tool_loop(model, tools, view.items, ctx).await),
+      Model::Scripted(model) => self.tool_loop(model, request, view.items, ctx).await,
+      Model::OpenRouter(provider) => self.tool_loop(provider, request, view.items, ctx).await,
       Model::Host => {
         let call = ModelCall {
           context: ctx.id.clone(),
@@ -248,7 +250,7 @@ impl Harness {
           check_known_type(&item)?;
           items.push(Arc::new(item));
         }
-        Ok(Response {
+        Ok(Round {
           items,
           input_tokens: reply.input_tokens,
           output_tokens: reply.output_tokens,
@@ -257,47 +259,6 @@ impl Harness {
         })
       }
     }
-  }
-
-  /// The scripted model's rounds: run every tool call it makes, feed the outputs back, until it stops calling.
-  async fn scripted_tool_loop(
-    &self,
-    model: &super::ScriptedModel,
-    tools: &[ToolDef],
-    mut conversation: Vec<Arc<Item>>,
-    ctx: &Arc<ExecContext>,
-  ) -> Response {
-    const MAX_ROUNDS: usize = 16;
-    let mut response =
-      Response { items: Vec::new(), input_tokens: 0.0, output_tokens: 0.0, cached_tokens: 0.0, cost: 0.0 };
-    for _ in 0..MAX_ROUNDS {
-      let round = model.respond(&conversation);
-      response.input_tokens += round.input_tokens;
-      response.output_tokens += round.output_tokens;
-      let mut outputs = Vec::new();
-      for item in &round.items {
-        if item.item_type() != "function_call" {
-          continue;
-        }
-        let name = item.name().unwrap_or_default();
-        let call_id = item.call_id().unwrap_or_default();
-        let output = match tools.iter().find(|tool| tool.name == name || tool.wire_name() == name) {
-          Some(tool) => self.run_tool(tool, item.arguments().unwrap_or("{}"), ctx).await,
-          None => Some(format!("Error: tool '{name}' not found")),
-        };
-        // A `void` result is pinned as an empty output (upstream leaves `output` undefined).
-        outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output.unwrap_or_default())));
-      }
-      conversation.extend(round.items.iter().cloned());
-      conversation.extend(outputs.iter().cloned());
-      response.items.extend(round.items);
-      let done = outputs.is_empty();
-      response.items.extend(outputs);
-      if done {
-        break;
-      }
-    }
-    response
   }
 }
 

@@ -5,24 +5,29 @@ mod context;
 mod error;
 mod llm;
 mod model;
+mod round_model;
 mod scripted;
+mod tool_loop;
 mod tools;
 mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use self::round_model::{RoundModel, RoundRequest};
 use crate::host::StepValue;
+use crate::items::Item;
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
-use crate::steps::{Step, execute};
+use crate::provider::Round;
+use crate::steps::{ModelParams, Step, execute};
 
 pub use self::context::{ContextState, ExecContext, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::model::Model;
 pub use self::scripted::{ScriptedModel, ScriptedToolCall, ScriptedTurn};
-pub use self::tools::{ToolDef, ToolImpl, layer_tools, merge_tools};
+pub use self::tools::{ToolDef, ToolImpl, layer_tools, merge_tools, wire_name};
 
 pub struct HarnessConfig {
   pub name: String,
@@ -43,6 +48,15 @@ pub struct Harness {
   /// Eventual layers' recall entries, shared by the executions of this harness (D6).
   pub recall_cache: Arc<RecallCache>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
+}
+
+/// What `harness.callModel` asks of the harness's model.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRequest {
+  pub model: String,
+  pub instructions: Option<String>,
+  pub items: Vec<Arc<Item>>,
+  pub params: ModelParams,
 }
 
 /// Options of one run.
@@ -137,16 +151,20 @@ impl Harness {
   }
 
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
-  /// do. Returns the response items and usage; it is not added to any context's tokens (§2.4).
-  pub fn call_model_once(
-    &self,
-    items: &[Arc<crate::items::Item>],
-  ) -> RunResult<(Vec<Arc<crate::items::Item>>, f64, f64)> {
+  /// do. It is not added to any context's tokens (§2.4).
+  pub async fn call_model_once(&self, request: &ModelRequest) -> RunResult<Round> {
+    let round = RoundRequest {
+      step_id: "callModel",
+      model: &request.model,
+      instructions: request.instructions.as_deref(),
+      params: &request.params,
+      conversation: &request.items,
+      tools: &[],
+      ctx: None,
+    };
     match &self.model {
-      Model::Scripted(model) => {
-        let round = model.respond(items);
-        Ok((round.items, round.input_tokens, round.output_tokens))
-      }
+      Model::Scripted(model) => model.answer(&round).await,
+      Model::OpenRouter(provider) => provider.answer(&round).await,
       Model::None | Model::Host => Err(llm::no_provider().into()),
     }
   }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::items::{Item, assistant_message, function_call};
+use crate::provider::Round;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ScriptedToolCall {
@@ -20,13 +21,6 @@ pub struct ScriptedTurn {
   pub text: Option<String>,
   pub tool_calls: Vec<ScriptedToolCall>,
   pub usage: Option<(f64, f64)>,
-}
-
-/// One model round's output.
-pub struct ScriptedRound {
-  pub items: Vec<Arc<Item>>,
-  pub input_tokens: f64,
-  pub output_tokens: f64,
 }
 
 #[derive(Debug, Default)]
@@ -47,7 +41,7 @@ impl ScriptedModel {
   }
 
   /// Answers one round given the conversation it would see.
-  pub fn respond(&self, view: &[Arc<Item>]) -> ScriptedRound {
+  pub fn respond(&self, view: &[Arc<Item>]) -> Round {
     let turn = self.turns.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
     let turn = turn.unwrap_or_else(|| ScriptedTurn { text: Some(echo(view)), ..ScriptedTurn::default() });
     let mut items = Vec::new();
@@ -64,7 +58,7 @@ impl ScriptedModel {
       let wrote: u64 = items.iter().map(|item| item.cost()).sum();
       (read as f64, wrote as f64)
     });
-    ScriptedRound { items, input_tokens, output_tokens }
+    Round { items, input_tokens, output_tokens, ..Round::default() }
   }
 }
 

@@ -26,15 +26,21 @@ pub struct ToolDef {
 }
 
 impl ToolDef {
-  /// The name providers receive: every character outside `[A-Za-z0-9_-]` becomes `_`.
+  /// The name providers receive (see [`wire_name`]).
   pub fn wire_name(&self) -> String {
-    self.name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+    wire_name(&self.name)
   }
 
   /// The descriptor models see, also what `toolsTokens` counts.
   pub fn descriptor(&self) -> Value {
     serde_json::json!({ "name": self.name, "description": self.description, "parameters": self.input_schema })
   }
+}
+
+/// A tool name as providers accept it: every character outside `[A-Za-z0-9_-]` becomes `_` (`notes/add` is sent
+/// as `notes_add`). The model answers with that name; the tool loop matches either form.
+pub fn wire_name(name: &str) -> String {
+  name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
 /// The tools of a context's layers, in layer order (D19).

@@ -37,10 +37,6 @@ fn nested<'a>(
   Box::pin(dispatch(harness, step, input, ctx, depth))
 }
 
-fn cancelled(reason: String) -> NoeticError {
-  NoeticError::new("cancelled", json!({ "reason": reason }), format!("Cancelled: {reason}"))
-}
-
 fn step_failed(step_id: &str, cause: String) -> NoeticError {
   NoeticError::new(
     "step_failed",
@@ -60,7 +56,7 @@ async fn dispatch(
     return Err(step_failed(step.id(), format!("maximum step depth ({MAX_DEPTH}) exceeded")).into());
   }
   if let Some(reason) = ctx.aborted() {
-    return Err(cancelled(reason).into());
+    return Err(NoeticError::cancelled(&reason).into());
   }
   ctx.state().step_count += 1;
   match step {
@@ -122,7 +118,7 @@ async fn run_loop(
   let mut completed = 0u64;
   loop {
     if let Some(reason) = ctx.aborted() {
-      return Err(cancelled(reason).into());
+      return Err(NoeticError::cancelled(&reason).into());
     }
     iterations += 1.0;
     if iterations > max_iterations {

@@ -45,6 +45,7 @@ pub struct LlmStep {
   pub projection: Option<ProjectionPolicy>,
   /// Fields given as `(ctx) => value` getters: the host resolves them each time the step runs.
   pub lazy: Option<LazyFields>,
+  pub params: ModelParams,
 }
 
 /// Which of an LLM step's fields are getters, and the step object that holds them in the host.
@@ -60,4 +61,12 @@ pub enum LazyField {
   Model,
   Instructions,
   Tools,
+}
+
+/// `step.params`: sampling settings forwarded to the model provider when set.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ModelParams {
+  pub temperature: Option<f64>,
+  pub max_tokens: Option<f64>,
+  pub top_p: Option<f64>,
 }

@@ -1,0 +1,225 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { z } from 'zod';
+import { AgentHarness, createInMemoryStorage, createMessage, step, tool } from '../js/index.mjs';
+import { myCustomLayer } from './helpers.mjs';
+
+// A stand-in for OpenRouter's Responses API on 127.0.0.1: each POST gets the next reply (the last one repeats) and
+// is recorded with its headers and parsed body.
+async function fakeOpenRouter(replies) {
+  const received = [];
+  const timers = new Set();
+  const server = http.createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk) => (text += chunk));
+    req.on('end', () => {
+      received.push({ method: req.method, url: req.url, headers: req.headers, body: JSON.parse(text) });
+      const reply = replies[Math.min(received.length - 1, replies.length - 1)];
+      const send = () => {
+        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', connection: 'close', ...reply.headers });
+        res.end(JSON.stringify(reply.body ?? {}));
+      };
+      if (!reply.delayMs) return send();
+      const timer = setTimeout(send, reply.delayMs);
+      timers.add(timer);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    received,
+    baseUrl: `http://127.0.0.1:${server.address().port}/api/v1`,
+    close() {
+      for (const timer of timers) clearTimeout(timer);
+      server.closeAllConnections?.();
+      server.close();
+    },
+  };
+}
+
+const message = (text) => ({
+  type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }],
+});
+
+// Changes environment variables for the length of `fn`, restoring them after.
+async function withEnv(vars, fn) {
+  const saved = Object.fromEntries(Object.keys(vars).map((key) => [key, process.env[key]]));
+  const apply = (values) => {
+    for (const [key, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+test('an AgentHarness with a memory layer and a tool runs a two-round tool loop against the Responses API', async () => {
+  const server = await fakeOpenRouter([
+    {
+      body: {
+        status: 'completed',
+        output: [
+          { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'my-custom-layer_addEntry', arguments: '{"text":"likes tea"}', status: 'completed' },
+          { type: 'function_call', id: 'fc_2', call_id: 'call_2', name: 'lookup_weather', arguments: '{"city":"Paris"}', status: 'completed' },
+        ],
+        usage: { input_tokens: 50, output_tokens: 20, input_tokens_details: { cached_tokens: 10 }, cost: 0.0002 },
+      },
+    },
+    { body: { status: 'completed', output: [message('Noted, and it is sunny in Paris.')], usage: { input_tokens: 80, output_tokens: 9, cost: 0.0003 } } },
+  ]);
+  try {
+    const cities = [];
+    const weather = tool({
+      name: 'lookup.weather',
+      description: 'Weather for a city.',
+      input: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        cities.push(city);
+        return { city, sky: 'sunny' };
+      },
+    });
+    const storage = createInMemoryStorage();
+    const harness = new AgentHarness({
+      name: 't', params: {}, storage, memory: [myCustomLayer()],
+      llm: { provider: 'openrouter', apiKey: 'sk-or-test', cache: true, baseUrl: server.baseUrl },
+    });
+    const ctx = harness.createContext({ threadId: 'T' });
+    const ask = step.llm({ id: 'ask', model: 'openai/gpt-4o-mini', instructions: 'You are helpful.', tools: [weather], params: { temperature: 0 } });
+    assert.equal(await harness.run(ask, 'I like tea. Weather in Paris?', ctx), 'Noted, and it is sunny in Paris.');
+
+    // What the server received: auth, the cache header, wire-safe tool names, the converted input.
+    assert.equal(server.received.length, 2);
+    const [first, second] = server.received;
+    assert.equal(first.method, 'POST');
+    assert.equal(first.url, '/api/v1/responses');
+    assert.equal(first.headers.authorization, 'Bearer sk-or-test');
+    assert.equal(first.headers['x-openrouter-cache'], 'true');
+    assert.equal(first.body.model, 'openai/gpt-4o-mini');
+    assert.equal(first.body.instructions, 'You are helpful.');
+    assert.equal(first.body.temperature, 0);
+    assert.deepEqual(first.body.tools.map((t) => t.name), ['lookup_weather', 'my-custom-layer_addEntry']);
+    assert.deepEqual(first.body.tools[0].parameters.properties, { city: { type: 'string' } });
+    assert.deepEqual(first.body.input.at(-1), { role: 'user', content: 'I like tea. Weather in Paris?' });
+    assert.deepEqual(second.body.input.slice(-4), [
+      { type: 'function_call', call_id: 'call_1', id: 'fc_1', name: 'my-custom-layer_addEntry', arguments: '{"text":"likes tea"}' },
+      { type: 'function_call', call_id: 'call_2', id: 'fc_2', name: 'lookup_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: '' },
+      { type: 'function_call_output', call_id: 'call_2', output: '{"city":"Paris","sky":"sunny"}' },
+    ]);
+
+    // What the run did: both tools ran, the log holds camelCase items, usage and cost are summed over the rounds.
+    assert.deepEqual(cities, ['Paris']);
+    assert.deepEqual((await storage.get('layers/my-custom-layer/T/state')).entries, ['likes tea']);
+    const items = ctx.itemLog.items;
+    assert.deepEqual(items.map((i) => i.type), ['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
+    assert.equal(items[1].callId, 'call_1');
+    assert.equal(items[1].call_id, undefined);
+    assert.deepEqual(ctx.tokens, { input: 130, output: 29, total: 159 });
+    assert.ok(Math.abs(ctx.cost - 0.0005) < 1e-12);
+  } finally {
+    server.close();
+  }
+});
+
+test('harness.callModel and a hook’s ctx.callModel go to the provider', async () => {
+  const server = await fakeOpenRouter([
+    { body: { status: 'completed', output: [message('a summary')], usage: { input_tokens: 7, output_tokens: 2, cost: 0.0001 } } },
+    { body: { status: 'completed', output: [message('the answer')] } },
+    { body: { status: 'completed', output: [], output_text: 'direct' } },
+  ]);
+  try {
+    const seen = [];
+    const summariser = {
+      id: 'summariser', slot: 1, scope: 'execution',
+      hooks: {
+        recall: async ({ ctx }) => {
+          const response = await ctx.callModel({ model: 'cheap/model', items: [createMessage('summarise please', 'user')], instructions: 'Summarise.' });
+          seen.push(response);
+          return response.items[0].content[0].text;
+        },
+      },
+    };
+    const harness = new AgentHarness({ name: 't', params: {}, memory: [summariser], llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
+    assert.equal(await harness.run(step.llm({ id: 'ask', model: 'big/model' }), 'hi'), 'the answer');
+    assert.deepEqual(seen[0].usage, { inputTokens: 7, outputTokens: 2 });
+    assert.equal(seen[0].cost, 0.0001);
+    assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: false });
+    assert.equal(server.received[1].body.model, 'big/model');
+
+    // No assistant message in the output: `output_text` becomes one.
+    const direct = await harness.callModel({ model: 'm', items: [createMessage('hello', 'user')] });
+    assert.equal(direct.items[0].role, 'assistant');
+    assert.equal(direct.items[0].content[0].text, 'direct');
+  } finally {
+    server.close();
+  }
+});
+
+test('HTTP 429 is a NoeticError llm_rate_limit; another status is an error naming it', async () => {
+  const server = await fakeOpenRouter([
+    { status: 429, headers: { 'retry-after': '1' }, body: { error: { message: 'slow down' } } },
+    { status: 502, body: { error: { code: 502, message: 'bad gateway upstream' } } },
+  ]);
+  try {
+    const harness = new AgentHarness({ name: 't', params: {}, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
+    const ask = step.llm({ id: 'ask', model: 'm' });
+    await assert.rejects(harness.run(ask, 'hi'), (e) => {
+      assert.equal(e.name, 'NoeticError');
+      assert.deepEqual(e.noeticError, { stepId: 'ask', retryAfter: 1000, kind: 'llm_rate_limit' });
+      return true;
+    });
+    await assert.rejects(harness.run(ask, 'hi'), /OpenRouter request failed with HTTP 502: bad gateway upstream/);
+  } finally {
+    server.close();
+  }
+});
+
+test('aborting the context ends a model call in flight', async () => {
+  const server = await fakeOpenRouter([{ delayMs: 30_000, body: { status: 'completed', output: [message('too late')] } }]);
+  try {
+    const harness = new AgentHarness({ name: 't', params: {}, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
+    const ctx = harness.createContext();
+    const started = Date.now();
+    const run = harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi', ctx);
+    while (server.received.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    ctx.abort('user left');
+    await assert.rejects(run, (e) => e.noeticError?.kind === 'cancelled' && e.noeticError.reason === 'user left');
+    assert.ok(Date.now() - started < 10_000);
+  } finally {
+    server.close();
+  }
+});
+
+test('the key falls back to OPENROUTER_API_KEY (and the base URL to OPENROUTER_BASE_URL); with no key there is no provider', async () => {
+  const server = await fakeOpenRouter([{ body: { status: 'completed', output: [message('from env')] } }]);
+  try {
+    await withEnv({ OPENROUTER_API_KEY: 'sk-from-env', OPENROUTER_BASE_URL: server.baseUrl }, async () => {
+      // No `llm` option at all: as upstream, the key in the environment makes an OpenRouter client.
+      const harness = new AgentHarness({ name: 't', params: {} });
+      assert.equal(await harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi'), 'from env');
+      assert.equal(server.received[0].headers.authorization, 'Bearer sk-from-env');
+      assert.equal(server.received[0].headers['x-openrouter-cache'], undefined);
+    });
+    await withEnv({ OPENROUTER_API_KEY: undefined }, async () => {
+      for (const llm of [{ provider: 'openrouter' }, undefined]) {
+        const harness = new AgentHarness({ name: 't', params: {}, llm });
+        await assert.rejects(harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi'), (e) => e.name === 'NoeticConfigError' && e.code === 'NO_LLM_PROVIDER');
+      }
+    });
+    assert.equal(server.received.length, 1);
+  } finally {
+    server.close();
+  }
+});
+
+test('a base URL that is not http(s) is a config error when the harness is made', () => {
+  assert.throws(
+    () => new AgentHarness({ name: 't', params: {}, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: 'not a url' } }),
+    (e) => e.name === 'NoeticConfigError' && e.code === 'INVALID_BASE_URL',
+  );
+});

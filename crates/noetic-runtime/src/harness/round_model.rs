@@ -1,0 +1,87 @@
+//! A model the runtime's tool loop can drive: it answers one round given the conversation and the tools. The
+//! scripted model and the OpenRouter provider both are one, so they share the loop (and its behaviour).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::context::ExecContext;
+use super::error::{RunError, RunResult};
+use super::scripted::ScriptedModel;
+use super::tools::ToolDef;
+use crate::error::NoeticError;
+use crate::host::HostError;
+use crate::items::Item;
+use crate::provider::{OpenRouter, ProviderError, ProviderRequest, Round};
+use crate::steps::ModelParams;
+
+/// One round's question. Copy, so that the loop can restate it with the grown conversation.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundRequest<'a> {
+  /// Named in errors (`llm_rate_limit.stepId`).
+  pub step_id: &'a str,
+  pub model: &'a str,
+  pub instructions: Option<&'a str>,
+  pub params: &'a ModelParams,
+  pub conversation: &'a [Arc<Item>],
+  pub tools: &'a [ToolDef],
+  /// Aborting this context ends a round in flight; `None` outside a run (`harness.callModel`).
+  pub ctx: Option<&'a ExecContext>,
+}
+
+#[async_trait]
+pub(crate) trait RoundModel: Sync {
+  async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round>;
+}
+
+#[async_trait]
+impl RoundModel for ScriptedModel {
+  async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round> {
+    Ok(self.respond(request.conversation))
+  }
+}
+
+#[async_trait]
+impl RoundModel for OpenRouter {
+  async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round> {
+    let provider_request = ProviderRequest {
+      model: request.model,
+      instructions: request.instructions,
+      items: request.conversation,
+      tools: request.tools,
+      params: request.params,
+    };
+    let call = self.respond(&provider_request);
+    let result = match request.ctx {
+      // Dropping the call's future closes its connection, so an abort ends the request itself.
+      Some(ctx) => tokio::select! {
+        result = call => result,
+        reason = ctx.until_aborted() => return Err(NoeticError::cancelled(&reason).into()),
+      },
+      None => call.await,
+    };
+    result.map_err(|error| provider_failure(error, request.step_id))
+  }
+}
+
+/// A 429 is upstream's `llm_rate_limit`; a bad item type its `item_schema_mismatch`; the rest fail the run with
+/// a plain error that says what happened, as the upstream SDK's errors do.
+fn provider_failure(error: ProviderError, step_id: &str) -> RunError {
+  match error {
+    ProviderError::RateLimited { retry_after_ms } => {
+      let mut payload = Map::new();
+      payload.insert("stepId".into(), Value::String(step_id.to_owned()));
+      let mut message = format!("LLM rate limited at step '{step_id}'");
+      if let Some(ms) = retry_after_ms {
+        payload.insert("retryAfter".into(), serde_json::json!(ms));
+      }
+      if let Some(ms) = retry_after_ms.filter(|ms| *ms > 0.0) {
+        message.push_str(&format!(" (retry after {}ms)", crate::js_number(ms)));
+      }
+      NoeticError::new("llm_rate_limit", Value::Object(payload), message).into()
+    }
+    ProviderError::Item(error) => error.into(),
+    other => RunError::Host(HostError::Thrown { message: other.to_string(), error: None }),
+  }
+}

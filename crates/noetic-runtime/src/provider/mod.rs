@@ -1,0 +1,79 @@
+//! Model providers reached over HTTP (DECISIONS A1: the provider's client is Rust). Today one: OpenRouter's
+//! Responses API, non-streaming. The harness's tool loop drives a provider one round at a time.
+
+mod openrouter;
+mod wire;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use self::openrouter::{OpenRouter, OpenRouterConfig};
+use crate::harness::ToolDef;
+use crate::items::Item;
+use crate::steps::ModelParams;
+
+/// What one model round is asked: the conversation so far and the tools it may call.
+#[derive(Clone, Copy)]
+pub struct ProviderRequest<'a> {
+  pub model: &'a str,
+  /// The step's instructions; system messages in `items` are added to them, not sent as messages.
+  pub instructions: Option<&'a str>,
+  pub items: &'a [Arc<Item>],
+  pub tools: &'a [ToolDef],
+  pub params: &'a ModelParams,
+}
+
+/// One model round's output (or several rounds' summed), items as the log holds them.
+#[derive(Debug, Default)]
+pub struct Round {
+  pub items: Vec<Arc<Item>>,
+  pub input_tokens: f64,
+  pub output_tokens: f64,
+  pub cached_tokens: f64,
+  pub cost: f64,
+}
+
+impl Round {
+  /// Adds another round's usage and cost (not its items).
+  pub fn add_usage(&mut self, other: &Round) {
+    self.input_tokens += other.input_tokens;
+    self.output_tokens += other.output_tokens;
+    self.cached_tokens += other.cached_tokens;
+    self.cost += other.cost;
+  }
+}
+
+/// Why a provider call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderError {
+  /// HTTP 429; `Retry-After` in milliseconds when the server sent one.
+  RateLimited { retry_after_ms: Option<f64> },
+  /// Any other non-success status, with what the body said (shortened).
+  Status { status: u16, detail: String },
+  /// The request never got a response (connection refused, TLS, timeout...).
+  Transport(String),
+  /// A success status whose body is not a Responses API result.
+  Malformed(String),
+  /// The response ended badly (failed, incomplete, empty) even after the continuation retries.
+  Unusable(String),
+  /// An output item of a type the strict item registry rejects.
+  Item(crate::NoeticError),
+}
+
+impl fmt::Display for ProviderError {
+  fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match self {
+      Self::RateLimited { retry_after_ms: Some(ms) } => {
+        write!(f, "OpenRouter rate limited the request (retry after {}ms)", crate::js_number(*ms))
+      }
+      Self::RateLimited { retry_after_ms: None } => f.write_str("OpenRouter rate limited the request"),
+      Self::Status { status, detail } => write!(f, "OpenRouter request failed with HTTP {status}: {detail}"),
+      Self::Transport(message) => write!(f, "OpenRouter request failed: {message}"),
+      Self::Malformed(message) => write!(f, "OpenRouter sent a response this client cannot read: {message}"),
+      Self::Unusable(message) => f.write_str(message),
+      Self::Item(error) => error.fmt(f),
+    }
+  }
+}
+
+impl std::error::Error for ProviderError {}

@@ -1,0 +1,293 @@
+//! The Responses API's JSON, both ways. The wire is snake_case (`call_id`, `max_output_tokens`); the log holds
+//! items camelCase, as upstream's SDK parses them (`callId`), so keys are converted at this boundary only.
+
+use serde_json::{Map, Value, json};
+
+use super::{ProviderRequest, Round};
+use crate::harness::wire_name;
+use crate::items::{Item, assistant_message, check_known_type};
+
+/// What upstream's loop sends after a round that produced nothing usable, to nudge the model on.
+const CONTINUE_NUDGE: &str = "continue";
+
+/// The request body of one round. `nudge` appends the ephemeral "continue" message (not part of the log).
+pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value {
+  let (hoisted, rest): (Vec<&Item>, Vec<&Item>) =
+    request.items.iter().map(|item| &**item).partition(|item| item.is_system_message());
+  let mut input: Vec<Value> = rest.into_iter().map(input_item).collect();
+  if nudge {
+    input.push(json!({ "type": "message", "role": "user", "content": CONTINUE_NUDGE }));
+  }
+
+  let mut body = Map::new();
+  body.insert("model".into(), json!(request.model));
+  body.insert("input".into(), Value::Array(input));
+  if let Some(instructions) = instructions(request.instructions, &hoisted) {
+    body.insert("instructions".into(), json!(instructions));
+  }
+  if !request.tools.is_empty() {
+    let tools = request.tools.iter().map(|tool| {
+      let parameters = match &tool.input_schema {
+        Value::Object(_) => tool.input_schema.clone(),
+        _ => json!({ "type": "object", "properties": {} }),
+      };
+      json!({ "type": "function", "name": tool.wire_name(), "description": tool.description, "parameters": parameters })
+    });
+    body.insert("tools".into(), Value::Array(tools.collect()));
+  }
+  let params = request.params;
+  for (key, value) in
+    [("temperature", params.temperature), ("max_output_tokens", params.max_tokens), ("top_p", params.top_p)]
+  {
+    if let Some(value) = value {
+      body.insert(key.into(), number(value));
+    }
+  }
+  body.insert("stream".into(), json!(false));
+  Value::Object(body)
+}
+
+/// The step's instructions then the hoisted system messages, blank parts dropped, joined by a blank line.
+fn instructions(step: Option<&str>, system: &[&Item]) -> Option<String> {
+  let hoisted: Vec<String> = system.iter().map(|item| text_of(item.get("content"))).collect();
+  let hoisted = (!hoisted.is_empty()).then(|| hoisted.join("\n\n"));
+  let parts: Vec<&str> = [step, hoisted.as_deref()].into_iter().flatten().filter(|part| !part.is_empty()).collect();
+  (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// The text parts of a message's content joined, or the content itself when it is already a string.
+fn text_of(content: Option<&Value>) -> String {
+  match content {
+    Some(Value::String(text)) => text.clone(),
+    Some(Value::Array(parts)) => parts
+      .iter()
+      .filter(|part| matches!(part_type(part), "input_text" | "output_text"))
+      .filter_map(|part| part.get("text").and_then(Value::as_str))
+      .collect(),
+    _ => String::new(),
+  }
+}
+
+fn part_type(part: &Value) -> &str {
+  part.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// One log item as a Responses API input item (upstream's `itemsToInput`).
+fn input_item(item: &Item) -> Value {
+  let field = |key: &str| item.get(key).cloned().unwrap_or(Value::Null);
+  match item.item_type() {
+    "message" if item.get("role").is_some() && item.get("content").is_some() => {
+      // Every message, the model's own included, goes back as an "easy" input message.
+      json!({ "role": field("role"), "content": message_content(item.get("content")) })
+    }
+    "function_call" => json!({
+      "type": "function_call",
+      "call_id": field("callId"),
+      "id": item.id().map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned),
+      // A call made under a tool's own name (`notes/add`, by another model) must match the declared wire name.
+      "name": item.name().map_or(Value::Null, |name| Value::String(wire_name(name))),
+      "arguments": field("arguments"),
+    }),
+    "function_call_output" => {
+      json!({ "type": "function_call_output", "call_id": field("callId"), "output": field("output") })
+    }
+    // Reasoning, server tool calls and other items round-trip as they came.
+    _ => snake_keys(&Value::Object(item.json().clone())),
+  }
+}
+
+/// Plain text unless the message carries an image or a file, which need the structured parts.
+fn message_content(content: Option<&Value>) -> Value {
+  let Some(Value::Array(parts)) = content else {
+    return Value::String(text_of(content));
+  };
+  if !parts.iter().any(|part| matches!(part_type(part), "input_image" | "input_file")) {
+    return Value::String(text_of(content));
+  }
+  Value::Array(parts.iter().map(input_part).collect())
+}
+
+fn input_part(part: &Value) -> Value {
+  let field = |key: &str| part.get(key).cloned();
+  match part_type(part) {
+    "input_text" | "output_text" => json!({ "type": "input_text", "text": field("text").unwrap_or_default() }),
+    "input_image" => json!({
+      "type": "input_image",
+      "image_url": field("imageUrl").unwrap_or_default(),
+      "detail": field("detail").unwrap_or_else(|| json!("auto")),
+    }),
+    "input_file" => {
+      let mut file = Map::new();
+      file.insert("type".into(), json!("input_file"));
+      for (from, to) in
+        [("filename", "filename"), ("fileData", "file_data"), ("fileUrl", "file_url"), ("fileId", "file_id")]
+      {
+        if let Some(value) = field(from) {
+          file.insert(to.into(), value);
+        }
+      }
+      Value::Object(file)
+    }
+    _ => snake_keys(part),
+  }
+}
+
+/// A success body read: the round (when usable) or why it is not.
+pub(super) enum Reply {
+  Usable(Round),
+  /// Failed, incomplete, or empty: upstream retries these with a nudge before giving up.
+  Unusable(String),
+}
+
+/// Reads a Responses API result (upstream's `providerTerminalError`, `extractOutputItems`, `extractUsage`).
+pub(super) fn read_response(body: &Value) -> Result<Reply, super::ProviderError> {
+  let Value::Object(body) = body else {
+    return Err(super::ProviderError::Malformed("the body is not a JSON object".into()));
+  };
+  if let Some(problem) = terminal_problem(body) {
+    return Ok(Reply::Unusable(problem));
+  }
+  let mut items = Vec::new();
+  for output in body.get("output").and_then(Value::as_array).into_iter().flatten() {
+    let item = Item::from_value(camel_keys(output))
+      .map_err(|error| super::ProviderError::Malformed(format!("an output item: {error}")))?;
+    check_known_type(&item).map_err(super::ProviderError::Item)?;
+    items.push(std::sync::Arc::new(item));
+  }
+  let has_message = items.iter().any(|item| item.role() == Some("assistant"));
+  if let Some(text) = body.get("output_text").and_then(Value::as_str)
+    && !text.is_empty()
+    && !has_message
+  {
+    items.insert(0, std::sync::Arc::new(assistant_message(uuid::Uuid::new_v4().to_string(), text)));
+  }
+  if items.is_empty() {
+    return Ok(Reply::Unusable("LLM response completed with no output items".into()));
+  }
+  let usage = body.get("usage");
+  let count = |path: &str| usage.and_then(|usage| usage.pointer(path)).and_then(Value::as_f64).unwrap_or(0.0);
+  Ok(Reply::Usable(Round {
+    items,
+    input_tokens: count("/input_tokens"),
+    output_tokens: count("/output_tokens"),
+    cached_tokens: count("/input_tokens_details/cached_tokens"),
+    cost: count("/cost"),
+  }))
+}
+
+/// A status other than `completed`, described as upstream does; no status at all counts as completed.
+fn terminal_problem(body: &Map<String, Value>) -> Option<String> {
+  let status = match body.get("status") {
+    None | Some(Value::Null) => return None,
+    Some(Value::String(status)) => status.clone(),
+    Some(other) => other.to_string(),
+  };
+  let detail = |object: &str, key: &str| {
+    body
+      .get(object)
+      .and_then(|o| o.get(key))
+      .and_then(Value::as_str)
+      .map(|text| format!(": {text}"))
+      .unwrap_or_default()
+  };
+  match status.as_str() {
+    "completed" => None,
+    "incomplete" => Some(format!("LLM response incomplete{}", detail("incomplete_details", "reason"))),
+    "failed" => Some(format!("LLM response failed{}", detail("error", "message"))),
+    other => Some(format!("LLM response ended with status '{other}'")),
+  }
+}
+
+/// Whole numbers go out as integers (`max_output_tokens: 500`, not `500.0`); strict servers reject the latter.
+fn number(value: f64) -> Value {
+  const EXACT: f64 = 9_007_199_254_740_992.0;
+  if value.fract() == 0.0 && value.abs() < EXACT { json!(value as i64) } else { json!(value) }
+}
+
+/// Every object key in `value`, recursively, from camelCase to snake_case.
+pub(super) fn snake_keys(value: &Value) -> Value {
+  map_keys(value, &|key| {
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+      if c.is_ascii_uppercase() {
+        out.push('_');
+        out.push(c.to_ascii_lowercase());
+      } else {
+        out.push(c);
+      }
+    }
+    out
+  })
+}
+
+/// Every object key in `value`, recursively, from snake_case to camelCase. A leading underscore stays.
+pub(super) fn camel_keys(value: &Value) -> Value {
+  map_keys(value, &|key| {
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for (i, c) in key.chars().enumerate() {
+      if c == '_' && i > 0 {
+        upper = true;
+      } else if upper {
+        out.push(c.to_ascii_uppercase());
+        upper = false;
+      } else {
+        out.push(c);
+      }
+    }
+    out
+  })
+}
+
+fn map_keys(value: &Value, rename: &dyn Fn(&str) -> String) -> Value {
+  match value {
+    Value::Object(map) => {
+      Value::Object(map.iter().map(|(key, value)| (rename(key), map_keys(value, rename))).collect())
+    }
+    Value::Array(values) => Value::Array(values.iter().map(|value| map_keys(value, rename)).collect()),
+    other => other.clone(),
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn keys_convert_both_ways_and_values_are_left_alone() {
+    let wire =
+      json!({ "call_id": "c1", "summary": [{ "type": "summary_text", "text": "a_b" }], "encrypted_content": "x" });
+    let log = camel_keys(&wire);
+    assert_eq!(
+      log,
+      json!({ "callId": "c1", "summary": [{ "type": "summary_text", "text": "a_b" }], "encryptedContent": "x" })
+    );
+    assert_eq!(snake_keys(&log), wire);
+  }
+
+  #[test]
+  fn whole_numbers_are_sent_as_integers() {
+    assert_eq!(number(500.0), json!(500));
+    assert_eq!(number(0.7), json!(0.7));
+  }
+
+  #[test]
+  fn blank_instructions_are_dropped_and_the_rest_joined() {
+    let system = Item::from_value(
+      json!({ "type": "message", "role": "system", "content": [{ "type": "input_text", "text": "Be brief." }] }),
+    )
+    .unwrap();
+    assert_eq!(instructions(Some("Step."), &[&system]).as_deref(), Some("Step.\n\nBe brief."));
+    assert_eq!(instructions(Some(""), &[&system]).as_deref(), Some("Be brief."));
+    assert_eq!(instructions(None, &[]), None);
+  }
+
+  #[test]
+  fn a_message_with_an_image_keeps_structured_parts() {
+    let content = json!([{ "type": "input_text", "text": "look" }, { "type": "input_image", "imageUrl": "data:x" }]);
+    assert_eq!(
+      message_content(Some(&content)),
+      json!([{ "type": "input_text", "text": "look" }, { "type": "input_image", "image_url": "data:x", "detail": "auto" }])
+    );
+  }
+}

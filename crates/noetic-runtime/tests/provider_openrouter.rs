@@ -1,0 +1,456 @@
+//! The OpenRouter provider against a local HTTP server that plays the Responses API: what is sent (headers, the
+//! converted input, hoisted instructions, wire-safe tool names), the tool loop over two rounds, usage and cost,
+//! the fallbacks and the errors.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, ModelRequest, RunError, ToolDef, ToolImpl};
+use noetic_runtime::host::*;
+use noetic_runtime::items::Item;
+use noetic_runtime::memory::lifecycle::MemoryEnv;
+use noetic_runtime::memory::registry::LayerSet;
+use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
+use noetic_runtime::provider::{OpenRouter, OpenRouterConfig};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step};
+use noetic_runtime::storage::InMemoryStorage;
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+/// Runs the one JS tool of these tests and records the arguments it got.
+#[derive(Default)]
+struct ToolHost {
+  tool_calls: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Host for ToolHost {
+  async fn run_hooks(&self, _batch: HookBatch) -> Vec<HookReply> {
+    Vec::new()
+  }
+  async fn run_step(&self, _call: StepCall) -> Result<StepValue, HostError> {
+    unreachable!("no step functions here")
+  }
+  async fn call_model(&self, _call: ModelCall) -> Result<ModelReply, HostError> {
+    unreachable!("the provider answers, not the host")
+  }
+  async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError> {
+    self.tool_calls.lock().unwrap().push(call.arguments);
+    Ok(ToolReply { output: Some("saved".into()), is_error: false, state: StateWrite::Unchanged })
+  }
+  async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
+    Ok(Verdict { stop: true, reason: None })
+  }
+  fn release_context(&self, _context: &str) {}
+}
+
+struct Quiet;
+
+impl DiagnosticSink for Quiet {
+  fn diagnostic(&self, _layer_id: &str, _hook: &str, _message: &str) {}
+}
+
+fn harness(server: &MockServer, cache: bool, host: &Arc<ToolHost>) -> Harness {
+  let config =
+    OpenRouterConfig { api_key: "sk-test-key".into(), base_url: Some(format!("{}/api/v1", server.uri())), cache };
+  let env = MemoryEnv {
+    host: Arc::clone(host) as Arc<dyn Host>,
+    states: Arc::new(StateStore::new()),
+    sink: Arc::new(Quiet),
+    storage: Arc::new(InMemoryStorage::new()),
+  };
+  let model = Model::OpenRouter(OpenRouter::new(config).unwrap());
+  Harness::new(
+    HarnessConfig {
+      name: "t".into(),
+      layers: Arc::new(LayerSet::default()),
+      projection: None,
+      model,
+      force_atomic_recall: false,
+    },
+    env,
+  )
+}
+
+fn notes_tool() -> ToolDef {
+  ToolDef {
+    name: "notes/add".into(),
+    description: "Remember a note.".into(),
+    input_schema: json!({ "type": "object", "properties": { "text": { "type": "string" } } }),
+    imp: ToolImpl::Host(7),
+  }
+}
+
+fn step(instructions: Option<&str>, tools: Option<Vec<ToolDef>>, params: ModelParams) -> Step {
+  Step::Llm(Box::new(LlmStep {
+    id: "ask".into(),
+    model: "openai/gpt-4o-mini".into(),
+    instructions: instructions.map(str::to_owned),
+    tools,
+    projection: None,
+    lazy: None,
+    params,
+  }))
+}
+
+fn context(harness: &Harness, log: &[Value]) -> Arc<ExecContext> {
+  let ctx =
+    harness.open_context(ExecContext::new("c1".into(), "T".into(), None, 0, None, Arc::new(LayerSet::default())));
+  for item in log {
+    ctx.state().log.push(Arc::new(Item::from_value(item.clone()).unwrap()));
+  }
+  ctx
+}
+
+fn text_response(id: &str, text: &str, usage: Value) -> Value {
+  json!({
+    "id": id,
+    "object": "response",
+    "status": "completed",
+    "output": [{
+      "type": "message", "id": format!("msg_{id}"), "status": "completed", "role": "assistant",
+      "content": [{ "type": "output_text", "text": text, "annotations": [] }],
+    }],
+    "usage": usage,
+  })
+}
+
+fn body_of(request: &Request) -> Value {
+  serde_json::from_slice(&request.body).unwrap()
+}
+
+async fn requests(server: &MockServer) -> Vec<Request> {
+  server.received_requests().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_request_carries_auth_the_cache_header_converted_input_hoisted_instructions_and_wire_tool_names() {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .and(path("/api/v1/responses"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "Hi Ada.", json!({}))))
+    .expect(1)
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, true, &host);
+  let ctx = context(
+    &harness,
+    &[
+      json!({ "id": "s1", "type": "message", "role": "system", "status": "completed", "content": [{ "type": "input_text", "text": "Be brief." }] }),
+      json!({ "id": "u0", "type": "message", "role": "user", "status": "completed", "content": [{ "type": "input_text", "text": "earlier" }] }),
+      json!({ "arguments": "{\"text\":\"x\"}", "callId": "call_0", "id": "fc_0", "name": "notes/add", "status": "completed", "type": "function_call" }),
+      json!({ "id": "fco_0", "status": "completed", "type": "function_call_output", "callId": "call_0", "output": "ok" }),
+      json!({ "id": "a0", "type": "message", "role": "assistant", "status": "completed", "content": [{ "type": "output_text", "text": "Noted." }] }),
+      json!({ "type": "reasoning", "id": "rs_0", "summary": [], "encryptedContent": "opaque" }),
+    ],
+  );
+  let params = ModelParams { temperature: Some(0.2), max_tokens: Some(300.0), top_p: None };
+  let out = harness
+    .run_in(&ctx, &step(Some("You are helpful."), Some(vec![notes_tool()]), params), StepValue::Text("I am Ada".into()))
+    .await;
+  assert_eq!(out.unwrap(), StepValue::Text("Hi Ada.".into()));
+
+  let sent = requests(&server).await;
+  let request = &sent[0];
+  assert_eq!(request.headers.get("authorization").unwrap(), "Bearer sk-test-key");
+  assert_eq!(request.headers.get("x-openrouter-cache").unwrap(), "true");
+  assert_eq!(
+    body_of(request),
+    json!({
+      "model": "openai/gpt-4o-mini",
+      "input": [
+        { "role": "user", "content": "earlier" },
+        { "type": "function_call", "call_id": "call_0", "id": "fc_0", "name": "notes_add", "arguments": "{\"text\":\"x\"}" },
+        { "type": "function_call_output", "call_id": "call_0", "output": "ok" },
+        { "role": "assistant", "content": "Noted." },
+        { "type": "reasoning", "id": "rs_0", "summary": [], "encrypted_content": "opaque" },
+        { "role": "user", "content": "I am Ada" },
+      ],
+      "instructions": "You are helpful.\n\nBe brief.",
+      "tools": [{
+        "type": "function",
+        "name": "notes_add",
+        "description": "Remember a note.",
+        "parameters": { "type": "object", "properties": { "text": { "type": "string" } } },
+      }],
+      "temperature": 0.2,
+      "max_output_tokens": 300,
+      "stream": false,
+    })
+  );
+}
+
+#[tokio::test]
+async fn without_cache_there_is_no_cache_header_and_without_tools_no_tools_key() {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "ok", json!({}))))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  harness.run_in(&ctx, &step(None, Some(vec![]), ModelParams::default()), StepValue::Text("hi".into())).await.unwrap();
+  let request = &requests(&server).await[0];
+  assert!(request.headers.get("x-openrouter-cache").is_none());
+  let body = body_of(request);
+  assert_eq!(body.get("tools"), None);
+  assert_eq!(body.get("instructions"), None);
+  assert_eq!(body.get("temperature"), None);
+}
+
+#[tokio::test]
+async fn a_function_call_runs_the_tool_and_its_output_goes_back_in_the_next_round_with_usage_and_cost_summed() {
+  let server = MockServer::start().await;
+  let call = json!({
+    "id": "r1",
+    "status": "completed",
+    "output": [{ "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "notes_add", "arguments": "{\"text\":\"likes tea\"}", "status": "completed" }],
+    "usage": { "input_tokens": 100, "output_tokens": 10, "input_tokens_details": { "cached_tokens": 40 }, "cost": 0.002 },
+  });
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(call))
+    .up_to_n_times(1)
+    .mount(&server)
+    .await;
+  let usage =
+    json!({ "input_tokens": 130, "output_tokens": 5, "input_tokens_details": { "cached_tokens": 100 }, "cost": 0.001 });
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r2", "Noted: you like tea.", usage)))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let out = harness
+    .run_in(&ctx, &step(None, Some(vec![notes_tool()]), ModelParams::default()), StepValue::Text("I like tea".into()))
+    .await;
+  assert_eq!(out.unwrap(), StepValue::Text("Noted: you like tea.".into()));
+
+  // The sanitized name found the tool; it ran once with the model's arguments.
+  assert_eq!(*host.tool_calls.lock().unwrap(), ["{\"text\":\"likes tea\"}"]);
+  let sent = requests(&server).await;
+  assert_eq!(sent.len(), 2);
+  let second = body_of(&sent[1]);
+  assert_eq!(
+    second["input"],
+    json!([
+      { "role": "user", "content": "I like tea" },
+      { "type": "function_call", "call_id": "call_1", "id": "fc_1", "name": "notes_add", "arguments": "{\"text\":\"likes tea\"}" },
+      { "type": "function_call_output", "call_id": "call_1", "output": "saved" },
+    ])
+  );
+
+  let state = ctx.state();
+  let log: Vec<Value> = state.log.items().iter().map(|item| Value::Object(item.json().clone())).collect();
+  // The log holds the items camelCase, as upstream's SDK parses them.
+  assert_eq!(log[1]["type"], "function_call");
+  assert_eq!(log[1]["callId"], "call_1");
+  assert_eq!(log[1].get("call_id"), None);
+  assert_eq!(
+    log[2],
+    json!({ "id": "fco_call_1", "status": "completed", "type": "function_call_output", "callId": "call_1", "output": "saved" })
+  );
+  assert_eq!(log[3]["content"][0]["text"], "Noted: you like tea.");
+  assert_eq!((state.tokens.input, state.tokens.output, state.tokens.cached), (230.0, 15.0, 140.0));
+  assert!((state.cost - 0.003).abs() < 1e-12);
+}
+
+#[tokio::test]
+async fn output_text_becomes_an_assistant_message_when_the_output_has_none() {
+  let server = MockServer::start().await;
+  let body = json!({
+    "status": "completed",
+    "output": [{ "type": "reasoning", "id": "rs_1", "summary": [{ "type": "summary_text", "text": "thinking" }] }],
+    "output_text": "Fallback answer.",
+  });
+  Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let out = harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await;
+  assert_eq!(out.unwrap(), StepValue::Text("Fallback answer.".into()));
+  let state = ctx.state();
+  let types: Vec<(&str, Option<&str>)> = state.log.items().iter().map(|item| (item.item_type(), item.role())).collect();
+  assert_eq!(types, [("message", Some("user")), ("message", Some("assistant")), ("reasoning", None)]);
+}
+
+#[tokio::test]
+async fn an_incomplete_response_is_asked_again_with_a_continue_nudge() {
+  let server = MockServer::start().await;
+  let incomplete =
+    json!({ "status": "incomplete", "incomplete_details": { "reason": "max_output_tokens" }, "output": [] });
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(incomplete))
+    .up_to_n_times(1)
+    .mount(&server)
+    .await;
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r2", "done", json!({}))))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let out = harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await;
+  assert_eq!(out.unwrap(), StepValue::Text("done".into()));
+  let sent = requests(&server).await;
+  assert_eq!(body_of(&sent[1])["input"][1], json!({ "type": "message", "role": "user", "content": "continue" }));
+  // The nudge is not part of the log.
+  assert_eq!(ctx.state().log.len(), 2);
+}
+
+#[tokio::test]
+async fn a_response_that_keeps_failing_ends_in_upstreams_error_message() {
+  let server = MockServer::start().await;
+  let failed = json!({ "status": "failed", "error": { "message": "provider down" }, "output": [] });
+  Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(failed)).mount(&server).await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let err =
+    harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await.unwrap_err();
+  assert_eq!(
+    err,
+    RunError::Host(HostError::Thrown { message: "LLM response failed: provider down".into(), error: None })
+  );
+  // The first try and three nudged ones.
+  assert_eq!(requests(&server).await.len(), 4);
+}
+
+#[tokio::test]
+async fn http_429_is_llm_rate_limit_with_retry_after_in_ms() {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .and(header("authorization", "Bearer sk-test-key"))
+    .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "2").set_body_string("slow down"))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  match harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await {
+    Err(RunError::Noetic(error)) => {
+      assert_eq!(error.kind, "llm_rate_limit");
+      assert_eq!(error.payload, json!({ "stepId": "ask", "retryAfter": 2000.0, "kind": "llm_rate_limit" }));
+      assert_eq!(error.message, "LLM rate limited at step 'ask' (retry after 2000ms)");
+    }
+    other => panic!("expected llm_rate_limit, got {other:?}"),
+  }
+}
+
+#[tokio::test]
+async fn http_500_is_an_error_naming_the_status_and_what_the_body_said() {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(500).set_body_string("<html>upstream exploded</html>"))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let err =
+    harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await.unwrap_err();
+  let message = "OpenRouter request failed with HTTP 500: <html>upstream exploded</html>";
+  assert_eq!(err, RunError::Host(HostError::Thrown { message: message.into(), error: None }));
+}
+
+#[tokio::test]
+async fn aborting_the_context_ends_a_call_in_flight() {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .respond_with(
+      ResponseTemplate::new(200)
+        .set_body_json(text_response("r1", "late", json!({})))
+        .set_delay(Duration::from_secs(30)),
+    )
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = Arc::new(harness(&server, false, &host));
+  let ctx = context(&harness, &[]);
+  let started = Instant::now();
+  let run = {
+    let (harness, ctx) = (Arc::clone(&harness), Arc::clone(&ctx));
+    tokio::spawn(async move {
+      harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await
+    })
+  };
+  // Abort once the request has reached the server.
+  while requests(&server).await.is_empty() {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+  }
+  ctx.abort("user left".into());
+  match run.await.unwrap() {
+    Err(RunError::Noetic(error)) => assert_eq!(error.payload, json!({ "reason": "user left", "kind": "cancelled" })),
+    other => panic!("expected cancelled, got {other:?}"),
+  }
+  assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn call_model_once_sends_model_instructions_and_params_without_tools() {
+  let server = MockServer::start().await;
+  let usage = json!({ "input_tokens": 12, "output_tokens": 3, "cost": 0.0005 });
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "a summary", usage)))
+    .mount(&server)
+    .await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let item = Item::from_value(
+    json!({ "type": "message", "role": "user", "content": [{ "type": "input_text", "text": "summarise" }] }),
+  )
+  .unwrap();
+  let request = ModelRequest {
+    model: "openai/gpt-4o-mini".into(),
+    instructions: Some("Summarise.".into()),
+    items: vec![Arc::new(item)],
+    params: ModelParams { temperature: None, max_tokens: None, top_p: Some(0.9) },
+  };
+  let round = harness.call_model_once(&request).await.unwrap();
+  assert_eq!(round.items[0].json()["content"][0]["text"], "a summary");
+  assert_eq!((round.input_tokens, round.output_tokens, round.cost), (12.0, 3.0, 0.0005));
+  assert_eq!(
+    body_of(&requests(&server).await[0]),
+    json!({
+      "model": "openai/gpt-4o-mini",
+      "input": [{ "role": "user", "content": "summarise" }],
+      "instructions": "Summarise.",
+      "top_p": 0.9,
+      "stream": false,
+    })
+  );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_a_clear_error() {
+  // A port nothing listens on: bind one, then free it.
+  let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+  let config =
+    OpenRouterConfig { api_key: "k".into(), base_url: Some(format!("http://127.0.0.1:{port}")), cache: false };
+  let provider = OpenRouter::new(config).unwrap();
+  let host = Arc::new(ToolHost::default());
+  let env = MemoryEnv {
+    host: Arc::clone(&host) as Arc<dyn Host>,
+    states: Arc::new(StateStore::new()),
+    sink: Arc::new(Quiet),
+    storage: Arc::new(InMemoryStorage::new()),
+  };
+  let harness = Harness::new(
+    HarnessConfig {
+      name: "t".into(),
+      layers: Arc::new(LayerSet::default()),
+      projection: None,
+      model: Model::OpenRouter(provider),
+      force_atomic_recall: false,
+    },
+    env,
+  );
+  let err = harness.call_model_once(&ModelRequest { model: "m".into(), ..ModelRequest::default() }).await.unwrap_err();
+  let RunError::Host(HostError::Thrown { message, .. }) = err else { panic!("expected a thrown error") };
+  assert!(message.starts_with("OpenRouter request failed: "), "{message}");
+}
