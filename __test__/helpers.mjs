@@ -2,6 +2,10 @@
 import { z } from 'zod';
 import { createMessage, layerData, layerFn } from '../js/index.mjs';
 
+// A developer's own key must not turn harnesses that the tests build without a model into OpenRouter clients.
+delete process.env.OPENROUTER_API_KEY;
+delete process.env.OPENROUTER_BASE_URL;
+
 export function myCustomLayer() {
   return {
     id: 'my-custom-layer',
