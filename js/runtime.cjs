@@ -15,9 +15,9 @@ class Runtime {
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
     this.handles = new Map();
-    this.ids = new Map();
     this.values = new Map();
     this.next = 1;
+    this.lasting = this.scope();
     this.contexts = new Map();
     // Contexts from createContext, held weakly: they live as long as the caller keeps them.
     this.kept = new Map();
@@ -29,15 +29,9 @@ class Runtime {
     this.harness = undefined;
   }
 
-  // Long-lived values (layers, step functions, tools): one handle per object.
+  // Values that live as long as the harness (its own layers): one handle per object.
   keep(value) {
-    let id = this.ids.get(value);
-    if (id === undefined) {
-      id = this.next++;
-      this.ids.set(value, id);
-      this.handles.set(id, value);
-    }
-    return id;
+    return this.lasting.keep(value);
   }
 
   // Handles for the functions of one run's step tree (or one context's layers): released together when it ends,

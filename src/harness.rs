@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
 use noetic_runtime::host::StepValue;
-use noetic_runtime::items::{Item, check_known_type};
+use noetic_runtime::items::parse_js_item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
 use noetic_runtime::memory::registry::LayerImpl;
@@ -246,14 +246,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn append_item(&self, context: String, item: String) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let item = Item::from_json_text(&item).map_err(|e| {
-      to_napi(noetic_json(&noetic_runtime::NoeticError::new(
-        "item_schema_mismatch",
-        json!({ "category": "items" }),
-        e.to_string(),
-      )))
-    })?;
-    check_known_type(&item).map_err(|e| to_napi(noetic_json(&e)))?;
+    let item = parse_js_item(&item).map_err(|e| to_napi(noetic_json(&e)))?;
     Ok(ctx.state().log.push(Arc::new(item)) as u32)
   }
 

@@ -141,9 +141,8 @@ pub fn builtin_hook(
   let items = params.get("items").cloned().unwrap_or(Value::Null);
   let check = |value: &Value| -> std::result::Result<(), String> {
     match schema.as_ref().map(|schema| schema.call(value.clone())) {
-      None | Some(Ok(Value::Null)) => Ok(()),
-      Some(Ok(Value::String(message))) => Err(message),
-      Some(Ok(other)) => Err(other.to_string()),
+      None => Ok(()),
+      Some(Ok(answer)) => wm::schema_verdict(answer),
       Some(Err(error)) => Err(error.reason.clone()),
     }
   };
@@ -174,8 +173,7 @@ pub fn builtin_hook(
         "store" => settle(om::store(&current, &maps(&items), &config)),
         "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
         "applyDistilled" => {
-          let distilled: Vec<String> = serde_json::from_value(params.get("distilled").cloned().unwrap_or_default())
-            .map_err(|_| fail("the observer must resolve to an array of strings".into()))?;
+          let distilled = om::distilled(params.get("distilled").cloned().unwrap_or_default()).map_err(fail)?;
           om::apply_distilled(&current, distilled, &config).to_value()
         }
         _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),

@@ -13,9 +13,9 @@ use super::round_model::RoundRequest;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{UsageInputs, compute_layer_usage};
 use super::{Harness, RunResult};
-use crate::error::{ConfigError, NoeticError};
+use crate::error::ConfigError;
 use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
-use crate::items::{Item, ItemLog, ToolLink, check_known_type, create_message, extract_assistant_text};
+use crate::items::{Item, ItemLog, ToolLink, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_budgets, assemble_view};
 use crate::provider::Round;
@@ -188,12 +188,12 @@ impl Harness {
   /// Runs the step's getters once, with the live context, before anything else the step does (as upstream).
   async fn resolve_lazy(&self, step: &LlmStep, lazy: &LazyFields, ctx: &Arc<ExecContext>) -> RunResult<LlmStep> {
     let call = LazyCall { step: lazy.step, context: ctx.id.clone(), fields: lazy.fields.clone() };
-    let values = self.env.host.resolve_lazy(call).await?;
+    let mut values = self.env.host.resolve_lazy(call).await?;
     let mut resolved = LlmStep { lazy: None, ..step.clone() };
     for field in &lazy.fields {
       match field {
         LazyField::Model => {
-          resolved.model = values.model.clone().unwrap_or_default();
+          resolved.model = values.model.take().unwrap_or_default();
           if resolved.model.trim().is_empty() {
             return Err(
               ConfigError::new(
@@ -205,8 +205,8 @@ impl Harness {
             );
           }
         }
-        LazyField::Instructions => resolved.instructions = values.instructions.clone(),
-        LazyField::Tools => resolved.tools = values.tools.clone(),
+        LazyField::Instructions => resolved.instructions = values.instructions.take(),
+        LazyField::Tools => resolved.tools = values.tools.take(),
       }
     }
     Ok(resolved)
@@ -242,14 +242,7 @@ impl Harness {
           allowed_tool_names: None,
         };
         let reply = self.env.host.call_model(call).await?;
-        let mut items = Vec::with_capacity(reply.items.len());
-        for text in &reply.items {
-          let item = Item::from_json_text(text).map_err(|error| {
-            NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string())
-          })?;
-          check_known_type(&item)?;
-          items.push(Arc::new(item));
-        }
+        let items = reply.items.iter().map(|text| parse_js_item(text).map(Arc::new)).collect::<Result<_, _>>()?;
         Ok(Round {
           items,
           input_tokens: reply.input_tokens,

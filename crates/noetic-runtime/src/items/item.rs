@@ -175,6 +175,15 @@ pub fn check_known_type(item: &Item) -> Result<(), NoeticError> {
   ))
 }
 
+/// An item JS handed over (a model reply, an injected or appended item) as it enters the log: text that is not an
+/// item, or an item of an unknown type, is `item_schema_mismatch`.
+pub fn parse_js_item(text: &str) -> Result<Item, NoeticError> {
+  let item = Item::from_json_text(text)
+    .map_err(|error| NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string()))?;
+  check_known_type(&item)?;
+  Ok(item)
+}
+
 /// Parses JSON text from JS. JS strings may hold lone surrogates, which `JSON.stringify` writes as `\udXXX`
 /// escapes and `serde_json` refuses; rather than reject such an item, the parsed copy gets U+FFFD in their place
 /// (same UTF-16 length). Costs are unaffected because they come from the original text.

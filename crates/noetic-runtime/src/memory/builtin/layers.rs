@@ -47,11 +47,7 @@ impl WorkingMemory {
   /// The schema's verdict on `value`: `Err` with zod's message when it fails. No schema passes everything.
   async fn check(&self, value: &Value) -> Result<Result<(), String>, String> {
     let Some(schema) = &self.schema else { return Ok(Ok(())) };
-    Ok(match schema.call(value.clone()).await? {
-      Value::Null => Ok(()),
-      Value::String(message) => Err(message),
-      other => Err(other.to_string()),
-    })
+    Ok(wm::schema_verdict(schema.call(value.clone()).await?))
   }
 
   /// The update merged into the state, if the schema lets it through.
@@ -134,9 +130,7 @@ impl ObservationalMemory {
     let next = match (accumulated, &self.observer) {
       (Accumulated::Kept(state), _) => state,
       (Accumulated::Distill { new_buffer }, Some(observer)) => {
-        let answer = observer.call(json!(new_buffer)).await?;
-        let distilled: Vec<String> =
-          serde_json::from_value(answer).map_err(|_| "the observer must resolve to an array of strings".to_owned())?;
+        let distilled = om::distilled(observer.call(json!(new_buffer)).await?)?;
         om::apply_distilled(before, distilled, &self.config)
       }
       // `accumulate` asks to distil only when the layer has an observer.

@@ -128,6 +128,11 @@ pub fn accumulate(state: &ObservationalState, texts: Vec<String>, config: &Obser
   Accumulated::Kept(ObservationalState { buffer: new_buffer, buffer_tokens: total, ..state.clone() })
 }
 
+/// The observer's answer as observations; anything but an array of strings is an error.
+pub fn distilled(answer: Value) -> Result<Vec<String>, String> {
+  serde_json::from_value(answer).map_err(|_| "the observer must resolve to an array of strings".to_owned())
+}
+
 /// Folds distilled observations into `state` (the state before accumulating): appended, only the newest
 /// `max_observations` kept, buffer emptied, token count reset and version bumped.
 pub fn apply_distilled(

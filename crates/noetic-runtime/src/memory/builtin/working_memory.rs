@@ -146,6 +146,15 @@ pub fn merge(state: &Value, update: &Map<String, Value>) -> Value {
   Value::Object(out)
 }
 
+/// What the host's schema check answered: `null` when the value passes, otherwise zod's message.
+pub fn schema_verdict(answer: Value) -> Result<(), String> {
+  match answer {
+    Value::Null => Ok(()),
+    Value::String(message) => Err(message),
+    other => Err(other.to_string()),
+  }
+}
+
 /// The error an update the schema rejects fails with; `message` is the validator's.
 pub fn schema_rejection(message: &str) -> String {
   format!("working-memory update rejected by schema: {message}")

@@ -10,11 +10,9 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use crate::error::NoeticError;
 use crate::host::{HookArgs, HookBatch, HookStatus, WriteRule};
-use crate::items::{Item, check_known_type};
+use crate::items::{Item, parse_js_item};
 use crate::memory::HookKind;
 use crate::memory::registry::{Layer, LayerImpl};
 
@@ -73,14 +71,7 @@ async fn run_host_group(
     replies.iter().rev().find(|reply| reply.status == HookStatus::Ok).and_then(|reply| reply.items.clone());
   env.settle(exec, HookKind::OnItemAppend, called, replies);
   match passed_on {
-    Some(texts) => texts.iter().map(|text| parse_item(text)).collect(),
+    Some(texts) => texts.iter().map(|text| parse_js_item(text).map(Arc::new)).collect(),
     None => Ok(items),
   }
-}
-
-fn parse_item(text: &str) -> Result<Arc<Item>, NoeticError> {
-  let item = Item::from_json_text(text)
-    .map_err(|error| NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string()))?;
-  check_known_type(&item)?;
-  Ok(Arc::new(item))
 }
