@@ -1890,6 +1890,11 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   memory?: MemoryConfig | readonly MemoryLayer[];
   /** Default: `createInMemoryStorage()`. */
   storage?: StorageAdapter;
+  /**
+   * How long one call to a storage adapter may take before it fails as a `persist` diagnostic (default 30000;
+   * `Infinity` waits forever, as upstream does). Not in upstream.
+   */
+  storageTimeoutMs?: number;
   hooks?: AgentHooks;
   /** Tools offered to every context, besides those of the step tree. */
   tools?: readonly Tool[];
@@ -1943,22 +1948,29 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
 export declare class NativeHarness {
-  /** `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, forceAtomicRecall: bool}`. */
-  constructor(config: string, dispatcher: (arg0: number, arg1: string) => void, storage?: NativeStorage | undefined | null)
+  /**
+   * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
+   * forceAtomicRecall: bool}`.
+   */
+  constructor(config: string, dispatcher: (arg0: number, arg1: string, arg2: boolean) => void, storage?: NativeStorage | undefined | null)
   /** Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. */
   reply(id: number, ok: boolean, text: string): void
   /**
-   * Runs a step description with an input value as one execution; resolves to `{ok, value}` or
-   * `{ok: false, error}` JSON.
+   * Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once
+   * when the run cannot start (a bad step or layer list); otherwise it arrives later (see `start_run`). Either
+   * way it is `{ok, value}` or `{ok: false, error}` JSON.
    */
-  run(step: string, input: string, options: string): Promise<string>
+  run(run: number, step: string, input: string, options: string): string | null
   /**
    * Opens a context that outlives runs (`harness.createContext()`); returns its id.
    * `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
    */
   createContext(options: string): string
-  /** Runs a step in a context from `create_context`; its layers initialise on the first run. */
-  runInContext(context: string, step: string, input: string): Promise<string>
+  /**
+   * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
+   * outcome is returned or arrives as for `run`.
+   */
+  runInContext(run: number, context: string, step: string, input: string): string | null
   /**
    * One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
    * the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
@@ -1995,9 +2007,10 @@ export declare class NativeStorage {
   constructor()
   /** Opens (creating if needed) the SQLite store at `path`. */
   static sqlite(path: string): NativeStorage
-  /** Resolves to the stored value, or `null` when the key is missing. */
-  get(key: string): Promise<any>
-  set(key: string, value: any): Promise<void>
+  /** Resolves to the stored value's JSON text, or `null` when the key is missing. */
+  get(key: string): Promise<string | null>
+  /** Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold). */
+  set(key: string, json: string): Promise<void>
   delete(key: string): Promise<void>
   list(prefix: string): Promise<Array<string>>
 }

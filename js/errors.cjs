@@ -39,6 +39,25 @@ function isNoeticConfigError(e) {
   return e instanceof NoeticConfigError;
 }
 
+// The message of anything a user function threw. A thrown value may be unprintable (a `toString` or a `message`
+// getter that throws, a null-prototype object, a Symbol); describing it must never throw in turn.
+function messageOf(e) {
+  try {
+    if (e instanceof Error) {
+      const { message } = e;
+      if (typeof message === 'string') return message;
+    }
+    if (typeof e === 'string') return e;
+    return String(e);
+  } catch {
+    try {
+      return `a thrown ${Object.prototype.toString.call(e).slice(8, -1)} that cannot be printed`;
+    } catch {
+      return 'a thrown value that cannot be printed';
+    }
+  }
+}
+
 // `{kind: 'config'|'noetic'|'thrown', ...}` from the native side into the error to throw. `thrown` carries the
 // handle of the very object a user function threw, so callers get it back unchanged.
 function fromNative(error, lookup) {
@@ -71,11 +90,20 @@ function callNative(fn, ...args) {
 
 // What JS reports to the native side about an error a user function threw.
 function toFailure(e, keep) {
-  if (e instanceof NoeticConfigError) {
-    return { message: e.message, handle: keep(e), config: { code: e.code, message: e.message, hint: e.hint ?? '' } };
+  const message = messageOf(e);
+  try {
+    if (e instanceof NoeticConfigError) {
+      return { message, handle: keep(e), config: { code: String(e.code), message, hint: String(e.hint ?? '') } };
+    }
+    if (isNoeticError(e)) {
+      // The payload crosses as JSON; one that cannot (a cycle, a BigInt) is reported as a plain throw.
+      JSON.stringify(e.noeticError);
+      return { message, handle: keep(e), noetic: { payload: e.noeticError, message } };
+    }
+  } catch {
+    // Getters that throw: fall through to a plain throw, which still hands back the very object.
   }
-  if (isNoeticError(e)) return { message: e.message, handle: keep(e), noetic: { payload: e.noeticError, message: e.message } };
-  return { message: e instanceof Error ? e.message : String(e), handle: keep(e) };
+  return { message, handle: keep(e) };
 }
 
 module.exports = {
@@ -87,4 +115,5 @@ module.exports = {
   rethrowNative,
   callNative,
   toFailure,
+  messageOf,
 };

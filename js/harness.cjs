@@ -5,17 +5,15 @@ const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
+const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 
-function createInMemoryStorage() {
-  return new native.NativeStorage();
-}
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
 function createSqliteStorage(path) {
   if (typeof path !== 'string' || path.length === 0) {
     throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: 'createSqliteStorage(path) needs a file path.', hint: "Pass a path such as './agent.db', or ':memory:'." });
   }
-  return callNative(() => native.NativeStorage.sqlite(path));
+  return callNative(() => openSqliteStore(path));
 }
 
 // As upstream's createClient: the OpenRouter key is `llm.apiKey`, else OPENROUTER_API_KEY, and without one there
@@ -28,6 +26,25 @@ function modelOf(opts) {
   const apiKey = llm?.apiKey ?? env.OPENROUTER_API_KEY;
   if (!apiKey) return { kind: 'none' };
   return { kind: 'openrouter', apiKey, cache: Boolean(llm?.cache), baseUrl: llm?.baseUrl ?? env.OPENROUTER_BASE_URL };
+}
+
+// How long a call to a storage adapter may take (an extension: upstream waits forever). Infinity waits forever.
+function storageTimeout(ms) {
+  if (ms === undefined) return undefined;
+  if (typeof ms === 'number' && ms > 0) return Number.isFinite(ms) ? ms : 'Infinity';
+  throw new NoeticConfigError({
+    code: 'INVALID_STORAGE_TIMEOUT',
+    message: `storageTimeoutMs must be a positive number of milliseconds, got ${typeof ms === 'number' ? ms : typeof ms}.`,
+    hint: 'Leave it unset for the default (30000), or pass Infinity to wait for the storage adapter forever.',
+  });
+}
+
+// The function the native side calls into. It holds its runtime weakly: the native side holds this function for
+// as long as the harness lives, so a strong reference here would keep every harness alive forever. (It is made
+// here, away from the constructor's other closures, so that it captures nothing else.)
+function dispatcherFor(runtime) {
+  const ref = new WeakRef(runtime);
+  return (id, text, foreground) => ref.deref()?.receive(id, text, foreground);
 }
 
 class AgentHarness {
@@ -56,11 +73,11 @@ class AgentHarness {
       model: modelOf(opts),
       // Truthy, as upstream tests it.
       forceAtomicRecall: Boolean(opts.forceAtomicRecall),
-      jsStorage: !(storage instanceof native.NativeStorage),
+      jsStorage: nativeStoreOf(storage) === undefined,
+      storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
     };
-    const dispatch = (id, text) => runtime.receive(id, text);
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), dispatch, storage instanceof native.NativeStorage ? storage : null),
+      () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
   }
@@ -106,8 +123,10 @@ class AgentHarness {
   _run(step, input, contextOrOptions, keep) {
     const runtime = this._runtime;
     const description = describeStep(step, keep, describeLayer);
+    const inputRef = JSON.stringify(runtime.toRef(input));
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
-      return this._settle(runtime.native.runInContext(contextOrOptions.id, JSON.stringify(description), JSON.stringify(runtime.toRef(input))));
+      const ctx = contextOrOptions.id;
+      return this._settle((run) => runtime.native.runInContext(run, ctx, JSON.stringify(description), inputRef));
     }
     const options = contextOrOptions;
     const runOptions = {
@@ -115,7 +134,7 @@ class AgentHarness {
       resourceId: options.resourceId,
       memory: options.memory === undefined ? undefined : layersOf(options.memory).map((l) => describeLayer(l, keep)),
     };
-    return this._settle(runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions)));
+    return this._settle((run) => runtime.native.run(run, JSON.stringify(description), inputRef, JSON.stringify(runOptions)));
   }
 
   // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).
@@ -123,11 +142,11 @@ class AgentHarness {
     return this._runtime.callModel(request);
   }
 
-  async _settle(pending) {
+  async _settle(start) {
     const runtime = this._runtime;
-    runtime.activeRuns++;
+    runtime.beginRun();
     try {
-      const result = JSON.parse(await pending);
+      const result = await runtime.startRun(start);
       if (!result.ok) throw fromNative(result.error, (h) => runtime.handles.get(h));
       return runtime.fromRef(result.value);
     } finally {

@@ -1890,6 +1890,11 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   memory?: MemoryConfig | readonly MemoryLayer[];
   /** Default: `createInMemoryStorage()`. */
   storage?: StorageAdapter;
+  /**
+   * How long one call to a storage adapter may take before it fails as a `persist` diagnostic (default 30000;
+   * `Infinity` waits forever, as upstream does). Not in upstream.
+   */
+  storageTimeoutMs?: number;
   hooks?: AgentHooks;
   /** Tools offered to every context, besides those of the step tree. */
   tools?: readonly Tool[];

@@ -1,6 +1,7 @@
 'use strict';
 // Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
 // What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
+const { messageOf } = require('./errors.cjs');
 
 class HookTimeout extends Error {
   constructor(ms) {
@@ -92,7 +93,7 @@ function paramsFor(phase, args, { state, log, exec, runtime }) {
 
 function failed(e, runtime) {
   if (e instanceof HookTimeout) return { status: 'timeout', ms: e.ms };
-  return { status: 'threw', message: e instanceof Error ? e.message : String(e), error: runtime.keepValue(e) };
+  return { status: 'threw', message: messageOf(e), error: runtime.keepValue(e) };
 }
 
 // onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.

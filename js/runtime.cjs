@@ -3,7 +3,8 @@
 // objects user code receives (contexts, execution contexts, scoped storage).
 const native = require('./native.cjs');
 const { estimateTokens } = require('./items.cjs');
-const { toFailure, callNative, fromNative } = require('./errors.cjs');
+const { toFailure, callNative, fromNative, messageOf } = require('./errors.cjs');
+const liveness = require('./liveness.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { runHooks } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
@@ -24,6 +25,9 @@ class Runtime {
     this.contextHandles = new Map();
     this.states = new Map();
     this.activeRuns = 0;
+    // Runs started natively, by id, waiting for their `settled` notification.
+    this.runs = new Map();
+    this.nextRun = 1;
     this.collected = new FinalizationRegistry((id) => this.forgetContext(id));
     this.native = undefined;
     this.harness = undefined;
@@ -97,8 +101,39 @@ class Runtime {
     this.native.dropContext(id);
   }
 
+  // Starts a native run; `start(id)` calls the native method, which returns the outcome at once when the run cannot
+  // start. Resolves to the outcome, `{ok, value}` or `{ok: false, error}`.
+  startRun(start) {
+    const id = this.nextRun++;
+    if (this.nextRun > 0xffffffff) this.nextRun = 1;
+    return new Promise((resolve, reject) => {
+      let now;
+      try {
+        now = callNative(() => start(id));
+      } catch (e) {
+        return reject(e);
+      }
+      if (now != null) return resolve(JSON.parse(now));
+      liveness.hold();
+      this.runs.set(id, resolve);
+    });
+  }
+
+  settled(id, result) {
+    const resolve = this.runs.get(id);
+    if (!resolve) return;
+    this.runs.delete(id);
+    liveness.release();
+    resolve(result);
+  }
+
+  beginRun() {
+    if (this.activeRuns++ === 0) liveness.busy.add(this);
+  }
+
   endRun() {
     if (--this.activeRuns > 0) return;
+    liveness.busy.delete(this);
     for (const id of this.values.keys()) this.handles.delete(id);
     this.values.clear();
   }
@@ -131,7 +166,7 @@ class Runtime {
     try {
       return JSON.parse(JSON.stringify(state) ?? 'null');
     } catch (e) {
-      this.diagnostic({ layerId, hook: 'persist', message: `state is not JSON-serializable: ${e.message}` });
+      this.diagnostic({ layerId, hook: 'persist', message: `state is not JSON-serializable: ${messageOf(e)}` });
       return undefined;
     }
   }
@@ -207,17 +242,38 @@ class Runtime {
   }
 
   // Every request from the native side arrives here; request `id` is answered through `native.reply` as soon as it
-  // settles (id 0 is a notification). Nothing thrown here may escape into the native callback.
-  receive(id, text) {
-    const fail = (e) => id !== 0 && this.native.reply(id, false, e instanceof Error ? e.message : String(e));
+  // settles (id 0 is a notification). `foreground`: a run waits on this answer, so Rust holds Node open no longer
+  // (see liveness.cjs). Nothing thrown here, however unprintable, may escape into the native callback.
+  receive(id, text, foreground) {
+    const reply = (ok, answer) => {
+      if (id === 0) return;
+      try {
+        this.native.reply(id, ok, answer);
+      } catch (e) {
+        // A reply Rust cannot take (not a string): say so rather than leave the request waiting.
+        this.native.reply(id, false, `internal error: ${messageOf(e)}`);
+      }
+    };
+    const fail = (e) => reply(false, messageOf(e));
     let answer;
     try {
       answer = this.dispatch(text);
     } catch (e) {
       return fail(e);
     }
-    if (typeof answer?.then === 'function') answer.then((reply) => id !== 0 && this.native.reply(id, true, reply), fail);
-    else if (id !== 0) this.native.reply(id, true, answer);
+    if (typeof answer?.then !== 'function') return reply(true, answer);
+    if (foreground) liveness.release();
+    const resume = () => foreground && liveness.hold();
+    answer.then(
+      (value) => {
+        resume();
+        reply(true, value);
+      },
+      (e) => {
+        resume();
+        fail(e);
+      },
+    );
   }
 
   // The dispatcher: every request is JSON and is answered as JSON text (or a Promise of it).
@@ -232,6 +288,9 @@ class Runtime {
         return '';
       case 'diagnostic':
         this.diagnostic(message);
+        return '';
+      case 'settled':
+        this.settled(message.run, message.result);
         return '';
       default:
         return this.answer(message).then(
@@ -318,7 +377,7 @@ class Runtime {
           : await this.handles.get(tool.handle).execute(args, { ctx, memory: ctx.memory });
       return { output: result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result), isError: false };
     } catch (e) {
-      return { output: `Error: ${e instanceof Error ? e.message : String(e)}`, isError: true };
+      return { output: `Error: ${messageOf(e)}`, isError: true };
     }
   }
 

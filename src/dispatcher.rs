@@ -4,9 +4,14 @@
 //! Why not await the callback's returned Promise: napi hands that back as a second future, which costs an extra
 //! thread wake per crossing; a direct reply wakes the waiting task exactly once.
 //! Weak, so it never keeps Node alive; a request Node can no longer deliver fails instead of waiting forever.
+//!
+//! Each request says whether a run is waiting on it (`foreground`): JS keeps Node alive while a run works in Rust
+//! and lets go while the run waits on JS, so a hook that never settles leaves Node free to exit, as plain Node
+//! would be.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::Status;
@@ -14,10 +19,23 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use tokio::sync::oneshot;
 
-/// `(id, message)`; id 0 is a notification that expects no reply.
-pub type Dispatcher = ThreadsafeFunction<FnArgs<(u32, String)>, (), FnArgs<(u32, String)>, Status, false, true>;
+/// `(id, message, foreground)`; id 0 is a notification that expects no reply.
+pub type Dispatcher =
+  ThreadsafeFunction<FnArgs<(u32, String, bool)>, (), FnArgs<(u32, String, bool)>, Status, false, true>;
+
+tokio::task_local! {
+  /// Set for the task of a run that JS awaits; background work (eventual recall, mirror writes) runs without it.
+  static FOREGROUND: ();
+}
+
+/// Runs `work` as a run JS awaits: its requests tell JS that Rust is waiting on them.
+pub fn foreground<F: Future>(work: F) -> impl Future<Output = F::Output> {
+  FOREGROUND.scope((), work)
+}
 
 type Reply = Result<String, String>;
+
+const GONE: &str = "the AgentHarness was garbage-collected while this call was in flight";
 
 #[derive(Clone)]
 pub struct Dispatch {
@@ -27,22 +45,39 @@ pub struct Dispatch {
 struct Inner {
   callback: Dispatcher,
   next: AtomicU32,
+  /// Set when the harness's JS side is gone: nothing will answer any more.
+  closed: AtomicBool,
   pending: Mutex<HashMap<u32, oneshot::Sender<Reply>>>,
 }
 
 impl Dispatch {
   pub fn new(callback: Dispatcher) -> Self {
-    Self { inner: Arc::new(Inner { callback, next: AtomicU32::new(1), pending: Mutex::new(HashMap::new()) }) }
+    Self {
+      inner: Arc::new(Inner {
+        callback,
+        next: AtomicU32::new(1),
+        closed: AtomicBool::new(false),
+        pending: Mutex::new(HashMap::new()),
+      }),
+    }
   }
 
   /// Sends a request and waits for the reply text. A JS throw or rejection comes back as `Err`.
   pub async fn call(&self, message: String) -> Reply {
     let id = self.next_id();
     let (sender, receiver) = oneshot::channel();
-    self.pending().insert(id, sender);
+    {
+      let mut pending = self.pending();
+      // Checked under the lock that `close` drains, so no request can slip in after it.
+      if self.inner.closed.load(Ordering::Acquire) {
+        return Err(GONE.to_owned());
+      }
+      pending.insert(id, sender);
+    }
     // A caller that stops waiting (an aborted background recall) takes its entry with it; a late reply is ignored.
     let _waiting = Waiting { dispatch: self, id };
-    let status = self.inner.callback.call((id, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    let foreground = FOREGROUND.try_with(|()| ()).is_ok();
+    let status = self.inner.callback.call((id, message, foreground).into(), ThreadsafeFunctionCallMode::NonBlocking);
     if status != Status::Ok {
       return Err(format!("could not call into JavaScript: {status}"));
     }
@@ -51,7 +86,18 @@ impl Dispatch {
 
   /// Fire and forget, for notifications.
   pub fn notify(&self, message: String) {
-    self.inner.callback.call((0, message).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    if !self.inner.closed.load(Ordering::Acquire) {
+      self.inner.callback.call((0, message, false).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    }
+  }
+
+  /// The JS side is gone (its harness was collected): every waiting request fails now, and later ones at once.
+  pub fn close(&self) {
+    let mut pending = self.pending();
+    self.inner.closed.store(true, Ordering::Release);
+    for (_, sender) in pending.drain() {
+      let _ = sender.send(Err(GONE.to_owned()));
+    }
   }
 
   /// Completes request `id`; an unknown id (already answered) is ignored.

@@ -9,6 +9,7 @@ use napi_derive::napi;
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
 use noetic_runtime::host::StepValue;
 use noetic_runtime::items::parse_js_item;
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
 use noetic_runtime::memory::registry::LayerImpl;
@@ -19,10 +20,10 @@ use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
 use crate::describe;
-use crate::dispatcher::{Dispatch, Dispatcher};
+use crate::dispatcher::{Dispatch, Dispatcher, foreground};
 use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
-use crate::storage::{JsDiagnostics, JsStorage, NativeStorage};
+use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 
 /// Validates layer descriptions where they are registered (DECISIONS D1).
 #[napi(catch_unwind, skip_typescript)]
@@ -37,8 +38,15 @@ pub struct NativeHarness {
   dispatch: Dispatch,
 }
 
+/// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever.
+impl Drop for NativeHarness {
+  fn drop(&mut self) {
+    self.dispatch.close();
+  }
+}
+
 fn parse(text: &str) -> Result<Value> {
-  serde_json::from_str(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))
+  from_js_json(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))
 }
 
 struct RunOptionsJson {
@@ -66,6 +74,15 @@ fn parse_run(
   Ok(step.map(|step| (step, input, RunOptionsJson { json, layers })))
 }
 
+/// `storageTimeoutMs`: a number of milliseconds (JS checked it), `"Infinity"` for none, default 30 s.
+fn storage_timeout(config: &Value) -> Option<std::time::Duration> {
+  match config.get("storageTimeoutMs").and_then(crate::protocol::number) {
+    None => Some(DEFAULT_STORAGE_TIMEOUT),
+    Some(ms) if ms.is_finite() => Some(std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+    Some(_) => None,
+  }
+}
+
 fn text_field(value: &Value, key: &str) -> Option<String> {
   value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
@@ -88,17 +105,39 @@ fn internal_error(panic: &tokio::task::JoinError) -> Value {
   json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } })
 }
 
+/// Runs `work` on the runtime as a run JS awaits, and sends its outcome to JS as `{op: 'settled', run, result}`.
+/// The outcome travels through the weak dispatcher rather than a napi Promise, whose own handle would keep Node
+/// alive for as long as the run waits on JS that never settles. A panic in `work` arrives as a join error.
+fn start_run<F>(dispatch: &Dispatch, run: u32, work: F)
+where
+  F: std::future::Future<Output = RunResult<StepValue>> + Send + 'static,
+{
+  let dispatch = dispatch.clone();
+  napi::bindgen_prelude::spawn(async move {
+    let result = settle(tokio::spawn(foreground(work)).await);
+    dispatch.notify(format!(r#"{{"op":"settled","run":{run},"result":{result}}}"#));
+  });
+}
+
+/// Runs `work` on the runtime, so that a panic inside it becomes an error rather than a lost Promise (A5).
+async fn guarded<T: Send + 'static>(work: impl std::future::Future<Output = Result<T>> + Send + 'static) -> Result<T> {
+  tokio::spawn(work).await.unwrap_or_else(|panic| {
+    Err(Error::new(Status::GenericFailure, format!("internal error in @noetic-tools/core: {panic}")))
+  })
+}
+
 fn missing_context(id: &str) -> Error {
   Error::new(Status::InvalidArg, format!("context '{id}' is not running"))
 }
 
 #[napi]
 impl NativeHarness {
-  /// `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, forceAtomicRecall: bool}`.
+  /// `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
+  /// forceAtomicRecall: bool}`.
   #[napi(constructor, catch_unwind)]
   pub fn new(
     config: String,
-    dispatcher: Function<FnArgs<(u32, String)>, ()>,
+    dispatcher: Function<FnArgs<(u32, String, bool)>, ()>,
     storage: Option<&NativeStorage>,
   ) -> Result<Self> {
     let config = parse(&config)?;
@@ -110,7 +149,7 @@ impl NativeHarness {
     let storage: Arc<dyn Storage> = match storage {
       Some(native) => Arc::clone(&native.inner),
       None if config.get("jsStorage").and_then(Value::as_bool) == Some(true) => {
-        Arc::new(JsStorage { dispatch: dispatch.clone() })
+        Arc::new(JsStorage { dispatch: dispatch.clone(), timeout: storage_timeout(&config) })
       }
       None => Arc::new(InMemoryStorage::new()),
     };
@@ -150,13 +189,14 @@ impl NativeHarness {
     self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
   }
 
-  /// Runs a step description with an input value as one execution; resolves to `{ok, value}` or
-  /// `{ok: false, error}` JSON.
-  #[napi]
-  pub async fn run(&self, step: String, input: String, options: String) -> Result<String> {
+  /// Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once
+  /// when the run cannot start (a bad step or layer list); otherwise it arrives later (see `start_run`). Either
+  /// way it is `{ok, value}` or `{ok: false, error}` JSON.
+  #[napi(catch_unwind)]
+  pub fn run(&self, run: u32, step: String, input: String, options: String) -> Result<Option<String>> {
     let (step, input, options) = match parse_run(&self.dispatch, &step, &input, &options)? {
       Ok(parsed) => parsed,
-      Err(error) => return Ok(failed(&error)),
+      Err(error) => return Ok(Some(failed(&error))),
     };
     let run_options = RunOptions {
       thread_id: text_field(&options.json, "threadId"),
@@ -164,7 +204,8 @@ impl NativeHarness {
       layers: options.layers,
     };
     let harness = Arc::clone(&self.inner);
-    Ok(settle(tokio::spawn(async move { harness.run(&step, input, run_options).await }).await))
+    start_run(&self.dispatch, run, async move { harness.run(&step, input, run_options).await });
+    Ok(None)
   }
 
   /// Opens a context that outlives runs (`harness.createContext()`); returns its id.
@@ -192,28 +233,34 @@ impl NativeHarness {
     Ok(id)
   }
 
-  /// Runs a step in a context from `create_context`; its layers initialise on the first run.
-  #[napi]
-  pub async fn run_in_context(&self, context: String, step: String, input: String) -> Result<String> {
+  /// Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
+  /// outcome is returned or arrives as for `run`.
+  #[napi(catch_unwind)]
+  pub fn run_in_context(&self, run: u32, context: String, step: String, input: String) -> Result<Option<String>> {
     let (step, input, _) = match parse_run(&self.dispatch, &step, &input, "{}")? {
       Ok(parsed) => parsed,
-      Err(error) => return Ok(failed(&error)),
+      Err(error) => return Ok(Some(failed(&error))),
     };
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let harness = Arc::clone(&self.inner);
-    Ok(settle(tokio::spawn(async move { harness.run_existing(&ctx, &step, input).await }).await))
+    start_run(&self.dispatch, run, async move { harness.run_existing(&ctx, &step, input).await });
+    Ok(None)
   }
 
   /// One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
   /// the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
   #[napi]
   pub async fn call_model_once(&self, request: String, items: Vec<String>) -> Result<String> {
-    let request = describe::model_request(&parse(&request)?, &items).map_err(|e| Error::new(Status::InvalidArg, e))?;
     let harness = Arc::clone(&self.inner);
-    let joined = tokio::spawn(async move { harness.call_model_once(&request).await }).await;
-    Ok(
-      match joined {
-        Ok(Ok(round)) => {
+    guarded(async move {
+      let request =
+        describe::model_request(&parse(&request)?, &items).map_err(|e| Error::new(Status::InvalidArg, e))?;
+      Ok(harness.call_model_once(&request).await)
+    })
+    .await
+    .map(|outcome| {
+      match outcome {
+        Ok(round) => {
           let mut usage = json!({ "inputTokens": round.input_tokens, "outputTokens": round.output_tokens });
           if round.cached_tokens > 0.0 {
             usage["cachedTokens"] = json!(round.cached_tokens);
@@ -229,11 +276,10 @@ impl NativeHarness {
           }
           reply
         }
-        Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
-        Err(panic) => internal_error(&panic),
+        Err(error) => json!({ "ok": false, "error": error_json(&error) }),
       }
-      .to_string(),
-    )
+      .to_string()
+    })
   }
 
   /// Forgets a context from `create_context` (its JS object was collected).
@@ -360,22 +406,25 @@ impl NativeHarness {
     args: String,
   ) -> Result<Option<String>> {
     let harness = Arc::clone(&self.inner);
-    let ctx = harness.context(&context).ok_or_else(|| missing_context(&context))?;
-    let target =
-      ctx.layers.get(&layer).cloned().ok_or_else(|| Error::new(Status::InvalidArg, format!("no layer '{layer}'")))?;
-    let LayerImpl::Native(native) = &target.imp else {
-      return Err(Error::new(Status::InvalidArg, format!("layer '{layer}' is not a built-in layer")));
-    };
-    let state = match harness.env.states.get(&context, &layer) {
-      Some(StateValue::Json(value)) => Some(value),
-      _ => None,
-    };
-    let (result, write) =
-      native.call(&name, parse(&args)?, state.as_ref()).await.map_err(|m| Error::new(Status::GenericFailure, m))?;
-    if let NativeWrite::Set(value) = write {
-      harness.env.states.set(&context, &layer, StateValue::Json(value), None, &harness.env.sink);
-    }
-    Ok(result.map(|value| value.to_string()))
+    guarded(async move {
+      let ctx = harness.context(&context).ok_or_else(|| missing_context(&context))?;
+      let target =
+        ctx.layers.get(&layer).cloned().ok_or_else(|| Error::new(Status::InvalidArg, format!("no layer '{layer}'")))?;
+      let LayerImpl::Native(native) = &target.imp else {
+        return Err(Error::new(Status::InvalidArg, format!("layer '{layer}' is not a built-in layer")));
+      };
+      let state = match harness.env.states.get(&context, &layer) {
+        Some(StateValue::Json(value)) => Some(value),
+        _ => None,
+      };
+      let (result, write) =
+        native.call(&name, parse(&args)?, state.as_ref()).await.map_err(|m| Error::new(Status::GenericFailure, m))?;
+      if let NativeWrite::Set(value) = write {
+        harness.env.states.set(&context, &layer, StateValue::Json(value), None, &harness.env.sink);
+      }
+      Ok(result.map(|value| value.to_string()))
+    })
+    .await
   }
 
   /// Number of executions whose layer state is still held; stays flat across runs (D15).

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use noetic_runtime::host::*;
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
 use serde::Deserialize;
@@ -139,7 +140,7 @@ impl Host for JsHost {
     };
     let message = json!({ "op": "hooks", "batch": batch });
     match self.request(message).await {
-      Ok(text) => match serde_json::from_str::<Vec<JsHookReply>>(&text) {
+      Ok(text) => match from_js_json::<Vec<JsHookReply>>(&text) {
         Ok(replies) => replies.into_iter().map(HookReply::from).collect(),
         Err(error) => failed(malformed(&error.to_string()).to_string()),
       },

@@ -3,6 +3,7 @@
 use noetic_runtime::error::{ConfigError, NoeticError};
 use noetic_runtime::harness::RunError;
 use noetic_runtime::host::{HostError, HostRef, StepValue, StepValueRef};
+use noetic_runtime::js_text::from_js_json;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -80,7 +81,7 @@ pub fn open<T>(text: &str) -> Result<T, HostError>
 where
   T: for<'de> Deserialize<'de>,
 {
-  let envelope: Envelope<T> = serde_json::from_str(text).map_err(|e| malformed(&e.to_string()))?;
+  let envelope: Envelope<T> = from_js_json(text).map_err(|e| malformed(&e.to_string()))?;
   match (envelope.ok, envelope.value, envelope.error) {
     (true, Some(value), _) => Ok(value),
     (false, _, Some(error)) => Err(error.into()),

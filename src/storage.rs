@@ -2,10 +2,12 @@
 //! own adapter object is reached through the dispatcher.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use napi_derive::napi;
 use noetic_runtime::ConfigError;
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::storage::{InMemoryStorage, SqliteStorage, Storage, StorageError, StorageResult};
 use serde_json::{Value, json};
@@ -44,14 +46,18 @@ impl NativeStorage {
     Ok(Self { inner: Arc::new(store) })
   }
 
-  /// Resolves to the stored value, or `null` when the key is missing.
-  #[napi(ts_return_type = "Promise<any>")]
-  pub async fn get(&self, key: String) -> napi::Result<Option<Value>> {
-    self.inner.get(&key).await.map_err(storage_error)
+  /// Resolves to the stored value's JSON text, or `null` when the key is missing.
+  #[napi]
+  pub async fn get(&self, key: String) -> napi::Result<Option<String>> {
+    let value = self.inner.get(&key).await.map_err(storage_error)?;
+    Ok(value.map(|value| value.to_string()))
   }
 
+  /// Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold).
   #[napi]
-  pub async fn set(&self, key: String, value: Value) -> napi::Result<()> {
+  pub async fn set(&self, key: String, json: String) -> napi::Result<()> {
+    let value: Value = from_js_json(&json)
+      .map_err(|e| napi::Error::new(napi::Status::InvalidArg, format!("storage.set('{key}'): not JSON text: {e}")))?;
     self.inner.set(&key, value).await.map_err(storage_error)
   }
 
@@ -72,16 +78,33 @@ impl Default for NativeStorage {
   }
 }
 
-/// A user's `StorageAdapter` object, called through the dispatcher.
+/// A user's `StorageAdapter` object, called through the dispatcher. A call that does not settle within `timeout`
+/// fails with an error naming the call, so an adapter that hangs cannot hang a run (the state mirror reports the
+/// failed write as a `persist` diagnostic).
 pub struct JsStorage {
   pub dispatch: Dispatch,
+  pub timeout: Option<Duration>,
 }
+
+/// How long a storage adapter's call may take by default (`storageTimeoutMs`).
+pub const DEFAULT_STORAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl JsStorage {
   async fn call(&self, method: &str, key: &str, value: Option<Value>) -> StorageResult<Value> {
     let message = json!({ "op": "storage", "method": method, "key": key, "value": value });
-    let text = self.dispatch.call(message.to_string()).await.map_err(StorageError)?;
-    let reply: Value = serde_json::from_str(&text).map_err(|e| StorageError(e.to_string()))?;
+    let reply = self.dispatch.call(message.to_string());
+    let text = match self.timeout {
+      Some(limit) => tokio::time::timeout(limit, reply).await.map_err(|_| {
+        let lost = if method == "set" || method == "delete" { "; the change was not saved" } else { "" };
+        StorageError(format!(
+          "the storage adapter's {method}('{key}') did not settle within {}ms (storageTimeoutMs){lost}",
+          limit.as_millis()
+        ))
+      })?,
+      None => reply.await,
+    }
+    .map_err(StorageError)?;
+    let reply: Value = noetic_runtime::js_text::from_js_json(&text).map_err(|e| StorageError(e.to_string()))?;
     match reply.get("ok").and_then(Value::as_bool) {
       Some(true) => Ok(reply.get("value").cloned().unwrap_or(Value::Null)),
       _ => Err(StorageError(

@@ -8,6 +8,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod items;
+pub mod js_text;
 pub mod memory;
 pub mod provider;
 pub mod steps;

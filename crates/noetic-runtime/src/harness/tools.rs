@@ -87,7 +87,7 @@ impl Harness {
     if let ToolImpl::LayerFn { layer, name } = &tool.imp
       && let LayerImpl::Native(native) = &layer.imp
     {
-      let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Object(Default::default()));
+      let args: Value = crate::js_text::from_js_json(arguments).unwrap_or(Value::Object(Default::default()));
       let state = match self.env.states.get(&ctx.id, layer.id()) {
         Some(StateValue::Json(value)) => Some(value),
         _ => None,

@@ -39,9 +39,9 @@ impl std::error::Error for ItemError {}
 
 impl Item {
   /// An item from the text JS's `JSON.stringify(item)` produced. The cost comes from the text itself, so it is
-  /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`parse_lenient`]).
+  /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`crate::js_text::from_js_json`]).
   pub fn from_json_text(text: &str) -> Result<Item, ItemError> {
-    let map = base_check(parse_lenient(text)?)?;
+    let map = base_check(crate::js_text::from_js_json(text).map_err(|e| ItemError::Json(e.to_string()))?)?;
     Ok(Self::build(map, tokens_for_units(utf16_len(text))))
   }
 
@@ -184,62 +184,6 @@ pub fn parse_js_item(text: &str) -> Result<Item, NoeticError> {
   Ok(item)
 }
 
-/// Parses JSON text from JS. JS strings may hold lone surrogates, which `JSON.stringify` writes as `\udXXX`
-/// escapes and `serde_json` refuses; rather than reject such an item, the parsed copy gets U+FFFD in their place
-/// (same UTF-16 length). Costs are unaffected because they come from the original text.
-fn parse_lenient(text: &str) -> Result<Value, ItemError> {
-  match serde_json::from_str(text) {
-    Ok(v) => Ok(v),
-    Err(first) => match replace_lone_surrogate_escapes(text) {
-      Some(fixed) => serde_json::from_str(&fixed).map_err(|e| ItemError::Json(e.to_string())),
-      None => Err(ItemError::Json(first.to_string())),
-    },
-  }
-}
-
-/// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
-fn replace_lone_surrogate_escapes(text: &str) -> Option<String> {
-  let bytes = text.as_bytes();
-  let hex_at = |i: usize| -> Option<u16> {
-    let digits = text.get(i..i + 4)?;
-    u16::from_str_radix(digits, 16).ok()
-  };
-  // A `\u` escape at `i` (the backslash) and its code unit.
-  let escape_at = |i: usize| -> Option<u16> {
-    if bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u') { hex_at(i + 2) } else { None }
-  };
-  let mut out: Option<String> = None;
-  let mut copied = 0;
-  let mut i = 0;
-  while i < bytes.len() {
-    if bytes[i] != b'\\' {
-      i += 1;
-      continue;
-    }
-    let Some(unit) = escape_at(i) else {
-      // Some other escape: skip the backslash and the escaped character together.
-      i += 2;
-      continue;
-    };
-    let is_high = (0xd800..0xdc00).contains(&unit);
-    let is_low = (0xdc00..0xe000).contains(&unit);
-    if is_high && escape_at(i + 6).is_some_and(|next| (0xdc00..0xe000).contains(&next)) {
-      i += 12;
-      continue;
-    }
-    if is_high || is_low {
-      let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
-      buf.push_str(&text[copied..i]);
-      buf.push_str("\\ufffd");
-      copied = i + 6;
-    }
-    i += 6;
-  }
-  let mut buf = out?;
-  buf.push_str(&text[copied..]);
-  Some(buf)
-}
-
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -337,6 +281,5 @@ mod tests {
     assert_eq!(item.get("b"), Some(&json!("\u{fffd}")));
     assert_eq!(item.get("c"), Some(&json!("😀")));
     assert_eq!(item.get("d"), Some(&json!("\\ud800")));
-    assert_eq!(replace_lone_surrogate_escapes(r#"{"a":"\ud83d\ude00\\ud800"}"#), None);
   }
 }

@@ -77,7 +77,7 @@ pub(crate) fn find_function_call(items: &[&Item], name: &str) -> Option<Map<Stri
     .filter(|item| str_field(item, "type") == Some("function_call"))
     // Upstream tests for the presence of both keys, whatever their values.
     .filter(|item| item.contains_key("callId") && str_field(item, "name") == Some(name))
-    .find_map(|item| match serde_json::from_str::<Value>(str_field(item, "arguments")?) {
+    .find_map(|item| match crate::js_text::from_js_json::<Value>(str_field(item, "arguments")?) {
       Ok(Value::Object(args)) => Some(args),
       _ => None,
     })

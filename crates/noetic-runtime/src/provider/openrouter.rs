@@ -111,7 +111,8 @@ impl OpenRouter {
     if !status.is_success() {
       return Err(ProviderError::Status { status: status.as_u16(), detail: detail(&text) });
     }
-    serde_json::from_str(&text).map_err(|error| ProviderError::Malformed(format!("{error}: {}", shorten(&text))))
+    crate::js_text::from_js_json(&text)
+      .map_err(|error| ProviderError::Malformed(format!("{error}: {}", shorten(&text))))
   }
 }
 
@@ -135,7 +136,7 @@ fn retry_after_ms(headers: &HeaderMap) -> Option<f64> {
 
 /// OpenRouter's `{"error": {"message"}}` when the body has one, else the body itself; shortened either way.
 fn detail(text: &str) -> String {
-  let message = serde_json::from_str::<Value>(text)
+  let message = crate::js_text::from_js_json::<Value>(text)
     .ok()
     .and_then(|body| body.pointer("/error/message").and_then(Value::as_str).map(str::to_owned));
   match message {

@@ -1,0 +1,286 @@
+// The bridge between JS and the native runtime under hostile but realistic use (issue 6): strings JS can hold and
+// Rust cannot, harnesses dropped by the thousand, adapters and steps that never settle, unprintable throws, and
+// values JSON cannot hold.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  AgentHarness,
+  NoeticConfigError,
+  createInMemoryStorage,
+  createSqliteStorage,
+  loop,
+  step,
+} from '../js/index.mjs';
+import { recordingModel } from './helpers.mjs';
+
+const entry = fileURLToPath(new URL('../js/index.mjs', import.meta.url));
+const LONE = '\ud83d'; // half of an emoji, as `'😀'.slice(0, 1)` leaves it
+const REPLACED = '\ufffd';
+const echo = step.run({ id: 'echo', execute: async (x) => x });
+const gc = globalThis.gc ?? (globalThis.Bun ? () => globalThis.Bun.gc(true) : undefined);
+
+function harness(opts = {}) {
+  const diagnostics = [];
+  const h = new AgentHarness({ name: 'bridge', params: {}, onDiagnostic: (d) => diagnostics.push(d), ...opts });
+  return { h, diagnostics };
+}
+
+// A thread-scoped layer that saves what the step input said into its state.
+function notes(id) {
+  return {
+    id,
+    slot: 300,
+    scope: 'thread',
+    hooks: {
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { said: [] } }),
+      store: async ({ state, newItems }) => ({ state: { said: [...state.said, ...newItems.map((i) => i.content?.[0]?.text)] } }),
+    },
+  };
+}
+
+// Runs `source` (an ES module importing the package as `lib`) in a child process.
+function child(source, timeout = 20_000) {
+  const program = `import * as lib from ${JSON.stringify(entry)};\n${source}`;
+  const args = globalThis.Bun ? ['-e', program] : ['--input-type=module', '-e', program];
+  return spawnSync(process.execPath, args, { encoding: 'utf8', timeout });
+}
+
+// ---- 1. Lone surrogates ------------------------------------------------------------------------------------------
+
+test('a lone surrogate in a run input or a step output crosses as U+FFFD, the one documented replacement', async () => {
+  const { h, diagnostics } = harness();
+  assert.equal(await h.run(echo, `a${LONE}b`), `a${REPLACED}b`);
+  const cut = step.run({ id: 'cut', execute: async () => '😀'.slice(0, 1) });
+  assert.equal(await h.run(cut, 'x'), REPLACED);
+  // Non-string values stay JS objects and come back untouched.
+  const obj = { text: `a${LONE}` };
+  assert.equal(await h.run(step.run({ id: 'obj', execute: async () => obj }), 'x'), obj);
+  assert.deepEqual(diagnostics, []);
+});
+
+test('a model reply, scripted text and a thread id with a lone surrogate do not fail the run', async () => {
+  const model = async () => ({
+    items: [{ id: 'm', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `hi${LONE}` }] }],
+    usage: { inputTokens: 1, outputTokens: 1 },
+  });
+  const llm = step.llm({ id: 'llm', model: 'm' });
+  const viaTestModel = harness({ _testCallModel: model });
+  assert.equal(await viaTestModel.h.run(llm, `q${LONE}`, { threadId: `t${LONE}` }), `hi${REPLACED}`);
+  const scripted = harness({ llm: { provider: 'scripted', script: [{ text: `ok${LONE}` }] } });
+  assert.equal(await scripted.h.run(llm, 'q'), `ok${REPLACED}`);
+  assert.deepEqual([...viaTestModel.diagnostics, ...scripted.diagnostics], []);
+});
+
+test('layer state and a layer id with a lone surrogate persist, with U+FFFD in the stored copy', async () => {
+  const storage = createInMemoryStorage();
+  const { model } = recordingModel(`said${LONE}`);
+  const llm = step.llm({ id: 'llm', model: 'm' });
+  const first = harness({ storage, memory: [notes(`notes${LONE}`)], _testCallModel: model });
+  await first.h.run(llm, 'hello', { threadId: 'T' });
+  assert.deepEqual(first.diagnostics, [], 'no persist diagnostic');
+  const keys = await storage.list('layers/');
+  assert.deepEqual(keys, [`layers/notes${REPLACED}/T/state`]);
+  assert.deepEqual(await storage.get(keys[0]), { said: [`said${REPLACED}`] });
+  // A new harness on the same storage rehydrates it.
+  let seen;
+  const reader = { ...notes(`notes${LONE}`), hooks: { ...notes('x').hooks, recall: async ({ state }) => ((seen = state), null) } };
+  const second = harness({ storage, memory: [reader], _testCallModel: model });
+  await second.h.run(llm, 'again', { threadId: 'T' });
+  assert.deepEqual(seen, { said: [`said${REPLACED}`] });
+});
+
+// ---- 2. Harnesses are collected -----------------------------------------------------------------------------------
+
+test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc }, async () => {
+  let collected = 0;
+  const registry = new FinalizationRegistry(() => collected++);
+  const count = 2000;
+  for (let i = 0; i < count; i++) {
+    const h = new AgentHarness({ name: `h${i}`, params: {}, memory: [notes('n')] });
+    if (i % 20 === 0) await h.run(echo, 'x');
+    registry.register(h, i);
+  }
+  for (let i = 0; i < 40 && collected < count; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.ok(collected >= count - 1, `collected ${collected} of ${count}`);
+});
+
+test('a harness nobody references is kept until its run settles', async () => {
+  const slow = step.run({ id: 'slow', execute: () => new Promise((resolve) => setTimeout(() => resolve('done'), 50)) });
+  const pending = new AgentHarness({ name: 'temp', params: {} }).run(slow, 'x');
+  gc?.();
+  assert.equal(await pending, 'done');
+});
+
+test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc, timeout: 120_000 }, async () => {
+  const settle = async () => {
+    for (let i = 0; i < 10; i++) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const batch = async () => {
+    for (let i = 0; i < 5000; i++) new AgentHarness({ name: 'leak', params: {}, memory: [notes('n')] });
+    await settle();
+  };
+  await batch(); // warm-up: allocator pools and JIT reach their steady size
+  const before = process.memoryUsage().rss;
+  await batch();
+  await batch();
+  const grown = (process.memoryUsage().rss - before) / 1e6;
+  // Leaking ~8 KB per harness would be 80 MB here.
+  assert.ok(grown < 20, `RSS grew ${grown.toFixed(1)} MB over 10,000 harnesses`);
+});
+
+// ---- 3. Storage adapters that hang ----------------------------------------------------------------------------------
+
+test('a storage adapter whose set never settles cannot hang a run; the lost write is reported', async () => {
+  const saved = new Map();
+  const stuck = {
+    get: async (key) => saved.get(key) ?? null,
+    set: () => new Promise(() => {}),
+    delete: async (key) => void saved.delete(key),
+    list: async () => [...saved.keys()],
+  };
+  const { h, diagnostics } = harness({ storage: stuck, storageTimeoutMs: 100, memory: [notes('n')], _testCallModel: recordingModel().model });
+  const started = Date.now();
+  assert.equal(await h.run(step.llm({ id: 'llm', model: 'm' }), 'hello', { threadId: 'T' }), 'ok');
+  assert.ok(Date.now() - started < 5000);
+  const persist = diagnostics.filter((d) => d.hook === 'persist');
+  assert.ok(persist.length >= 1, JSON.stringify(diagnostics));
+  assert.match(persist[0].message, /set\('layers\/n\/T\/state'\) did not settle within 100ms \(storageTimeoutMs\); the change was not saved/);
+});
+
+test('storageTimeoutMs must be a positive number', () => {
+  for (const bad of [0, -1, Number.NaN, '100']) {
+    assert.throws(() => harness({ storageTimeoutMs: bad }), (e) => e instanceof NoeticConfigError && e.code === 'INVALID_STORAGE_TIMEOUT');
+  }
+  harness({ storageTimeoutMs: Number.POSITIVE_INFINITY });
+});
+
+// ---- 5. Pending work never holds Node open ---------------------------------------------------------------------------
+
+// Under Bun even plain JS never exits on a top-level await that cannot settle, so there is nothing to match there.
+test('a step or hook that never settles lets Node exit as plain JS would (code 13), not hang', { skip: Boolean(globalThis.Bun) }, () => {
+  const neverStep = child(`
+    const h = new lib.AgentHarness({ name: 'h', params: {} });
+    await h.run(lib.step.run({ id: 's', execute: () => new Promise(() => {}) }), 'x');
+    console.log('unreachable');`);
+  assert.equal(neverStep.error, undefined, 'the child exited by itself');
+  assert.equal(neverStep.status, 13);
+  assert.doesNotMatch(neverStep.stdout, /unreachable/);
+  // A hook that never settles is bounded by its timeout instead: the run goes on when it fires.
+  const neverHook = child(`
+    const layer = { id: 'l', slot: 1, scope: 'thread', timeouts: { recall: 200 }, hooks: { recall: () => new Promise(() => {}) } };
+    const h = new lib.AgentHarness({ name: 'h', params: {}, memory: [layer], onDiagnostic: (d) => console.log(d.hook, d.message),
+      _testCallModel: async () => ({ items: [], usage: {} }) });
+    await h.run(lib.step.llm({ id: 's', model: 'm' }), 'x');
+    console.log('finished');`);
+  assert.equal(neverHook.status, 0, neverHook.stderr);
+  assert.match(neverHook.stdout, /recall Timeout after 200ms\nfinished/);
+});
+
+test('a run whose step awaits a timer keeps Node alive until it finishes', () => {
+  const result = child(`
+    const h = new lib.AgentHarness({ name: 'h', params: {} });
+    const out = await h.run(lib.step.run({ id: 's', execute: () => new Promise((r) => setTimeout(() => r('late'), 200)) }), 'x');
+    console.log('result', out);`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /result late/);
+});
+
+// ---- 6. Unprintable throws ---------------------------------------------------------------------------------------------
+
+function unprintables() {
+  const badToString = { toString() { throw new Error('no toString'); } };
+  const badMessage = new Error('x');
+  Object.defineProperty(badMessage, 'message', { get() { throw new Error('no message'); } });
+  return [badToString, badMessage, Object.create(null), Symbol('thrown')];
+}
+
+test('an unprintable value thrown by a step, a hook, a tool or an until predicate is a clear error, never a crash', async () => {
+  for (const thrown of unprintables()) {
+    const raise = () => {
+      throw thrown;
+    };
+    const { h, diagnostics } = harness({ _testCallModel: recordingModel().model });
+    // A step: the run rejects with the very value.
+    await assert.rejects(h.run(step.run({ id: 's', execute: raise }), 'x'), (e) => e === thrown);
+    // A hook: a diagnostic that says what happened, and the run goes on.
+    const layer = { id: 'l', slot: 1, scope: 'execution', hooks: { recall: raise, store: raise } };
+    assert.equal(await h.run(step.llm({ id: 'llm', model: 'm', memory: undefined }), 'x', { memory: [layer] }), 'ok');
+    assert.ok(diagnostics.length >= 2);
+    for (const d of diagnostics) assert.equal(typeof d.message, 'string');
+    // An until predicate: the loop's run rejects, with no crash.
+    const looping = loop({ id: 'loop', steps: [step.run({ id: 'b', execute: async (x) => x })], until: raise });
+    await h.run(looping, 'x').catch(() => {});
+  }
+});
+
+test('the process survives unprintable throws everywhere (no unhandled rejection)', () => {
+  const result = child(`
+    const bad = { toString() { throw new Error('no'); } };
+    const raise = () => { throw bad; };
+    const h = new lib.AgentHarness({ name: 'h', params: {}, onDiagnostic: () => {}, _testCallModel: async () => ({ items: [], usage: {} }) });
+    const layer = { id: 'l', slot: 1, scope: 'execution', hooks: { init: async () => ({ state: {} }), recall: raise, store: raise, onComplete: raise, dispose: raise } };
+    await h.run(lib.step.run({ id: 's', execute: raise }), 'x').catch(() => {});
+    await h.run(lib.step.llm({ id: 'l', model: 'm' }), 'x', { memory: [layer] }).catch(() => {});
+    await h.run(lib.loop({ id: 'lp', steps: [lib.step.run({ id: 'b', execute: async (x) => x })], until: raise }), 'x').catch(() => {});
+    const tool = lib.tool({ name: 't', description: 'd', input: (await import('zod')).z.object({}), execute: raise });
+    const scripted = new lib.AgentHarness({ name: 's', params: {}, llm: { provider: 'scripted', script: [{ toolCalls: [{ name: 't', arguments: {} }] }, { text: 'done' }] } });
+    await scripted.run(lib.step.llm({ id: 'l', model: 'm', tools: [tool] }), 'x').catch(() => {});
+    console.log('alive');`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /alive/);
+});
+
+// ---- 7. Values in storage -----------------------------------------------------------------------------------------------
+
+for (const [name, make] of [
+  ['createInMemoryStorage', () => createInMemoryStorage()],
+  ['createSqliteStorage', () => createSqliteStorage(join(mkdtempSync(join(tmpdir(), 'noetic-')), 'values.db'))],
+]) {
+  test(`${name} keeps what JSON.stringify keeps and names the key of what it cannot hold`, async () => {
+    const storage = make();
+    const when = new Date('2026-01-02T03:04:05.000Z');
+    await storage.set('date', when);
+    assert.equal(await storage.get('date'), when.toISOString());
+    await storage.set('nested', { when, list: [1, 'two', null, true], skip: undefined, fn() {} });
+    assert.deepEqual(await storage.get('nested'), { when: when.toISOString(), list: [1, 'two', null, true] });
+    await storage.set('custom', { toJSON: () => ({ custom: 1 }) });
+    assert.deepEqual(await storage.get('custom'), { custom: 1 });
+    assert.equal(await storage.get('missing'), null);
+    const cyclic = {};
+    cyclic.self = cyclic;
+    for (const [key, value] of [['big', 10n], ['undef', undefined], ['fn', () => 1], ['cycle', cyclic], ['sym', Symbol('s')]]) {
+      await assert.rejects(storage.set(key, value), (e) => {
+        assert.ok(e instanceof NoeticConfigError, String(e));
+        assert.equal(e.code, 'STORAGE_VALUE_NOT_JSON');
+        assert.ok(e.message.includes(`'${key}'`), e.message);
+        return true;
+      });
+      assert.equal(await storage.get(key), null, 'nothing half-written');
+    }
+    await assert.rejects(storage.set(42, 'v'), TypeError);
+    assert.deepEqual((await storage.list('')).sort(), ['custom', 'date', 'nested']);
+    await storage.delete('date');
+    assert.deepEqual((await storage.list('d')).sort(), []);
+  });
+}
+
+test('a layer state holding a Date persists as its ISO string', async () => {
+  const storage = createInMemoryStorage();
+  const when = new Date('2026-05-06T07:08:09.000Z');
+  const layer = { id: 'dated', slot: 1, scope: 'thread', hooks: { init: async () => ({ state: { when } }) , store: async ({ state }) => ({ state: { ...state } }) } };
+  const { h, diagnostics } = harness({ storage, memory: [layer], _testCallModel: recordingModel().model });
+  await h.run(step.llm({ id: 'llm', model: 'm' }), 'x', { threadId: 'T' });
+  assert.deepEqual(diagnostics, []);
+  assert.deepEqual(await storage.get('layers/dated/T/state'), { when: when.toISOString() });
+});

@@ -1,0 +1,89 @@
+//! JSON text from JS, read the same way everywhere it crosses into Rust.
+//!
+//! JS strings may hold lone UTF-16 surrogates (an emoji cut in half by `slice`). `JSON.stringify` writes them as
+//! `\udXXX` escapes, which `serde_json` refuses, and Rust strings cannot hold them. So every JSON text that comes
+//! from JS is parsed with each unpaired surrogate replaced by U+FFFD, the one replacement this crate makes
+//! (DECISIONS, Strings). Text that has none costs one ordinary parse.
+
+use serde::de::DeserializeOwned;
+
+/// Parses JSON text from JS, replacing each unpaired surrogate escape with U+FFFD.
+pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
+  match serde_json::from_str(text) {
+    Ok(value) => Ok(value),
+    Err(first) => match replace_lone_surrogate_escapes(text) {
+      Some(fixed) => serde_json::from_str(&fixed),
+      None => Err(first),
+    },
+  }
+}
+
+/// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
+fn replace_lone_surrogate_escapes(text: &str) -> Option<String> {
+  let bytes = text.as_bytes();
+  let hex_at = |i: usize| -> Option<u16> {
+    let digits = text.get(i..i + 4)?;
+    u16::from_str_radix(digits, 16).ok()
+  };
+  // A `\u` escape at `i` (the backslash) and its code unit.
+  let escape_at = |i: usize| -> Option<u16> {
+    if bytes.get(i) == Some(&b'\\') && bytes.get(i + 1) == Some(&b'u') { hex_at(i + 2) } else { None }
+  };
+  let mut out: Option<String> = None;
+  let mut copied = 0;
+  let mut i = 0;
+  while i < bytes.len() {
+    if bytes[i] != b'\\' {
+      i += 1;
+      continue;
+    }
+    let Some(unit) = escape_at(i) else {
+      // Some other escape: skip the backslash and the escaped character together.
+      i += 2;
+      continue;
+    };
+    let is_high = (0xd800..0xdc00).contains(&unit);
+    let is_low = (0xdc00..0xe000).contains(&unit);
+    if is_high && escape_at(i + 6).is_some_and(|next| (0xdc00..0xe000).contains(&next)) {
+      i += 12;
+      continue;
+    }
+    if is_high || is_low {
+      let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+      buf.push_str(&text[copied..i]);
+      buf.push_str("\\ufffd");
+      copied = i + 6;
+    }
+    i += 6;
+  }
+  let mut buf = out?;
+  buf.push_str(&text[copied..]);
+  Some(buf)
+}
+
+#[cfg(test)]
+mod tests {
+  use serde_json::{Value, json};
+
+  use super::*;
+
+  #[test]
+  fn unpaired_surrogates_become_the_replacement_character_and_pairs_stay() {
+    let text = r#"{"a":"\ud800x","b":"\udc00","c":"\ud83d\ude00","d":"\\ud800","e":"\uD83D"}"#;
+    let value: Value = from_js_json(text).expect("parsed");
+    assert_eq!(value, json!({"a": "\u{fffd}x", "b": "\u{fffd}", "c": "😀", "d": "\\ud800", "e": "\u{fffd}"}));
+  }
+
+  #[test]
+  fn a_high_surrogate_at_the_very_end_and_keys_with_surrogates_are_read() {
+    let value: Value = from_js_json(r#"{"\ud83d":["\ud83d"]}"#).expect("parsed");
+    assert_eq!(value, json!({"\u{fffd}": ["\u{fffd}"]}));
+  }
+
+  #[test]
+  fn text_without_lone_surrogates_is_left_alone_and_bad_json_still_fails() {
+    assert_eq!(replace_lone_surrogate_escapes(r#"{"a":"\ud83d\ude00\\ud800"}"#), None);
+    assert!(from_js_json::<Value>("{").is_err());
+    assert!(from_js_json::<Value>(r#"{"a":"\ud800"#).is_err());
+  }
+}

@@ -1,0 +1,65 @@
+'use strict';
+// The native stores as JS sees them, and the check of a user's own adapter.
+//
+// A native store keeps what `JSON.stringify` keeps, the same in memory as on disk (DECISIONS, Storage): `toJSON`
+// is honoured (a Date comes back as its ISO string), and a value JSON cannot hold (undefined, a function, a
+// BigInt, a cycle) is refused with an error naming the key, never changed silently.
+const native = require('./native.cjs');
+const { NoeticConfigError, messageOf } = require('./errors.cjs');
+
+const NATIVE_STORE = Symbol('noetic.nativeStore');
+
+function checkKey(method, key) {
+  if (typeof key === 'string') return key;
+  throw new TypeError(`storage.${method}(key): the key must be a string, got ${typeof key}`);
+}
+
+function jsonOf(key, value) {
+  let text;
+  try {
+    text = JSON.stringify(value);
+  } catch (e) {
+    throw unstorable(key, messageOf(e));
+  }
+  if (text === undefined) throw unstorable(key, `${value === undefined ? 'undefined' : typeof value} has no JSON form`);
+  return text;
+}
+
+function unstorable(key, why) {
+  return new NoeticConfigError({
+    code: 'STORAGE_VALUE_NOT_JSON',
+    message: `storage.set('${key}'): the value cannot be stored: ${why}.`,
+    hint: 'Store JSON values: plain objects, arrays, strings, finite numbers, booleans and null (Dates become ISO strings). Use delete(key) to remove a key.',
+  });
+}
+
+class NativeStore {
+  constructor(inner) {
+    Object.defineProperty(this, NATIVE_STORE, { value: inner });
+  }
+
+  async get(key) {
+    const text = await this[NATIVE_STORE].get(checkKey('get', key));
+    return text == null ? null : JSON.parse(text);
+  }
+
+  async set(key, value) {
+    await this[NATIVE_STORE].set(checkKey('set', key), jsonOf(key, value));
+  }
+
+  async delete(key) {
+    await this[NATIVE_STORE].delete(checkKey('delete', key));
+  }
+
+  async list(prefix = '') {
+    return this[NATIVE_STORE].list(checkKey('list', prefix));
+  }
+}
+
+// The native store behind a storage, if it is one of ours: the harness then uses it with no crossing.
+const nativeStoreOf = (storage) => storage?.[NATIVE_STORE];
+
+const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
+const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
+
+module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore };
