@@ -223,3 +223,39 @@ test('a base URL that is not http(s) is a config error when the harness is made'
     (e) => e.name === 'NoeticConfigError' && e.code === 'INVALID_BASE_URL',
   );
 });
+
+test('a provider that never answers fails the run with the idle timeout named, within streamIdleTimeoutMs', async () => {
+  const server = await fakeOpenRouter([{ delayMs: 60_000, body: { status: 'completed', output: [message('never')] } }]);
+  try {
+    const harness = new AgentHarness({
+      name: 't', params: {}, streamIdleTimeoutMs: 300, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
+    });
+    const started = Date.now();
+    await assert.rejects(
+      harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi'),
+      { message: `llm request to ${server.baseUrl}/responses timed out: no response within 300ms (streamIdleTimeoutMs)` },
+    );
+    assert.ok(Date.now() - started < 5_000);
+    assert.equal(server.received.length, 1);
+  } finally {
+    server.close();
+  }
+});
+
+test('streamIdleTimeoutMs and llm.timeoutMs must be numbers', () => {
+  const llm = { provider: 'openrouter', apiKey: 'k', baseUrl: 'http://127.0.0.1:9' };
+  for (const streamIdleTimeoutMs of [NaN, '300', {}]) {
+    assert.throws(
+      () => new AgentHarness({ name: 't', params: {}, streamIdleTimeoutMs, llm }),
+      (e) => e.name === 'NoeticConfigError' && e.code === 'INVALID_STREAM_IDLE_TIMEOUT' && e.message.includes('streamIdleTimeoutMs') && Boolean(e.hint),
+    );
+  }
+  assert.throws(
+    () => new AgentHarness({ name: 't', params: {}, llm: { ...llm, timeoutMs: NaN } }),
+    (e) => e.name === 'NoeticConfigError' && e.code === 'INVALID_LLM_TIMEOUT' && e.message.includes('NaN'),
+  );
+  // Any number is a limit: Infinity, 0 and negative ones turn it off, huge ones are accepted.
+  for (const streamIdleTimeoutMs of [Infinity, -Infinity, 0, -5, 1e300, undefined, null]) {
+    new AgentHarness({ name: 't', params: {}, streamIdleTimeoutMs, llm: { ...llm, timeoutMs: Infinity } });
+  }
+});

@@ -19,13 +19,41 @@ function createSqliteStorage(path) {
 // As upstream's createClient: the OpenRouter key is `llm.apiKey`, else OPENROUTER_API_KEY, and without one there
 // is no provider (an LLM step then fails with NO_LLM_PROVIDER). The key goes to the native client only.
 function modelOf(opts) {
+  const streamIdleTimeoutMs = timeLimitOf(opts.streamIdleTimeoutMs, {
+    code: 'INVALID_STREAM_IDLE_TIMEOUT',
+    name: 'streamIdleTimeoutMs',
+    hint: 'Pass milliseconds, such as 120000 (the default); 0 or a negative number disables the idle watchdog.',
+  });
   if (typeof opts._testCallModel === 'function') return { kind: 'host' };
   const llm = opts.llm;
   if (llm?.provider === 'scripted') return { kind: 'scripted', script: llm.script ?? [] };
   const env = globalThis.process?.env ?? {};
   const apiKey = llm?.apiKey ?? env.OPENROUTER_API_KEY;
   if (!apiKey) return { kind: 'none' };
-  return { kind: 'openrouter', apiKey, cache: Boolean(llm?.cache), baseUrl: llm?.baseUrl ?? env.OPENROUTER_BASE_URL };
+  const timeoutMs = timeLimitOf(llm?.timeoutMs, {
+    code: 'INVALID_LLM_TIMEOUT',
+    name: 'llm.timeoutMs',
+    hint: 'Pass milliseconds for the whole request, such as 600000; leave it unset (or 0) for no total limit.',
+  });
+  const baseUrl = llm?.baseUrl ?? env.OPENROUTER_BASE_URL;
+  return { kind: 'openrouter', apiKey, cache: Boolean(llm?.cache), baseUrl, streamIdleTimeoutMs, timeoutMs };
+}
+
+// A time limit in milliseconds, unset when null or undefined. Any number is one (0, a negative number or Infinity
+// turns the limit off); NaN or another type is a mistake worth saying rather than a limit silently ignored.
+function timeLimitOf(value, { code, name, hint }) {
+  if (value == null) return undefined;
+  if (typeof value !== 'number' || Number.isNaN(value)) {
+    throw new NoeticConfigError({ code, message: `${name} must be a number of milliseconds, got ${shown(value)}.`, hint });
+  }
+  // JSON has no Infinity; the native side reads its string form.
+  return Number.isFinite(value) ? value : String(value);
+}
+
+function shown(value) {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
+  return String(value);
 }
 
 // How long a call to a storage adapter may take (an extension: upstream waits forever). Infinity waits forever.

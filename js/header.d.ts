@@ -353,6 +353,11 @@ export interface LlmProviderConfig {
    * environment variable, then `https://openrouter.ai/api/v1`. Not in upstream: for proxies and local test servers.
    */
   baseUrl?: string;
+  /**
+   * Ends a request that has not completed within this many milliseconds, however steadily it is answering.
+   * Default: no total limit (the harness's `streamIdleTimeoutMs` still ends a silent one). Not in upstream.
+   */
+  timeoutMs?: number;
 }
 
 /** One scripted model response; turns are consumed in order, one per model call. */
@@ -1916,7 +1921,10 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   traceExporter?: TraceExporter;
   layerStateStore?: LayerStateStore;
   defaultDeliveryMode?: DeliveryMode;
-  /** Abort a model call whose stream is silent this long (default 120000; <= 0 disables). */
+  /**
+   * Abort a model call whose provider sends nothing for this many milliseconds (default 120000; 0 or a negative
+   * number disables the watchdog). The call fails with an error naming the limit.
+   */
   streamIdleTimeoutMs?: number;
   initialCwd?: string;
   /** Receives non-fatal layer errors instead of `console.warn` (not in upstream). */

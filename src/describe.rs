@@ -12,7 +12,7 @@ use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
-use noetic_runtime::provider::OpenRouterConfig;
+use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{LazyFields, LlmStep, ModelParams, Step, Until};
 use serde_json::Value;
 
@@ -253,6 +253,18 @@ pub fn openrouter(value: &Value) -> OpenRouterConfig {
     api_key: text(value, "apiKey").unwrap_or_default(),
     base_url: text(value, "baseUrl").filter(|url| !url.is_empty()),
     cache: value.get("cache").and_then(Value::as_bool).unwrap_or(false),
+    timeouts: timeouts(value),
+  }
+}
+
+/// The harness's `streamIdleTimeoutMs` and `llm.timeoutMs`, already checked in JS; absent ones keep the defaults.
+fn timeouts(value: &Value) -> Timeouts {
+  let defaults = Timeouts::default();
+  let limit = |key: &str, default| value.get(key).and_then(number).map_or(default, Timeouts::from_ms);
+  Timeouts {
+    connect: defaults.connect,
+    idle: limit("streamIdleTimeoutMs", defaults.idle),
+    total: limit("timeoutMs", defaults.total),
   }
 }
 

@@ -12,7 +12,7 @@ use noetic_runtime::items::Item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::LayerSet;
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::provider::{OpenRouter, OpenRouterConfig};
+use noetic_runtime::provider::{OpenRouter, OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;
 use serde_json::{Value, json};
@@ -53,8 +53,16 @@ impl DiagnosticSink for Quiet {
 }
 
 fn harness(server: &MockServer, cache: bool, host: &Arc<ToolHost>) -> Harness {
-  let config =
-    OpenRouterConfig { api_key: "sk-test-key".into(), base_url: Some(format!("{}/api/v1", server.uri())), cache };
+  let config = OpenRouterConfig {
+    api_key: "sk-test-key".into(),
+    base_url: Some(format!("{}/api/v1", server.uri())),
+    cache,
+    ..OpenRouterConfig::default()
+  };
+  harness_with(config, host)
+}
+
+fn harness_with(config: OpenRouterConfig, host: &Arc<ToolHost>) -> Harness {
   let env = MemoryEnv {
     host: Arc::clone(host) as Arc<dyn Host>,
     states: Arc::new(StateStore::new()),
@@ -430,27 +438,152 @@ async fn call_model_once_sends_model_instructions_and_params_without_tools() {
 async fn a_refused_connection_is_a_clear_error() {
   // A port nothing listens on: bind one, then free it.
   let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-  let config =
-    OpenRouterConfig { api_key: "k".into(), base_url: Some(format!("http://127.0.0.1:{port}")), cache: false };
-  let provider = OpenRouter::new(config).unwrap();
-  let host = Arc::new(ToolHost::default());
-  let env = MemoryEnv {
-    host: Arc::clone(&host) as Arc<dyn Host>,
-    states: Arc::new(StateStore::new()),
-    sink: Arc::new(Quiet),
-    storage: Arc::new(InMemoryStorage::new()),
-  };
-  let harness = Harness::new(
-    HarnessConfig {
-      name: "t".into(),
-      layers: Arc::new(LayerSet::default()),
-      projection: None,
-      model: Model::OpenRouter(provider),
-      force_atomic_recall: false,
-    },
-    env,
-  );
-  let err = harness.call_model_once(&ModelRequest { model: "m".into(), ..ModelRequest::default() }).await.unwrap_err();
-  let RunError::Host(HostError::Thrown { message, .. }) = err else { panic!("expected a thrown error") };
+  let harness = harness_with(config_for(&format!("http://127.0.0.1:{port}"), Timeouts::default()), &Arc::default());
+  let message = failure_of(&harness).await;
   assert!(message.starts_with("OpenRouter request failed: "), "{message}");
+}
+
+fn config_for(base_url: &str, timeouts: Timeouts) -> OpenRouterConfig {
+  OpenRouterConfig { api_key: "k".into(), base_url: Some(base_url.to_owned()), cache: false, timeouts }
+}
+
+fn timeouts(connect_ms: f64, idle_ms: f64, total_ms: f64) -> Timeouts {
+  Timeouts {
+    connect: Timeouts::from_ms(connect_ms),
+    idle: Timeouts::from_ms(idle_ms),
+    total: Timeouts::from_ms(total_ms),
+  }
+}
+
+/// The message of the error `harness.callModel` fails with.
+async fn failure_of(harness: &Harness) -> String {
+  let err = harness.call_model_once(&ModelRequest { model: "m".into(), ..ModelRequest::default() }).await.unwrap_err();
+  let RunError::Host(HostError::Thrown { message, .. }) = err else { panic!("expected a thrown error, got {err:?}") };
+  message
+}
+
+async fn slow_server(delay: Duration) -> MockServer {
+  let server = MockServer::start().await;
+  Mock::given(method("POST"))
+    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "slow", json!({}))).set_delay(delay))
+    .mount(&server)
+    .await;
+  server
+}
+
+/// A server on 127.0.0.1 that accepts connections, reads what it is sent, writes `reply` (maybe nothing) and then
+/// stays silent with the connection open.
+async fn stalling_server(reply: &'static str) -> String {
+  let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+  let address = listener.local_addr().unwrap();
+  tokio::spawn(async move {
+    let mut held = Vec::new();
+    while let Ok((mut socket, _)) = listener.accept().await {
+      let mut request = [0u8; 4096];
+      let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+      let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, reply.as_bytes()).await;
+      held.push(socket);
+    }
+  });
+  format!("http://{address}")
+}
+
+#[tokio::test]
+async fn a_silent_provider_fails_the_run_with_the_idle_timeout_named_and_is_not_retried() {
+  let server = slow_server(Duration::from_secs(30)).await;
+  let config = config_for(&format!("{}/api/v1", server.uri()), timeouts(30_000.0, 200.0, 0.0));
+  let harness = harness_with(config, &Arc::default());
+  let ctx = context(&harness, &[]);
+  let started = Instant::now();
+  let err =
+    harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await.unwrap_err();
+  let message = format!(
+    "llm request to {}/api/v1/responses timed out: no response within 200ms (streamIdleTimeoutMs)",
+    server.uri()
+  );
+  assert_eq!(err, RunError::Host(HostError::Thrown { message, error: None }));
+  assert!(started.elapsed() < Duration::from_secs(5));
+  assert_eq!(requests(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn with_the_idle_watchdog_off_a_slow_but_finite_reply_is_waited_for() {
+  let server = slow_server(Duration::from_millis(700)).await;
+  for idle_off in [0.0, -1.0] {
+    let config = config_for(&format!("{}/api/v1", server.uri()), timeouts(30_000.0, idle_off, 0.0));
+    let harness = harness_with(config, &Arc::default());
+    let round = harness.call_model_once(&ModelRequest { model: "m".into(), ..ModelRequest::default() }).await.unwrap();
+    assert_eq!(round.items[0].json()["content"][0]["text"], "slow");
+  }
+}
+
+#[tokio::test]
+async fn an_idle_limit_longer_than_the_reply_takes_lets_it_through() {
+  let server = slow_server(Duration::from_millis(300)).await;
+  let config = config_for(&format!("{}/api/v1", server.uri()), timeouts(30_000.0, 5_000.0, 1e300));
+  let round = harness_with(config, &Arc::default())
+    .call_model_once(&ModelRequest { model: "m".into(), ..ModelRequest::default() })
+    .await
+    .unwrap();
+  assert_eq!(round.items[0].json()["content"][0]["text"], "slow");
+}
+
+#[tokio::test]
+async fn a_connection_accepted_but_never_answered_ends_at_the_idle_limit() {
+  let base_url = stalling_server("").await;
+  let harness = harness_with(config_for(&base_url, timeouts(30_000.0, 200.0, 0.0)), &Arc::default());
+  let started = Instant::now();
+  let message = failure_of(&harness).await;
+  assert_eq!(
+    message,
+    format!("llm request to {base_url}/responses timed out: no response within 200ms (streamIdleTimeoutMs)")
+  );
+  assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_body_that_stops_halfway_ends_at_the_idle_limit() {
+  let base_url =
+    stalling_server("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"id\":").await;
+  let harness = harness_with(config_for(&base_url, timeouts(30_000.0, 200.0, 0.0)), &Arc::default());
+  let message = failure_of(&harness).await;
+  assert_eq!(
+    message,
+    format!("llm request to {base_url}/responses timed out: no response within 200ms (streamIdleTimeoutMs)")
+  );
+}
+
+#[tokio::test]
+async fn the_total_limit_ends_a_request_however_patient_the_idle_one_is() {
+  let server = slow_server(Duration::from_secs(30)).await;
+  let config = config_for(&format!("{}/api/v1", server.uri()), timeouts(30_000.0, 0.0, 250.0));
+  let started = Instant::now();
+  let message = failure_of(&harness_with(config, &Arc::default())).await;
+  let expected = format!(
+    "llm request to {}/api/v1/responses timed out: no complete response within 250ms (llm.timeoutMs)",
+    server.uri()
+  );
+  assert_eq!(message, expected);
+  assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// Linux drops a connection attempt while the listener's accept queue is full, so with a backlog of 0 and one
+/// connection already waiting, the next connect hangs: a stalled connect on 127.0.0.1.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_connect_that_hangs_ends_at_the_connect_limit() {
+  let socket = tokio::net::TcpSocket::new_v4().unwrap();
+  socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+  let listener = socket.listen(0).unwrap();
+  let address = listener.local_addr().unwrap();
+  let _waiting = std::net::TcpStream::connect(address).unwrap();
+  let base_url = format!("http://{address}");
+  let harness = harness_with(config_for(&base_url, timeouts(200.0, 0.0, 0.0)), &Arc::default());
+  let started = Instant::now();
+  let message = failure_of(&harness).await;
+  assert_eq!(
+    message,
+    format!("llm request to {base_url}/responses timed out: could not connect within 200ms (connect timeout)")
+  );
+  assert!(started.elapsed() < Duration::from_secs(5));
 }

@@ -6,8 +6,9 @@ mod wire;
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-pub use self::openrouter::{OpenRouter, OpenRouterConfig};
+pub use self::openrouter::{OpenRouter, OpenRouterConfig, Timeouts};
 use crate::harness::ToolDef;
 use crate::items::Item;
 use crate::steps::ModelParams;
@@ -50,8 +51,10 @@ pub enum ProviderError {
   RateLimited { retry_after_ms: Option<f64> },
   /// Any other non-success status, with what the body said (shortened).
   Status { status: u16, detail: String },
-  /// The request never got a response (connection refused, TLS, timeout...).
+  /// The request never got a response (connection refused, TLS...).
   Transport(String),
+  /// One of the request's limits ([`Timeouts`]) ran out.
+  TimedOut { endpoint: String, timeout: Timeout, limit: Duration },
   /// A success status whose body is not a Responses API result.
   Malformed(String),
   /// The response ended badly (failed, incomplete, empty) even after the continuation retries.
@@ -69,6 +72,10 @@ impl fmt::Display for ProviderError {
       Self::RateLimited { retry_after_ms: None } => f.write_str("OpenRouter rate limited the request"),
       Self::Status { status, detail } => write!(f, "OpenRouter request failed with HTTP {status}: {detail}"),
       Self::Transport(message) => write!(f, "OpenRouter request failed: {message}"),
+      Self::TimedOut { endpoint, timeout, limit } => {
+        let ms = crate::js_number(limit.as_nanos() as f64 / 1e6);
+        write!(f, "llm request to {endpoint} timed out: {} within {ms}ms ({})", timeout.what(), timeout.option())
+      }
       Self::Malformed(message) => write!(f, "OpenRouter sent a response this client cannot read: {message}"),
       Self::Unusable(message) => f.write_str(message),
       Self::Item(error) => error.fmt(f),
@@ -77,3 +84,30 @@ impl fmt::Display for ProviderError {
 }
 
 impl std::error::Error for ProviderError {}
+
+/// Which of [`Timeouts`]' limits ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+  Connect,
+  Idle,
+  Total,
+}
+
+impl Timeout {
+  fn what(self) -> &'static str {
+    match self {
+      Self::Connect => "could not connect",
+      Self::Idle => "no response",
+      Self::Total => "no complete response",
+    }
+  }
+
+  /// The setting that sets the limit, so that the message says what to change.
+  fn option(self) -> &'static str {
+    match self {
+      Self::Connect => "connect timeout",
+      Self::Idle => "streamIdleTimeoutMs",
+      Self::Total => "llm.timeoutMs",
+    }
+  }
+}

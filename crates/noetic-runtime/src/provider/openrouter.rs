@@ -1,12 +1,13 @@
 //! The OpenRouter client: one `POST {baseUrl}/responses` per round, non-streaming.
 
 use std::fmt;
+use std::time::Duration;
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
 use super::wire::{self, Reply};
-use super::{ProviderError, ProviderRequest, Round};
+use super::{ProviderError, ProviderRequest, Round, Timeout};
 use crate::error::ConfigError;
 
 /// How many times a failed, incomplete or empty response is retried with a "continue" nudge (upstream's
@@ -16,13 +17,45 @@ const MAX_NUDGES: usize = 3;
 const DETAIL_CHARS: usize = 500;
 
 /// What `llm: {provider: 'openrouter', ...}` resolved to. The key is never printed.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OpenRouterConfig {
   pub api_key: String,
   /// Defaults to [`OpenRouter::DEFAULT_BASE_URL`].
   pub base_url: Option<String>,
   /// Send `X-OpenRouter-Cache: true`, so that identical calls are answered from OpenRouter's cache.
   pub cache: bool,
+  pub timeouts: Timeouts,
+}
+
+/// How long one request may wait, so that a stalled connection ends the call instead of hanging the run. `None`
+/// turns a limit off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+  /// Opening the connection (TCP and TLS).
+  pub connect: Option<Duration>,
+  /// Silence while waiting for the response: until its headers, then between body chunks (upstream's
+  /// `streamIdleTimeoutMs`, whose watchdog likewise starts with the call and restarts on every event).
+  pub idle: Option<Duration>,
+  /// The whole request, from connecting to the last body byte (`llm.timeoutMs`).
+  pub total: Option<Duration>,
+}
+
+impl Timeouts {
+  pub const DEFAULT_CONNECT: Duration = Duration::from_secs(30);
+  /// Upstream's `DEFAULT_STREAM_IDLE_TIMEOUT_MS`.
+  pub const DEFAULT_IDLE: Duration = Duration::from_secs(120);
+
+  /// A limit in milliseconds as JS states it: zero, negative, NaN or Infinity mean none (upstream disables its
+  /// watchdog for `<= 0`). Values too large for a `Duration` saturate.
+  pub fn from_ms(ms: f64) -> Option<Duration> {
+    (ms > 0.0 && ms.is_finite()).then(|| Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX))
+  }
+}
+
+impl Default for Timeouts {
+  fn default() -> Self {
+    Self { connect: Some(Self::DEFAULT_CONNECT), idle: Some(Self::DEFAULT_IDLE), total: None }
+  }
 }
 
 impl fmt::Debug for OpenRouterConfig {
@@ -31,6 +64,7 @@ impl fmt::Debug for OpenRouterConfig {
       .field("api_key", &"<redacted>")
       .field("base_url", &self.base_url)
       .field("cache", &self.cache)
+      .field("timeouts", &self.timeouts)
       .finish()
   }
 }
@@ -40,6 +74,7 @@ pub struct OpenRouter {
   endpoint: reqwest::Url,
   api_key: String,
   cache: bool,
+  timeouts: Timeouts,
 }
 
 impl fmt::Debug for OpenRouter {
@@ -70,17 +105,14 @@ impl OpenRouter {
           "Pass `llm.baseUrl` (or OPENROUTER_BASE_URL) like 'https://openrouter.ai/api/v1', or leave it unset.",
         )
       })?;
-    let http = reqwest::Client::builder()
-      .user_agent(concat!("noetic-core/", env!("CARGO_PKG_VERSION")))
-      .build()
-      .map_err(|error| {
-        ConfigError::new(
-          "PROVIDER_INIT_FAILED",
-          format!("The HTTP client for OpenRouter could not start: {error}"),
-          "This is an environment problem (TLS roots, resolver); please report it with the message.",
-        )
-      })?;
-    Ok(Self { http, endpoint, api_key: config.api_key, cache: config.cache })
+    let http = http_client(&config.timeouts).map_err(|error| {
+      ConfigError::new(
+        "PROVIDER_INIT_FAILED",
+        format!("The HTTP client for OpenRouter could not start: {error}"),
+        "This is an environment problem (TLS roots, resolver); please report it with the message.",
+      )
+    })?;
+    Ok(Self { http, endpoint, api_key: config.api_key, cache: config.cache, timeouts: config.timeouts })
   }
 
   /// One model round. A response that failed, stopped early or came back empty is asked again with a "continue"
@@ -97,23 +129,61 @@ impl OpenRouter {
     }
   }
 
+  /// One request, within the total limit when there is one. A timeout is not retried: the call fails with it.
   async fn post(&self, body: &Value) -> Result<Value, ProviderError> {
+    let Some(limit) = self.timeouts.total else { return self.post_unbounded(body).await };
+    tokio::time::timeout(limit, self.post_unbounded(body))
+      .await
+      .unwrap_or_else(|_| Err(self.timed_out(Timeout::Total, limit)))
+  }
+
+  async fn post_unbounded(&self, body: &Value) -> Result<Value, ProviderError> {
     let mut request = self.http.post(self.endpoint.clone()).bearer_auth(&self.api_key).json(body);
     if self.cache {
       request = request.header("X-OpenRouter-Cache", "true");
     }
-    let response = request.send().await.map_err(transport)?;
+    let response = request.send().await.map_err(|error| self.failure(error))?;
     let status = response.status();
     if status.as_u16() == 429 {
       return Err(ProviderError::RateLimited { retry_after_ms: retry_after_ms(response.headers()) });
     }
-    let text = response.text().await.map_err(transport)?;
+    let text = response.text().await.map_err(|error| self.failure(error))?;
     if !status.is_success() {
       return Err(ProviderError::Status { status: status.as_u16(), detail: detail(&text) });
     }
     crate::js_text::from_js_json(&text)
       .map_err(|error| ProviderError::Malformed(format!("{error}: {}", shorten(&text))))
   }
+
+  /// reqwest reports its connect and read limits as timeouts; they are named with the limit that fired. An
+  /// operating system's own timeout, with no limit of ours set, stays a transport error.
+  fn failure(&self, error: reqwest::Error) -> ProviderError {
+    let fired = if error.is_connect() {
+      self.timeouts.connect.map(|limit| (Timeout::Connect, limit))
+    } else {
+      self.timeouts.idle.map(|limit| (Timeout::Idle, limit))
+    };
+    match fired {
+      Some((timeout, limit)) if error.is_timeout() => self.timed_out(timeout, limit),
+      _ => transport(error),
+    }
+  }
+
+  fn timed_out(&self, timeout: Timeout, limit: Duration) -> ProviderError {
+    ProviderError::TimedOut { endpoint: self.endpoint.to_string(), timeout, limit }
+  }
+}
+
+fn http_client(timeouts: &Timeouts) -> reqwest::Result<reqwest::Client> {
+  let mut builder = reqwest::Client::builder().user_agent(concat!("noetic-core/", env!("CARGO_PKG_VERSION")));
+  if let Some(limit) = timeouts.connect {
+    builder = builder.connect_timeout(limit);
+  }
+  // reqwest's read timeout runs from the request's start until the headers, then restarts with every body chunk.
+  if let Some(limit) = timeouts.idle {
+    builder = builder.read_timeout(limit);
+  }
+  builder.build()
 }
 
 /// The error with its causes: reqwest's own message alone ("error sending request") hides the reason.
@@ -159,7 +229,7 @@ mod tests {
 
   #[test]
   fn the_key_stays_out_of_debug_output() {
-    let config = OpenRouterConfig { api_key: "sk-secret".into(), base_url: None, cache: false };
+    let config = OpenRouterConfig { api_key: "sk-secret".into(), ..OpenRouterConfig::default() };
     assert!(!format!("{config:?}").contains("sk-secret"));
     let client = OpenRouter::new(config).unwrap();
     assert!(!format!("{client:?}").contains("sk-secret"));
@@ -167,8 +237,18 @@ mod tests {
 
   #[test]
   fn a_base_url_that_is_not_http_is_a_config_error() {
-    let config = OpenRouterConfig { api_key: "k".into(), base_url: Some("ftp://x".into()), cache: false };
+    let config =
+      OpenRouterConfig { api_key: "k".into(), base_url: Some("ftp://x".into()), ..OpenRouterConfig::default() };
     assert_eq!(OpenRouter::new(config).unwrap_err().code, "INVALID_BASE_URL");
+  }
+
+  #[test]
+  fn timeouts_in_ms_turn_off_at_zero_negative_nan_and_infinity_and_saturate_when_huge() {
+    assert_eq!(Timeouts::from_ms(250.0), Some(Duration::from_millis(250)));
+    for off in [0.0, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+      assert_eq!(Timeouts::from_ms(off), None, "{off}");
+    }
+    assert_eq!(Timeouts::from_ms(1e300), Some(Duration::MAX));
   }
 
   #[test]
