@@ -5,6 +5,9 @@ const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
+const { checkHarnessOptions, contextOptionsOf, runOptionsOf, isNativeStorage, explainNativeStorageErrors } = require('./options.cjs');
+
+explainNativeStorageErrors(native.NativeStorage);
 
 function createInMemoryStorage() {
   return new native.NativeStorage();
@@ -32,6 +35,7 @@ function modelOf(opts) {
 
 class AgentHarness {
   constructor(opts) {
+    checkHarnessOptions(opts);
     const params = opts.paramsSchema ? opts.paramsSchema.parse(opts.params) : opts.params;
     const storage = opts.storage ?? createInMemoryStorage();
     this.config = {
@@ -48,7 +52,7 @@ class AgentHarness {
     runtime.harness = this;
     runtime.initialState = undefined;
     // Layers are validated where the native harness registers them (D1).
-    const memory = layersOf(opts.memory);
+    const memory = layersOf(opts.memory, 'AgentHarness');
     const config = {
       name: opts.name,
       layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),
@@ -56,24 +60,26 @@ class AgentHarness {
       model: modelOf(opts),
       // Truthy, as upstream tests it.
       forceAtomicRecall: Boolean(opts.forceAtomicRecall),
-      jsStorage: !(storage instanceof native.NativeStorage),
+      jsStorage: !isNativeStorage(storage),
+      strictItemSchemas: this.config.strictItemSchemas,
     };
     const dispatch = (id, text) => runtime.receive(id, text);
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), dispatch, storage instanceof native.NativeStorage ? storage : null),
+      () => new native.NativeHarness(JSON.stringify(config), dispatch, isNativeStorage(storage) ? storage : null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
   }
 
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
-  createContext(opts = {}) {
+  createContext(given) {
+    const opts = contextOptionsOf(given);
     const runtime = this._runtime;
     const handles = runtime.scope();
     const keep = handles.keep;
     const options = {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
-      memory: opts.memory === undefined ? undefined : layersOf(opts.memory).map((l) => describeLayer(l, keep)),
+      memory: opts.memory == null ? undefined : layersOf(opts.memory, 'createContext').map((l) => describeLayer(l, keep)),
       items: (opts.items ?? []).map((item) => JSON.stringify(item)),
     };
     let id;
@@ -93,7 +99,7 @@ class AgentHarness {
   // Runs `step` with `input`. Given a context from createContext, the step runs in it (its layers initialise on
   // the first run). Otherwise the run is one execution: layers initialise, the step runs, then onComplete and
   // dispose; `options` may name its threadId, resourceId and memory.
-  async run(step, input, contextOrOptions = {}) {
+  async run(step, input, contextOrOptions) {
     const runtime = this._runtime;
     const handles = runtime.scope();
     try {
@@ -109,11 +115,11 @@ class AgentHarness {
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
       return this._settle(runtime.native.runInContext(contextOrOptions.id, JSON.stringify(description), JSON.stringify(runtime.toRef(input))));
     }
-    const options = contextOrOptions;
+    const options = runOptionsOf(contextOrOptions, contextOrOptions instanceof ContextImpl);
     const runOptions = {
       threadId: options.threadId,
       resourceId: options.resourceId,
-      memory: options.memory === undefined ? undefined : layersOf(options.memory).map((l) => describeLayer(l, keep)),
+      memory: options.memory == null ? undefined : layersOf(options.memory, 'harness.run').map((l) => describeLayer(l, keep)),
     };
     return this._settle(runtime.native.run(JSON.stringify(description), JSON.stringify(runtime.toRef(input)), JSON.stringify(runOptions)));
   }
