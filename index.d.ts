@@ -1910,9 +1910,14 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   checkpointStore?: CheckpointStore;
   /** A model provider; `{ provider: 'scripted' }` is the built-in offline model. */
   llm?: LlmProviderConfig | ScriptedModelConfig;
-  /** Token counting for `ctx.tokenize`, layer costs and projection (default `'estimate'`). */
+  /**
+   * Token counting for `ctx.tokenize`, layer costs and projection (default `'estimate'`). `'o200k'` and `'cl100k'`
+   * are planned; this build rejects them with `INVALID_TOKENIZER`.
+   */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
+  /** Not applied yet: a harness given any schemas is rejected with `ITEM_SCHEMAS_UNSUPPORTED`. */
   itemSchemas?: ItemSchemaExtensions;
+  /** `false` admits items of unknown (extension) types into the log (default `true`: they are `item_schema_mismatch`). */
   strictItemSchemas?: boolean;
   /** Default projection for LLM steps without their own. */
   projection?: ProjectionPolicy;
@@ -1927,8 +1932,11 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    */
   streamIdleTimeoutMs?: number;
   initialCwd?: string;
-  /** Receives non-fatal layer errors instead of `console.warn` (not in upstream). */
-  onDiagnostic?: (diagnostic: { layerId: string; hook: string; message: string }) => void;
+  /**
+   * Receives non-fatal layer errors instead of `console.warn` (not in upstream). A loop's `until` predicate that
+   * throws (the loop stops, as upstream) arrives with `stepId` set to the loop's id, `hook: 'until'` and `layerId: ''`.
+   */
+  onDiagnostic?: (diagnostic: { layerId: string; hook: string; message: string; stepId?: string }) => void;
   /** Test hook: replaces every model call. */
   _testCallModel?: (request: CallModelRequest) => Promise<LLMResponse>;
 }

@@ -262,13 +262,13 @@ for (const [name, make] of [
     for (const [key, value] of [['big', 10n], ['undef', undefined], ['fn', () => 1], ['cycle', cyclic], ['sym', Symbol('s')]]) {
       await assert.rejects(storage.set(key, value), (e) => {
         assert.ok(e instanceof NoeticConfigError, String(e));
-        assert.equal(e.code, 'STORAGE_VALUE_NOT_JSON');
+        assert.equal(e.code, 'INVALID_STORAGE_VALUE');
         assert.ok(e.message.includes(`'${key}'`), e.message);
         return true;
       });
       assert.equal(await storage.get(key), null, 'nothing half-written');
     }
-    await assert.rejects(storage.set(42, 'v'), TypeError);
+    await assert.rejects(storage.set(42, 'v'), (e) => e instanceof NoeticConfigError && e.code === 'INVALID_STORAGE_KEY');
     assert.deepEqual((await storage.list('')).sort(), ['custom', 'date', 'nested']);
     await storage.delete('date');
     assert.deepEqual((await storage.list('d')).sort(), []);

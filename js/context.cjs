@@ -1,7 +1,7 @@
 'use strict';
 // The Context a step function receives. Live fields come from the native context; the log's items are JS objects
 // JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
-const { callNative } = require('./errors.cjs');
+const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 
 // A read-only view of the first `length` items of an append-only array: O(1) to make, so reading `items` after
 // every append stays linear (upstream copies the whole log on each such read).
@@ -131,6 +131,9 @@ class ContextImpl {
     this._rt.native.complete(this.id, JSON.stringify(this._rt.toRef(value)));
   }
   abort(reason) {
+    if (reason !== undefined && typeof reason !== 'string') {
+      throw new NoeticConfigError({ code: 'INVALID_ABORT_REASON', message: `ctx.abort(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'user cancelled', or nothing." });
+    }
     this._rt.native.abort(this.id, reason);
   }
 

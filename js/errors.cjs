@@ -30,6 +30,39 @@ function describe(e) {
   }
 }
 
+// A value as error messages show it, so that they name what the caller passed.
+function describeValue(value) {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object' && value !== null) {
+    const name = Object.getPrototypeOf(value)?.constructor?.name;
+    return name && name !== 'Object' ? `a ${name}` : 'an object';
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  return String(value);
+}
+
+// Where `value` holds something a native JSON value cannot (a function, a symbol, a bigint, or undefined other
+// than as a property, which is left out as JSON leaves it): the path to it and what it is, or null. Explains a
+// native conversion failure in the caller's terms.
+function nonJsonAt(value, path) {
+  const seen = new Set();
+  const walk = (v, at) => {
+    if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) return null;
+    if (typeof v !== 'object') return `${at} is ${describeValue(v)}`;
+    if (seen.has(v)) return null;
+    seen.add(v);
+    const entries = Array.isArray(v) ? v.map((x, i) => [`${at}[${i}]`, x]) : Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [`${at}.${k}`, x]);
+    for (const [where, x] of entries) {
+      const found = walk(x, where);
+      if (found) return found;
+    }
+    return null;
+  };
+  return walk(value, path);
+}
+
 function isNoeticError(e) {
   if (e instanceof NoeticErrorImpl) return true;
   return typeof e === 'object' && e !== null && typeof e.noeticError?.kind === 'string';
@@ -108,6 +141,8 @@ function toFailure(e, keep) {
 
 module.exports = {
   NoeticConfigError,
+  describeValue,
+  nonJsonAt,
   NoeticErrorImpl,
   isNoeticError,
   isNoeticConfigError,

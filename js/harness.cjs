@@ -6,6 +6,7 @@ const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
+const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -77,6 +78,7 @@ function dispatcherFor(runtime) {
 
 class AgentHarness {
   constructor(opts) {
+    checkHarnessOptions(opts);
     const params = opts.paramsSchema ? opts.paramsSchema.parse(opts.params) : opts.params;
     const storage = opts.storage ?? createInMemoryStorage();
     this.config = {
@@ -93,7 +95,7 @@ class AgentHarness {
     runtime.harness = this;
     runtime.initialState = undefined;
     // Layers are validated where the native harness registers them (D1).
-    const memory = layersOf(opts.memory);
+    const memory = layersOf(opts.memory, 'AgentHarness');
     const config = {
       name: opts.name,
       layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),
@@ -103,6 +105,7 @@ class AgentHarness {
       forceAtomicRecall: Boolean(opts.forceAtomicRecall),
       jsStorage: nativeStoreOf(storage) === undefined,
       storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
+      strictItemSchemas: this.config.strictItemSchemas,
     };
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
@@ -111,14 +114,15 @@ class AgentHarness {
   }
 
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
-  createContext(opts = {}) {
+  createContext(given) {
+    const opts = contextOptionsOf(given);
     const runtime = this._runtime;
     const handles = runtime.scope();
     const keep = handles.keep;
     const options = {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
-      memory: opts.memory === undefined ? undefined : layersOf(opts.memory).map((l) => describeLayer(l, keep)),
+      memory: opts.memory == null ? undefined : layersOf(opts.memory, 'createContext').map((l) => describeLayer(l, keep)),
       items: (opts.items ?? []).map((item) => JSON.stringify(item)),
     };
     let id;
@@ -138,7 +142,7 @@ class AgentHarness {
   // Runs `step` with `input`. Given a context from createContext, the step runs in it (its layers initialise on
   // the first run). Otherwise the run is one execution: layers initialise, the step runs, then onComplete and
   // dispose; `options` may name its threadId, resourceId and memory.
-  async run(step, input, contextOrOptions = {}) {
+  async run(step, input, contextOrOptions) {
     const runtime = this._runtime;
     const handles = runtime.scope();
     try {
@@ -156,11 +160,11 @@ class AgentHarness {
       const ctx = contextOrOptions.id;
       return this._settle((run) => runtime.native.runInContext(run, ctx, JSON.stringify(description), inputRef));
     }
-    const options = contextOrOptions;
+    const options = runOptionsOf(contextOrOptions, contextOrOptions instanceof ContextImpl);
     const runOptions = {
       threadId: options.threadId,
       resourceId: options.resourceId,
-      memory: options.memory === undefined ? undefined : layersOf(options.memory).map((l) => describeLayer(l, keep)),
+      memory: options.memory == null ? undefined : layersOf(options.memory, 'harness.run').map((l) => describeLayer(l, keep)),
     };
     return this._settle((run) => runtime.native.run(run, JSON.stringify(description), inputRef, JSON.stringify(runOptions)));
   }

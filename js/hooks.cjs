@@ -10,7 +10,19 @@ class HookTimeout extends Error {
   }
 }
 
-// Races the hook against its timeout (none when ms <= 0). The hook is not cancelled, but its `signal` aborts.
+// setTimeout fires at once for delays of 2^31 ms or more, so a longer timeout is waited for in chunks.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+function startTimer(ms, onExpire) {
+  let timer;
+  const arm = (left) => {
+    timer = setTimeout(() => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : onExpire()), Math.min(left, MAX_TIMER_MS));
+  };
+  arm(ms);
+  return () => clearTimeout(timer);
+}
+
+// Races the hook against its timeout (none when ms <= 0, or Infinity, which arrives as null). The hook is not
+// cancelled, but its `signal` aborts.
 // The AbortController is made only if the hook reads `signal`, and a hook that returns a plain value needs no
 // timer: both are most of what calling a hook costs.
 function callWithTimeout(fn, params, ms) {
@@ -25,20 +37,20 @@ function callWithTimeout(fn, params, ms) {
   }
   if (typeof result?.then !== 'function') return Promise.resolve(result);
   // A hook that loses the race may still reject later; that must never become an unhandled rejection.
-  if (ms <= 0) return Promise.resolve(result);
+  if (!(ms > 0 && ms < Infinity)) return Promise.resolve(result);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
+    const stopTimer = startTimer(ms, () => {
       expired = new HookTimeout(ms);
       controller?.abort(expired);
       reject(expired);
-    }, ms);
+    });
     result.then(
       (value) => {
-        clearTimeout(timer);
+        stopTimer();
         resolve(value);
       },
       (error) => {
-        clearTimeout(timer);
+        stopTimer();
         reject(error);
       },
     );

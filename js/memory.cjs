@@ -2,7 +2,7 @@
 // Memory builders, the built-in layers' JS faces, and the description of a layer the native side registers.
 const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
-const { callNative } = require('./errors.cjs');
+const { callNative, describeValue, nonJsonAt, NoeticConfigError } = require('./errors.cjs');
 
 // Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
 const NATIVE = Symbol.for('noetic.nativeLayer');
@@ -49,6 +49,15 @@ function describeBudget(budget) {
   return { kind: 'invalid', what: `${typeof budget} ${JSON.stringify(budget)}` };
 }
 
+// `timeouts` for the native validation (D1): numbers as numbers, anything else described so that the error can
+// name it; a value that is not an object arrives as that description. Unset entries (null too) keep the default.
+function describeTimeouts(timeouts) {
+  if (timeouts === undefined || timeouts === null) return undefined;
+  if (typeof timeouts !== 'object' || Array.isArray(timeouts)) return describeValue(timeouts);
+  const entries = Object.entries(timeouts).filter(([, ms]) => ms !== undefined && ms !== null);
+  return Object.fromEntries(entries.map(([hook, ms]) => [hook, typeof ms === 'number' ? num(ms) : { invalid: describeValue(ms) }]));
+}
+
 function describeLayer(layer, keep) {
   if (typeof layer !== 'object' || layer === null) return { id: null };
   if (layer[NATIVE]) return { native: layer[NATIVE], handle: keep(layer), recallMode: layer.recallMode };
@@ -64,7 +73,7 @@ function describeLayer(layer, keep) {
     scope: typeof layer.scope === 'string' ? layer.scope : null,
     budget: describeBudget(layer.budget),
     hooks,
-    timeouts: Object.fromEntries(Object.entries(layer.timeouts ?? {}).map(([k, v]) => [k, num(v)])),
+    timeouts: describeTimeouts(layer.timeouts),
     onInitError: layer.onInitError,
     recallMode: layer.recallMode,
     provides,
@@ -72,15 +81,41 @@ function describeLayer(layer, keep) {
   };
 }
 
-const layersOf = (mem) => (Array.isArray(mem) ? mem : (mem?.layers ?? []));
+function describeMemory(mem) {
+  if (typeof mem === 'object' && typeof mem.id === 'string') return `a single layer object (id '${mem.id}')`;
+  if (typeof mem === 'object' && 'layers' in mem) return `{ layers: ${describeValue(mem.layers)} }`;
+  return describeValue(mem);
+}
+
+// A `memory` option, as upstream types it: an array of layers, or the `{layers}` that memory([...]) returns.
+// `where` names the option in the error.
+function layersOf(mem, where) {
+  if (mem === undefined || mem === null) return [];
+  if (Array.isArray(mem)) return mem;
+  if (Array.isArray(mem?.layers)) return mem.layers;
+  throw new NoeticConfigError({
+    code: 'INVALID_MEMORY_CONFIG',
+    message: `${where}: memory is ${describeMemory(mem)}; expected an array of memory layers.`,
+    hint: 'Pass `memory: [layer]` or `memory: memory([layer])`.',
+  });
+}
 
 // Registration-time validation (DECISIONS D1), decided by the runtime.
-function validateLayers(layers) {
-  const descriptions = layersOf(layers).map((layer) => describeLayer(layer, () => 0));
+function validateLayers(layers, where) {
+  const descriptions = layersOf(layers, where).map((layer) => describeLayer(layer, () => 0));
   callNative(native.validateLayers, JSON.stringify(descriptions));
 }
 
-const hook = (kind, name, params, schema) => callNative(native.builtinHook, kind, name, params, schema);
+// A built-in layer's hook, run natively; params it cannot take (a function in an item, say) are named.
+function builtinHook(kind, name, params, schema) {
+  try {
+    return callNative(native.builtinHook, kind, name, params, schema);
+  } catch (e) {
+    const problem = e?.code === 'InvalidArg' && nonJsonAt(params, 'params');
+    if (!problem) throw e;
+    throw new NoeticConfigError({ code: 'INVALID_HOOK_PARAMS', message: `${kind} hooks.${name}: ${problem}; built-in hooks take JSON values.`, hint: 'Pass items and state as plain JSON objects.' });
+  }
+}
 const recalled = (result) => (result ? { items: [createMessage(result[0], 'developer')], tokenCount: result[1] } : null);
 
 // A zod schema as the native gate calls it: `null` when the value passes, otherwise zod's message.
@@ -95,7 +130,7 @@ function workingMemory(config = {}) {
   const kind = 'working-memory';
   const check = schemaCheck(config.schema);
   const settings = { scope: config.scope ?? 'thread', readOnly: config.readOnly ?? false, schema: Boolean(check) };
-  const hook = (name, params) => callNative(native.builtinHook, kind, name, params, check);
+  const hook = (name, params) => builtinHook(kind, name, params, check);
   return {
     id: kind,
     name: 'Working Memory',
@@ -136,10 +171,10 @@ function observationalMemory(config = {}) {
   };
   // The native step says when the buffer must be distilled; the observer runs here, then its answer is folded in.
   const next = async (name, params) => {
-    let state = hook(kind, name, { ...params, config: settings });
+    let state = builtinHook(kind, name, { ...params, config: settings });
     if (state?.distill) {
       const distilled = await observer(state.distill);
-      state = hook(kind, 'applyDistilled', { state: params.state, distilled, config: settings });
+      state = builtinHook(kind, 'applyDistilled', { state: params.state, distilled, config: settings });
     }
     return state === null ? undefined : { state };
   };
@@ -151,8 +186,8 @@ function observationalMemory(config = {}) {
     budget: { min: 500, max: 2500 },
     timeouts: { store: 60_000, onItemAppend: 60_000 },
     hooks: {
-      init: async ({ storage }) => ({ state: hook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
-      recall: async ({ state, budget }) => recalled(hook(kind, 'recall', { state: state ?? null, budget })),
+      init: async ({ storage }) => ({ state: builtinHook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state, budget }) => recalled(builtinHook(kind, 'recall', { state: state ?? null, budget })),
       store: async ({ state, newItems }) => next('store', { state: state ?? null, items: newItems }),
       onItemAppend: async ({ state, items }) => ({ items, ...(await next('onItemAppend', { state: state ?? null, items })) }),
       onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),

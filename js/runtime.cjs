@@ -9,6 +9,7 @@ const { ContextImpl } = require('./context.cjs');
 const { runHooks } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
 const { describeTool } = require('./steps.cjs');
+const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 
 class Runtime {
   constructor({ storage, testModel, onDiagnostic }) {
@@ -195,6 +196,7 @@ class Runtime {
 
   // One model round with no tools and no context: a test model is called directly, the harness's own natively.
   async callModel(request) {
+    checkModelRequest(request);
     if (this.testModel) return this.testModel(request);
     const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
     const items = (request.items ?? []).map((item) => JSON.stringify(item));
@@ -236,8 +238,11 @@ class Runtime {
     });
   }
 
-  diagnostic({ layerId, hook, message }) {
-    if (this.onDiagnostic) this.onDiagnostic({ layerId, hook, message });
+  // A loop's throwing `until` predicate arrives with its `stepId` (and `layerId: ''`).
+  diagnostic({ layerId, stepId, hook, message }) {
+    const diagnostic = stepId === undefined ? { layerId, hook, message } : { layerId: '', stepId, hook, message };
+    if (this.onDiagnostic) this.onDiagnostic(diagnostic);
+    else if (stepId !== undefined) console.warn(`[noetic] loop '${stepId}' ${hook} error:`, message);
     else console.warn(`[noetic] memory layer '${layerId}' ${hook} error:`, message);
   }
 
@@ -387,8 +392,8 @@ class Runtime {
     const items = call.view.map((entry) => (entry.from === 'log' ? log[entry.pos] : JSON.parse(entry.json)));
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
-    const response = await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers });
-    return { items: (response?.items ?? []).map((item) => JSON.stringify(item)), usage: response?.usage, cost: response?.cost };
+    const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
+    return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost };
   }
 }
 

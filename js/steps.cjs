@@ -2,8 +2,9 @@
 // Step builders: plain step objects, as upstream (tests inspect `.kind`, users write literals), and the
 // description of a step tree the native interpreter runs. Built-in predicates carry a marker so the runtime
 // evaluates them without crossing; they stay callable from JS.
-const { NoeticConfigError } = require('./errors.cjs');
+const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
+const { checkProjection } = require('./options.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -24,6 +25,7 @@ const step = {
   llm(opts) {
     checkId(opts, 'step.llm');
     need(typeof opts.model === 'string' || typeof opts.model === 'function', 'MISSING_MODEL', `step.llm '${opts.id}' needs a model.`, "Pass `model`, for example 'openai/gpt-4o'.");
+    checkProjection(opts.projection, `step.llm '${opts.id}'`);
     return { kind: 'llm', ...opts };
   },
   tool(opts) {
@@ -49,7 +51,7 @@ function loop(opts) {
 function spawn(opts) {
   checkId(opts, 'spawn');
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD', `spawn '${opts.id}' needs a child step.`, 'Pass `child`.');
-  if (opts.memory !== undefined) validateLayers(opts.memory);
+  if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
   return { kind: 'spawn', ...opts };
 }
 
@@ -101,6 +103,7 @@ function react(opts) {
   const stops = [until.noToolCalls(), until.maxSteps(opts.maxSteps ?? 10), ...(opts.maxCost ? [until.maxCost(opts.maxCost)] : [])];
   const body = loop({ id: 'react-loop', steps: [llm], until: any(...stops) });
   if (!opts.memory) return body;
+  layersOf(opts.memory, 'react');
   return spawn({ id: 'react-agent', child: body, memory: opts.memory });
 }
 
@@ -132,6 +135,7 @@ function describeStep(s, keep, describeLayer) {
       };
     }
     case 'loop':
+      need(Array.isArray(s.steps), 'INVALID_STEP', `loop '${s.id}' has steps ${describeValue(s.steps)}; expected an array of steps.`, 'Pass `steps: [...]`, or build the loop with loop().');
       return {
         ...base,
         steps: s.steps.map((child) => describeStep(child, keep, describeLayer)),
@@ -142,7 +146,7 @@ function describeStep(s, keep, describeLayer) {
       return {
         ...base,
         child: describeStep(s.child, keep, describeLayer),
-        memory: s.memory === undefined ? undefined : layersOf(s.memory).map((l) => describeLayer(l, keep)),
+        memory: s.memory == null ? undefined : layersOf(s.memory, `spawn '${s.id}'`).map((l) => describeLayer(l, keep)),
       };
     default:
       return base;

@@ -5,13 +5,16 @@
 // is honoured (a Date comes back as its ISO string), and a value JSON cannot hold (undefined, a function, a
 // BigInt, a cycle) is refused with an error naming the key, never changed silently.
 const native = require('./native.cjs');
-const { NoeticConfigError, messageOf } = require('./errors.cjs');
+const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
 
 const NATIVE_STORE = Symbol('noetic.nativeStore');
 
+const HINT = 'Storage keys are strings; values are JSON: plain objects, arrays, strings, finite numbers, booleans and null (Dates become ISO strings). Use delete(key) to remove a key.';
+
 function checkKey(method, key) {
   if (typeof key === 'string') return key;
-  throw new TypeError(`storage.${method}(key): the key must be a string, got ${typeof key}`);
+  const what = method === 'list' ? 'the prefix' : 'the key';
+  throw new NoeticConfigError({ code: 'INVALID_STORAGE_KEY', message: `storage.${method}: ${what} is ${describeValue(key)}; expected a string.`, hint: HINT });
 }
 
 function jsonOf(key, value) {
@@ -26,11 +29,7 @@ function jsonOf(key, value) {
 }
 
 function unstorable(key, why) {
-  return new NoeticConfigError({
-    code: 'STORAGE_VALUE_NOT_JSON',
-    message: `storage.set('${key}'): the value cannot be stored: ${why}.`,
-    hint: 'Store JSON values: plain objects, arrays, strings, finite numbers, booleans and null (Dates become ISO strings). Use delete(key) to remove a key.',
-  });
+  return new NoeticConfigError({ code: 'INVALID_STORAGE_VALUE', message: `storage.set('${key}'): the value cannot be stored: ${why}.`, hint: HINT });
 }
 
 class NativeStore {
@@ -38,6 +37,7 @@ class NativeStore {
     Object.defineProperty(this, NATIVE_STORE, { value: inner });
   }
 
+  // Async, so that a bad key rejects rather than throws, as any adapter's would.
   async get(key) {
     const text = await this[NATIVE_STORE].get(checkKey('get', key));
     return text == null ? null : JSON.parse(text);

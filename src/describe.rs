@@ -10,7 +10,9 @@ use noetic_runtime::memory::builtin::layers::{observational_memory_layer, workin
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
-use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer};
+use noetic_runtime::memory::registry::{
+  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts,
+};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{LazyFields, LlmStep, ModelParams, Step, Until};
@@ -41,6 +43,22 @@ fn raw_budget(budget: &Value) -> RawBudget {
     }
     Some("invalid") => RawBudget::Invalid(text(budget, "what").unwrap_or_else(|| "not a budget".into())),
     _ => RawBudget::Omitted,
+  }
+}
+
+/// `timeouts` as JS describes it: an object of numbers (or `{invalid}` for a value that is not one), or a text
+/// saying what was given instead of an object.
+fn raw_timeouts(value: Option<&Value>) -> RawTimeouts {
+  let entry = |value: &Value| match number(value) {
+    Some(ms) => RawTimeout::Ms(ms),
+    None => RawTimeout::NotANumber(text(value, "invalid").unwrap_or_else(|| value.to_string())),
+  };
+  match value {
+    Some(Value::String(what)) => RawTimeouts::NotAnObject(what.clone()),
+    Some(Value::Object(entries)) => {
+      RawTimeouts::Entries(entries.iter().map(|(name, value)| (name.clone(), entry(value))).collect())
+    }
+    _ => RawTimeouts::default(),
   }
 }
 
@@ -112,7 +130,7 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
       scope: text(layer, "scope"),
       budget: raw_budget(layer.get("budget").unwrap_or(&Value::Null)),
       hooks: pairs("hooks").into_iter().map(|(k, v)| (k, v.as_str().unwrap_or("undefined").to_owned())).collect(),
-      timeouts: pairs("timeouts").into_iter().filter_map(|(k, v)| number(&v).map(|ms| (k, ms))).collect(),
+      timeouts: raw_timeouts(layer.get("timeouts")),
       on_init_error: text(layer, "onInitError"),
       recall_mode: text(layer, "recallMode"),
       provides: layer

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
 use noetic_runtime::host::StepValue;
-use noetic_runtime::items::parse_js_item;
+use noetic_runtime::items::{ItemTypes, parse_js_item};
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
@@ -126,6 +126,15 @@ async fn guarded<T: Send + 'static>(work: impl std::future::Future<Output = Resu
   })
 }
 
+/// `strictItemSchemas: false` admits extension item types.
+fn item_types(config: &Value) -> ItemTypes {
+  if config.get("strictItemSchemas").and_then(Value::as_bool) == Some(false) {
+    ItemTypes::Any
+  } else {
+    ItemTypes::Known
+  }
+}
+
 fn missing_context(id: &str) -> Error {
   Error::new(Status::InvalidArg, format!("context '{id}' is not running"))
 }
@@ -179,7 +188,8 @@ impl NativeHarness {
         force_atomic_recall: config.get("forceAtomicRecall").and_then(Value::as_bool).unwrap_or(false),
       },
       env,
-    );
+    )
+    .with_item_types(item_types(&config));
     Ok(Self { inner: Arc::new(harness), dispatch })
   }
 
@@ -292,7 +302,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn append_item(&self, context: String, item: String) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let item = parse_js_item(&item).map_err(|e| to_napi(noetic_json(&e)))?;
+    let item = parse_js_item(&item, self.inner.item_types).map_err(|e| to_napi(noetic_json(&e)))?;
     Ok(ctx.state().log.push(Arc::new(item)) as u32)
   }
 

@@ -145,4 +145,9 @@ impl DiagnosticSink for JsDiagnostics {
     let note = json!({ "op": "diagnostic", "layerId": layer_id, "hook": hook, "message": message });
     self.dispatch.notify(note.to_string());
   }
+
+  fn loop_diagnostic(&self, loop_id: &str, message: &str) {
+    let note = json!({ "op": "diagnostic", "stepId": loop_id, "hook": "until", "message": message });
+    self.dispatch.notify(note.to_string());
+  }
 }

@@ -14,7 +14,7 @@ use noetic_runtime::items::{
 };
 use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::lifecycle::MemoryEnv;
-use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
+use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::memory::{DEFAULT_PROJECTION, HistoryView, assemble_view};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
@@ -84,7 +84,7 @@ fn js_layer(id: &str, slot: f64, handle: u64) -> RawLayer {
     scope: Some("execution".into()),
     budget: RawBudget::Range { min: Some(100.0), max: Some(2000.0) },
     hooks: vec![("recall".into(), "function".into()), ("store".into(), "function".into())],
-    timeouts: vec![],
+    timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
     provides: vec![],

@@ -12,7 +12,7 @@ use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOpt
 use noetic_runtime::host::*;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::{NativeLayer, NativeRecall, NativeWrite};
-use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, RawBudget, RawLayer};
+use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::memory::{HookKind, HookSet, LayerSpec, RecallMode, Scope};
 use noetic_runtime::steps::{LlmStep, Step, Until};
@@ -148,7 +148,7 @@ fn js_layer(id: &str, slot: f64, scope: &str, mode: &str, hooks: &[&str]) -> Arc
     scope: Some(scope.into()),
     budget: RawBudget::Range { min: Some(100.0), max: Some(1000.0) },
     hooks: hooks.iter().map(|h| ((*h).to_owned(), "function".to_owned())).collect(),
-    timeouts: vec![("recall".into(), 10_000.0)],
+    timeouts: RawTimeouts::ms(&[("recall", 10_000.0)]),
     on_init_error: None,
     recall_mode: Some(mode.into()),
     provides: vec![],

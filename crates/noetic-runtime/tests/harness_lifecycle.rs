@@ -12,7 +12,7 @@ use noetic_runtime::memory::builtin::layers::working_memory_layer;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
-use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
+use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::{InMemoryStorage, Storage};
@@ -101,7 +101,7 @@ fn js_layer(id: &str, slot: f64, scope: &str, handle: u64, hooks: &[&str]) -> Ra
     scope: Some(scope.into()),
     budget: RawBudget::Range { min: Some(100.0), max: Some(1000.0) },
     hooks: hooks.iter().map(|h| ((*h).to_owned(), "function".to_owned())).collect(),
-    timeouts: vec![],
+    timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
     provides: vec![],

@@ -8,7 +8,7 @@ use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model};
 use noetic_runtime::host::*;
 use noetic_runtime::items::Item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
-use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer};
+use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
@@ -88,7 +88,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     scope: Some("execution".into()),
     budget: RawBudget::Omitted,
     hooks: vec![("recall".into(), "function".into())],
-    timeouts: vec![],
+    timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
     provides: vec![],

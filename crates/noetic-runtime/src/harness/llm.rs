@@ -242,7 +242,11 @@ impl Harness {
           allowed_tool_names: None,
         };
         let reply = self.env.host.call_model(call).await?;
-        let items = reply.items.iter().map(|text| parse_js_item(text).map(Arc::new)).collect::<Result<_, _>>()?;
+        let items = reply
+          .items
+          .iter()
+          .map(|text| parse_js_item(text, self.item_types).map(Arc::new))
+          .collect::<Result<_, _>>()?;
         Ok(Round {
           items,
           input_tokens: reply.input_tokens,

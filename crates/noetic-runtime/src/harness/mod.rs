@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use self::round_model::{RoundModel, RoundRequest};
 use crate::host::StepValue;
-use crate::items::Item;
+use crate::items::{Item, ItemTypes};
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
@@ -45,6 +45,8 @@ pub struct Harness {
   pub projection: Option<ProjectionPolicy>,
   pub model: Model,
   pub force_atomic_recall: bool,
+  /// The item types its contexts admit (`strictItemSchemas`); set with [`Harness::with_item_types`].
+  pub item_types: ItemTypes,
   /// Eventual layers' recall entries, shared by the executions of this harness (D6).
   pub recall_cache: Arc<RecallCache>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
@@ -79,9 +81,15 @@ impl Harness {
       projection: config.projection,
       model: config.model,
       force_atomic_recall: config.force_atomic_recall,
+      item_types: ItemTypes::default(),
       recall_cache: Arc::new(RecallCache::new()),
       contexts: Mutex::default(),
     }
+  }
+
+  pub fn with_item_types(mut self, item_types: ItemTypes) -> Self {
+    self.item_types = item_types;
+    self
   }
 
   /// A live context by id, for the binding's reads and appends.
@@ -113,6 +121,7 @@ impl Harness {
       thread_id: &ctx.thread_id,
       resource_id: ctx.resource_id.as_deref(),
       info: ctx.exec_info(self.model.is_configured()),
+      item_types: self.item_types,
     }
   }
 

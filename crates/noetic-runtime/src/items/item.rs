@@ -161,6 +161,23 @@ pub fn is_known_base_type(ty: &str) -> bool {
   ) || ty.starts_with("openrouter:")
 }
 
+/// Which item types may enter a context: upstream's `strictItemSchemas` (default true) admits the known base types
+/// only; `false` admits extension types too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ItemTypes {
+  #[default]
+  Known,
+  Any,
+}
+
+/// [`check_known_type`] under the harness's `strictItemSchemas`.
+pub fn check_item_type(item: &Item, types: ItemTypes) -> Result<(), NoeticError> {
+  match types {
+    ItemTypes::Known => check_known_type(item),
+    ItemTypes::Any => Ok(()),
+  }
+}
+
 /// The strict registry's last step (spec §1.3): with no extension schema accepting the item, an unknown `type`
 /// is `item_schema_mismatch {category: "items", itemType}`.
 pub fn check_known_type(item: &Item) -> Result<(), NoeticError> {
@@ -176,11 +193,11 @@ pub fn check_known_type(item: &Item) -> Result<(), NoeticError> {
 }
 
 /// An item JS handed over (a model reply, an injected or appended item) as it enters the log: text that is not an
-/// item, or an item of an unknown type, is `item_schema_mismatch`.
-pub fn parse_js_item(text: &str) -> Result<Item, NoeticError> {
+/// item, or an item of a type `types` does not admit, is `item_schema_mismatch`.
+pub fn parse_js_item(text: &str, types: ItemTypes) -> Result<Item, NoeticError> {
   let item = Item::from_json_text(text)
     .map_err(|error| NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string()))?;
-  check_known_type(&item)?;
+  check_item_type(&item, types)?;
   Ok(item)
 }
 
@@ -230,6 +247,14 @@ mod tests {
       serde_json::to_string(&err.payload).ok().as_deref(),
       Some(r#"{"kind":"item_schema_mismatch","category":"items","itemType":"noetic:foo"}"#)
     );
+  }
+
+  #[test]
+  fn non_strict_item_types_admit_extension_items_but_not_non_items() {
+    let note = r#"{"type":"acme:note","text":"x"}"#;
+    assert_eq!(parse_js_item(note, ItemTypes::Known).map(drop).unwrap_err().kind, "item_schema_mismatch");
+    assert_eq!(parse_js_item(note, ItemTypes::Any).expect("admitted").item_type(), "acme:note");
+    assert!(parse_js_item(r#""text""#, ItemTypes::Any).is_err());
   }
 
   #[test]

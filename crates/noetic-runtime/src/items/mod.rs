@@ -8,7 +8,9 @@ mod message;
 mod text;
 mod tool_calls;
 
-pub use self::item::{Item, ItemError, check_known_type, is_known_base_type, parse_js_item};
+pub use self::item::{
+  Item, ItemError, ItemTypes, check_item_type, check_known_type, is_known_base_type, parse_js_item,
+};
 pub(crate) use self::js_json::write_string as write_js_string;
 pub use self::js_json::{
   js_json_utf16_len, js_number_string, object_js_json_utf16_len, object_to_js_json, to_js_json, write_js_number,

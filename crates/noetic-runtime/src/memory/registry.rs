@@ -80,11 +80,39 @@ pub struct RawLayer {
   pub budget: RawBudget,
   /// Each hook key present on `hooks`, with the JS `typeof` of its value.
   pub hooks: Vec<(String, String)>,
-  pub timeouts: Vec<(String, f64)>,
+  pub timeouts: RawTimeouts,
   pub on_init_error: Option<String>,
   pub recall_mode: Option<String>,
   pub provides: Vec<ProvidedFn>,
   pub imp: LayerImpl,
+}
+
+/// One `timeouts` entry exactly as given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawTimeout {
+  Ms(f64),
+  /// Not a number; the text describes what it was, for the error message.
+  NotANumber(String),
+}
+
+/// A layer's `timeouts` exactly as given: its entries, or a description of a value that is not an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RawTimeouts {
+  Entries(Vec<(String, RawTimeout)>),
+  NotAnObject(String),
+}
+
+impl Default for RawTimeouts {
+  fn default() -> Self {
+    Self::Entries(Vec::new())
+  }
+}
+
+impl RawTimeouts {
+  /// Entries that are all numbers.
+  pub fn ms(entries: &[(&str, f64)]) -> Self {
+    Self::Entries(entries.iter().map(|&(name, ms)| (name.to_owned(), RawTimeout::Ms(ms))).collect())
+  }
 }
 
 fn invalid(code: &str, message: String, hint: &str) -> ConfigError {
@@ -119,6 +147,33 @@ fn validate_budget(id: &str, raw: &RawBudget) -> Result<BudgetConfig, ConfigErro
   }
 }
 
+/// Each hook's timeout: a number of milliseconds >= 0 (0 = no timeout, as upstream) or Infinity. Names that are no
+/// hook are ignored, as upstream ignores them; NaN, negative numbers and non-numbers would silently disable the
+/// timeout or fire it at once, so they are rejected.
+fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; 11], ConfigError> {
+  const CODE: &str = "INVALID_LAYER_TIMEOUT";
+  const HINT: &str = "Use { hookName: ms } with ms a number >= 0 (0 disables the timeout) or Infinity.";
+  let entries = match raw {
+    RawTimeouts::Entries(entries) => entries,
+    RawTimeouts::NotAnObject(what) => {
+      return Err(invalid(CODE, format!("Memory layer '{id}' has `timeouts` {what}; expected an object."), HINT));
+    }
+  };
+  let mut timeouts = [None; 11];
+  for (name, value) in entries {
+    let Some(hook) = HookKind::from_name(&name) else { continue };
+    let bad =
+      |what: String| invalid(CODE, format!("Memory layer '{id}' has an invalid timeout for '{name}': {what}."), HINT);
+    timeouts[hook as usize] = Some(match value {
+      RawTimeout::Ms(ms) if ms.is_nan() => return Err(bad("NaN".into())),
+      RawTimeout::Ms(ms) if ms < 0.0 => return Err(bad(format!("{} is negative", crate::js_number(ms)))),
+      RawTimeout::Ms(ms) => ms,
+      RawTimeout::NotANumber(what) => return Err(bad(format!("{what}, not a number"))),
+    });
+  }
+  Ok(timeouts)
+}
+
 fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
   let id = match raw.id {
     Some(id) if !id.is_empty() => id,
@@ -149,6 +204,7 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
     )
   })?;
   let budget = validate_budget(&id, &raw.budget)?;
+  let timeouts = validate_timeouts(&id, raw.timeouts)?;
   let mut hooks = HookSet::default();
   for (name, kind) in &raw.hooks {
     let Some(hook) = HookKind::from_name(name) else { continue };
@@ -167,11 +223,7 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
   let mut spec = LayerSpec::new(id, slot, scope);
   spec.budget = budget;
   spec.hooks = hooks;
-  for (name, ms) in raw.timeouts {
-    if let Some(hook) = HookKind::from_name(&name) {
-      spec.timeouts[hook as usize] = Some(ms);
-    }
-  }
+  spec.timeouts = timeouts;
   spec.on_init_error = match raw.on_init_error.as_deref() {
     Some("disable") => OnInitError::Disable,
     _ => OnInitError::Throw,
@@ -255,7 +307,7 @@ mod tests {
       scope: Some("thread".into()),
       budget: RawBudget::Omitted,
       hooks: vec![("recall".into(), "function".into())],
-      timeouts: vec![],
+      timeouts: RawTimeouts::default(),
       on_init_error: None,
       recall_mode: None,
       provides: vec![],
@@ -303,7 +355,7 @@ mod tests {
       budget: RawBudget::Range { min: Some(0.0), max: Some(f64::INFINITY) },
       recall_mode: Some("eventual".into()),
       on_init_error: Some("disable".into()),
-      timeouts: vec![("recall".into(), 250.0)],
+      timeouts: RawTimeouts::ms(&[("recall", 250.0)]),
       ..raw("a", 1.0)
     };
     let set = LayerSet::register(vec![layer]).unwrap();
@@ -312,5 +364,39 @@ mod tests {
     assert_eq!(spec.on_init_error, OnInitError::Disable);
     assert_eq!(spec.timeout_ms(HookKind::Recall), 250.0);
     assert_eq!(spec.timeout_ms(HookKind::Store), 30_000.0);
+  }
+
+  fn timeout_error(timeouts: RawTimeouts) -> Option<ConfigError> {
+    LayerSet::register(vec![RawLayer { timeouts, ..raw("a", 1.0) }]).err()
+  }
+
+  #[test]
+  fn rejects_timeouts_that_would_fire_at_once_or_never() {
+    let not_a_number =
+      RawTimeouts::Entries(vec![("recall".into(), RawTimeout::NotANumber("'soon' (a string)".into()))]);
+    for (timeouts, named) in [
+      (RawTimeouts::ms(&[("recall", f64::NAN)]), "NaN"),
+      (RawTimeouts::ms(&[("store", -5.0)]), "-5 is negative"),
+      (RawTimeouts::ms(&[("init", f64::NEG_INFINITY)]), "-Infinity is negative"),
+      (not_a_number, "'soon' (a string), not a number"),
+      (RawTimeouts::NotAnObject("5000 (a number)".into()), "`timeouts` 5000 (a number)"),
+    ] {
+      let error = timeout_error(timeouts).expect("rejected");
+      assert_eq!(error.code, "INVALID_LAYER_TIMEOUT");
+      assert!(error.message.contains(named), "{}", error.message);
+      assert!(error.message.contains("'a'"), "names the layer: {}", error.message);
+    }
+  }
+
+  #[test]
+  fn accepts_zero_infinite_and_long_timeouts_and_ignores_unknown_names() {
+    let timeouts =
+      RawTimeouts::ms(&[("recall", 0.0), ("store", f64::INFINITY), ("init", 2_592_000_000.0), ("recal", -1.0)]);
+    let set = LayerSet::register(vec![RawLayer { timeouts, ..raw("a", 1.0) }]).unwrap();
+    let spec = &set.layers()[0].spec;
+    assert_eq!(spec.timeout_ms(HookKind::Recall), 0.0);
+    assert_eq!(spec.timeout_ms(HookKind::Store), f64::INFINITY);
+    assert_eq!(spec.timeout_ms(HookKind::Init), 2_592_000_000.0);
+    assert_eq!(spec.timeout_ms(HookKind::Dispose), 5_000.0);
   }
 }

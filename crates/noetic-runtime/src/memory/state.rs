@@ -15,6 +15,12 @@ use crate::storage::Storage;
 /// Where a non-fatal layer failure goes: `(layer id, hook name, message)`. The hook is `persist` for mirror writes.
 pub trait DiagnosticSink: Send + Sync {
   fn diagnostic(&self, layer_id: &str, hook: &str, message: &str);
+
+  /// A loop's `until` predicate threw (the loop stops, as upstream). Sinks that tell loops from layers override
+  /// this; by default it is reported under the loop's id with hook `until`.
+  fn loop_diagnostic(&self, loop_id: &str, message: &str) {
+    self.diagnostic(loop_id, "until", message);
+  }
 }
 
 /// A layer's state as the runtime holds it.

@@ -144,7 +144,7 @@ async fn run_loop(
         last_tool_calls: state.last_tool_calls,
       }
     };
-    let (stop, _reason) = verdict(harness, until, &facts, &output, &history, ctx).await;
+    let (stop, _reason) = verdict(harness, id, until, &facts, &output, &history, ctx).await;
     if stop {
       return Ok(output);
     }
@@ -153,9 +153,10 @@ async fn run_loop(
 }
 
 /// Evaluates a predicate tree: built-ins here, JS predicates through the host. A throwing predicate stops the
-/// loop, as upstream.
+/// loop, as upstream, and is reported as a diagnostic so that the stop is not silent.
 fn verdict<'a>(
   harness: &'a Harness,
+  loop_id: &'a str,
   until: &'a Until,
   facts: &'a LoopFacts,
   output: &'a StepValue,
@@ -169,7 +170,7 @@ fn verdict<'a>(
     match until {
       Until::Any(predicates) => {
         for predicate in predicates {
-          let result = verdict(harness, predicate, facts, output, history, ctx).await;
+          let result = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
           if result.0 {
             return result;
           }
@@ -179,7 +180,7 @@ fn verdict<'a>(
       Until::All(predicates) => {
         let mut reasons = Vec::new();
         for predicate in predicates {
-          let (stop, reason) = verdict(harness, predicate, facts, output, history, ctx).await;
+          let (stop, reason) = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
           if !stop {
             return (false, None);
           }
@@ -211,7 +212,14 @@ fn verdict<'a>(
         };
         match harness.env.host.eval_until(call).await {
           Ok(verdict) => (verdict.stop, verdict.reason),
-          Err(error) => (true, Some(format!("Predicate error: {error}"))),
+          Err(error) => {
+            let reason = format!("Predicate error: {error}");
+            harness
+              .env
+              .sink
+              .loop_diagnostic(loop_id, &format!("{reason}; the loop stopped, as if it returned stop: true"));
+            (true, Some(reason))
+          }
         }
       }
       _ => (false, None),

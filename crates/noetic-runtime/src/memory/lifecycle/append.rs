@@ -71,7 +71,7 @@ async fn run_host_group(
     replies.iter().rev().find(|reply| reply.status == HookStatus::Ok).and_then(|reply| reply.items.clone());
   env.settle(exec, HookKind::OnItemAppend, called, replies);
   match passed_on {
-    Some(texts) => texts.iter().map(|text| parse_js_item(text).map(Arc::new)).collect(),
+    Some(texts) => texts.iter().map(|text| parse_js_item(text, scope.item_types).map(Arc::new)).collect(),
     None => Ok(items),
   }
 }

@@ -221,10 +221,11 @@ pub fn refresh_eventual(
     let budget = cached.budget.unwrap_or_else(|| budgets.get(layer.id()).copied().unwrap_or(0.0));
     let generation = inner.clock;
     let (env, owner, layer) = (env.clone(), Arc::clone(cache), Arc::clone(layer));
-    let (context, info, exec_id) = (scope.context.to_owned(), scope.info.clone(), exec.to_owned());
+    let (context, info, exec_id, item_types) =
+      (scope.context.to_owned(), scope.info.clone(), exec.to_owned(), scope.item_types);
     let durable = layer.spec.scope.is_durable();
     let task = tokio::spawn(async move {
-      let target = RecallTarget { exec: &exec_id, context: &context, info: &info };
+      let target = RecallTarget { exec: &exec_id, context: &context, info: &info, item_types };
       let outcome = recall_each(&env, &target, &[(&layer, budget)], "", WriteRule::Never).await;
       if let Some((recalled, _state)) = outcome.into_iter().next() {
         owner.keep(&key, generation, recalled);

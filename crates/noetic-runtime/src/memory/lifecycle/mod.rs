@@ -15,6 +15,7 @@ use super::HookKind;
 use super::registry::{Layer, LayerImpl, LayerSet};
 use super::state::{DiagnosticSink, Persist, StateStore, StateValue, StateWrite};
 use crate::host::{ExecInfo, HookBatch, HookCall, HookReply, HookStatus, Host};
+use crate::items::ItemTypes;
 use crate::storage::Storage;
 
 pub use self::append::append_items;
@@ -42,6 +43,8 @@ pub struct ExecScope<'a> {
   pub thread_id: &'a str,
   pub resource_id: Option<&'a str>,
   pub info: ExecInfo,
+  /// Which item types hooks may hand back (`strictItemSchemas`).
+  pub item_types: ItemTypes,
 }
 
 impl ExecScope<'_> {

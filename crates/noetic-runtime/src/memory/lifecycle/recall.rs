@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::host::{ExecInfo, HookArgs, HookBatch, RecallReply, WriteRule};
-use crate::items::{Item, check_known_type, create_message};
+use crate::items::{Item, ItemTypes, check_item_type, create_message};
 use crate::memory::native::{NativeLayer, NativeRecall};
 use crate::memory::registry::{Layer, LayerImpl};
 use crate::memory::{HookKind, RecallMode, StateWrite};
@@ -36,6 +36,7 @@ pub(super) struct RecallTarget<'a> {
   pub exec: &'a str,
   pub context: &'a str,
   pub info: &'a ExecInfo,
+  pub item_types: ItemTypes,
 }
 
 /// Recalls every layer with a `recall` hook that passes the gate. Entries come back in slot order, ties in array
@@ -62,7 +63,7 @@ pub async fn recall_layers(
     }
   }
   let targets: Vec<(&Layer, f64)> = atomic.iter().map(|&(_, layer, budget)| (layer, budget)).collect();
-  let target = RecallTarget { exec, context: scope.context, info: &scope.info };
+  let target = RecallTarget { exec, context: scope.context, info: &scope.info, item_types: scope.item_types };
   let results = recall_each(env, &target, &targets, query, WriteRule::IfDefined).await;
   for ((index, layer, _), (recalled, write)) in atomic.into_iter().zip(results) {
     env.apply_host_write(exec, layer.id(), &write);
@@ -105,7 +106,7 @@ pub(super) async fn recall_each(
       env.diagnose(layer.id(), HookKind::Recall, &message);
       continue;
     }
-    let recalled = match normalise(reply.recall) {
+    let recalled = match normalise(reply.recall, target.item_types) {
       Ok(Some((items, token_count))) => Recalled::Entry(entry(layer, items, token_count)),
       Ok(None) => Recalled::Nothing,
       Err(message) => {
@@ -156,7 +157,7 @@ fn entry(layer: &Layer, items: Vec<Arc<Item>>, token_count: Option<f64>) -> Reca
 type RecalledItems = (Vec<Arc<Item>>, Option<f64>);
 
 /// Turns a recall reply into items: the string shorthand becomes one developer message costed by its raw text.
-fn normalise(reply: Option<RecallReply>) -> Result<Option<RecalledItems>, String> {
+fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<RecalledItems>, String> {
   match reply {
     None | Some(RecallReply::Nothing) => Ok(None),
     Some(RecallReply::Text(text)) if text.is_empty() => Ok(None),
@@ -168,7 +169,7 @@ fn normalise(reply: Option<RecallReply>) -> Result<Option<RecalledItems>, String
       let mut parsed = Vec::with_capacity(items.len());
       for text in items {
         let item = Item::from_json_text(&text).map_err(|e| e.to_string())?;
-        check_known_type(&item).map_err(|e| e.message)?;
+        check_item_type(&item, types).map_err(|e| e.message)?;
         parsed.push(Arc::new(item));
       }
       Ok(Some((parsed, token_count)))

@@ -1,0 +1,153 @@
+'use strict';
+// Checks of the options users pass to AgentHarness and its methods: every option is applied or rejected with a
+// NoeticConfigError that names what was passed, never silently dropped or left to fail inside the runtime.
+const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const { nativeStoreOf } = require('./storage.cjs');
+
+function fail(code, message, hint) {
+  throw new NoeticConfigError({ code, message, hint });
+}
+
+function checkObject(value, what, code, hint) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    fail(code, `${what} is ${describeValue(value)}; expected an object.`, hint);
+  }
+}
+
+// The one test for a storage the runtime reads natively, with no crossing.
+const isNativeStorage = (storage) => nativeStoreOf(storage) !== undefined;
+
+const STORAGE_METHODS = ['get', 'set', 'delete', 'list'];
+
+// Upstream's StorageAdapter contract; null and undefined mean the default in-memory storage.
+function checkStorage(storage) {
+  if (storage == null || isNativeStorage(storage)) return;
+  const hint = 'Pass createInMemoryStorage(), createSqliteStorage(path), or an object with get, set, delete and list(prefix) methods.';
+  if (typeof storage !== 'object' && typeof storage !== 'function') {
+    fail('INVALID_STORAGE', `AgentHarness storage is ${describeValue(storage)}; expected a storage adapter.`, hint);
+  }
+  const missing = STORAGE_METHODS.filter((name) => typeof storage[name] !== 'function');
+  if (missing.length > 0) {
+    const list = missing.map((name) => `'${name}'`).join(', ');
+    fail('INVALID_STORAGE', `AgentHarness storage has no ${list} method${missing.length > 1 ? 's' : ''}.`, hint);
+  }
+}
+
+// Upstream has no tokenizer option; DECISIONS plans real tokenizers, which this build does not have yet.
+function checkTokenizer(tokenizer) {
+  if (tokenizer === undefined || tokenizer === 'estimate') return;
+  const planned = tokenizer === 'o200k' || tokenizer === 'cl100k';
+  fail(
+    'INVALID_TOKENIZER',
+    planned
+      ? `AgentHarness tokenizer '${tokenizer}' is not available in this build yet.`
+      : `AgentHarness tokenizer is ${describeValue(tokenizer)}; the only tokenizer is 'estimate'.`,
+    "Leave `tokenizer` out (or pass 'estimate'): token counts use upstream's estimate.",
+  );
+}
+
+const SCHEMA_LISTS = ['items', 'developerMessages', 'toolCalls', 'toolResults'];
+
+// `strictItemSchemas: false` lets items of unknown (extension) types in. Registered schemas are not applied yet,
+// so a harness given any is rejected rather than run without them.
+function checkItemSchemas(itemSchemas, strict) {
+  const hint = 'Leave `itemSchemas` out; `strictItemSchemas: false` admits extension item types without validating them.';
+  if (strict !== undefined && typeof strict !== 'boolean') {
+    fail('INVALID_ITEM_SCHEMAS', `AgentHarness strictItemSchemas is ${describeValue(strict)}; expected true or false.`, hint);
+  }
+  if (itemSchemas == null) return;
+  checkObject(itemSchemas, 'AgentHarness itemSchemas', 'INVALID_ITEM_SCHEMAS', hint);
+  const given = SCHEMA_LISTS.filter((list) => itemSchemas[list] != null && !(Array.isArray(itemSchemas[list]) && itemSchemas[list].length === 0));
+  if (given.length > 0) {
+    fail('ITEM_SCHEMAS_UNSUPPORTED', `AgentHarness itemSchemas (${given.join(', ')}) are not supported in this build yet.`, hint);
+  }
+}
+
+const OVERFLOWS = ['truncate', 'sliding_window', 'summarize'];
+
+// A projection policy (the harness default or a step's own); the runtime would otherwise drop one it cannot read.
+function checkProjection(projection, where) {
+  if (projection == null) return;
+  const hint = "Pass { tokenBudget: number, responseReserve: number, overflow: 'truncate' | 'sliding_window' | 'summarize', windowSize?, overflowModel? }.";
+  checkObject(projection, `${where} projection`, 'INVALID_PROJECTION_POLICY', hint);
+  for (const field of ['tokenBudget', 'responseReserve', 'windowSize']) {
+    const value = projection[field];
+    if (typeof value === 'number' || (field === 'windowSize' && value === undefined)) continue;
+    fail('INVALID_PROJECTION_POLICY', `${where} projection.${field} is ${describeValue(value)}; expected a number.`, hint);
+  }
+  if (projection.overflow !== undefined && !OVERFLOWS.includes(projection.overflow)) {
+    fail('INVALID_PROJECTION_POLICY', `${where} projection.overflow is ${describeValue(projection.overflow)}; expected one of ${OVERFLOWS.join(', ')}.`, hint);
+  }
+}
+
+function checkHarnessOptions(opts) {
+  checkObject(opts, 'The AgentHarness options', 'INVALID_HARNESS_OPTIONS', "Pass { name, params, ... }, e.g. new AgentHarness({ name: 'agent', params: {} }).");
+  checkStorage(opts.storage);
+  checkTokenizer(opts.tokenizer);
+  checkItemSchemas(opts.itemSchemas, opts.strictItemSchemas);
+  checkProjection(opts.projection, 'AgentHarness');
+}
+
+// threadId and resourceId key layer state; one that is not a string would be dropped.
+function checkIds(options, where, code, hint) {
+  for (const field of ['threadId', 'resourceId']) {
+    const value = options[field];
+    if (value != null && typeof value !== 'string') fail(code, `${where} ${field} is ${describeValue(value)}; expected a string.`, hint);
+  }
+}
+
+// createContext's options: undefined or null mean none, as upstream.
+function contextOptionsOf(opts) {
+  if (opts == null) return {};
+  const hint = 'Pass { threadId?, resourceId?, memory?, items?, state? } or nothing.';
+  checkObject(opts, 'createContext(options)', 'INVALID_CONTEXT_OPTIONS', hint);
+  checkIds(opts, 'createContext', 'INVALID_CONTEXT_OPTIONS', hint);
+  if (opts.items != null && !Array.isArray(opts.items)) {
+    fail('INVALID_CONTEXT_OPTIONS', `createContext items is ${describeValue(opts.items)}; expected an array of items.`, 'Pass `items: [createMessage(text, role), ...]`.');
+  }
+  return opts;
+}
+
+// run's third argument, when it is not a context of this harness.
+function runOptionsOf(options, isContext) {
+  const hint = 'Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.';
+  if (isContext) fail('INVALID_RUN_OPTIONS', 'harness.run was given a context made by another harness.', hint);
+  if (options === undefined) return {};
+  checkObject(options, "harness.run's third argument", 'INVALID_RUN_OPTIONS', hint);
+  checkIds(options, 'harness.run', 'INVALID_RUN_OPTIONS', hint);
+  return options;
+}
+
+// harness.callModel / ctx.callModel's request.
+function checkModelRequest(request) {
+  const hint = "Pass { model: 'provider/model', items: Item[], instructions?, params? }.";
+  checkObject(request, 'callModel(request)', 'INVALID_MODEL_REQUEST', hint);
+  if (request.items != null && !Array.isArray(request.items)) {
+    fail('INVALID_MODEL_REQUEST', `callModel request.items is ${describeValue(request.items)}; expected an array of items.`, hint);
+  }
+}
+
+const USAGE_COUNTS = ['inputTokens', 'outputTokens', 'cachedTokens'];
+
+// A `_testCallModel` reply, checked where it arrives, so that a mistake names the field instead of failing in
+// the runtime.
+function checkModelResponse(response) {
+  const bad = (what, expected) =>
+    fail('INVALID_MODEL_RESPONSE', `_testCallModel returned ${what}; expected ${expected}.`, 'Return { items: Item[], usage?: { inputTokens, outputTokens, cachedTokens? }, cost?: number }.');
+  if (typeof response !== 'object' || response === null) bad(describeValue(response), 'an object { items, usage?, cost? }');
+  const { items, usage, cost } = response;
+  if (!Array.isArray(items)) bad(`items ${describeValue(items)}`, 'an array of items');
+  items.forEach((item, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) bad(`items[${i}] ${describeValue(item)}`, 'an item object');
+  });
+  if (usage != null) {
+    if (typeof usage !== 'object') bad(`usage ${describeValue(usage)}`, 'an object');
+    for (const field of USAGE_COUNTS) {
+      if (usage[field] !== undefined && typeof usage[field] !== 'number') bad(`usage.${field} ${describeValue(usage[field])}`, 'a number');
+    }
+  }
+  if (cost != null && typeof cost !== 'number') bad(`cost ${describeValue(cost)}`, 'a number');
+  return response;
+}
+
+module.exports = { checkHarnessOptions, checkProjection, contextOptionsOf, runOptionsOf, isNativeStorage, checkModelResponse, checkModelRequest };
