@@ -28,7 +28,8 @@ test('workingMemory schema: a failing update is an error the model sees, a passi
   const outputs = ctx.itemLog.items.filter((item) => item.type === 'function_call_output').map((item) => item.output);
   assert.equal(outputs.length, 2);
   assert.match(outputs[0], /^Error: working-memory update rejected by schema: /);
-  assert.equal(outputs[1], '');
+  // A void result has no output, as upstream's (JSON.stringify(undefined)).
+  assert.equal(outputs[1], undefined);
   assert.deepEqual(ctx.memory['working-memory'].snapshot, { name: 'Ada', age: 36 });
 });
 

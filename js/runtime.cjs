@@ -162,10 +162,10 @@ class Runtime {
     return this.states.get(contextId)?.get(layer.id);
   }
 
-  // What gets persisted is serialized now (A4); a state JSON cannot hold is reported, not thrown.
+  // What gets persisted is serialized now (A4), to JSON text; a state JSON cannot hold is reported, not thrown.
   serializable(state, layerId) {
     try {
-      return JSON.parse(JSON.stringify(state) ?? 'null');
+      return JSON.stringify(state) ?? 'null';
     } catch (e) {
       this.diagnostic({ layerId, hook: 'persist', message: `state is not JSON-serializable: ${messageOf(e)}` });
       return undefined;
@@ -232,7 +232,7 @@ class Runtime {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);
         const persist = layer.scope === 'execution' ? undefined : this.serializable(out.state, layer.id);
-        callNative(() => this.native.hostStateWritten(ctx.id, layer.id, persist === undefined ? null : JSON.stringify(persist)));
+        callNative(() => this.native.hostStateWritten(ctx.id, layer.id, persist ?? null));
       }
       return out?.result;
     });

@@ -44,7 +44,14 @@ class NativeStore {
   }
 
   async set(key, value) {
-    await this[NATIVE_STORE].set(checkKey('set', key), jsonOf(key, value));
+    const text = jsonOf(checkKey('set', key), value);
+    try {
+      await this[NATIVE_STORE].set(key, text);
+    } catch (e) {
+      // JSON the native side refuses (nested too deep): a value error like the ones above.
+      if (e?.code === 'InvalidArg') throw unstorable(key, messageOf(e));
+      throw e;
+    }
   }
 
   async delete(key) {

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::{Dispatch, Dispatcher, foreground};
+use crate::guard::guarded;
 use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
@@ -119,13 +120,6 @@ where
   });
 }
 
-/// Runs `work` on the runtime, so that a panic inside it becomes an error rather than a lost Promise (A5).
-async fn guarded<T: Send + 'static>(work: impl std::future::Future<Output = Result<T>> + Send + 'static) -> Result<T> {
-  tokio::spawn(work).await.unwrap_or_else(|panic| {
-    Err(Error::new(Status::GenericFailure, format!("internal error in @noetic-tools/core: {panic}")))
-  })
-}
-
 /// `strictItemSchemas: false` admits extension item types.
 fn item_types(config: &Value) -> ItemTypes {
   if config.get("strictItemSchemas").and_then(Value::as_bool) == Some(false) {
@@ -194,7 +188,7 @@ impl NativeHarness {
   }
 
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message.
-  #[napi]
+  #[napi(catch_unwind)]
   pub fn reply(&self, id: u32, ok: bool, text: String) {
     self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
   }
@@ -438,7 +432,7 @@ impl NativeHarness {
   }
 
   /// Number of executions whose layer state is still held; stays flat across runs (D15).
-  #[napi(getter)]
+  #[napi(getter, catch_unwind)]
   pub fn live_executions(&self) -> u32 {
     self.inner.env.states.live_executions() as u32
   }

@@ -46,7 +46,8 @@ struct JsHookReply {
   ms: Option<f64>,
   error: Option<HostRef>,
   state: Option<String>,
-  persist: Option<Value>,
+  /// The new state's JSON text, kept apart from the reply so that a state Rust cannot hold fails only its write.
+  persist: Option<String>,
   recall: Option<Value>,
   items: Option<Vec<String>>,
 }
@@ -76,20 +77,31 @@ fn recall_reply(value: &Value) -> RecallReply {
   }
 }
 
-impl From<JsHookReply> for HookReply {
-  fn from(reply: JsHookReply) -> Self {
-    let status = match reply.status.as_str() {
+impl JsHookReply {
+  /// The runtime's reply. A persisted state that cannot be read (nested too deep) is a `persist` diagnostic for
+  /// `layer`, and only its write is dropped: the state itself is still set.
+  fn into_reply(self, layer: &str, dispatch: &Dispatch) -> HookReply {
+    let persist = self.persist.as_deref().and_then(|text| match from_js_json::<Value>(text) {
+      Ok(value) => Some(value),
+      Err(error) => {
+        let message = format!("the new state was not saved: {error}");
+        dispatch
+          .notify(json!({ "op": "diagnostic", "layerId": layer, "hook": "persist", "message": message }).to_string());
+        None
+      }
+    });
+    let status = match self.status.as_str() {
       "ok" => HookStatus::Ok,
       "skipped" => HookStatus::Skipped,
-      "timeout" => HookStatus::TimedOut(reply.ms.unwrap_or(0.0)),
-      _ => HookStatus::Threw(reply.message.unwrap_or_else(|| "the hook failed".into())),
+      "timeout" => HookStatus::TimedOut(self.ms.unwrap_or(0.0)),
+      _ => HookStatus::Threw(self.message.unwrap_or_else(|| "the hook failed".into())),
     };
     HookReply {
       status,
-      error: reply.error,
-      state: state_write(reply.state.as_deref(), reply.persist),
-      recall: reply.recall.as_ref().map(recall_reply),
-      items: reply.items,
+      error: self.error,
+      state: state_write(self.state.as_deref(), persist),
+      recall: self.recall.as_ref().map(recall_reply),
+      items: self.items,
     }
   }
 }
@@ -113,8 +125,6 @@ struct JsToolReply {
   output: Option<String>,
   #[serde(default)]
   is_error: bool,
-  state: Option<String>,
-  persist: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -141,7 +151,11 @@ impl Host for JsHost {
     let message = json!({ "op": "hooks", "batch": batch });
     match self.request(message).await {
       Ok(text) => match from_js_json::<Vec<JsHookReply>>(&text) {
-        Ok(replies) => replies.into_iter().map(HookReply::from).collect(),
+        Ok(replies) => replies
+          .into_iter()
+          .zip(&batch.calls)
+          .map(|(reply, call)| reply.into_reply(&call.layer_id, &self.dispatch))
+          .collect(),
         Err(error) => failed(malformed(&error.to_string()).to_string()),
       },
       Err(error) => failed(error.to_string()),
@@ -184,7 +198,8 @@ impl Host for JsHost {
     Ok(ToolReply {
       output: reply.output,
       is_error: reply.is_error,
-      state: state_write(reply.state.as_deref(), reply.persist),
+      // A layer function called as a tool mirrors its own state (`hostStateWritten`).
+      state: StateWrite::Unchanged,
     })
   }
 

@@ -13,6 +13,7 @@ use noetic_runtime::storage::{InMemoryStorage, SqliteStorage, Storage, StorageEr
 use serde_json::{Value, json};
 
 use crate::dispatcher::Dispatch;
+use crate::guard::guarded;
 use crate::protocol::{config_json, to_napi};
 
 /// A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
@@ -28,7 +29,7 @@ fn storage_error(error: StorageError) -> napi::Error {
 
 #[napi]
 impl NativeStorage {
-  #[napi(constructor)]
+  #[napi(constructor, catch_unwind)]
   pub fn new() -> Self {
     Self { inner: Arc::new(InMemoryStorage::new()) }
   }
@@ -49,26 +50,31 @@ impl NativeStorage {
   /// Resolves to the stored value's JSON text, or `null` when the key is missing.
   #[napi]
   pub async fn get(&self, key: String) -> napi::Result<Option<String>> {
-    let value = self.inner.get(&key).await.map_err(storage_error)?;
-    Ok(value.map(|value| value.to_string()))
+    let store = Arc::clone(&self.inner);
+    guarded(async move {
+      let value = store.get(&key).await.map_err(storage_error)?;
+      Ok(value.map(|value| value.to_string()))
+    })
+    .await
   }
 
   /// Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold).
   #[napi]
   pub async fn set(&self, key: String, json: String) -> napi::Result<()> {
-    let value: Value = from_js_json(&json)
-      .map_err(|e| napi::Error::new(napi::Status::InvalidArg, format!("storage.set('{key}'): not JSON text: {e}")))?;
+    let value: Value = from_js_json(&json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
     self.inner.set(&key, value).await.map_err(storage_error)
   }
 
   #[napi]
   pub async fn delete(&self, key: String) -> napi::Result<()> {
-    self.inner.delete(&key).await.map_err(storage_error)
+    let store = Arc::clone(&self.inner);
+    guarded(async move { store.delete(&key).await.map_err(storage_error) }).await
   }
 
   #[napi]
   pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
-    self.inner.list(&prefix).await.map_err(storage_error)
+    let store = Arc::clone(&self.inner);
+    guarded(async move { store.list(&prefix).await.map_err(storage_error) }).await
   }
 }
 

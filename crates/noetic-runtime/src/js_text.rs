@@ -5,17 +5,28 @@
 //! from JS is parsed with each unpaired surrogate replaced by U+FFFD, the one replacement this crate makes
 //! (DECISIONS, Strings). Text that has none costs one ordinary parse.
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, Error as _};
+
+/// How deep a value from JS may nest. Deeper values are refused with a clear error rather than risk the stack:
+/// Rust walks, copies and drops values recursively.
+pub const MAX_DEPTH: usize = 128;
 
 /// Parses JSON text from JS, replacing each unpaired surrogate escape with U+FFFD.
 pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-  match serde_json::from_str(text) {
+  let parsed = match serde_json::from_str(text) {
     Ok(value) => Ok(value),
     Err(first) => match replace_lone_surrogate_escapes(text) {
       Some(fixed) => serde_json::from_str(&fixed),
       None => Err(first),
     },
-  }
+  };
+  parsed.map_err(|error| {
+    if error.to_string().starts_with("recursion limit exceeded") {
+      serde_json::Error::custom(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"))
+    } else {
+      error
+    }
+  })
 }
 
 /// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
@@ -78,6 +89,15 @@ mod tests {
   fn a_high_surrogate_at_the_very_end_and_keys_with_surrogates_are_read() {
     let value: Value = from_js_json(r#"{"\ud83d":["\ud83d"]}"#).expect("parsed");
     assert_eq!(value, json!({"\u{fffd}": ["\u{fffd}"]}));
+  }
+
+  #[test]
+  fn too_deep_a_value_is_refused_with_a_clear_reason() {
+    let deep = format!("{}1{}", "[".repeat(MAX_DEPTH + 2), "]".repeat(MAX_DEPTH + 2));
+    let error = from_js_json::<Value>(&deep).expect_err("too deep");
+    assert!(error.to_string().contains("nests deeper than 128 levels"), "{error}");
+    let fine = format!("{}1{}", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
+    assert!(from_js_json::<Value>(&fine).is_ok());
   }
 
   #[test]

@@ -47,7 +47,7 @@ impl Harness {
           None => Some(format!("Error: tool '{name}' not found")),
         };
         // A `void` result is pinned as an empty output (upstream leaves `output` undefined).
-        outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output.unwrap_or_default())));
+        outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output)));
       }
       conversation.extend(round.items.iter().cloned());
       conversation.extend(outputs.iter().cloned());

@@ -76,15 +76,22 @@ pub fn function_call(
   ])
 }
 
-/// A completed tool result, as upstream's tool loop makes it: id, status, type, callId, output.
-pub fn function_call_output(id: impl Into<String>, call_id: impl Into<String>, output: impl Into<String>) -> Item {
-  build([
+/// A completed tool result, as upstream's tool loop makes it: id, status, type, callId, output. A tool that
+/// returned `undefined` has no output, and upstream's item then has no `output` field in its JSON either.
+pub fn function_call_output(id: impl Into<String>, call_id: impl Into<String>, output: Option<String>) -> Item {
+  let mut map: Map<String, Value> = [
     ("id", Value::String(id.into())),
     ("status", json!("completed")),
     ("type", json!("function_call_output")),
     ("callId", Value::String(call_id.into())),
-    ("output", Value::String(output.into())),
-  ])
+  ]
+  .into_iter()
+  .map(|(k, v)| (k.to_owned(), v))
+  .collect();
+  if let Some(output) = output {
+    map.insert("output".to_owned(), Value::String(output));
+  }
+  Item::from_checked_map(map)
 }
 
 fn text_content(part_type: &str, text: String) -> Value {
@@ -204,7 +211,12 @@ mod tests {
     );
     assert_eq!(c.link(), &ToolLink::Call("call_1".into()));
     assert_eq!(c.cost(), tokens_for_units(utf16_len(&c.to_json_text())));
-    let o = function_call_output("out_1", "call_1", "done");
+    let o = function_call_output("out_1", "call_1", Some("done".into()));
+    let silent = function_call_output("out_2", "call_2", None);
+    assert_eq!(
+      silent.to_json_text(),
+      r#"{"id":"out_2","status":"completed","type":"function_call_output","callId":"call_2"}"#
+    );
     assert_eq!(
       o.to_json_text(),
       r#"{"id":"out_1","status":"completed","type":"function_call_output","callId":"call_1","output":"done"}"#

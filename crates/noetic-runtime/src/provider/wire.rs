@@ -88,8 +88,9 @@ fn input_item(item: &Item) -> Value {
       "name": item.name().map_or(Value::Null, |name| Value::String(wire_name(name))),
       "arguments": field("arguments"),
     }),
+    // A tool that returned nothing has no `output` in the log; the API wants a string.
     "function_call_output" => {
-      json!({ "type": "function_call_output", "call_id": field("callId"), "output": field("output") })
+      json!({ "type": "function_call_output", "call_id": field("callId"), "output": item.get("output").cloned().unwrap_or_else(|| json!("")) })
     }
     // Reasoning, server tool calls and other items round-trip as they came.
     _ => snake_keys(&Value::Object(item.json().clone())),
