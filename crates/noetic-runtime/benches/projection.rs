@@ -71,7 +71,7 @@ fn history(n: usize) -> Vec<Arc<Item>> {
         0 => create_message_with_id(&id, &text, "user").expect("message"),
         1 => assistant_message(&id, &text),
         2 => function_call(&id, format!("c{i}"), "lookup", "{\"q\":\"tea\"}"),
-        _ => function_call_output(&id, format!("c{}", i - 1), "found it"),
+        _ => function_call_output(&id, format!("c{}", i - 1), Some("found it".into())),
       })
     })
     .collect()
@@ -110,6 +110,7 @@ fn harness() -> Harness {
     projection: None,
     model: Model::Host,
     force_atomic_recall: false,
+    initial_step: None,
   };
   Harness::new(config, env)
 }

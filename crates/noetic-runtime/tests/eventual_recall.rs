@@ -192,6 +192,7 @@ fn fixture_with(layers: Vec<Arc<Layer>>, force_atomic_recall: bool, running: Arc
     projection: None,
     model: Model::Host,
     force_atomic_recall,
+    initial_step: None,
   };
   Fixture { harness: Harness::new(config, env), host, diagnostics }
 }

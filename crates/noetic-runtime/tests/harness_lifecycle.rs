@@ -129,8 +129,14 @@ fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -
     sink: Arc::clone(&diagnostics) as Arc<dyn DiagnosticSink>,
     storage: Arc::clone(&storage) as Arc<dyn Storage>,
   };
-  let config =
-    HarnessConfig { name: "t".into(), layers: Arc::new(layers), projection: None, model, force_atomic_recall: false };
+  let config = HarnessConfig {
+    name: "t".into(),
+    layers: Arc::new(layers),
+    projection: None,
+    model,
+    force_atomic_recall: false,
+    initial_step: None,
+  };
   Fixture { harness: Harness::new(config, env), host, storage, diagnostics }
 }
 

@@ -112,6 +112,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     }),
     model: Model::Host,
     force_atomic_recall: false,
+    initial_step: None,
   };
   let harness = Harness::new(config, env);
   let ctx = harness.open_context(ExecContext::new("E".into(), "T".into(), None, 0, None, Arc::clone(&harness.layers)));

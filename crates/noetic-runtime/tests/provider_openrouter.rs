@@ -77,6 +77,7 @@ fn harness_with(config: OpenRouterConfig, host: &Arc<ToolHost>) -> Harness {
       projection: None,
       model,
       force_atomic_recall: false,
+      initial_step: None,
     },
     env,
   )

@@ -6,6 +6,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::session::EventLog;
 use crate::host::{ExecInfo, StepValue, TokenCounts};
 use crate::items::ItemLog;
 use crate::memory::registry::LayerSet;
@@ -45,6 +46,8 @@ pub struct ExecContext {
   state: Mutex<ContextState>,
   /// Flips to true on abort, so that work in flight (a model call) can end instead of only the next step.
   abort_signal: watch::Sender<bool>,
+  /// The session's event log, for a session's context: steps and model calls report there.
+  pub events: Option<Arc<EventLog>>,
 }
 
 impl ExecContext {
@@ -66,7 +69,22 @@ impl ExecContext {
       started: Instant::now(),
       state: Mutex::default(),
       abort_signal: watch::Sender::new(false),
+      events: None,
     }
+  }
+
+  pub fn with_events(mut self, events: Arc<EventLog>) -> Self {
+    self.events = Some(events);
+    self
+  }
+
+  /// A session's context serves turn after turn: a new turn starts neither aborted nor completed.
+  pub fn begin_turn(&self) {
+    let mut state = self.state();
+    state.abort_reason = None;
+    state.completion = None;
+    drop(state);
+    self.abort_signal.send_replace(false);
   }
 
   /// The context's mutable part. Never held across an await.

@@ -7,6 +7,7 @@ mod llm;
 mod model;
 mod round_model;
 mod scripted;
+pub mod session;
 mod tool_loop;
 mod tools;
 mod usage;
@@ -36,6 +37,8 @@ pub struct HarnessConfig {
   pub model: Model,
   /// Every layer recalls atomically, in the hot path, whatever its `recallMode` (D6).
   pub force_atomic_recall: bool,
+  /// The step a session's turns run (`initialStep`).
+  pub initial_step: Option<Arc<Step>>,
 }
 
 pub struct Harness {
@@ -49,7 +52,9 @@ pub struct Harness {
   pub item_types: ItemTypes,
   /// Eventual layers' recall entries, shared by the executions of this harness (D6).
   pub recall_cache: Arc<RecallCache>,
+  pub initial_step: Option<Arc<Step>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
+  sessions: Mutex<HashMap<String, Arc<session::Session>>>,
 }
 
 /// What `harness.callModel` asks of the harness's model.
@@ -83,7 +88,9 @@ impl Harness {
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       recall_cache: Arc::new(RecallCache::new()),
+      initial_step: config.initial_step,
       contexts: Mutex::default(),
+      sessions: Mutex::default(),
     }
   }
 
@@ -145,6 +152,15 @@ impl Harness {
   /// Runs a step in a context the caller keeps (`harness.createContext()`): its layers initialise on the first
   /// run, and the context stays open, with its log and state, for the next.
   pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
+    self.ready_layers(ctx).await?;
+    let result = execute(self, step, input, ctx).await;
+    // The context stays open, and so do its entries; the next run sees every refresh this one started.
+    self.recall_cache.wait(&ctx.id).await;
+    result
+  }
+
+  /// Initialises a long-lived context's layers on its first run (a failed init is tried again on the next).
+  async fn ready_layers(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
     let needs_init = !ctx.layers.is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
     if needs_init {
       if let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
@@ -153,10 +169,7 @@ impl Harness {
       }
       self.refresh_after_init(ctx);
     }
-    let result = execute(self, step, input, ctx).await;
-    // The context stays open, and so do its entries; the next run sees every refresh this one started.
-    self.recall_cache.wait(&ctx.id).await;
-    result
+    Ok(())
   }
 
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`

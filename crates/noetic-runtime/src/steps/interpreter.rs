@@ -59,6 +59,27 @@ async fn dispatch(
     return Err(NoeticError::cancelled(&reason).into());
   }
   ctx.state().step_count += 1;
+  // A session's steps report to its stream, as upstream's do to the session broadcaster.
+  let report = |event: &str| {
+    if let Some(events) = &ctx.events {
+      events.framework(&harness.name, event, json!({ "stepId": step.id(), "kind": step.kind() }));
+    }
+  };
+  report("step_started");
+  let result = run_step(harness, step, input, ctx, depth).await;
+  if result.is_ok() {
+    report("step_completed");
+  }
+  result
+}
+
+async fn run_step(
+  harness: &Harness,
+  step: &Step,
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
   match step {
     Step::Run { id, execute } => {
       let call = StepCall { step: *execute, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
@@ -70,14 +91,16 @@ async fn dispatch(
     }
     Step::Spawn { child, memory, .. } => {
       let layers = memory.clone().unwrap_or_else(|| Arc::clone(&ctx.layers));
-      let child_ctx = harness.open_context(ExecContext::new(
+      let mut child_exec = ExecContext::new(
         uuid::Uuid::new_v4().to_string(),
         ctx.thread_id.clone(),
         ctx.resource_id.clone(),
         ctx.depth + 1,
         Some(ctx.id.clone()),
         layers,
-      ));
+      );
+      child_exec.events = ctx.events.clone();
+      let child_ctx = harness.open_context(child_exec);
       // A child with its own layers initialises and finishes them; one that inherits the parent's runs them as
       // the parent left them (upstream: no init in children).
       let result = if memory.is_some() {

@@ -33,6 +33,16 @@ impl Step {
       Self::Llm(llm) => &llm.id,
     }
   }
+
+  /// The kind as upstream names it (`step.kind`).
+  pub fn kind(&self) -> &'static str {
+    match self {
+      Self::Run { .. } => "run",
+      Self::Llm(_) => "llm",
+      Self::Loop { .. } => "loop",
+      Self::Spawn { .. } => "spawn",
+    }
+  }
 }
 
 #[derive(Debug, Clone)]

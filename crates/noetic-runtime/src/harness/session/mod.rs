@@ -1,0 +1,423 @@
+//! Sessions: `harness.execute(input, {threadId})` and what reads them (responses, status, the queue, streams).
+//!
+//! A session is one thread's inbox and its turns. Messages queue; a turn takes every queued message at once and
+//! runs the harness's initial step over the session's history; the next turn starts when it ends. The first turn
+//! starts inside `execute` itself, as upstream's does, so a caller sees `generating` at once.
+//!
+//! The history lives in one long-lived context, whose log grows turn by turn and is never copied: a turn's cost does
+//! not grow with the length of the thread. A turn whose options differ (another `resourceId`, its own memory) gets
+//! a fresh context seeded with the history, which is what upstream does for every turn.
+
+mod events;
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+pub use self::events::{Batch, EventLog, Wake};
+use super::{ExecContext, Harness, RunError, RunResult};
+use crate::error::{ConfigError, NoeticError};
+use crate::host::StepValue;
+use crate::items::Item;
+use crate::memory::lifecycle;
+use crate::memory::registry::LayerSet;
+use crate::steps::{Step, execute};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DeliveryMode {
+  /// Queued; runs in the turn after the one in flight.
+  #[default]
+  NextTurn,
+  /// Upstream injects these between a turn's tool rounds; here they queue like `NextTurn` (see DECISIONS).
+  BetweenRounds,
+  /// Aborts the turn in flight and runs first in the next.
+  Interrupt,
+}
+
+impl DeliveryMode {
+  pub fn parse(mode: &str) -> Option<Self> {
+    match mode {
+      "next-turn" => Some(Self::NextTurn),
+      "between-rounds" => Some(Self::BetweenRounds),
+      "interrupt" => Some(Self::Interrupt),
+      _ => None,
+    }
+  }
+}
+
+/// One `execute` call, its input already made items.
+#[derive(Clone)]
+pub struct QueuedMessage {
+  pub id: String,
+  pub items: Vec<Arc<Item>>,
+  pub mode: DeliveryMode,
+  pub resource_id: Option<String>,
+  /// The message's own layers (`options.memory`), instead of the harness's.
+  pub layers: Option<Arc<LayerSet>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Status {
+  #[default]
+  Idle,
+  Generating {
+    turn_id: String,
+    started_at: f64,
+  },
+  Aborting {
+    turn_id: String,
+  },
+}
+
+impl Status {
+  /// As upstream's `HarnessStatus`.
+  pub fn to_json(&self) -> Value {
+    match self {
+      Self::Idle => json!({ "kind": "idle" }),
+      Self::Generating { turn_id, started_at } => {
+        json!({ "kind": "generating", "startedAt": started_at, "turnId": turn_id })
+      }
+      Self::Aborting { turn_id } => json!({ "kind": "aborting", "turnId": turn_id }),
+    }
+  }
+}
+
+/// What a finished turn answers `getAgentResponse` with. `items` is the context's log up to `log_len`.
+#[derive(Debug, Clone)]
+pub struct TurnResponse {
+  pub context_id: String,
+  pub log_len: usize,
+  pub text: String,
+  pub input_tokens: f64,
+  pub output_tokens: f64,
+  pub cached_tokens: f64,
+  pub cost: f64,
+  pub last_layer_usage: Option<Value>,
+}
+
+pub type TurnOutcome = Result<Arc<TurnResponse>, Arc<RunError>>;
+/// Told once how a turn, or the burst of turns it waits for, ended.
+pub type Waiter = Box<dyn FnOnce(TurnOutcome) + Send>;
+/// The work of a session's turns, for the caller to spawn (the binding marks it as a run JS awaits).
+pub type Drain = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+pub struct Session {
+  pub thread_id: String,
+  pub events: Arc<EventLog>,
+  state: Mutex<SessionState>,
+}
+
+#[derive(Default)]
+struct SessionState {
+  queue: VecDeque<QueuedMessage>,
+  status: Status,
+  /// A drain task is running turns.
+  draining: bool,
+  /// The context holding the history; `None` until the first turn or seed.
+  context: Option<Arc<ExecContext>>,
+  /// The context of the turn in flight, which an abort aborts.
+  running: Option<Arc<ExecContext>>,
+  last: Option<TurnOutcome>,
+  /// `getAgentResponse` callers waiting for the queue to drain.
+  waiters: Vec<Waiter>,
+  /// `abort` callers waiting for the turn in flight to end.
+  turn_end: Vec<Waiter>,
+}
+
+fn now_ms() -> f64 {
+  SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0).floor()
+}
+
+impl Session {
+  fn new(thread_id: String) -> Self {
+    Self { thread_id, events: Arc::new(EventLog::default()), state: Mutex::default() }
+  }
+
+  fn lock(&self) -> MutexGuard<'_, SessionState> {
+    self.state.lock().unwrap_or_else(PoisonError::into_inner)
+  }
+
+  pub fn status(&self) -> Status {
+    self.lock().status.clone()
+  }
+
+  pub fn queue_size(&self) -> usize {
+    self.lock().queue.len()
+  }
+
+  /// The context holding the history, if the session has one yet.
+  pub fn context(&self) -> Option<Arc<ExecContext>> {
+    self.lock().context.clone()
+  }
+}
+
+/// Takes every queued message for the next turn and marks the session generating; `None` when none is queued.
+fn begin_turn(state: &mut SessionState) -> Option<(String, Vec<QueuedMessage>)> {
+  if state.queue.is_empty() {
+    return None;
+  }
+  let turn_id = uuid::Uuid::new_v4().to_string();
+  state.status = Status::Generating { turn_id: turn_id.clone(), started_at: now_ms() };
+  Some((turn_id, state.queue.drain(..).collect()))
+}
+
+fn no_step() -> ConfigError {
+  ConfigError::new(
+    "NO_STEP_CONFIGURED",
+    "No initialStep configured on this harness.",
+    "Pass `initialStep` in constructor options, or use run() directly.",
+  )
+}
+
+impl Harness {
+  fn sessions(&self) -> MutexGuard<'_, std::collections::HashMap<String, Arc<Session>>> {
+    self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+  }
+
+  /// The session of `thread`, made on first use (a stream may be opened before the first message).
+  pub fn session(&self, thread: &str) -> Arc<Session> {
+    Arc::clone(self.sessions().entry(thread.to_owned()).or_insert_with(|| Arc::new(Session::new(thread.to_owned()))))
+  }
+
+  /// The session of `thread` if it exists; reads of status and queue size never make one.
+  pub fn existing_session(&self, thread: &str) -> Option<Arc<Session>> {
+    self.sessions().get(thread).cloned()
+  }
+
+  /// Queues a message. When no turn is running, the turn that takes it starts now and the work of the session's
+  /// turns is returned for the caller to spawn.
+  pub fn execute_message(self: &Arc<Self>, thread: &str, message: QueuedMessage) -> Result<Option<Drain>, ConfigError> {
+    let step = self.initial_step.clone().ok_or_else(no_step)?;
+    let session = self.session(thread);
+    let first = {
+      let mut state = session.lock();
+      let generating = matches!(state.status, Status::Generating { .. });
+      if message.mode == DeliveryMode::Interrupt && generating {
+        state.queue.push_front(message);
+        abort_locked(&mut state, "interrupt");
+        return Ok(None);
+      }
+      state.queue.push_back(message);
+      if state.draining {
+        return Ok(None);
+      }
+      state.draining = true;
+      begin_turn(&mut state)
+    };
+    let Some(first) = first else { return Ok(None) };
+    self.announce(&session, &first.0, &first.1);
+    let harness = Arc::clone(self);
+    Ok(Some(Box::pin(async move { harness.drain(session, step, first).await })))
+  }
+
+  /// Runs turns until the queue is empty.
+  async fn drain(self: Arc<Self>, session: Arc<Session>, step: Arc<Step>, first: (String, Vec<QueuedMessage>)) {
+    let mut turn = first;
+    loop {
+      let (turn_id, messages) = turn;
+      let outcome = self.run_turn(&session, &step, &turn_id, messages).await;
+      let (next, waiters, ended) = {
+        let mut state = session.lock();
+        state.status = Status::Idle;
+        state.running = None;
+        state.last = Some(outcome.clone());
+        let ended = std::mem::take(&mut state.turn_end);
+        let next = begin_turn(&mut state);
+        // As upstream: a success answers waiters once the queue is drained; a failure answers them at once.
+        let waiters = if next.is_none() || outcome.is_err() { std::mem::take(&mut state.waiters) } else { Vec::new() };
+        if next.is_none() {
+          state.draining = false;
+        }
+        (next, waiters, ended)
+      };
+      for waiter in ended.into_iter().chain(waiters) {
+        waiter(outcome.clone());
+      }
+      match next {
+        Some(next) => {
+          self.announce(&session, &next.0, &next.1);
+          turn = next;
+        }
+        None => return,
+      }
+    }
+  }
+
+  fn announce(&self, session: &Session, turn_id: &str, messages: &[QueuedMessage]) {
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    session.events.framework(&self.name, "turn_started", json!({ "turnId": turn_id, "messageIds": ids }));
+  }
+
+  async fn run_turn(
+    &self,
+    session: &Arc<Session>,
+    step: &Step,
+    turn_id: &str,
+    messages: Vec<QueuedMessage>,
+  ) -> TurnOutcome {
+    let started = std::time::Instant::now();
+    let ctx = self.turn_context(session, &messages[0]);
+    ctx.begin_turn();
+    let items: Vec<Arc<Item>> = messages.into_iter().flat_map(|m| m.items).collect();
+    let mut result = self.turn_in(&ctx, step, items).await;
+    // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
+    if let (Ok(_), Some(reason)) = (&result, ctx.aborted()) {
+      result = Err(NoeticError::cancelled(&reason).into());
+    }
+    let outcome = match result {
+      Ok(value) => {
+        let state = ctx.state();
+        Ok(Arc::new(TurnResponse {
+          context_id: ctx.id.clone(),
+          log_len: state.log.len(),
+          text: value.as_text().unwrap_or_default().to_owned(),
+          input_tokens: state.tokens.input,
+          output_tokens: state.tokens.output,
+          cached_tokens: state.tokens.cached,
+          cost: state.cost,
+          last_layer_usage: state.last_layer_usage.clone(),
+        }))
+      }
+      Err(error) => Err(Arc::new(error)),
+    };
+    let events = &session.events;
+    match &outcome {
+      Ok(_) => {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        events.framework(&self.name, "turn_completed", json!({ "turnId": turn_id, "durationMs": ms }));
+      }
+      Err(error) => {
+        events.framework(&self.name, "turn_aborted", json!({ "turnId": turn_id, "reason": error.to_string() }))
+      }
+    }
+    outcome
+  }
+
+  /// One turn in `ctx`: its layers initialise the first time, the turn's items pass through onItemAppend into the
+  /// log, then the initial step runs with an empty input (the input is in the log), as upstream's turns do.
+  async fn turn_in(&self, ctx: &Arc<ExecContext>, step: &Step, items: Vec<Arc<Item>>) -> RunResult<StepValue> {
+    self.ready_layers(ctx).await?;
+    let items = if ctx.layers.is_empty() || items.is_empty() {
+      items
+    } else {
+      lifecycle::append_items(&self.env, &self.scope(ctx), items).await?
+    };
+    {
+      let mut state = ctx.state();
+      for item in items {
+        state.log.push(item);
+      }
+    }
+    let result = execute(self, step, StepValue::Text(String::new()), ctx).await;
+    self.recall_cache.wait(&ctx.id).await;
+    result
+  }
+
+  /// The context a turn runs in: the session's, unless the turn's options call for a fresh one.
+  fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> Arc<ExecContext> {
+    let mut state = session.lock();
+    let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
+    if let Some(ctx) = &state.context {
+      let same_layers = first.layers.is_none() || Arc::ptr_eq(&ctx.layers, &layers);
+      if ctx.resource_id == first.resource_id && same_layers {
+        let ctx = Arc::clone(ctx);
+        state.running = Some(Arc::clone(&ctx));
+        return ctx;
+      }
+    }
+    let history: Vec<Arc<Item>> =
+      state.context.as_ref().map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
+    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.events, history);
+    if let Some(old) = state.context.replace(Arc::clone(&ctx)) {
+      self.drop_context(&old.id);
+    }
+    state.running = Some(Arc::clone(&ctx));
+    ctx
+  }
+
+  fn session_context(
+    &self,
+    thread: &str,
+    resource_id: Option<String>,
+    layers: Arc<LayerSet>,
+    events: &Arc<EventLog>,
+    history: Vec<Arc<Item>>,
+  ) -> Arc<ExecContext> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let ctx = ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(events));
+    {
+      let mut state = ctx.state();
+      for item in history {
+        state.log.push(item);
+      }
+    }
+    self.open_context(ctx)
+  }
+
+  /// Replaces the session's history with `items` (upstream's `seedSessionHistory`); returns the id of the context
+  /// that now holds it. A turn in flight keeps its own context.
+  pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
+    let session = self.session(thread);
+    let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
+    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.events, items);
+    let old = session.lock().context.replace(Arc::clone(&ctx));
+    if let Some(old) = old {
+      self.drop_context(&old.id);
+    }
+    ctx.id.clone()
+  }
+
+  /// Aborts the turn in flight, if any; `on_end` is told when it has ended (at once when none is running). Queued
+  /// messages stay queued and drive the next turn.
+  pub fn abort_session(&self, thread: &str, reason: &str, on_end: Waiter) {
+    let Some(session) = self.existing_session(thread) else { return on_end(Ok(Arc::new(empty_response()))) };
+    let mut state = session.lock();
+    if !matches!(state.status, Status::Generating { .. }) {
+      drop(state);
+      return on_end(Ok(Arc::new(empty_response())));
+    }
+    abort_locked(&mut state, reason);
+    state.turn_end.push(on_end);
+  }
+
+  /// Answers `waiter` with the session's response: at once when it is idle with nothing queued, otherwise once the
+  /// queue has drained (or a turn fails).
+  pub fn agent_response(&self, thread: &str, waiter: Waiter) {
+    let session = self.session(thread);
+    let mut state = session.lock();
+    if state.status == Status::Idle
+      && state.queue.is_empty()
+      && let Some(last) = state.last.clone()
+    {
+      drop(state);
+      return waiter(last);
+    }
+    state.waiters.push(waiter);
+  }
+}
+
+fn abort_locked(state: &mut SessionState, reason: &str) {
+  if let Status::Generating { turn_id, .. } = &state.status {
+    state.status = Status::Aborting { turn_id: turn_id.clone() };
+    if let Some(ctx) = &state.running {
+      ctx.abort(reason.to_owned());
+    }
+  }
+}
+
+fn empty_response() -> TurnResponse {
+  TurnResponse {
+    context_id: String::new(),
+    log_len: 0,
+    text: String::new(),
+    input_tokens: 0.0,
+    output_tokens: 0.0,
+    cached_tokens: 0.0,
+    cost: 0.0,
+    last_layer_usage: None,
+  }
+}
