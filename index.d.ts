@@ -1949,7 +1949,29 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   run<I, O>(step: AnyMemoryStep<I, O>, input: I, ctx?: Context<unknown>): Promise<O>;
   createContext(opts?: CreateContextOptions): Context;
   callModel(request: CallModelRequest): Promise<LLMResponse>;
+  /** Queues a message on a session (one per `threadId`); resolves once it is queued, not when the model answers. */
+  execute(input: ExecuteInput, options?: ExecuteOptions): Promise<void>;
+  /** Resolves when the session's queue has drained; rejects when its last turn failed. */
+  getAgentResponse(scope?: SessionScope): Promise<HarnessResponse>;
+  /** Every event of the session; each iterator is a reader of its own. */
+  getFullStream(scope?: SessionScope): AsyncIterable<StreamEvent>;
+  getTextStream(scope?: SessionScope): AsyncIterable<string>;
+  getReasoningStream(scope?: SessionScope): AsyncIterable<string>;
+  /** Cancels the in-flight turn; queued messages are kept and drive the next. */
+  abort(scope?: SessionScope & { reason?: string }): Promise<void>;
+  getStatus(scope?: SessionScope): HarnessStatus;
+  getQueueSize(scope?: SessionScope): number;
+  /** Replaces a session's history (the session is created on demand). */
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
 }
+
+/** Anything that can seed a session's history. */
+export interface SessionSeedHarness {
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
+}
+
+/** Seeds `threadId`'s history with `items`, unless there are none. */
+export declare function seedFromItems(harness: SessionSeedHarness, threadId: string, items: ReadonlyArray<Item>): void;
 
 // Only `export`ed declarations above are public.
 export {};
@@ -2013,6 +2035,31 @@ export declare class NativeHarness {
   callNativeFn(context: string, layer: string, name: string, args: string): Promise<string | null>
   /** Number of executions whose layer state is still held; stays flat across runs (D15). */
   get liveExecutions(): number
+  /**
+   * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
+   * until the notification `{op: 'drained'}` says they have ended.
+   */
+  execute(thread: string, message: string): boolean
+  /**
+   * `thread`'s response as `{ok, value}` / `{ok: false, error}` JSON when it is ready now; otherwise it arrives
+   * as `settled` for `waiter`.
+   */
+  sessionResponse(thread: string, waiter: number): string | null
+  /** Aborts `thread`'s turn in flight; its end is returned or arrives as for `session_response`. */
+  sessionAbort(thread: string, reason: string, waiter: number): string | null
+  /** As upstream's `HarnessStatus`, JSON. */
+  sessionStatus(thread: string): string
+  sessionQueueSize(thread: string): number
+  /** Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. */
+  seedSession(thread: string, items: Array<string>): string
+  /** A new reader of `thread`'s events; returns its cursor. */
+  eventsOpen(thread: string): number
+  eventsClose(thread: string): void
+  /**
+   * `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
+   * run: waiter}` is notified once one arrives.
+   */
+  eventsRead(thread: string, cursor: number, waiter: number): string | null
 }
 
 /**

@@ -6,6 +6,7 @@ const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
+const session = require('./session.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 
 
@@ -106,7 +107,18 @@ class AgentHarness {
       jsStorage: nativeStoreOf(storage) === undefined,
       storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
       strictItemSchemas: this.config.strictItemSchemas,
+      initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
     };
+    const deliveryMode = opts.defaultDeliveryMode ?? 'next-turn';
+    if (!session.DELIVERY_MODES.includes(deliveryMode)) {
+      throw new NoeticConfigError({
+        code: 'INVALID_DELIVERY_MODE',
+        message: `AgentHarness defaultDeliveryMode ${JSON.stringify(deliveryMode)} is not a delivery mode.`,
+        hint: `Use one of ${session.DELIVERY_MODES.map((m) => `'${m}'`).join(', ')}.`,
+      });
+    }
+    Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
+    Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
     );
@@ -167,6 +179,49 @@ class AgentHarness {
       memory: options.memory == null ? undefined : layersOf(options.memory, 'harness.run').map((l) => describeLayer(l, keep)),
     };
     return this._settle((run) => runtime.native.run(run, JSON.stringify(description), inputRef, JSON.stringify(runOptions)));
+  }
+
+  // Sessions (upstream's execute API): one queue and one growing history per threadId.
+  execute(input, options) {
+    return session.execute(this, input, options);
+  }
+
+  getAgentResponse(scope) {
+    return session.getAgentResponse(this, scope);
+  }
+
+  getFullStream(scope) {
+    return session.getFullStream(this, scope);
+  }
+
+  getTextStream(scope) {
+    return session.getTextStream(this, scope);
+  }
+
+  getReasoningStream(scope) {
+    return session.getReasoningStream(this, scope);
+  }
+
+  abort(scope) {
+    return session.abort(this, scope);
+  }
+
+  getStatus(scope) {
+    return session.getStatus(this, scope);
+  }
+
+  getQueueSize(scope) {
+    return session.getQueueSize(this, scope);
+  }
+
+  seedSessionHistory(threadId, items) {
+    session.seedSessionHistory(this, threadId, items);
+  }
+
+  // A per-message `memory` option, registered for as long as the harness lives.
+  _describeMemory(memory, where) {
+    const runtime = this._runtime;
+    return layersOf(memory, where).map((layer) => describeLayer(layer, (v) => runtime.keep(v)));
   }
 
   // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).

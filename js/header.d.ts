@@ -1949,7 +1949,29 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   run<I, O>(step: AnyMemoryStep<I, O>, input: I, ctx?: Context<unknown>): Promise<O>;
   createContext(opts?: CreateContextOptions): Context;
   callModel(request: CallModelRequest): Promise<LLMResponse>;
+  /** Queues a message on a session (one per `threadId`); resolves once it is queued, not when the model answers. */
+  execute(input: ExecuteInput, options?: ExecuteOptions): Promise<void>;
+  /** Resolves when the session's queue has drained; rejects when its last turn failed. */
+  getAgentResponse(scope?: SessionScope): Promise<HarnessResponse>;
+  /** Every event of the session; each iterator is a reader of its own. */
+  getFullStream(scope?: SessionScope): AsyncIterable<StreamEvent>;
+  getTextStream(scope?: SessionScope): AsyncIterable<string>;
+  getReasoningStream(scope?: SessionScope): AsyncIterable<string>;
+  /** Cancels the in-flight turn; queued messages are kept and drive the next. */
+  abort(scope?: SessionScope & { reason?: string }): Promise<void>;
+  getStatus(scope?: SessionScope): HarnessStatus;
+  getQueueSize(scope?: SessionScope): number;
+  /** Replaces a session's history (the session is created on demand). */
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
 }
+
+/** Anything that can seed a session's history. */
+export interface SessionSeedHarness {
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
+}
+
+/** Seeds `threadId`'s history with `items`, unless there are none. */
+export declare function seedFromItems(harness: SessionSeedHarness, threadId: string, items: ReadonlyArray<Item>): void;
 
 // Only `export`ed declarations above are public.
 export {};

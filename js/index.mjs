@@ -27,6 +27,7 @@ export const {
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,
+  seedFromItems,
   NativeHarness,
   NativeStorage,
 } = core;

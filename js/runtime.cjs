@@ -102,9 +102,11 @@ class Runtime {
     this.native.dropContext(id);
   }
 
-  // Starts a native run; `start(id)` calls the native method, which returns the outcome at once when the run cannot
-  // start. Resolves to the outcome, `{ok, value}` or `{ok: false, error}`.
-  startRun(start) {
+  // Waits for a native answer: `start(id)` calls the native method, which returns the answer's JSON text at once
+  // or `null`, and then the answer arrives later as `{op: 'settled', run: id}`. `hold`: Rust works until then, so
+  // Node stays alive (see liveness.cjs). `raw`: an answer given at once is returned as text. `onWait` receives a
+  // function that ends the wait early with `null`.
+  waitFor(start, { hold = false, raw = false, onWait } = {}) {
     const id = this.nextRun++;
     if (this.nextRun > 0xffffffff) this.nextRun = 1;
     return new Promise((resolve, reject) => {
@@ -114,18 +116,39 @@ class Runtime {
       } catch (e) {
         return reject(e);
       }
-      if (now != null) return resolve(JSON.parse(now));
-      liveness.hold();
-      this.runs.set(id, resolve);
+      if (now != null) return resolve(raw ? now : JSON.parse(now));
+      if (hold) liveness.hold();
+      this.runs.set(id, { resolve, hold });
+      onWait?.(() => this.settled(id, null));
     });
   }
 
+  // A native run; resolves to its outcome, `{ok, value}` or `{ok: false, error}`.
+  startRun(start) {
+    return this.waitFor(start, { hold: true });
+  }
+
   settled(id, result) {
-    const resolve = this.runs.get(id);
-    if (!resolve) return;
+    const waiting = this.runs.get(id);
+    if (!waiting) return;
     this.runs.delete(id);
+    if (waiting.hold) liveness.release();
+    waiting.resolve(result);
+  }
+
+  // A session's turns started natively; `drained` says they have ended.
+  sessionStarted() {
+    liveness.hold();
+    this.beginRun();
+  }
+
+  drained() {
     liveness.release();
-    resolve(result);
+    this.endRun();
+  }
+
+  errorOf(error) {
+    return fromNative(error, (h) => this.handles.get(h));
   }
 
   beginRun() {
@@ -296,6 +319,9 @@ class Runtime {
         return '';
       case 'settled':
         this.settled(message.run, message.result);
+        return '';
+      case 'drained':
+        this.drained();
         return '';
       default:
         return this.answer(message).then(

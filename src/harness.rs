@@ -35,8 +35,8 @@ pub fn validate_layers(layers: String) -> Result<()> {
 /// The native half of an `AgentHarness` (internal: use `AgentHarness`).
 #[napi]
 pub struct NativeHarness {
-  inner: Arc<Harness>,
-  dispatch: Dispatch,
+  pub(crate) inner: Arc<Harness>,
+  pub(crate) dispatch: Dispatch,
 }
 
 /// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever.
@@ -46,7 +46,7 @@ impl Drop for NativeHarness {
   }
 }
 
-fn parse(text: &str) -> Result<Value> {
+pub(crate) fn parse(text: &str) -> Result<Value> {
   from_js_json(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))
 }
 
@@ -180,6 +180,12 @@ impl NativeHarness {
         projection: config.get("projection").and_then(describe::projection),
         model,
         force_atomic_recall: config.get("forceAtomicRecall").and_then(Value::as_bool).unwrap_or(false),
+        initial_step: match config.get("initialStep") {
+          Some(step @ Value::Object(_)) => {
+            Some(Arc::new(describe::step(step, Some(&dispatch)).map_err(|e| to_napi(config_json(&e)))?))
+          }
+          _ => None,
+        },
       },
       env,
     )

@@ -11,6 +11,7 @@ mod guard;
 mod harness;
 mod js_host;
 mod protocol;
+mod session;
 mod storage;
 mod unstable;
 

@@ -1,0 +1,213 @@
+'use strict';
+// The session surface of AgentHarness: `execute` and what reads a session (responses, status, streams). The
+// queue, the turns and the history are the native harness's; this turns inputs into items, answers into the
+// objects upstream returns, and the native event log into async iterables.
+const { randomUUID } = require('node:crypto');
+const { NoeticConfigError, callNative } = require('./errors.cjs');
+const liveness = require('./liveness.cjs');
+
+const DEFAULT_THREAD_ID = '__default__';
+const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
+
+function fail(code, message, hint) {
+  return new NoeticConfigError({ code, message, hint });
+}
+
+const isItem = (value) => typeof value === 'object' && value !== null && !Array.isArray(value) && typeof value.type === 'string';
+
+// As upstream's runner: a string is one user message ('' is none), an item is itself, an array is its items.
+function inputToItems(input) {
+  if (typeof input === 'string') {
+    if (input.length === 0) return [];
+    return [{ id: `user-${randomUUID()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: input }] }];
+  }
+  if (Array.isArray(input) && input.every(isItem)) return input;
+  if (isItem(input)) return [input];
+  throw fail(
+    'INVALID_EXECUTE_INPUT',
+    `execute(input): input must be a string, an item or an array of items; got ${Array.isArray(input) ? 'an array holding a non-item' : input === null ? 'null' : typeof input}.`,
+    "Pass the user's text, or items such as createMessage('hi', 'user').",
+  );
+}
+
+function threadOf(scope, where) {
+  const thread = scope?.threadId ?? DEFAULT_THREAD_ID;
+  if (typeof thread !== 'string') {
+    throw fail('INVALID_THREAD_ID', `${where}: threadId must be a string, got ${typeof thread}.`, 'Pass a string threadId, or leave it out for the default session.');
+  }
+  return thread;
+}
+
+// `execute(input, options)`: queues the message; resolves once it is queued, as upstream.
+function execute(harness, input, options = {}) {
+  try {
+    if (!harness._initialStep) {
+      throw fail('NO_STEP_CONFIGURED', 'No initialStep configured on this harness.', 'Pass `initialStep` in constructor options, or use run() directly.');
+    }
+    if (typeof options !== 'object' || options === null) {
+      throw fail('INVALID_EXECUTE_OPTIONS', `execute(input, options): options must be an object, got ${options === null ? 'null' : typeof options}.`, 'Pass { threadId, deliveryMode, ... } or leave options out.');
+    }
+    const thread = threadOf(options, 'execute');
+    const mode = options.deliveryMode ?? harness._defaultDeliveryMode;
+    if (!DELIVERY_MODES.includes(mode)) {
+      throw fail('INVALID_DELIVERY_MODE', `execute: unknown deliveryMode ${JSON.stringify(mode)}.`, `Use one of ${DELIVERY_MODES.map((m) => `'${m}'`).join(', ')}.`);
+    }
+    if (options.messageId !== undefined && typeof options.messageId !== 'string') {
+      throw fail('INVALID_EXECUTE_OPTIONS', `execute: messageId must be a string, got ${typeof options.messageId}.`, 'Pass a string id, or leave it out for a random one.');
+    }
+    const runtime = harness._runtime;
+    const message = {
+      id: options.messageId ?? `msg-${randomUUID()}`,
+      items: inputToItems(input).map((item) => JSON.stringify(item)),
+      mode,
+      resourceId: options.resourceId,
+      memory: options.memory == null ? undefined : harness._describeMemory(options.memory, 'execute'),
+    };
+    const started = callNative(() => runtime.native.execute(thread, JSON.stringify(message)));
+    if (started) runtime.sessionStarted();
+    return Promise.resolve();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+// Upstream's HarnessResponse, its items read from the context that ran the turn.
+function toResponse(runtime, value) {
+  let items = [];
+  try {
+    items = runtime.context(value.contextId).itemLog.items.slice(0, value.logLen);
+  } catch {
+    // The context was replaced before this was read (a later turn with other options); its items are gone.
+  }
+  return {
+    items,
+    usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
+    cost: value.cost,
+    text: value.text,
+    lastLayerUsage: value.lastLayerUsage ?? undefined,
+  };
+}
+
+function getAgentResponse(harness, scope) {
+  const runtime = harness._runtime;
+  const thread = threadOf(scope, 'getAgentResponse');
+  return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id)).then((result) => {
+    if (!result.ok) throw runtime.errorOf(result.error);
+    return toResponse(runtime, result.value);
+  });
+}
+
+async function abort(harness, scope) {
+  const runtime = harness._runtime;
+  const thread = threadOf(scope, 'abort');
+  await runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
+}
+
+function getStatus(harness, scope) {
+  return JSON.parse(harness._runtime.native.sessionStatus(threadOf(scope, 'getStatus')));
+}
+
+function getQueueSize(harness, scope) {
+  return harness._runtime.native.sessionQueueSize(threadOf(scope, 'getQueueSize'));
+}
+
+function seedSessionHistory(harness, threadId, items) {
+  if (typeof threadId !== 'string') throw fail('INVALID_THREAD_ID', `seedSessionHistory: threadId must be a string, got ${typeof threadId}.`, 'Pass the thread to seed.');
+  if (!Array.isArray(items) || !items.every(isItem)) {
+    throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
+  }
+  const runtime = harness._runtime;
+  const id = callNative(() => runtime.native.seedSession(threadId, items.map((item) => JSON.stringify(item))));
+  // The caller's objects stand for the seeded history, so reading it converts nothing.
+  runtime.context(id).itemLog._adopt(items);
+}
+
+// Upstream's durable-resume helper: seeds a thread's history unless there is nothing to seed.
+function seedFromItems(harness, threadId, items) {
+  if (items.length === 0) return;
+  harness.seedSessionHistory(threadId, items);
+}
+
+// One reader of a session's native event log. It holds nothing open: waiting for the next event keeps Node alive
+// only as long as a turn that will produce it does.
+class EventReader {
+  constructor(runtime, thread) {
+    this._runtime = runtime;
+    this._thread = thread;
+    this._cursor = runtime.native.eventsOpen(thread);
+    this._buffer = [];
+    this._done = false;
+    this._wake = undefined;
+  }
+
+  async next() {
+    const { native } = this._runtime;
+    while (this._buffer.length === 0) {
+      if (this._done) return { done: true, value: undefined };
+      const text = await this._runtime.waitFor((id) => native.eventsRead(this._thread, this._cursor, id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
+      this._wake = undefined;
+      if (text == null) continue;
+      const batch = JSON.parse(text);
+      this._cursor = batch.next;
+      this._buffer.push(...batch.events);
+    }
+    return { done: false, value: this._buffer.shift() };
+  }
+
+  async return(value) {
+    if (!this._done) {
+      this._done = true;
+      this._runtime.native.eventsClose(this._thread);
+      this._wake?.();
+    }
+    return { done: true, value };
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
+// Every `[Symbol.asyncIterator]()` is a reader of its own, so several readers each get every event.
+function eventStream(harness, scope, transform) {
+  const runtime = harness._runtime;
+  const thread = threadOf(scope, 'stream');
+  return {
+    [Symbol.asyncIterator]() {
+      const reader = new EventReader(runtime, thread);
+      if (!transform) return reader;
+      return (async function* filtered() {
+        try {
+          for await (const event of reader) {
+            const value = transform(event);
+            if (value !== undefined) yield value;
+          }
+        } finally {
+          await reader.return();
+        }
+      })();
+    },
+  };
+}
+
+const sdkDelta = (types) => (event) =>
+  event.source === 'sdk' && types.includes(event.type) && typeof event.data?.delta === 'string' ? event.data.delta : undefined;
+
+const getFullStream = (harness, scope) => eventStream(harness, scope);
+const getTextStream = (harness, scope) => eventStream(harness, scope, sdkDelta(['response.output_text.delta']));
+const getReasoningStream = (harness, scope) =>
+  eventStream(harness, scope, sdkDelta(['response.reasoning.delta', 'response.reasoning_text.delta', 'response.reasoning_summary_text.delta']));
+
+module.exports = {
+  DELIVERY_MODES,
+  execute,
+  getAgentResponse,
+  abort,
+  getStatus,
+  getQueueSize,
+  seedSessionHistory,
+  seedFromItems,
+  getFullStream,
+  getTextStream,
+  getReasoningStream,
+};

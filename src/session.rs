@@ -1,0 +1,187 @@
+//! The session methods of `NativeHarness`: `execute`, responses, status, aborts, seeding and the event streams.
+//! Answers that may come later (a response, the end of an abort, the next events) arrive as notifications through
+//! the dispatcher, `{op: 'settled', run: <waiter>, result}`; ones ready at once are returned directly.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use noetic_runtime::harness::session::{DeliveryMode, QueuedMessage, TurnOutcome, TurnResponse, Waiter};
+use noetic_runtime::items::parse_js_item;
+use serde_json::{Value, json};
+
+use crate::describe;
+use crate::dispatcher::{Dispatch, foreground};
+use crate::harness::{NativeHarness, parse};
+use crate::protocol::{config_json, error_json, noetic_json, to_napi};
+
+/// How many events one read hands over at most.
+const READ_BATCH: usize = 256;
+
+fn response_json(response: &TurnResponse) -> Value {
+  let mut usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
+  if response.cached_tokens > 0.0 {
+    usage["cachedTokens"] = json!(response.cached_tokens);
+  }
+  let mut value = json!({
+    "contextId": response.context_id,
+    "logLen": response.log_len,
+    "text": response.text,
+    "usage": usage,
+    "lastLayerUsage": response.last_layer_usage,
+  });
+  if response.cost > 0.0 {
+    value["cost"] = json!(response.cost);
+  }
+  value
+}
+
+fn outcome_json(outcome: &TurnOutcome) -> String {
+  match outcome {
+    Ok(response) => json!({ "ok": true, "value": response_json(response) }),
+    Err(error) => json!({ "ok": false, "error": error_json(error) }),
+  }
+  .to_string()
+}
+
+fn settled(waiter: u32, result: &str) -> String {
+  format!(r#"{{"op":"settled","run":{waiter},"result":{result}}}"#)
+}
+
+/// A waiter answered either during the call that made it (returned directly) or later (a notification).
+struct Answer {
+  slot: Arc<Mutex<(bool, Option<String>)>>,
+}
+
+impl Answer {
+  fn new() -> Self {
+    Self { slot: Arc::new(Mutex::new((true, None))) }
+  }
+
+  fn waiter(&self, dispatch: &Dispatch, id: u32) -> Waiter {
+    let slot = Arc::clone(&self.slot);
+    let dispatch = dispatch.clone();
+    Box::new(move |outcome| {
+      let text = outcome_json(&outcome);
+      let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+      if slot.0 {
+        slot.1 = Some(text);
+      } else {
+        drop(slot);
+        dispatch.notify(settled(id, &text));
+      }
+    })
+  }
+
+  /// Ends the call: an answer already given is returned; a later one will be notified.
+  fn now(self) -> Option<String> {
+    let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+    slot.0 = false;
+    slot.1.take()
+  }
+}
+
+/// `{id, items: [json texts], mode, resourceId?, memory?: [layer descriptions]}` from JS.
+fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
+  let message = parse(text)?;
+  let items = message
+    .get("items")
+    .and_then(Value::as_array)
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_str)
+    .map(|item| parse_js_item(item, native.inner.item_types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
+    .collect::<Result<Vec<_>>>()?;
+  let layers = match message.get("memory") {
+    Some(layers @ Value::Array(_)) => {
+      Some(Arc::new(describe::layer_set(layers, Some(&native.dispatch)).map_err(|e| to_napi(config_json(&e)))?))
+    }
+    _ => None,
+  };
+  Ok(QueuedMessage {
+    id: message.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
+    items,
+    mode: message.get("mode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
+    resource_id: message.get("resourceId").and_then(Value::as_str).map(str::to_owned),
+    layers,
+  })
+}
+
+#[napi]
+impl NativeHarness {
+  /// Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
+  /// until the notification `{op: 'drained'}` says they have ended.
+  #[napi(catch_unwind)]
+  pub fn execute(&self, thread: String, message: String) -> Result<bool> {
+    let message = queued_message(self, &message)?;
+    let drain = self.inner.execute_message(&thread, message).map_err(|e| to_napi(config_json(&e)))?;
+    let Some(drain) = drain else { return Ok(false) };
+    let dispatch = self.dispatch.clone();
+    napi::bindgen_prelude::spawn(async move {
+      // A panic in a turn ends the drain; JS must still hear of it, or Node would be held open.
+      let _ = tokio::spawn(foreground(drain)).await;
+      dispatch.notify(r#"{"op":"drained"}"#.to_owned());
+    });
+    Ok(true)
+  }
+
+  /// `thread`'s response as `{ok, value}` / `{ok: false, error}` JSON when it is ready now; otherwise it arrives
+  /// as `settled` for `waiter`.
+  #[napi(catch_unwind)]
+  pub fn session_response(&self, thread: String, waiter: u32) -> Option<String> {
+    let answer = Answer::new();
+    self.inner.agent_response(&thread, answer.waiter(&self.dispatch, waiter));
+    answer.now()
+  }
+
+  /// Aborts `thread`'s turn in flight; its end is returned or arrives as for `session_response`.
+  #[napi(catch_unwind)]
+  pub fn session_abort(&self, thread: String, reason: String, waiter: u32) -> Option<String> {
+    let answer = Answer::new();
+    self.inner.abort_session(&thread, &reason, answer.waiter(&self.dispatch, waiter));
+    answer.now()
+  }
+
+  /// As upstream's `HarnessStatus`, JSON.
+  #[napi(catch_unwind)]
+  pub fn session_status(&self, thread: String) -> String {
+    self.inner.existing_session(&thread).map_or_else(|| json!({ "kind": "idle" }), |s| s.status().to_json()).to_string()
+  }
+
+  #[napi(catch_unwind)]
+  pub fn session_queue_size(&self, thread: String) -> u32 {
+    self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
+  }
+
+  /// Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it.
+  #[napi(catch_unwind)]
+  pub fn seed_session(&self, thread: String, items: Vec<String>) -> Result<String> {
+    let items = items
+      .iter()
+      .map(|item| parse_js_item(item, self.inner.item_types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
+      .collect::<Result<Vec<_>>>()?;
+    Ok(self.inner.seed_session(&thread, items))
+  }
+
+  /// A new reader of `thread`'s events; returns its cursor.
+  #[napi(catch_unwind)]
+  pub fn events_open(&self, thread: String) -> f64 {
+    self.inner.session(&thread).events.open_reader() as f64
+  }
+
+  #[napi(catch_unwind)]
+  pub fn events_close(&self, thread: String) {
+    self.inner.session(&thread).events.close_reader();
+  }
+
+  /// `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
+  /// run: waiter}` is notified once one arrives.
+  #[napi(catch_unwind)]
+  pub fn events_read(&self, thread: String, cursor: f64, waiter: u32) -> Option<String> {
+    let dispatch = self.dispatch.clone();
+    let wake = Box::new(move || dispatch.notify(settled(waiter, "null")));
+    let batch = self.inner.session(&thread).events.read(cursor as u64, READ_BATCH, wake)?;
+    let events: Vec<&str> = batch.events.iter().map(|event| &**event).collect();
+    Some(format!(r#"{{"next":{},"events":[{}]}}"#, batch.next, events.join(",")))
+  }
+}
