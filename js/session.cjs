@@ -168,6 +168,32 @@ class EventReader {
   }
 }
 
+// A reader that yields what `transform` makes of each event, skipping `undefined`. Not an async generator: a
+// generator's `return()` would wait behind a pending `next()`, which may wait for an event that never comes.
+class FilteredReader {
+  constructor(reader, transform) {
+    this._reader = reader;
+    this._transform = transform;
+  }
+
+  async next() {
+    for (;;) {
+      const result = await this._reader.next();
+      if (result.done) return result;
+      const value = this._transform(result.value);
+      if (value !== undefined) return { done: false, value };
+    }
+  }
+
+  return(value) {
+    return this._reader.return(value);
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+}
+
 // Every `[Symbol.asyncIterator]()` is a reader of its own, so several readers each get every event.
 function eventStream(harness, scope, transform) {
   const runtime = harness._runtime;
@@ -175,17 +201,7 @@ function eventStream(harness, scope, transform) {
   return {
     [Symbol.asyncIterator]() {
       const reader = new EventReader(runtime, thread);
-      if (!transform) return reader;
-      return (async function* filtered() {
-        try {
-          for await (const event of reader) {
-            const value = transform(event);
-            if (value !== undefined) yield value;
-          }
-        } finally {
-          await reader.return();
-        }
-      })();
+      return transform ? new FilteredReader(reader, transform) : reader;
     },
   };
 }

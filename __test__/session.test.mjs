@@ -1,0 +1,238 @@
+// Sessions (issue 7): execute, responses, delivery modes, aborts, history, memory across turns, streams, and the
+// process's life while turns run.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { AgentHarness, NoeticConfigError, createMessage, seedFromItems, step } from '../js/index.mjs';
+
+const chat = step.llm({ id: 'chat', model: 'test/model' });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function reply(text) {
+  return { items: [{ id: `m-${Math.random()}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }], usage: { inputTokens: 2, outputTokens: 1 } };
+}
+
+// A test model that answers `<n>:<items it saw>` and can hold each call until released.
+function model({ gated = false } = {}) {
+  const seen = [];
+  const gates = [];
+  const call = async (request) => {
+    seen.push(request.items);
+    if (gated) await new Promise((resolve) => gates.push(resolve));
+    return reply(`${seen.length}:${request.items.length}`);
+  };
+  const waitForCalls = async (n) => {
+    for (let i = 0; i < 200 && seen.length < n; i++) await sleep(5);
+    assert.ok(seen.length >= n, `expected ${n} model calls, saw ${seen.length}`);
+  };
+  return { call, seen, waitForCalls, release: () => gates.shift()?.() };
+}
+
+const harnessWith = (testModel, opts = {}) =>
+  new AgentHarness({ name: 'agent', params: {}, initialStep: chat, _testCallModel: testModel.call, ...opts });
+
+async function idle(harness, scope) {
+  for (let i = 0; i < 200 && harness.getStatus(scope).kind !== 'idle'; i++) await sleep(5);
+  assert.equal(harness.getStatus(scope).kind, 'idle');
+}
+
+test('execute takes a string, an item or items; the response carries text, items and usage', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  await h.execute('hello');
+  const first = await h.getAgentResponse();
+  assert.equal(first.text, '1:1');
+  assert.equal(first.items.length, 2);
+  assert.equal(first.items[0].content[0].text, 'hello');
+  assert.equal(first.items[0].role, 'user');
+  assert.deepEqual(first.usage, { inputTokens: 2, outputTokens: 1, cachedTokens: undefined });
+  const item = createMessage('as an item', 'user');
+  await h.execute(item);
+  assert.deepEqual((await h.getAgentResponse()).items[2], item);
+  await h.execute([createMessage('one', 'user'), createMessage('two', 'user')]);
+  const third = await h.getAgentResponse();
+  // The history grew turn by turn: 2 + 2 + 3 items, the model seeing all but its own reply each time.
+  assert.deepEqual(m.seen.map((items) => items.length), [1, 3, 6]);
+  assert.equal(third.items.length, 7);
+  assert.equal(third.usage.inputTokens, 6, 'usage accumulates over the session');
+});
+
+test('bad calls are clear errors: no initial step, a bad input, an unknown delivery mode', async () => {
+  const none = new AgentHarness({ name: 'a', params: {} });
+  await assert.rejects(none.execute('x'), (e) => e instanceof NoeticConfigError && e.code === 'NO_STEP_CONFIGURED');
+  const h = harnessWith(model());
+  for (const bad of [42, null, { no: 'type' }, [createMessage('ok', 'user'), 7]]) {
+    await assert.rejects(h.execute(bad), (e) => e instanceof NoeticConfigError && e.code === 'INVALID_EXECUTE_INPUT');
+  }
+  await assert.rejects(h.execute('x', { deliveryMode: 'soon' }), (e) => e.code === 'INVALID_DELIVERY_MODE' && /"soon"/.test(e.message));
+  assert.throws(() => harnessWith(model(), { defaultDeliveryMode: 'later' }), (e) => e.code === 'INVALID_DELIVERY_MODE');
+  assert.equal(h.getQueueSize(), 0, 'nothing was queued by the failed calls');
+});
+
+test('sessions are isolated by threadId, and status and queue size never create one', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  await h.execute('for A', { threadId: 'A' });
+  await h.execute('for B', { threadId: 'B' });
+  const [a, b] = await Promise.all([h.getAgentResponse({ threadId: 'A' }), h.getAgentResponse({ threadId: 'B' })]);
+  assert.equal(a.items[0].content[0].text, 'for A');
+  assert.equal(b.items[0].content[0].text, 'for B');
+  assert.equal(b.items.length, 2, 'B does not see A');
+  assert.deepEqual(h.getStatus({ threadId: 'nobody' }), { kind: 'idle' });
+  assert.equal(h.getQueueSize({ threadId: 'nobody' }), 0);
+});
+
+test('messages sent during a turn run together next; interrupt aborts and goes first; abort keeps the queue', async () => {
+  const m = model({ gated: true });
+  const h = harnessWith(m);
+  const events = [];
+  const reading = (async () => {
+    for await (const event of h.getFullStream()) {
+      events.push(event);
+      if (events.filter((e) => e.type === 'agent:turn_completed' || e.type === 'agent:turn_aborted').length === 2) break;
+    }
+  })();
+  await h.execute('first', { messageId: 'm1' });
+  await m.waitForCalls(1);
+  assert.equal(h.getStatus().kind, 'generating');
+  await h.execute('queued', { messageId: 'm2' });
+  await h.execute('urgent', { messageId: 'm3', deliveryMode: 'interrupt' });
+  assert.equal(h.getStatus().kind, 'aborting');
+  m.release();
+  await m.waitForCalls(2);
+  m.release();
+  await idle(h);
+  assert.equal((await h.getAgentResponse()).text, '2:4');
+  await reading;
+  const started = events.filter((e) => e.type === 'agent:turn_started').map((e) => e.data.messageIds);
+  assert.deepEqual(started, [['m1'], ['m3', 'm2']]);
+  assert.ok(events.some((e) => e.type === 'agent:turn_aborted'));
+
+  // abort: the queued message drives a fresh turn.
+  await h.execute('next');
+  await m.waitForCalls(3);
+  await h.execute('follow-up');
+  assert.equal(h.getQueueSize(), 1);
+  const aborting = h.abort({ reason: 'user' });
+  m.release();
+  await aborting;
+  await m.waitForCalls(4);
+  m.release();
+  await idle(h);
+  assert.equal(h.getQueueSize(), 0);
+  assert.equal((await h.getAgentResponse()).items.at(-2).content[0].text, 'follow-up');
+});
+
+test('a failed turn rejects its waiters; the session keeps working and nothing queued is lost', async () => {
+  let calls = 0;
+  const diagnostics = [];
+  const flaky = { id: 'flaky', slot: 1, scope: 'thread', hooks: { recall: async () => { throw new Error('recall broke'); } } };
+  const h = new AgentHarness({
+    name: 'agent',
+    params: {},
+    initialStep: chat,
+    memory: [flaky],
+    onDiagnostic: (d) => diagnostics.push(d),
+    _testCallModel: async () => {
+      calls++;
+      if (calls === 1) throw new Error('first-turn-boom');
+      return reply('fine');
+    },
+  });
+  await h.execute('a');
+  await assert.rejects(h.getAgentResponse(), /first-turn-boom/);
+  await assert.rejects(h.getAgentResponse(), /first-turn-boom/, 'idle after a failure: the failure answers at once');
+  await h.execute('b');
+  const response = await h.getAgentResponse();
+  assert.equal(response.text, 'fine');
+  assert.deepEqual(response.items.filter((i) => i.role === 'user').map((i) => i.content[0].text), ['a', 'b']);
+  assert.ok(diagnostics.every((d) => d.layerId === 'flaky' && d.hook === 'recall'), 'a throwing hook is a diagnostic, not a failed turn');
+});
+
+test('memory layers see one thread across turns: init once per session, state carried turn to turn', async () => {
+  let inits = 0;
+  const counter = {
+    id: 'counter',
+    slot: 300,
+    scope: 'thread',
+    hooks: {
+      init: async ({ storage }) => (inits++, { state: (await storage.get('state')) ?? { turns: 0 } }),
+      recall: async ({ state }) => `turns so far: ${state.turns}`,
+      store: async ({ state }) => ({ state: { turns: state.turns + 1 } }),
+    },
+  };
+  const m = model();
+  const h = harnessWith(m, { memory: [counter] });
+  for (let i = 0; i < 3; i++) {
+    await h.execute(`turn ${i}`);
+    await h.getAgentResponse();
+  }
+  assert.equal(inits, 1);
+  const recalled = m.seen.map((items) => items.find((item) => item.role === 'developer')?.content?.[0]?.text);
+  assert.deepEqual(recalled, ['turns so far: 0', 'turns so far: 1', 'turns so far: 2']);
+});
+
+test('seedSessionHistory and seedFromItems give the next turn a history, per thread, replacing any before', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  const old = [createMessage('earlier question', 'user'), reply('earlier answer').items[0]];
+  h.seedSessionHistory('T', old);
+  seedFromItems(h, 'T', []); // nothing to seed: a no-op
+  await h.execute('now', { threadId: 'T' });
+  const response = await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(response.items[0], old[0], 'seeded objects are the history');
+  assert.equal(m.seen[0].length, 3);
+  seedFromItems(h, 'T', [createMessage('only this', 'user')]);
+  await h.execute('again', { threadId: 'T' });
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(m.seen[1].length, 2, 'seeding replaced the history');
+  assert.throws(() => h.seedSessionHistory('T', [42]), (e) => e.code === 'INVALID_SEED_ITEMS');
+});
+
+test('several readers each get every event; a reader that stops reading stalls nothing', async () => {
+  const h = harnessWith(model());
+  // A reader that asks once and never again. (Awaiting it here would wait for a turn: a reader waiting on a quiet
+  // session keeps Node alive no more than any pending promise does.)
+  const stalled = h.getFullStream()[Symbol.asyncIterator]();
+  const once = stalled.next();
+  const collect = async () => {
+    const types = [];
+    for await (const event of h.getFullStream()) {
+      types.push(event.type);
+      if (types.filter((t) => t === 'agent:turn_completed').length === 3) return types;
+    }
+  };
+  const readers = [collect(), collect()];
+  for (let i = 0; i < 3; i++) {
+    await h.execute(`m${i}`);
+    await h.getAgentResponse();
+  }
+  const [a, b] = await Promise.all(readers);
+  assert.deepEqual(a, b);
+  assert.deepEqual(a.slice(0, 4), ['agent:turn_started', 'agent:step_started', 'agent:step_completed', 'agent:turn_completed']);
+  assert.equal((await once).value.type, 'agent:turn_started');
+  await stalled.return();
+  // Text and reasoning streams carry provider deltas only: a test model has none, and they end on return().
+  const text = h.getTextStream()[Symbol.asyncIterator]();
+  const pending = text.next();
+  await text.return();
+  assert.deepEqual(await pending, { done: true, value: undefined });
+});
+
+const entry = fileURLToPath(new URL('../js/index.cjs', import.meta.url));
+function child(source) {
+  return spawnSync(process.execPath, ['-e', source], { encoding: 'utf8', timeout: 20_000 });
+}
+
+test('from CommonJS: a turn nobody awaits keeps Node alive until it ends, and then Node exits', () => {
+  const result = child(`
+    const { AgentHarness, step } = require(${JSON.stringify(entry)});
+    const h = new AgentHarness({ name: 'a', params: {}, initialStep: step.llm({ id: 'c', model: 'm' }),
+      _testCallModel: async () => { await new Promise((r) => setTimeout(r, 100));
+        console.log('model answered');
+        return { items: [], usage: { inputTokens: 0, outputTokens: 0 } }; } });
+    h.execute('hi');`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /model answered/);
+});
