@@ -5,8 +5,29 @@ import { z } from 'zod';
 import { AgentHarness, createInMemoryStorage, createMessage, step, tool } from '../js/index.mjs';
 import { myCustomLayer } from './helpers.mjs';
 
+// The server-sent events OpenRouter streams for `response`: a keep-alive comment, each output item added, its text
+// in deltas and done, then the terminal event carrying the response whole.
+function sseOf(response) {
+  const events = [{ type: 'response.created', response: { status: 'in_progress', output: [] } }];
+  (response.output ?? []).forEach((item, index) => {
+    events.push({ type: 'response.output_item.added', output_index: index, item });
+    for (const part of item.content ?? []) {
+      for (const delta of (part.text ?? '').split(/(?<= )/)) {
+        events.push({ type: 'response.output_text.delta', item_id: item.id, output_index: index, delta });
+      }
+    }
+    events.push({ type: 'response.output_item.done', output_index: index, item });
+  });
+  events.push({ type: `response.${response.status ?? 'completed'}`, response });
+  return sseText(events);
+}
+
+const sseText = (events) =>
+  ': OPENROUTER PROCESSING\n\n' + events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+
 // A stand-in for OpenRouter's Responses API on 127.0.0.1: each POST gets the next reply (the last one repeats) and
-// is recorded with its headers and parsed body.
+// is recorded with its headers and parsed body. A successful reply is streamed when the request asks for it;
+// `stallAfterEvents: n` sends the first n events of the stream and then nothing, keeping the connection open.
 async function fakeOpenRouter(replies) {
   const received = [];
   const timers = new Set();
@@ -14,11 +35,19 @@ async function fakeOpenRouter(replies) {
     let text = '';
     req.on('data', (chunk) => (text += chunk));
     req.on('end', () => {
-      received.push({ method: req.method, url: req.url, headers: req.headers, body: JSON.parse(text) });
+      const body = JSON.parse(text);
+      received.push({ method: req.method, url: req.url, headers: req.headers, body });
       const reply = replies[Math.min(received.length - 1, replies.length - 1)];
       const send = () => {
-        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', connection: 'close', ...reply.headers });
-        res.end(JSON.stringify(reply.body ?? {}));
+        const status = reply.status ?? 200;
+        if (status !== 200 || !body.stream) {
+          res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...reply.headers });
+          return res.end(JSON.stringify(reply.body ?? {}));
+        }
+        res.writeHead(status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'close', ...reply.headers });
+        const stream = sseOf(reply.body ?? {});
+        if (reply.stallAfterEvents === undefined) return res.end(stream);
+        res.write(stream.split('\n\n').slice(0, reply.stallAfterEvents + 1).join('\n\n') + '\n\n');
       };
       if (!reply.delayMs) return send();
       const timer = setTimeout(send, reply.delayMs);
@@ -148,7 +177,7 @@ test('harness.callModel and a hook’s ctx.callModel go to the provider', async 
     assert.equal(await harness.run(step.llm({ id: 'ask', model: 'big/model' }), 'hi'), 'the answer');
     assert.deepEqual(seen[0].usage, { inputTokens: 7, outputTokens: 2 });
     assert.equal(seen[0].cost, 0.0001);
-    assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: false });
+    assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: true });
     assert.equal(server.received[1].body.model, 'big/model');
 
     // No assistant message in the output: `output_text` becomes one.
@@ -237,6 +266,24 @@ test('a provider that never answers fails the run with the idle timeout named, w
     );
     assert.ok(Date.now() - started < 5_000);
     assert.equal(server.received.length, 1);
+  } finally {
+    server.close();
+  }
+});
+
+test('a stream that goes silent after its first events fails with the idle timeout named', async () => {
+  const server = await fakeOpenRouter([{ stallAfterEvents: 3, body: { status: 'completed', output: [message('never finished')] } }]);
+  try {
+    const harness = new AgentHarness({
+      name: 't', params: {}, streamIdleTimeoutMs: 300, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
+    });
+    const started = Date.now();
+    await assert.rejects(
+      harness.run(step.llm({ id: 'ask', model: 'm' }), 'hi'),
+      { message: `llm request to ${server.baseUrl}/responses timed out: no response within 300ms (streamIdleTimeoutMs)` },
+    );
+    assert.ok(Date.now() - started < 5_000);
+    assert.equal(server.received[0].body.stream, true);
   } finally {
     server.close();
   }

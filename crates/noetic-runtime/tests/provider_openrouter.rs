@@ -12,7 +12,9 @@ use noetic_runtime::items::Item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::LayerSet;
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::provider::{OpenRouter, OpenRouterConfig, Timeouts};
+use noetic_runtime::provider::{
+  DeltaSink, OpenRouter, OpenRouterConfig, ProviderError, ProviderRequest, Round, Timeouts,
+};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;
 use serde_json::{Value, json};
@@ -126,6 +128,44 @@ fn text_response(id: &str, text: &str, usage: Value) -> Value {
   })
 }
 
+/// Server-sent events as OpenAI and OpenRouter write them (`event:` then `data:`), after one of OpenRouter's
+/// keep-alive comments.
+fn sse(events: &[Value]) -> String {
+  let mut body = String::from(": OPENROUTER PROCESSING\n\n");
+  body.extend(events.iter().map(sse_event));
+  body
+}
+
+fn sse_event(event: &Value) -> String {
+  format!("event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or("message"))
+}
+
+/// The events a streaming server sends for `response`: created, each output item added, its text in deltas and
+/// done, then the terminal event (named by the status) carrying `response` whole.
+fn stream_events(response: &Value) -> Vec<Value> {
+  let mut events = vec![json!({ "type": "response.created", "response": { "status": "in_progress", "output": [] } })];
+  for (index, item) in response["output"].as_array().into_iter().flatten().enumerate() {
+    events.push(json!({ "type": "response.output_item.added", "output_index": index, "item": item }));
+    for part in item["content"].as_array().into_iter().flatten() {
+      for delta in part["text"].as_str().unwrap_or("").split_inclusive(' ') {
+        events.push(json!({ "type": "response.output_text.delta", "item_id": item["id"], "delta": delta }));
+      }
+    }
+    events.push(json!({ "type": "response.output_item.done", "output_index": index, "item": item }));
+  }
+  let status = response["status"].as_str().unwrap_or("completed");
+  events.push(json!({ "type": format!("response.{status}"), "response": response }));
+  events
+}
+
+fn sse_reply(body: String) -> ResponseTemplate {
+  ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+fn streamed_reply(response: Value) -> ResponseTemplate {
+  sse_reply(sse(&stream_events(&response)))
+}
+
 fn body_of(request: &Request) -> Value {
   serde_json::from_slice(&request.body).unwrap()
 }
@@ -139,7 +179,7 @@ async fn the_request_carries_auth_the_cache_header_converted_input_hoisted_instr
   let server = MockServer::start().await;
   Mock::given(method("POST"))
     .and(path("/api/v1/responses"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "Hi Ada.", json!({}))))
+    .respond_with(streamed_reply(text_response("r1", "Hi Ada.", json!({}))))
     .expect(1)
     .mount(&server)
     .await;
@@ -187,7 +227,7 @@ async fn the_request_carries_auth_the_cache_header_converted_input_hoisted_instr
       }],
       "temperature": 0.2,
       "max_output_tokens": 300,
-      "stream": false,
+      "stream": true,
     })
   );
 }
@@ -195,10 +235,7 @@ async fn the_request_carries_auth_the_cache_header_converted_input_hoisted_instr
 #[tokio::test]
 async fn without_cache_there_is_no_cache_header_and_without_tools_no_tools_key() {
   let server = MockServer::start().await;
-  Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "ok", json!({}))))
-    .mount(&server)
-    .await;
+  Mock::given(method("POST")).respond_with(streamed_reply(text_response("r1", "ok", json!({})))).mount(&server).await;
   let host = Arc::new(ToolHost::default());
   let harness = harness(&server, false, &host);
   let ctx = context(&harness, &[]);
@@ -220,15 +257,11 @@ async fn a_function_call_runs_the_tool_and_its_output_goes_back_in_the_next_roun
     "output": [{ "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "notes_add", "arguments": "{\"text\":\"likes tea\"}", "status": "completed" }],
     "usage": { "input_tokens": 100, "output_tokens": 10, "input_tokens_details": { "cached_tokens": 40 }, "cost": 0.002 },
   });
-  Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(call))
-    .up_to_n_times(1)
-    .mount(&server)
-    .await;
+  Mock::given(method("POST")).respond_with(streamed_reply(call)).up_to_n_times(1).mount(&server).await;
   let usage =
     json!({ "input_tokens": 130, "output_tokens": 5, "input_tokens_details": { "cached_tokens": 100 }, "cost": 0.001 });
   Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r2", "Noted: you like tea.", usage)))
+    .respond_with(streamed_reply(text_response("r2", "Noted: you like tea.", usage)))
     .mount(&server)
     .await;
   let host = Arc::new(ToolHost::default());
@@ -276,7 +309,7 @@ async fn output_text_becomes_an_assistant_message_when_the_output_has_none() {
     "output": [{ "type": "reasoning", "id": "rs_1", "summary": [{ "type": "summary_text", "text": "thinking" }] }],
     "output_text": "Fallback answer.",
   });
-  Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+  Mock::given(method("POST")).respond_with(streamed_reply(body)).mount(&server).await;
   let host = Arc::new(ToolHost::default());
   let harness = harness(&server, false, &host);
   let ctx = context(&harness, &[]);
@@ -292,15 +325,8 @@ async fn an_incomplete_response_is_asked_again_with_a_continue_nudge() {
   let server = MockServer::start().await;
   let incomplete =
     json!({ "status": "incomplete", "incomplete_details": { "reason": "max_output_tokens" }, "output": [] });
-  Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(incomplete))
-    .up_to_n_times(1)
-    .mount(&server)
-    .await;
-  Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r2", "done", json!({}))))
-    .mount(&server)
-    .await;
+  Mock::given(method("POST")).respond_with(streamed_reply(incomplete)).up_to_n_times(1).mount(&server).await;
+  Mock::given(method("POST")).respond_with(streamed_reply(text_response("r2", "done", json!({})))).mount(&server).await;
   let host = Arc::new(ToolHost::default());
   let harness = harness(&server, false, &host);
   let ctx = context(&harness, &[]);
@@ -316,7 +342,7 @@ async fn an_incomplete_response_is_asked_again_with_a_continue_nudge() {
 async fn a_response_that_keeps_failing_ends_in_upstreams_error_message() {
   let server = MockServer::start().await;
   let failed = json!({ "status": "failed", "error": { "message": "provider down" }, "output": [] });
-  Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(failed)).mount(&server).await;
+  Mock::given(method("POST")).respond_with(streamed_reply(failed)).mount(&server).await;
   let host = Arc::new(ToolHost::default());
   let harness = harness(&server, false, &host);
   let ctx = context(&harness, &[]);
@@ -371,11 +397,7 @@ async fn http_500_is_an_error_naming_the_status_and_what_the_body_said() {
 async fn aborting_the_context_ends_a_call_in_flight() {
   let server = MockServer::start().await;
   Mock::given(method("POST"))
-    .respond_with(
-      ResponseTemplate::new(200)
-        .set_body_json(text_response("r1", "late", json!({})))
-        .set_delay(Duration::from_secs(30)),
-    )
+    .respond_with(streamed_reply(text_response("r1", "late", json!({}))).set_delay(Duration::from_secs(30)))
     .mount(&server)
     .await;
   let host = Arc::new(ToolHost::default());
@@ -405,7 +427,7 @@ async fn call_model_once_sends_model_instructions_and_params_without_tools() {
   let server = MockServer::start().await;
   let usage = json!({ "input_tokens": 12, "output_tokens": 3, "cost": 0.0005 });
   Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "a summary", usage)))
+    .respond_with(streamed_reply(text_response("r1", "a summary", usage)))
     .mount(&server)
     .await;
   let host = Arc::new(ToolHost::default());
@@ -430,7 +452,7 @@ async fn call_model_once_sends_model_instructions_and_params_without_tools() {
       "input": [{ "role": "user", "content": "summarise" }],
       "instructions": "Summarise.",
       "top_p": 0.9,
-      "stream": false,
+      "stream": true,
     })
   );
 }
@@ -466,7 +488,7 @@ async fn failure_of(harness: &Harness) -> String {
 async fn slow_server(delay: Duration) -> MockServer {
   let server = MockServer::start().await;
   Mock::given(method("POST"))
-    .respond_with(ResponseTemplate::new(200).set_body_json(text_response("r1", "slow", json!({}))).set_delay(delay))
+    .respond_with(streamed_reply(text_response("r1", "slow", json!({}))).set_delay(delay))
     .mount(&server)
     .await;
   server
@@ -587,4 +609,273 @@ async fn a_connect_that_hangs_ends_at_the_connect_limit() {
     format!("llm request to {base_url}/responses timed out: could not connect within 200ms (connect timeout)")
   );
   assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+// Streaming: deltas, the terminal event, stream errors, and the idle limit between events.
+
+/// Records every delta a streamed round delivers, in order.
+#[derive(Default)]
+struct Deltas(Mutex<Vec<(&'static str, String, String)>>);
+
+impl DeltaSink for Deltas {
+  fn text_delta(&self, item_id: &str, delta: &str) {
+    self.0.lock().unwrap().push(("text", item_id.into(), delta.into()));
+  }
+  fn reasoning_delta(&self, item_id: &str, delta: &str) {
+    self.0.lock().unwrap().push(("reasoning", item_id.into(), delta.into()));
+  }
+}
+
+impl Deltas {
+  fn seen(&self) -> Vec<(&'static str, String, String)> {
+    self.0.lock().unwrap().clone()
+  }
+}
+
+fn delta(kind: &'static str, item_id: &str, text: &str) -> (&'static str, String, String) {
+  (kind, item_id.into(), text.into())
+}
+
+fn provider(base_url: &str, timeouts: Timeouts) -> OpenRouter {
+  OpenRouter::new(config_for(base_url, timeouts)).unwrap()
+}
+
+/// One round asked of the provider directly, with `deltas` as its sink.
+async fn respond(provider: &OpenRouter, deltas: Option<&dyn DeltaSink>) -> Result<Round, ProviderError> {
+  let params = ModelParams::default();
+  let user = Item::from_value(json!({ "type": "message", "role": "user", "content": "hi" })).unwrap();
+  let items = [Arc::new(user)];
+  let request = ProviderRequest { model: "m", instructions: None, items: &items, tools: &[], params: &params, deltas };
+  provider.respond(&request).await
+}
+
+/// A round as plain values: its items, tokens and cost.
+fn summary(round: &Round) -> (Vec<Value>, [f64; 4]) {
+  let items = round.items.iter().map(|item| Value::Object(item.json().clone())).collect();
+  (items, [round.input_tokens, round.output_tokens, round.cached_tokens, round.cost])
+}
+
+fn idle_error(base_url: &str, ms: u64) -> String {
+  format!("llm request to {base_url}/responses timed out: no response within {ms}ms (streamIdleTimeoutMs)")
+}
+
+/// A server on 127.0.0.1 that answers every request with event-stream headers, then writes `chunks`, each after
+/// its delay, then holds the connection open. It reports "wrote" after the last chunk and "closed" once the
+/// client hangs up.
+async fn streaming_server(
+  chunks: Vec<(Duration, String)>,
+) -> (String, tokio::sync::mpsc::UnboundedReceiver<&'static str>) {
+  use tokio::io::{AsyncReadExt, AsyncWriteExt};
+  let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+  let address = listener.local_addr().unwrap();
+  let (report, reports) = tokio::sync::mpsc::unbounded_channel();
+  tokio::spawn(async move {
+    while let Ok((mut socket, _)) = listener.accept().await {
+      let (chunks, report) = (chunks.clone(), report.clone());
+      tokio::spawn(async move {
+        let mut buffer = [0u8; 8192];
+        let _ = socket.read(&mut buffer).await;
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+        if socket.write_all(head.as_bytes()).await.is_err() {
+          return;
+        }
+        for (delay, chunk) in chunks {
+          tokio::time::sleep(delay).await;
+          if socket.write_all(chunk.as_bytes()).await.is_err() {
+            let _ = report.send("closed");
+            return;
+          }
+        }
+        let _ = report.send("wrote");
+        while matches!(socket.read(&mut buffer).await, Ok(read) if read > 0) {}
+        let _ = report.send("closed");
+      });
+    }
+  });
+  (format!("http://{address}"), reports)
+}
+
+fn text_delta_event(item_id: &str, text: &str) -> String {
+  sse_event(
+    &json!({ "type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": text }),
+  )
+}
+
+#[tokio::test]
+async fn a_streamed_round_equals_the_json_one_and_the_sink_gets_each_text_delta_in_order() {
+  let response = json!({
+    "id": "r1",
+    "object": "response",
+    "status": "completed",
+    "output": [
+      { "type": "reasoning", "id": "rs_1", "summary": [{ "type": "summary_text", "text": "Greet." }], "encrypted_content": "opaque" },
+      { "type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+        "content": [{ "type": "output_text", "text": "Hello there, Ada.", "annotations": [] }] },
+    ],
+    "usage": { "input_tokens": 21, "output_tokens": 7, "input_tokens_details": { "cached_tokens": 5 }, "cost": 0.00042 },
+  });
+  let streaming = MockServer::start().await;
+  Mock::given(method("POST")).respond_with(streamed_reply(response.clone())).mount(&streaming).await;
+  // A server that ignores `stream: true` and answers plain JSON.
+  let plain = MockServer::start().await;
+  Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(&response)).mount(&plain).await;
+
+  let deltas = Deltas::default();
+  let streamed = respond(&provider(&streaming.uri(), Timeouts::default()), Some(&deltas)).await.unwrap();
+  let whole = respond(&provider(&plain.uri(), Timeouts::default()), None).await.unwrap();
+  assert_eq!(summary(&streamed), summary(&whole));
+  assert_eq!(summary(&streamed).1, [21.0, 7.0, 5.0, 0.00042]);
+  assert_eq!(
+    deltas.seen(),
+    [delta("text", "msg_1", "Hello "), delta("text", "msg_1", "there, "), delta("text", "msg_1", "Ada.")]
+  );
+  assert_eq!(body_of(&requests(&streaming).await[0])["stream"], true);
+}
+
+#[tokio::test]
+async fn reasoning_deltas_reach_the_sink_in_order_with_the_text_ones() {
+  let reasoning = json!({ "type": "reasoning", "id": "rs_1", "summary": [{ "type": "summary_text", "text": "Add." }] });
+  let answer = json!({ "type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+    "content": [{ "type": "output_text", "text": "4", "annotations": [] }] });
+  let events = [
+    json!({ "type": "response.output_item.added", "output_index": 0, "item": { "type": "reasoning", "id": "rs_1", "summary": [] } }),
+    json!({ "type": "response.reasoning_text.delta", "item_id": "rs_1", "output_index": 0, "content_index": 0, "delta": "2 + 2 " }),
+    json!({ "type": "response.reasoning_text.delta", "item_id": "rs_1", "output_index": 0, "content_index": 0, "delta": "is 4." }),
+    json!({ "type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": "Add." }),
+    json!({ "type": "response.output_item.done", "output_index": 0, "item": reasoning }),
+    json!({ "type": "response.output_text.delta", "item_id": "msg_1", "output_index": 1, "content_index": 0, "delta": "4" }),
+    json!({ "type": "response.completed", "response": { "status": "completed", "output": [reasoning, answer] } }),
+  ];
+  let server = MockServer::start().await;
+  Mock::given(method("POST")).respond_with(sse_reply(sse(&events))).mount(&server).await;
+  let deltas = Deltas::default();
+  let round = respond(&provider(&server.uri(), Timeouts::default()), Some(&deltas)).await.unwrap();
+  assert_eq!(
+    deltas.seen(),
+    [
+      delta("reasoning", "rs_1", "2 + 2 "),
+      delta("reasoning", "rs_1", "is 4."),
+      delta("reasoning", "rs_1", "Add."),
+      delta("text", "msg_1", "4"),
+    ]
+  );
+  let types: Vec<&str> = round.items.iter().map(|item| item.item_type()).collect();
+  assert_eq!(types, ["reasoning", "message"]);
+}
+
+#[tokio::test]
+async fn a_response_failed_event_is_nudged_like_a_failed_body_and_then_succeeds() {
+  let server = MockServer::start().await;
+  let failed = json!({ "status": "failed", "error": { "message": "provider hiccup" }, "output": [] });
+  Mock::given(method("POST")).respond_with(streamed_reply(failed)).up_to_n_times(1).mount(&server).await;
+  Mock::given(method("POST"))
+    .respond_with(streamed_reply(text_response("r2", "recovered", json!({}))))
+    .mount(&server)
+    .await;
+  let round = respond(&provider(&server.uri(), Timeouts::default()), None).await.unwrap();
+  assert_eq!(round.items[0].json()["content"][0]["text"], "recovered");
+  let sent = requests(&server).await;
+  assert_eq!(sent.len(), 2);
+  assert_eq!(body_of(&sent[1])["input"][1], json!({ "type": "message", "role": "user", "content": "continue" }));
+}
+
+#[tokio::test]
+async fn an_error_event_fails_the_round_with_its_message_and_is_not_retried() {
+  let server = MockServer::start().await;
+  let body = format!(
+    "{}{}",
+    text_delta_event("msg_1", "Half"),
+    sse_event(&json!({ "type": "error", "code": "server_error", "message": "The model crashed.", "param": null }))
+  );
+  Mock::given(method("POST")).respond_with(sse_reply(body)).mount(&server).await;
+  let harness = harness_with(config_for(&server.uri(), Timeouts::default()), &Arc::default());
+  assert_eq!(failure_of(&harness).await, "OpenRouter stream failed: The model crashed. (code server_error)");
+  assert_eq!(requests(&server).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_response_completed_is_a_clear_error() {
+  let mut events = stream_events(&text_response("r1", "Cut short here", json!({})));
+  events.pop();
+  let whole_events = sse(&events);
+  // The same, then half an event that never gets its blank line.
+  let half_event = format!("{whole_events}event: response.completed\ndata: {{\"type\":\"resp");
+  for body in [whole_events, half_event] {
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).respond_with(sse_reply(body)).mount(&server).await;
+    let deltas = Deltas::default();
+    let error = respond(&provider(&server.uri(), Timeouts::default()), Some(&deltas)).await.unwrap_err();
+    assert_eq!(error.to_string(), "OpenRouter stream failed: the stream ended before `response.completed`");
+    assert_eq!(deltas.seen().len(), 3);
+    assert_eq!(requests(&server).await.len(), 1);
+  }
+}
+
+#[tokio::test]
+async fn a_stream_that_stalls_after_an_event_ends_at_the_idle_limit() {
+  let (base_url, _reports) = streaming_server(vec![(Duration::ZERO, text_delta_event("msg_1", "Hel"))]).await;
+  let deltas = Deltas::default();
+  let started = Instant::now();
+  let error = respond(&provider(&base_url, timeouts(30_000.0, 200.0, 0.0)), Some(&deltas)).await.unwrap_err();
+  assert_eq!(error.to_string(), idle_error(&base_url, 200));
+  assert_eq!(deltas.seen(), [delta("text", "msg_1", "Hel")]);
+  assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn comments_alone_do_not_keep_a_stream_alive() {
+  // OpenRouter's keep-alive comments every 50ms: bytes keep coming, events do not (upstream's watchdog counts events).
+  let comments = (0..100).map(|_| (Duration::from_millis(50), ": OPENROUTER PROCESSING\n\n".to_owned())).collect();
+  let (base_url, _reports) = streaming_server(comments).await;
+  let started = Instant::now();
+  let error = respond(&provider(&base_url, timeouts(30_000.0, 300.0, 0.0)), None).await.unwrap_err();
+  assert_eq!(error.to_string(), idle_error(&base_url, 300));
+  assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn a_stream_longer_than_the_idle_limit_passes_while_its_events_keep_coming() {
+  let mut chunks: Vec<(Duration, String)> =
+    (0..6).map(|i| (Duration::from_millis(100), text_delta_event("msg_1", &format!("{i} ")))).collect();
+  let completed = json!({ "type": "response.completed", "response": text_response("r1", "0 1 2 3 4 5 ", json!({})) });
+  chunks.push((Duration::from_millis(100), sse_event(&completed)));
+  let (base_url, _reports) = streaming_server(chunks).await;
+  let deltas = Deltas::default();
+  let started = Instant::now();
+  let round = respond(&provider(&base_url, timeouts(30_000.0, 400.0, 0.0)), Some(&deltas)).await.unwrap();
+  assert!(started.elapsed() > Duration::from_millis(400), "the whole stream outlasts the idle limit");
+  assert_eq!(round.items[0].json()["content"][0]["text"], "0 1 2 3 4 5 ");
+  assert_eq!(deltas.seen().len(), 6);
+}
+
+#[tokio::test]
+async fn the_total_limit_ends_a_stream_that_keeps_trickling() {
+  let chunks = (0..100).map(|i| (Duration::from_millis(50), text_delta_event("msg_1", &format!("{i} ")))).collect();
+  let (base_url, _reports) = streaming_server(chunks).await;
+  let error = respond(&provider(&base_url, timeouts(30_000.0, 1_000.0, 300.0)), None).await.unwrap_err();
+  assert_eq!(
+    error.to_string(),
+    format!("llm request to {base_url}/responses timed out: no complete response within 300ms (llm.timeoutMs)")
+  );
+}
+
+#[tokio::test]
+async fn aborting_the_context_mid_stream_cancels_the_run_and_closes_the_connection() {
+  let (base_url, mut reports) = streaming_server(vec![(Duration::ZERO, text_delta_event("msg_1", "Hel"))]).await;
+  let harness = Arc::new(harness_with(config_for(&base_url, Timeouts::default()), &Arc::default()));
+  let ctx = context(&harness, &[]);
+  let run = {
+    let (harness, ctx) = (Arc::clone(&harness), Arc::clone(&ctx));
+    tokio::spawn(async move {
+      harness.run_in(&ctx, &step(None, None, ModelParams::default()), StepValue::Text("hi".into())).await
+    })
+  };
+  assert_eq!(reports.recv().await, Some("wrote"));
+  ctx.abort("user left".into());
+  match tokio::time::timeout(Duration::from_secs(5), run).await.unwrap().unwrap() {
+    Err(RunError::Noetic(error)) => assert_eq!(error.payload, json!({ "reason": "user left", "kind": "cancelled" })),
+    other => panic!("expected cancelled, got {other:?}"),
+  }
+  let closed = tokio::time::timeout(Duration::from_secs(5), reports.recv()).await.unwrap();
+  assert_eq!(closed, Some("closed"));
 }

@@ -51,6 +51,8 @@ impl RoundModel for OpenRouter {
       items: request.conversation,
       tools: request.tools,
       params: request.params,
+      // Nothing in the harness consumes deltas yet; the round still streams, so the idle limit is per event.
+      deltas: None,
     };
     let call = self.respond(&provider_request);
     let result = match request.ctx {

@@ -1,7 +1,8 @@
 //! Model providers reached over HTTP (DECISIONS A1: the provider's client is Rust). Today one: OpenRouter's
-//! Responses API, non-streaming. The harness's tool loop drives a provider one round at a time.
+//! Responses API, streamed. The harness's tool loop drives a provider one round at a time.
 
 mod openrouter;
+mod stream;
 mod wire;
 
 use std::fmt;
@@ -22,6 +23,18 @@ pub struct ProviderRequest<'a> {
   pub items: &'a [Arc<Item>],
   pub tools: &'a [ToolDef],
   pub params: &'a ModelParams,
+  /// Receives the round's text and reasoning as they stream in; the round itself still arrives whole.
+  pub deltas: Option<&'a dyn DeltaSink>,
+}
+
+/// Where a streamed round's deltas go, in the order they arrive. Called on the task reading the stream, so it
+/// should return quickly. A round retried with a "continue" nudge streams again, under new item ids.
+pub trait DeltaSink: Send + Sync {
+  /// A piece of the assistant message `item_id`'s text (`response.output_text.delta`).
+  fn text_delta(&self, item_id: &str, delta: &str);
+  /// A piece of the reasoning item `item_id`'s text or summary (`response.reasoning_text.delta`,
+  /// `response.reasoning_summary_text.delta`).
+  fn reasoning_delta(&self, item_id: &str, delta: &str);
 }
 
 /// One model round's output (or several rounds' summed), items as the log holds them.
@@ -57,6 +70,8 @@ pub enum ProviderError {
   TimedOut { endpoint: String, timeout: Timeout, limit: Duration },
   /// A success status whose body is not a Responses API result.
   Malformed(String),
+  /// The event stream reported an error, or ended before the response completed.
+  Stream(String),
   /// The response ended badly (failed, incomplete, empty) even after the continuation retries.
   Unusable(String),
   /// An output item of a type the strict item registry rejects.
@@ -77,6 +92,7 @@ impl fmt::Display for ProviderError {
         write!(f, "llm request to {endpoint} timed out: {} within {ms}ms ({})", timeout.what(), timeout.option())
       }
       Self::Malformed(message) => write!(f, "OpenRouter sent a response this client cannot read: {message}"),
+      Self::Stream(message) => write!(f, "OpenRouter stream failed: {message}"),
       Self::Unusable(message) => f.write_str(message),
       Self::Item(error) => error.fmt(f),
     }
@@ -84,6 +100,16 @@ impl fmt::Display for ProviderError {
 }
 
 impl std::error::Error for ProviderError {}
+
+/// How much of an error body, error message or unreadable event goes into an error.
+const DETAIL_CHARS: usize = 500;
+
+fn shorten(text: &str) -> String {
+  match text.char_indices().nth(DETAIL_CHARS) {
+    Some((cut, _)) => format!("{}…", &text[..cut]),
+    None => text.to_owned(),
+  }
+}
 
 /// Which of [`Timeouts`]' limits ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

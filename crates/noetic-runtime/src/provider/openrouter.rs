@@ -1,20 +1,21 @@
-//! The OpenRouter client: one `POST {baseUrl}/responses` per round, non-streaming.
+//! The OpenRouter client: one streamed `POST {baseUrl}/responses` per round.
 
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::StreamExt;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+use super::stream::ResponseStream;
 use super::wire::{self, Reply};
-use super::{ProviderError, ProviderRequest, Round, Timeout};
+use super::{DeltaSink, ProviderError, ProviderRequest, Round, Timeout, shorten};
 use crate::error::ConfigError;
 
 /// How many times a failed, incomplete or empty response is retried with a "continue" nudge (upstream's
 /// `MAX_RECOVERY_CONTINUATIONS`).
 const MAX_NUDGES: usize = 3;
-/// How much of an error body goes into the error message.
-const DETAIL_CHARS: usize = 500;
 
 /// What `llm: {provider: 'openrouter', ...}` resolved to. The key is never printed.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -33,8 +34,9 @@ pub struct OpenRouterConfig {
 pub struct Timeouts {
   /// Opening the connection (TCP and TLS).
   pub connect: Option<Duration>,
-  /// Silence while waiting for the response: until its headers, then between body chunks (upstream's
-  /// `streamIdleTimeoutMs`, whose watchdog likewise starts with the call and restarts on every event).
+  /// Silence while waiting for the response: until its headers, then between stream events (upstream's
+  /// `streamIdleTimeoutMs`, whose watchdog likewise starts with the call and restarts on every event; SSE
+  /// comments such as `: OPENROUTER PROCESSING` are not events, so they do not restart it).
   pub idle: Option<Duration>,
   /// The whole request, from connecting to the last body byte (`llm.timeoutMs`).
   pub total: Option<Duration>,
@@ -115,12 +117,13 @@ impl OpenRouter {
     Ok(Self { http, endpoint, api_key: config.api_key, cache: config.cache, timeouts: config.timeouts })
   }
 
-  /// One model round. A response that failed, stopped early or came back empty is asked again with a "continue"
-  /// nudge, as upstream does, before it becomes an error; only the usable round's usage counts.
+  /// One model round, streamed: its deltas reach `request.deltas` as they arrive. A response that failed, stopped
+  /// early or came back empty is asked again with a "continue" nudge, as upstream does, before it becomes an error;
+  /// only the usable round's usage counts.
   pub async fn respond(&self, request: &ProviderRequest<'_>) -> Result<Round, ProviderError> {
     let mut nudges = 0;
     loop {
-      let body = self.post(&wire::request_body(request, nudges > 0)).await?;
+      let body = self.post(&wire::request_body(request, nudges > 0), request.deltas).await?;
       match wire::read_response(&body)? {
         Reply::Usable(round) => return Ok(round),
         Reply::Unusable(problem) if nudges >= MAX_NUDGES => return Err(ProviderError::Unusable(problem)),
@@ -130,14 +133,15 @@ impl OpenRouter {
   }
 
   /// One request, within the total limit when there is one. A timeout is not retried: the call fails with it.
-  async fn post(&self, body: &Value) -> Result<Value, ProviderError> {
-    let Some(limit) = self.timeouts.total else { return self.post_unbounded(body).await };
-    tokio::time::timeout(limit, self.post_unbounded(body))
+  async fn post(&self, body: &Value, deltas: Option<&dyn DeltaSink>) -> Result<Value, ProviderError> {
+    let Some(limit) = self.timeouts.total else { return self.post_unbounded(body, deltas).await };
+    tokio::time::timeout(limit, self.post_unbounded(body, deltas))
       .await
       .unwrap_or_else(|_| Err(self.timed_out(Timeout::Total, limit)))
   }
 
-  async fn post_unbounded(&self, body: &Value) -> Result<Value, ProviderError> {
+  /// The response object: the terminal event's, or a plain JSON body's from a server that does not stream.
+  async fn post_unbounded(&self, body: &Value, deltas: Option<&dyn DeltaSink>) -> Result<Value, ProviderError> {
     let mut request = self.http.post(self.endpoint.clone()).bearer_auth(&self.api_key).json(body);
     if self.cache {
       request = request.header("X-OpenRouter-Cache", "true");
@@ -147,12 +151,43 @@ impl OpenRouter {
     if status.as_u16() == 429 {
       return Err(ProviderError::RateLimited { retry_after_ms: retry_after_ms(response.headers()) });
     }
+    if status.is_success() && is_event_stream(response.headers()) {
+      return self.read_stream(response, deltas).await;
+    }
     let text = response.text().await.map_err(|error| self.failure(error))?;
     if !status.is_success() {
       return Err(ProviderError::Status { status: status.as_u16(), detail: detail(&text) });
     }
     crate::js_text::from_js_json(&text)
       .map_err(|error| ProviderError::Malformed(format!("{error}: {}", shorten(&text))))
+  }
+
+  /// Reads events until the terminal one. The idle limit restarts with every event; reqwest's own read timeout
+  /// (the same limit, between body chunks) still covers a body that stops mid-event.
+  async fn read_stream(
+    &self,
+    response: reqwest::Response,
+    deltas: Option<&dyn DeltaSink>,
+  ) -> Result<Value, ProviderError> {
+    let mut events = response.bytes_stream().eventsource();
+    let mut stream = ResponseStream::default();
+    loop {
+      let next = match self.timeouts.idle {
+        Some(limit) => {
+          tokio::time::timeout(limit, events.next()).await.map_err(|_| self.timed_out(Timeout::Idle, limit))?
+        }
+        None => events.next().await,
+      };
+      let event = match next {
+        Some(Ok(event)) => event,
+        Some(Err(EventStreamError::Transport(error))) => return Err(self.failure(error)),
+        Some(Err(error)) => return Err(ProviderError::Malformed(format!("the event stream: {error}"))),
+        None => return Err(stream.ended_early()),
+      };
+      if let Some(response) = stream.on_event(&event.event, &event.data, deltas)? {
+        return Ok(response);
+      }
+    }
   }
 
   /// reqwest reports its connect and read limits as timeouts; they are named with the limit that fired. An
@@ -198,6 +233,12 @@ fn transport(error: reqwest::Error) -> ProviderError {
   ProviderError::Transport(message)
 }
 
+/// Whether the body is server-sent events; a server that ignores `stream: true` answers with plain JSON.
+fn is_event_stream(headers: &HeaderMap) -> bool {
+  let content_type = headers.get(CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+  content_type.trim_start().to_ascii_lowercase().starts_with("text/event-stream")
+}
+
 /// `Retry-After` in milliseconds. Only the delay-seconds form is read; an HTTP date gives none.
 fn retry_after_ms(headers: &HeaderMap) -> Option<f64> {
   let seconds: f64 = headers.get(RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
@@ -213,13 +254,6 @@ fn detail(text: &str) -> String {
     Some(message) => shorten(&message),
     None if text.trim().is_empty() => "(empty body)".to_owned(),
     None => shorten(text.trim()),
-  }
-}
-
-fn shorten(text: &str) -> String {
-  match text.char_indices().nth(DETAIL_CHARS) {
-    Some((cut, _)) => format!("{}…", &text[..cut]),
-    None => text.to_owned(),
   }
 }
 
@@ -254,6 +288,6 @@ mod tests {
   #[test]
   fn error_details_prefer_the_api_message_and_are_shortened() {
     assert_eq!(detail(r#"{"error":{"code":500,"message":"upstream exploded"}}"#), "upstream exploded");
-    assert_eq!(detail(&"x".repeat(600)).chars().count(), DETAIL_CHARS + 1);
+    assert_eq!(detail(&"x".repeat(600)).chars().count(), super::super::DETAIL_CHARS + 1);
   }
 }

@@ -43,7 +43,8 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
       body.insert(key.into(), number(value));
     }
   }
-  body.insert("stream".into(), json!(false));
+  // Streamed, so that deltas arrive as they are made and a stall between events is noticed.
+  body.insert("stream".into(), json!(true));
   Value::Object(body)
 }
 
