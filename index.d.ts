@@ -1955,6 +1955,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   getAgentResponse(scope?: SessionScope): Promise<HarnessResponse>;
   /** Every event of the session; each iterator is a reader of its own. */
   getFullStream(scope?: SessionScope): AsyncIterable<StreamEvent>;
+  /** Snapshots of the items the provider streams, `isComplete` once each is done. */
+  getItemStream(scope?: SessionScope): AsyncIterable<StreamingItem>;
   getTextStream(scope?: SessionScope): AsyncIterable<string>;
   getReasoningStream(scope?: SessionScope): AsyncIterable<string>;
   /** Cancels the in-flight turn; queued messages are kept and drive the next. */
@@ -2052,14 +2054,14 @@ export declare class NativeHarness {
   sessionQueueSize(thread: string): number
   /** Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. */
   seedSession(thread: string, items: Array<string>): string
-  /** A new reader of `thread`'s events; returns its cursor. */
-  eventsOpen(thread: string): number
-  eventsClose(thread: string): void
+  /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */
+  eventsOpen(thread: string, items: boolean): number
+  eventsClose(thread: string, items: boolean): void
   /**
    * `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
    * run: waiter}` is notified once one arrives.
    */
-  eventsRead(thread: string, cursor: number, waiter: number): string | null
+  eventsRead(thread: string, items: boolean, cursor: number, waiter: number): string | null
 }
 
 /**

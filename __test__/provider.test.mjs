@@ -306,3 +306,53 @@ test('streamIdleTimeoutMs and llm.timeoutMs must be numbers', () => {
     new AgentHarness({ name: 't', params: {}, streamIdleTimeoutMs, llm: { ...llm, timeoutMs: Infinity } });
   }
 });
+
+test('a session streams the provider: text deltas in order, and every event on the full stream as upstream forwards them', async () => {
+  const server = await fakeOpenRouter([{ body: { id: 'r1', status: 'completed', output: [message('Tea is a drink people love.')], usage: { input_tokens: 3, output_tokens: 6 } } }]);
+  try {
+    const harness = new AgentHarness({
+      name: 'agent',
+      params: {},
+      initialStep: step.llm({ id: 'chat', model: 'openai/gpt-4o-mini' }),
+      llm: { provider: 'openrouter', apiKey: 'test-key', baseUrl: server.baseUrl },
+    });
+    const deltas = [];
+    const events = [];
+    const readText = (async () => {
+      for await (const delta of harness.getTextStream()) {
+        deltas.push(delta);
+        if (deltas.join('') === 'Tea is a drink people love.') return;
+      }
+    })();
+    const readAll = (async () => {
+      for await (const event of harness.getFullStream()) {
+        events.push(event);
+        if (event.type === 'agent:turn_completed') return;
+      }
+    })();
+    const snapshots = [];
+    const readItems = (async () => {
+      for await (const item of harness.getItemStream()) {
+        snapshots.push(item);
+        if (item.isComplete && item.status === 'completed') return;
+      }
+    })();
+    await harness.execute('Tell me about tea');
+    const response = await harness.getAgentResponse();
+    await Promise.all([readText, readAll, readItems]);
+    // The item grows delta by delta, then completes.
+    assert.deepEqual(snapshots.map((s) => s.content[0].text), ['', 'Tea ', 'Tea is ', 'Tea is a ', 'Tea is a drink ', 'Tea is a drink people ', 'Tea is a drink people love.', 'Tea is a drink people love.']);
+    assert.deepEqual(snapshots.map((s) => s.isComplete), [false, false, false, false, false, false, false, true]);
+    assert.equal(snapshots[0].id, 'msg_1');
+    assert.equal(response.text, 'Tea is a drink people love.');
+    assert.deepEqual(deltas, ['Tea ', 'is ', 'a ', 'drink ', 'people ', 'love.']);
+    const sdk = events.filter((event) => event.source === 'sdk');
+    assert.deepEqual(sdk.map((event) => event.type).slice(0, 3), ['response.created', 'response.output_item.added', 'response.output_text.delta']);
+    const delta = sdk.find((event) => event.type === 'response.output_text.delta');
+    assert.equal(delta.outputIndex, 0);
+    assert.equal(delta.data.itemId, 'msg_1', 'event data is camelCased, as the SDK gives it');
+    assert.equal(events[0].type, 'agent:turn_started');
+  } finally {
+    server.close();
+  }
+});

@@ -194,6 +194,10 @@ class AgentHarness {
     return session.getFullStream(this, scope);
   }
 
+  getItemStream(scope) {
+    return session.getItemStream(this, scope);
+  }
+
   getTextStream(scope) {
     return session.getTextStream(this, scope);
   }

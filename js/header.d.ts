@@ -1955,6 +1955,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   getAgentResponse(scope?: SessionScope): Promise<HarnessResponse>;
   /** Every event of the session; each iterator is a reader of its own. */
   getFullStream(scope?: SessionScope): AsyncIterable<StreamEvent>;
+  /** Snapshots of the items the provider streams, `isComplete` once each is done. */
+  getItemStream(scope?: SessionScope): AsyncIterable<StreamingItem>;
   getTextStream(scope?: SessionScope): AsyncIterable<string>;
   getReasoningStream(scope?: SessionScope): AsyncIterable<string>;
   /** Cancels the in-flight turn; queued messages are kept and drive the next. */

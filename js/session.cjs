@@ -131,10 +131,11 @@ function seedFromItems(harness, threadId, items) {
 // One reader of a session's native event log. It holds nothing open: waiting for the next event keeps Node alive
 // only as long as a turn that will produce it does.
 class EventReader {
-  constructor(runtime, thread) {
+  constructor(runtime, thread, items) {
     this._runtime = runtime;
     this._thread = thread;
-    this._cursor = runtime.native.eventsOpen(thread);
+    this._items = items;
+    this._cursor = runtime.native.eventsOpen(thread, items);
     this._buffer = [];
     this._done = false;
     this._wake = undefined;
@@ -144,7 +145,7 @@ class EventReader {
     const { native } = this._runtime;
     while (this._buffer.length === 0) {
       if (this._done) return { done: true, value: undefined };
-      const text = await this._runtime.waitFor((id) => native.eventsRead(this._thread, this._cursor, id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
+      const text = await this._runtime.waitFor((id) => native.eventsRead(this._thread, this._items, this._cursor, id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
       this._wake = undefined;
       if (text == null) continue;
       const batch = JSON.parse(text);
@@ -157,7 +158,7 @@ class EventReader {
   async return(value) {
     if (!this._done) {
       this._done = true;
-      this._runtime.native.eventsClose(this._thread);
+      this._runtime.native.eventsClose(this._thread, this._items);
       this._wake?.();
     }
     return { done: true, value };
@@ -195,12 +196,12 @@ class FilteredReader {
 }
 
 // Every `[Symbol.asyncIterator]()` is a reader of its own, so several readers each get every event.
-function eventStream(harness, scope, transform) {
+function eventStream(harness, scope, transform, items = false) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'stream');
   return {
     [Symbol.asyncIterator]() {
-      const reader = new EventReader(runtime, thread);
+      const reader = new EventReader(runtime, thread, items);
       return transform ? new FilteredReader(reader, transform) : reader;
     },
   };
@@ -210,6 +211,8 @@ const sdkDelta = (types) => (event) =>
   event.source === 'sdk' && types.includes(event.type) && typeof event.data?.delta === 'string' ? event.data.delta : undefined;
 
 const getFullStream = (harness, scope) => eventStream(harness, scope);
+// Snapshots of the items the provider streams, folded natively from its events (`isComplete` once done).
+const getItemStream = (harness, scope) => eventStream(harness, scope, undefined, true);
 const getTextStream = (harness, scope) => eventStream(harness, scope, sdkDelta(['response.output_text.delta']));
 const getReasoningStream = (harness, scope) =>
   eventStream(harness, scope, sdkDelta(['response.reasoning.delta', 'response.reasoning_text.delta', 'response.reasoning_summary_text.delta']));
@@ -224,6 +227,7 @@ module.exports = {
   seedSessionHistory,
   seedFromItems,
   getFullStream,
+  getItemStream,
   getTextStream,
   getReasoningStream,
 };

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::harness::session::{DeliveryMode, QueuedMessage, TurnOutcome, TurnResponse, Waiter};
+use noetic_runtime::harness::session::{DeliveryMode, EventLog, QueuedMessage, TurnOutcome, TurnResponse, Waiter};
 use noetic_runtime::items::parse_js_item;
 use serde_json::{Value, json};
 
@@ -107,6 +107,13 @@ fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
   })
 }
 
+impl NativeHarness {
+  fn log<T>(&self, thread: &str, items: bool, read: impl FnOnce(&EventLog) -> T) -> T {
+    let streams = Arc::clone(&self.inner.session(thread).streams);
+    read(if items { &streams.items } else { &streams.events })
+  }
+}
+
 #[napi]
 impl NativeHarness {
   /// Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
@@ -163,24 +170,24 @@ impl NativeHarness {
     Ok(self.inner.seed_session(&thread, items))
   }
 
-  /// A new reader of `thread`'s events; returns its cursor.
+  /// A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor.
   #[napi(catch_unwind)]
-  pub fn events_open(&self, thread: String) -> f64 {
-    self.inner.session(&thread).events.open_reader() as f64
+  pub fn events_open(&self, thread: String, items: bool) -> f64 {
+    self.log(&thread, items, |log| log.open_reader() as f64)
   }
 
   #[napi(catch_unwind)]
-  pub fn events_close(&self, thread: String) {
-    self.inner.session(&thread).events.close_reader();
+  pub fn events_close(&self, thread: String, items: bool) {
+    self.log(&thread, items, EventLog::close_reader);
   }
 
   /// `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
   /// run: waiter}` is notified once one arrives.
   #[napi(catch_unwind)]
-  pub fn events_read(&self, thread: String, cursor: f64, waiter: u32) -> Option<String> {
+  pub fn events_read(&self, thread: String, items: bool, cursor: f64, waiter: u32) -> Option<String> {
     let dispatch = self.dispatch.clone();
     let wake = Box::new(move || dispatch.notify(settled(waiter, "null")));
-    let batch = self.inner.session(&thread).events.read(cursor as u64, READ_BATCH, wake)?;
+    let batch = self.log(&thread, items, |log| log.read(cursor as u64, READ_BATCH, wake))?;
     let events: Vec<&str> = batch.events.iter().map(|event| &**event).collect();
     Some(format!(r#"{{"next":{},"events":[{}]}}"#, batch.next, events.join(",")))
   }

@@ -133,9 +133,9 @@ fn text(outcome: &TurnOutcome) -> String {
 }
 
 fn events(harness: &Harness, thread: &str) -> Vec<Value> {
-  let log = Arc::clone(&harness.session(thread).events);
-  let cursor = log.open_reader();
-  let batch = log.read(cursor, 1000, Box::new(|| {}));
+  let streams = Arc::clone(&harness.session(thread).streams);
+  let cursor = streams.events.open_reader();
+  let batch = streams.events.read(cursor, 1000, Box::new(|| {}));
   batch.map(|b| b.events.iter().map(|e| serde_json::from_str(e).expect("json")).collect()).unwrap_or_default()
 }
 

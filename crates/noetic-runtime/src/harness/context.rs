@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::session::EventLog;
+use super::session::Streams;
 use crate::host::{ExecInfo, StepValue, TokenCounts};
 use crate::items::ItemLog;
 use crate::memory::registry::LayerSet;
@@ -47,7 +47,7 @@ pub struct ExecContext {
   /// Flips to true on abort, so that work in flight (a model call) can end instead of only the next step.
   abort_signal: watch::Sender<bool>,
   /// The session's event log, for a session's context: steps and model calls report there.
-  pub events: Option<Arc<EventLog>>,
+  pub events: Option<Arc<Streams>>,
 }
 
 impl ExecContext {
@@ -73,7 +73,7 @@ impl ExecContext {
     }
   }
 
-  pub fn with_events(mut self, events: Arc<EventLog>) -> Self {
+  pub fn with_events(mut self, events: Arc<Streams>) -> Self {
     self.events = Some(events);
     self
   }

@@ -9,11 +9,13 @@ use serde_json::{Map, Value};
 use super::context::ExecContext;
 use super::error::{RunError, RunResult};
 use super::scripted::ScriptedModel;
+use super::session::Streams;
 use super::tools::ToolDef;
 use crate::error::NoeticError;
 use crate::host::HostError;
 use crate::items::Item;
-use crate::provider::{OpenRouter, ProviderError, ProviderRequest, Round};
+use crate::provider::wire::camel_keys;
+use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round};
 use crate::steps::ModelParams;
 
 /// One round's question. Copy, so that the loop can restate it with the grown conversation.
@@ -45,14 +47,14 @@ impl RoundModel for ScriptedModel {
 #[async_trait]
 impl RoundModel for OpenRouter {
   async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round> {
+    let session = request.ctx.and_then(|ctx| ctx.events.as_deref()).map(|events| SessionEvents { events });
     let provider_request = ProviderRequest {
       model: request.model,
       instructions: request.instructions,
       items: request.conversation,
       tools: request.tools,
       params: request.params,
-      // Nothing in the harness consumes deltas yet; the round still streams, so the idle limit is per event.
-      deltas: None,
+      deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
     };
     let call = self.respond(&provider_request);
     let result = match request.ctx {
@@ -64,6 +66,23 @@ impl RoundModel for OpenRouter {
       None => call.await,
     };
     result.map_err(|error| provider_failure(error, request.step_id))
+  }
+}
+
+/// A session's stream sees every provider event, as upstream forwards its SDK's: `{source: 'sdk', type, data,
+/// outputIndex, contentIndex}`, the data camelCased as the SDK gives it. The text and reasoning streams read the
+/// deltas out of these events, so the deltas themselves need nothing more here.
+struct SessionEvents<'a> {
+  events: &'a Streams,
+}
+
+impl DeltaSink for SessionEvents<'_> {
+  fn text_delta(&self, _item_id: &str, _delta: &str) {}
+
+  fn reasoning_delta(&self, _item_id: &str, _delta: &str) {}
+
+  fn event(&self, kind: &str, event: &Value) {
+    self.events.sdk(kind, camel_keys(event));
   }
 }
 

@@ -3,7 +3,7 @@
 
 mod openrouter;
 mod stream;
-mod wire;
+pub(crate) mod wire;
 
 use std::fmt;
 use std::sync::Arc;
@@ -35,6 +35,8 @@ pub trait DeltaSink: Send + Sync {
   /// A piece of the reasoning item `item_id`'s text or summary (`response.reasoning_text.delta`,
   /// `response.reasoning_summary_text.delta`).
   fn reasoning_delta(&self, item_id: &str, delta: &str);
+  /// Every event of the stream, as the wire has it (snake_case), before the deltas above are taken from it.
+  fn event(&self, _kind: &str, _event: &serde_json::Value) {}
 }
 
 /// One model round's output (or several rounds' summed), items as the log holds them.

@@ -31,6 +31,9 @@ impl ResponseStream {
       .map_err(|error| ProviderError::Malformed(format!("a stream event is not JSON ({error}): {}", shorten(data))))?;
     // The `type` field names the event; the SSE `event:` line, when sent, says the same.
     let kind = event.get("type").and_then(Value::as_str).unwrap_or(name);
+    if let Some(sink) = sink {
+      sink.event(kind, &event);
+    }
     let text = |key: &str| event.get(key).and_then(Value::as_str);
     match kind {
       "response.output_text.delta" => {

@@ -223,7 +223,7 @@ pub(super) fn snake_keys(value: &Value) -> Value {
 }
 
 /// Every object key in `value`, recursively, from snake_case to camelCase. A leading underscore stays.
-pub(super) fn camel_keys(value: &Value) -> Value {
+pub(crate) fn camel_keys(value: &Value) -> Value {
   map_keys(value, &|key| {
     let mut out = String::with_capacity(key.len());
     let mut upper = false;

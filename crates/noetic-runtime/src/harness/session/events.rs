@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Called once, when an event arrives for a reader that found none.
 pub type Wake = Box<dyn FnOnce() + Send>;
@@ -46,11 +46,6 @@ impl EventLog {
 
   fn lock(&self) -> MutexGuard<'_, Buffer> {
     self.inner.lock().unwrap_or_else(PoisonError::into_inner)
-  }
-
-  /// A framework event: `{source: 'framework', type: '<agent>:<kind>', data}`.
-  pub fn framework(&self, agent: &str, kind: &str, data: Value) {
-    self.emit(&json!({ "source": "framework", "type": format!("{agent}:{kind}"), "data": data }));
   }
 
   pub fn emit(&self, event: &Value) {
@@ -110,6 +105,8 @@ impl EventLog {
 #[cfg(test)]
 mod tests {
   use std::sync::atomic::{AtomicUsize, Ordering};
+
+  use serde_json::json;
 
   use super::*;
 

@@ -9,6 +9,7 @@
 //! a fresh context seeded with the history, which is what upstream does for every turn.
 
 mod events;
+mod items;
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -19,6 +20,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 pub use self::events::{Batch, EventLog, Wake};
+use self::items::ItemFold;
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::StepValue;
@@ -107,8 +109,40 @@ pub type Drain = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 pub struct Session {
   pub thread_id: String,
-  pub events: Arc<EventLog>,
+  pub streams: Arc<Streams>,
   state: Mutex<SessionState>,
+}
+
+/// What a session's streams read: every event (`getFullStream` and its filters), and the item snapshots folded
+/// from the provider's events (`getItemStream`).
+#[derive(Default)]
+pub struct Streams {
+  pub events: EventLog,
+  pub items: EventLog,
+  fold: Mutex<ItemFold>,
+}
+
+impl Streams {
+  /// A framework event: `{source: 'framework', type: '<agent>:<kind>', data}`.
+  pub fn framework(&self, agent: &str, kind: &str, data: Value) {
+    self.events.emit(&json!({ "source": "framework", "type": format!("{agent}:{kind}"), "data": data }));
+  }
+
+  /// A provider event, `{source: 'sdk', type, data, outputIndex?, contentIndex?}` with camelCased `data`.
+  pub fn sdk(&self, kind: &str, data: Value) {
+    let snapshot = self.fold.lock().unwrap_or_else(PoisonError::into_inner).feed(kind, &data);
+    let mut event = json!({ "source": "sdk", "type": kind });
+    for key in ["outputIndex", "contentIndex"] {
+      if let Some(index) = data.get(key).filter(|index| index.is_number()) {
+        event[key] = index.clone();
+      }
+    }
+    event["data"] = data;
+    self.events.emit(&event);
+    if let Some(snapshot) = snapshot {
+      self.items.emit(&snapshot);
+    }
+  }
 }
 
 #[derive(Default)]
@@ -134,7 +168,7 @@ fn now_ms() -> f64 {
 
 impl Session {
   fn new(thread_id: String) -> Self {
-    Self { thread_id, events: Arc::new(EventLog::default()), state: Mutex::default() }
+    Self { thread_id, streams: Arc::default(), state: Mutex::default() }
   }
 
   fn lock(&self) -> MutexGuard<'_, SessionState> {
@@ -249,7 +283,7 @@ impl Harness {
 
   fn announce(&self, session: &Session, turn_id: &str, messages: &[QueuedMessage]) {
     let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    session.events.framework(&self.name, "turn_started", json!({ "turnId": turn_id, "messageIds": ids }));
+    session.streams.framework(&self.name, "turn_started", json!({ "turnId": turn_id, "messageIds": ids }));
   }
 
   async fn run_turn(
@@ -284,7 +318,7 @@ impl Harness {
       }
       Err(error) => Err(Arc::new(error)),
     };
-    let events = &session.events;
+    let events = &session.streams;
     match &outcome {
       Ok(_) => {
         let ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -331,7 +365,7 @@ impl Harness {
     }
     let history: Vec<Arc<Item>> =
       state.context.as_ref().map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
-    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.events, history);
+    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, history);
     if let Some(old) = state.context.replace(Arc::clone(&ctx)) {
       self.drop_context(&old.id);
     }
@@ -344,11 +378,11 @@ impl Harness {
     thread: &str,
     resource_id: Option<String>,
     layers: Arc<LayerSet>,
-    events: &Arc<EventLog>,
+    streams: &Arc<Streams>,
     history: Vec<Arc<Item>>,
   ) -> Arc<ExecContext> {
     let id = uuid::Uuid::new_v4().to_string();
-    let ctx = ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(events));
+    let ctx = ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
     {
       let mut state = ctx.state();
       for item in history {
@@ -363,7 +397,7 @@ impl Harness {
   pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
     let session = self.session(thread);
     let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
-    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.events, items);
+    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, items);
     let old = session.lock().context.replace(Arc::clone(&ctx));
     if let Some(old) = old {
       self.drop_context(&old.id);
