@@ -236,3 +236,28 @@ test('from CommonJS: a turn nobody awaits keeps Node alive until it ends, and th
   assert.equal(result.status, 0, result.stderr);
   assert.match(result.stdout, /model answered/);
 });
+
+test("harness tools are offered in a session to a step without tools of its own, and a tool gets upstream's ToolExecutionContext", async () => {
+  const { z } = await import('zod');
+  const { tool } = await import('../js/index.mjs');
+  const seenContexts = [];
+  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async (args, toolCtx) => (seenContexts.push(toolCtx), `found ${args.q}`) });
+  const notes = { id: 'notes', slot: 1, scope: 'thread', hooks: { init: async () => ({ state: { n: 1 } }) } };
+  const script = [{ toolCalls: [{ name: 'lookup', arguments: { q: 'tea' } }] }, { text: 'done' }];
+  const h = new AgentHarness({ name: 'agent', params: {}, initialStep: chat, tools: [lookup], memory: [notes], llm: { provider: 'scripted', script } });
+  await h.execute('find tea');
+  const response = await h.getAgentResponse();
+  assert.equal(response.text, 'done');
+  assert.equal(response.items.find((i) => i.type === 'function_call_output').output, 'found tea');
+  const toolCtx = seenContexts[0];
+  assert.equal(toolCtx.harness, h);
+  assert.equal(toolCtx.ctx.threadId, '__default__');
+  assert.deepEqual(toolCtx.memory.get('notes'), { n: 1 });
+  toolCtx.memory.set('notes', { n: 2 });
+  assert.deepEqual(toolCtx.memory.get('notes'), { n: 2 });
+  // The log as it stood when the tool ran: the turn's input (round items enter it when the model call returns).
+  assert.equal(toolCtx.assembledView[0].content[0].text, 'find tea');
+  assert.ok('lastStepMeta' in toolCtx && 'fs' in toolCtx && 'shell' in toolCtx);
+  // Outside a session (harness.run) a step without tools is offered only its layers' tools, as upstream.
+  assert.throws(() => new AgentHarness({ name: 'a', params: {}, tools: [{ name: 'x' }] }), (e) => e.code === 'INVALID_TOOLS');
+});

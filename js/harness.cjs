@@ -3,7 +3,7 @@
 const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
-const { describeStep } = require('./steps.cjs');
+const { describeStep, describeTool } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
@@ -108,6 +108,7 @@ class AgentHarness {
       storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
       strictItemSchemas: this.config.strictItemSchemas,
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
+      tools: (opts.tools ?? []).map((t) => describeTool(t, (v) => runtime.keep(v))),
     };
     const deliveryMode = opts.defaultDeliveryMode ?? 'next-turn';
     if (!session.DELIVERY_MODES.includes(deliveryMode)) {

@@ -86,6 +86,19 @@ function checkHarnessOptions(opts) {
   checkTokenizer(opts.tokenizer);
   checkItemSchemas(opts.itemSchemas, opts.strictItemSchemas);
   checkProjection(opts.projection, 'AgentHarness');
+  checkTools(opts.tools);
+}
+
+// The harness's own tools, offered in every session: each needs a name and an execute function.
+function checkTools(tools) {
+  if (tools == null) return;
+  const hint = "Pass tools made with tool({ name, description, input, execute }).";
+  if (!Array.isArray(tools)) fail('INVALID_TOOLS', `AgentHarness tools is ${describeValue(tools)}; expected an array of tools.`, hint);
+  tools.forEach((t, i) => {
+    if (typeof t !== 'object' || t === null || typeof t.name !== 'string' || typeof t.execute !== 'function') {
+      fail('INVALID_TOOLS', `AgentHarness tools[${i}] is not a tool (it needs a string name and an execute function).`, hint);
+    }
+  });
 }
 
 // threadId and resourceId key layer state; one that is not a string would be dropped.

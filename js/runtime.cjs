@@ -405,11 +405,46 @@ class Runtime {
       const result =
         tool.kind === 'layerFn'
           ? await this.callLayerFn(ctx, this.handles.get(tool.layer), tool.name, args)
-          : await this.handles.get(tool.handle).execute(args, { ctx, memory: ctx.memory });
+          : await this.handles.get(tool.handle).execute(args, this.toolContext(ctx));
       return { output: result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result), isError: false };
     } catch (e) {
       return { output: `Error: ${messageOf(e)}`, isError: true };
     }
+  }
+
+  // Upstream's ToolExecutionContext: what a tool's `execute` receives besides its arguments.
+  toolContext(ctx) {
+    const harness = this.harness;
+    return {
+      ctx,
+      harness,
+      fs: harness.fs,
+      shell: harness.shell,
+      memory: { get: (layerId) => this.layerStateOf(ctx, layerId), set: (layerId, state) => this.setLayerStateOf(ctx, layerId, state) },
+      assembledView: ctx.itemLog.items,
+      lastStepMeta: ctx.lastStepMeta ?? null,
+      turnContext: undefined,
+    };
+  }
+
+  layerOf(ctx, layerId) {
+    const entry = ctx._layers.find((l) => l.id === layerId);
+    return entry && this.handles.get(entry.handle);
+  }
+
+  layerStateOf(ctx, layerId) {
+    const layer = this.layerOf(ctx, layerId);
+    return layer ? this.layerState(ctx.id, layer) : undefined;
+  }
+
+  // A tool setting a layer's state: kept as the layer's state and mirrored durably, as a provides function's is.
+  setLayerStateOf(ctx, layerId, state) {
+    const layer = this.layerOf(ctx, layerId);
+    if (!layer) throw new Error(`memory.set: the context has no layer '${layerId}'`);
+    if (layer[NATIVE]) throw new Error(`memory.set: '${layerId}' is a built-in layer; change its state through its provides functions`);
+    this.statesOf(ctx.id).set(layerId, state);
+    const persist = layer.scope === 'execution' ? undefined : this.serializable(state, layerId);
+    callNative(() => this.native.hostStateWritten(ctx.id, layerId, persist ?? null));
   }
 
   async callTestModel(call) {

@@ -186,6 +186,7 @@ impl NativeHarness {
           }
           _ => None,
         },
+        tools: config.get("tools").and_then(Value::as_array).into_iter().flatten().map(describe::tool).collect(),
       },
       env,
     )

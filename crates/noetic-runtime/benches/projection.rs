@@ -111,6 +111,7 @@ fn harness() -> Harness {
     model: Model::Host,
     force_atomic_recall: false,
     initial_step: None,
+    tools: Vec::new(),
   };
   Harness::new(config, env)
 }

@@ -193,6 +193,7 @@ fn fixture_with(layers: Vec<Arc<Layer>>, force_atomic_recall: bool, running: Arc
     model: Model::Host,
     force_atomic_recall,
     initial_step: None,
+    tools: Vec::new(),
   };
   Fixture { harness: Harness::new(config, env), host, diagnostics }
 }

@@ -136,6 +136,7 @@ fn fixture_with(layers: LayerSet, model: Model, storage: Arc<InMemoryStorage>) -
     model,
     force_atomic_recall: false,
     initial_step: None,
+    tools: Vec::new(),
   };
   Fixture { harness: Harness::new(config, env), host, storage, diagnostics }
 }

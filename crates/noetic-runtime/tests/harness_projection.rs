@@ -113,6 +113,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     model: Model::Host,
     force_atomic_recall: false,
     initial_step: None,
+    tools: Vec::new(),
   };
   let harness = Harness::new(config, env);
   let ctx = harness.open_context(ExecContext::new("E".into(), "T".into(), None, 0, None, Arc::clone(&harness.layers)));

@@ -85,6 +85,7 @@ fn harness(host: GateHost, step: Option<Step>, model: Model) -> (Arc<Harness>, A
     model,
     force_atomic_recall: false,
     initial_step: step.map(Arc::new),
+    tools: Vec::new(),
   };
   (Arc::new(Harness::new(config, env)), host)
 }

@@ -80,6 +80,7 @@ fn harness_with(config: OpenRouterConfig, host: &Arc<ToolHost>) -> Harness {
       model,
       force_atomic_recall: false,
       initial_step: None,
+      tools: Vec::new(),
     },
     env,
   )

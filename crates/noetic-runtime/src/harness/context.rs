@@ -73,6 +73,11 @@ impl ExecContext {
     }
   }
 
+  /// Whether this context serves a session (or is a child of one): its steps report to the session's streams.
+  pub fn in_session(&self) -> bool {
+    self.events.is_some()
+  }
+
   pub fn with_events(mut self, events: Arc<Streams>) -> Self {
     self.events = Some(events);
     self

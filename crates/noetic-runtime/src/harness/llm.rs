@@ -115,6 +115,8 @@ impl Harness {
     let tools = match &step.tools {
       Some(tools) if tools.is_empty() => Vec::new(),
       Some(tools) => merge_tools(tools.clone(), layer_tools(&ctx.layers)),
+      // In a session, a step without tools of its own is offered the session's (upstream's `unifiedTools`).
+      None if ctx.in_session() => merge_tools(self.session_tools.to_vec(), layer_tools(&ctx.layers)),
       None => layer_tools(&ctx.layers),
     };
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);

@@ -28,7 +28,7 @@ pub use self::context::{ContextState, ExecContext, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::model::Model;
 pub use self::scripted::{ScriptedModel, ScriptedToolCall, ScriptedTurn};
-pub use self::tools::{ToolDef, ToolImpl, layer_tools, merge_tools, wire_name};
+pub use self::tools::{ToolDef, ToolImpl, collect_tools, layer_tools, merge_tools, wire_name};
 
 pub struct HarnessConfig {
   pub name: String,
@@ -39,6 +39,8 @@ pub struct HarnessConfig {
   pub force_atomic_recall: bool,
   /// The step a session's turns run (`initialStep`).
   pub initial_step: Option<Arc<Step>>,
+  /// Tools offered in every session, besides those of the step tree (`tools`).
+  pub tools: Vec<ToolDef>,
 }
 
 pub struct Harness {
@@ -53,6 +55,8 @@ pub struct Harness {
   /// Eventual layers' recall entries, shared by the executions of this harness (D6).
   pub recall_cache: Arc<RecallCache>,
   pub initial_step: Option<Arc<Step>>,
+  /// What a session's step without tools of its own is offered: the step tree's tools, then the harness's.
+  pub session_tools: Arc<Vec<ToolDef>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   sessions: Mutex<HashMap<String, Arc<session::Session>>>,
 }
@@ -88,6 +92,10 @@ impl Harness {
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       recall_cache: Arc::new(RecallCache::new()),
+      session_tools: Arc::new(merge_tools(
+        config.initial_step.as_deref().map(collect_tools).unwrap_or_default(),
+        config.tools,
+      )),
       initial_step: config.initial_step,
       contexts: Mutex::default(),
       sessions: Mutex::default(),

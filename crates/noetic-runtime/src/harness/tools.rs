@@ -10,6 +10,7 @@ use crate::host::{HostRef, ToolCall, ToolRef};
 use crate::memory::native::NativeWrite;
 use crate::memory::registry::{Layer, LayerImpl, LayerSet};
 use crate::memory::state::{StateValue, StateWrite};
+use crate::steps::Step;
 
 #[derive(Debug, Clone)]
 pub enum ToolImpl {
@@ -60,6 +61,16 @@ pub fn layer_tools(layers: &LayerSet) -> Vec<ToolDef> {
 }
 
 /// Step tools then layer tools, de-duplicated by name with the first kept.
+/// Every tool of the LLM steps in a step tree, first occurrence of a name first (upstream's `collectAllTools`).
+pub fn collect_tools(step: &Step) -> Vec<ToolDef> {
+  match step {
+    Step::Llm(llm) => llm.tools.clone().unwrap_or_default(),
+    Step::Loop { steps, .. } => steps.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step))),
+    Step::Spawn { child, .. } => collect_tools(child),
+    Step::Run { .. } => Vec::new(),
+  }
+}
+
 pub fn merge_tools(first: Vec<ToolDef>, second: Vec<ToolDef>) -> Vec<ToolDef> {
   let mut seen = std::collections::HashSet::new();
   first.into_iter().chain(second).filter(|tool| seen.insert(tool.name.clone())).collect()
