@@ -53,25 +53,33 @@ async function crossingsPerStep(k) {
   return { k, crossingsPerStep: perStep, usPerStep: median(times) };
 }
 
+// One session whose history grows turn by turn: each turn appends the user's message and the model's reply to
+// the same thread, and the model sees the whole history.
 async function thread(turns) {
-  const counter = { n: 0 };
-  const harness = harnessWith(3, counter);
-  const ask = step.llm({ id: 's', model: 'scripted' });
+  const harness = new AgentHarness({
+    name: 'bench',
+    params: {},
+    memory: Array.from({ length: 3 }, (_, i) => jsLayer(i)),
+    initialStep: step.llm({ id: 's', model: 'scripted' }),
+    llm: { provider: 'scripted', script: Array.from({ length: turns }, (_, t) => ({ text: `reply ${t}: ${'words '.repeat(20)}` })) },
+  });
   const times = [];
   let peak = 0;
+  let response;
   for (let t = 0; t < turns; t++) {
     const started = process.hrtime.bigint();
-    await harness.run(ask, `turn ${t}`, { threadId: 'long' });
+    await harness.execute(`turn ${t}: ${'question '.repeat(20)}`, { threadId: 'long' });
+    response = await harness.getAgentResponse({ threadId: 'long' });
     times.push(Number(process.hrtime.bigint() - started) / 1e3);
     peak = Math.max(peak, process.memoryUsage().rss);
   }
   const tenth = Math.max(1, Math.floor(turns / 10));
   return {
     turns,
+    historyItems: response.items.length,
     usPerTurnFirst10pct: median(times.slice(0, tenth)),
     usPerTurnLast10pct: median(times.slice(-tenth)),
     peakRssMiB: Math.round(peak / 2 ** 20),
-    liveExecutions: harness.liveExecutions,
   };
 }
 
@@ -96,7 +104,7 @@ async function appendAndRead(n) {
 
 console.log('crossings and time per LLM step, K JS layers (recall + store each):');
 for (const k of [0, 3, 10]) console.log(' ', await crossingsPerStep(k));
-console.log('a thread of turns with 3 JS layers:');
+console.log('one session of turns (its history growing) with 3 JS layers:');
 for (const turns of [50, 500]) console.log(' ', await thread(turns));
 console.log('append an item and read ctx.itemLog.items, n times:');
 for (const n of [1_000, 10_000]) console.log(' ', await appendAndRead(n));
