@@ -1984,10 +1984,10 @@ export {};
  * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
  * can point the loader at a WASI artifact this package does not build itself.
  */
-export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
-export declare class NativeHarness {
+declare class NativeHarness {
   /**
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
@@ -2068,7 +2068,7 @@ export declare class NativeHarness {
  * A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
  * `createSqliteStorage(path)`. Harnesses given one use it directly, with no crossing.
  */
-export declare class NativeStorage {
+declare class NativeStorage {
   constructor()
   /** Opens (creating if needed) the SQLite store at `path`. */
   static sqlite(path: string): NativeStorage
@@ -2080,7 +2080,7 @@ export declare class NativeStorage {
   list(prefix: string): Promise<Array<string>>
 }
 
-export interface BudgetCheck {
+interface BudgetCheck {
   cost: number
   steps: number
   duration: number
@@ -2089,7 +2089,7 @@ export interface BudgetCheck {
   maxDuration?: number
 }
 
-export interface BudgetInput {
+interface BudgetInput {
   /** `number`, `range` or `auto` (anything else counts as auto, as upstream). */
   kind: string
   value?: number
@@ -2097,19 +2097,19 @@ export interface BudgetInput {
   max?: number
 }
 
-export interface BudgetOutput {
+interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
 }
 
-export interface PolicyInput {
+interface PolicyInput {
   tokenBudget: number
   responseReserve: number
   overflow?: string
   windowSize?: number
 }
 
-export interface ViewOutput {
+interface ViewOutput {
   layers: Array<number>
   history: Array<number>
 }

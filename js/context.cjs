@@ -60,7 +60,9 @@ class ItemLogImpl {
     if (pos === this._filled) this._filled = pos + 1;
   }
 
-  get items() {
+  // The backing array with every position up to the log's length filled (made-in-Rust items converted once).
+  // Positions past the returned length may hold items appended since; callers read up to a length they know.
+  _all() {
     const length = this._rt.native.logLength(this._id);
     const objects = this._objects;
     if (this._filled < length) {
@@ -69,6 +71,13 @@ class ItemLogImpl {
       for (let i = from; i < length; i++) if (objects[i] === undefined) objects[i] = JSON.parse(texts[i - from]);
       this._filled = length;
     }
+    this._length = length;
+    return objects;
+  }
+
+  get items() {
+    const objects = this._all();
+    const length = this._length;
     if (this._view?.length !== length) this._view = prefixView(objects, length);
     return this._view;
   }

@@ -33,7 +33,4 @@ module.exports = {
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
   seedFromItems: require('./session.cjs').seedFromItems,
-  // Internal classes the generated declarations describe; use AgentHarness and createInMemoryStorage.
-  NativeHarness: require('./native.cjs').NativeHarness,
-  NativeStorage: require('./native.cjs').NativeStorage,
 };

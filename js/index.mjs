@@ -28,6 +28,4 @@ export const {
   createInMemoryStorage,
   createSqliteStorage,
   seedFromItems,
-  NativeHarness,
-  NativeStorage,
 } = core;

@@ -309,7 +309,7 @@ class Runtime {
     const message = JSON.parse(text);
     switch (message.op) {
       case 'hooks':
-        return runHooks(this, message.batch).then(JSON.stringify);
+        return runHooks(this, message.call).then(JSON.stringify);
       case 'release':
         this.contexts.delete(message.context);
         if (!this.kept.has(message.context)) this.states.delete(message.context);
@@ -449,8 +449,12 @@ class Runtime {
 
   async callTestModel(call) {
     const ctx = this.context(call.context);
-    const log = ctx.itemLog.items;
-    const items = call.view.map((entry) => (entry.from === 'log' ? log[entry.pos] : JSON.parse(entry.json)));
+    const log = ctx.itemLog._all();
+    const items = [];
+    for (const entry of call.view) {
+      if (entry.from === 'log') for (let pos = entry.start; pos < entry.end; pos++) items.push(log[pos]);
+      else items.push(JSON.parse(entry.json));
+    }
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));

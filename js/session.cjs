@@ -75,7 +75,7 @@ function execute(harness, input, options = {}) {
 function toResponse(runtime, value) {
   let items = [];
   try {
-    items = runtime.context(value.contextId).itemLog.items.slice(0, value.logLen);
+    items = runtime.context(value.contextId).itemLog._all().slice(0, value.logLen);
   } catch {
     // The context was replaced before this was read (a later turn with other options); its items are gone.
   }

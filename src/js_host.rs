@@ -32,9 +32,18 @@ impl HostCallback for JsCallback {
   }
 }
 
+/// A request as it crosses: `{op, call}`, serialized straight to text (a view can list many entries, and a
+/// `serde_json::Value` tree of them would cost more than the crossing).
+#[derive(serde::Serialize)]
+struct Request<'a, T> {
+  op: &'a str,
+  call: T,
+}
+
 impl JsHost {
-  async fn request(&self, message: Value) -> Result<String, HostError> {
-    self.dispatch.call(message.to_string()).await.map_err(|message| HostError::Thrown { message, error: None })
+  async fn request<T: serde::Serialize>(&self, op: &str, call: T) -> Result<String, HostError> {
+    let text = serde_json::to_string(&Request { op, call }).map_err(|e| malformed(&e.to_string()))?;
+    self.dispatch.call(text).await.map_err(|message| HostError::Thrown { message, error: None })
   }
 }
 
@@ -148,8 +157,7 @@ impl Host for JsHost {
         })
         .collect()
     };
-    let message = json!({ "op": "hooks", "batch": batch });
-    match self.request(message).await {
+    match self.request("hooks", &batch).await {
       Ok(text) => match from_js_json::<Vec<JsHookReply>>(&text) {
         Ok(replies) => replies
           .into_iter()
@@ -163,12 +171,12 @@ impl Host for JsHost {
   }
 
   async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError> {
-    let text = self.request(json!({ "op": "step", "call": call })).await?;
+    let text = self.request("step", call).await?;
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
   }
 
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
-    let text = self.request(json!({ "op": "model", "call": call })).await?;
+    let text = self.request("model", call).await?;
     let reply: JsModelReply = open(&text)?;
     let usage = reply.usage.unwrap_or(Value::Null);
     let count = |key| usage.get(key).and_then(Value::as_f64);
@@ -182,7 +190,7 @@ impl Host for JsHost {
   }
 
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
-    let text = self.request(json!({ "op": "lazy", "call": call })).await?;
+    let text = self.request("lazy", call).await?;
     let reply: Value = open(&text)?;
     let string = |key| reply.get(key).and_then(Value::as_str).map(str::to_owned);
     Ok(LazyValues {
@@ -193,7 +201,7 @@ impl Host for JsHost {
   }
 
   async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError> {
-    let text = self.request(json!({ "op": "tool", "call": call })).await?;
+    let text = self.request("tool", call).await?;
     let reply: JsToolReply = open(&text)?;
     Ok(ToolReply {
       output: reply.output,
@@ -204,7 +212,7 @@ impl Host for JsHost {
   }
 
   async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError> {
-    let text = self.request(json!({ "op": "until", "call": call })).await?;
+    let text = self.request("until", call).await?;
     let verdict: JsVerdict = open(&text)?;
     Ok(Verdict { stop: verdict.stop, reason: verdict.reason })
   }

@@ -211,11 +211,12 @@ pub struct ModelCall {
   pub allowed_tool_names: Option<Vec<String>>,
 }
 
-/// One item of the context window sent to a model: a log position the host already holds, or a layer item.
+/// Part of the context window sent to a model: a run of consecutive log positions `[start, end)` the host
+/// already holds (a kept history is mostly one run, so a long view costs a few entries), or a layer item.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "from", rename_all = "camelCase")]
 pub enum ViewEntry {
-  Log { pos: usize },
+  Log { start: usize, end: usize },
   Layer { json: String },
 }
 

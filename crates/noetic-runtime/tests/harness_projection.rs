@@ -52,9 +52,11 @@ impl Host for VectorHost {
     let ids = call
       .view
       .iter()
-      .map(|entry| match entry {
-        ViewEntry::Layer { json } => serde_json::from_str::<Value>(json).unwrap()["id"].as_str().unwrap().to_owned(),
-        ViewEntry::Log { pos } => format!("log{pos}"),
+      .flat_map(|entry| match entry {
+        ViewEntry::Layer { json } => {
+          vec![serde_json::from_str::<Value>(json).unwrap()["id"].as_str().unwrap().to_owned()]
+        }
+        ViewEntry::Log { start, end } => (*start..*end).map(|pos| format!("log{pos}")).collect(),
       })
       .collect();
     self.views.lock().unwrap().push(ids);

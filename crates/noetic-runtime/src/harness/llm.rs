@@ -276,7 +276,10 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   let mut view = View { entries: Vec::new(), items: Vec::new() };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
-      view.entries.push(ViewEntry::Log { pos });
+      match view.entries.last_mut() {
+        Some(ViewEntry::Log { end, .. }) if *end == pos => *end += 1,
+        _ => view.entries.push(ViewEntry::Log { start: pos, end: pos + 1 }),
+      }
       view.items.push(Arc::clone(item));
     }
   };
