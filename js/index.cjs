@@ -5,6 +5,7 @@ const items = require('./items.cjs');
 const memory = require('./memory.cjs');
 const steps = require('./steps.cjs');
 const harness = require('./harness.cjs');
+const adapters = require('./adapters.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -32,7 +33,10 @@ module.exports = {
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
+  createInMemoryFsAdapter: adapters.createInMemoryFsAdapter,
+  createInMemoryShellAdapter: adapters.createInMemoryShellAdapter,
   // Internal classes the generated declarations describe; use AgentHarness and createInMemoryStorage.
   NativeHarness: require('./native.cjs').NativeHarness,
   NativeStorage: require('./native.cjs').NativeStorage,
+  NativeFs: require('./native.cjs').NativeFs,
 };

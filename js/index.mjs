@@ -27,6 +27,9 @@ export const {
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,
+  createInMemoryFsAdapter,
+  createInMemoryShellAdapter,
   NativeHarness,
   NativeStorage,
+  NativeFs,
 } = core;

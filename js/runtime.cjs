@@ -181,6 +181,8 @@ class Runtime {
       stepNumber: info.stepNumber,
       tokenUsage: { ...info.tokenUsage },
       cost: info.cost,
+      fs: this.harness.fs,
+      shell: this.harness.shell,
       tokenize: estimateTokens,
       trace: { setAttribute() {}, addEvent() {} },
       // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
@@ -379,7 +381,7 @@ class Runtime {
       const result =
         tool.kind === 'layerFn'
           ? await this.callLayerFn(ctx, this.handles.get(tool.layer), tool.name, args)
-          : await this.handles.get(tool.handle).execute(args, { ctx, memory: ctx.memory });
+          : await this.handles.get(tool.handle).execute(args, { ctx, harness: this.harness, fs: this.harness.fs, shell: this.harness.shell, memory: ctx.memory });
       return { output: result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result), isError: false };
     } catch (e) {
       return { output: `Error: ${messageOf(e)}`, isError: true };
