@@ -94,6 +94,9 @@ class ContextImpl {
     this.parent = info.parent ? runtime.context(info.parent) : null;
     this.state = this.parent ? structuredClone(this.parent.state) : runtime.initialState;
     this.itemLog = new ItemLogImpl(runtime, id);
+    // A root context shares the harness's cwd state; a child starts from a copy of its parent's (as upstream).
+    const parentCwd = this.parent?.cwdState;
+    this.cwdState = parentCwd ? { cwd: parentCwd.cwd, previousCwd: parentCwd.previousCwd } : runtime.harness.rootCwdState;
     this._layers = info.layers;
     this._memory = undefined;
   }
@@ -104,6 +107,12 @@ class ContextImpl {
 
   get harness() {
     return this._rt.harness;
+  }
+  get fs() {
+    return this._rt.harness.fs;
+  }
+  get shell() {
+    return this._rt.harness.shell;
   }
   get stepCount() {
     return this._field('stepCount');

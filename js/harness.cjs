@@ -8,6 +8,7 @@ const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
+const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -92,6 +93,10 @@ class AgentHarness {
       projection: opts.projection,
       forceAtomicRecall: opts.forceAtomicRecall,
     };
+    this.fs = opts.fs ?? createInMemoryFsAdapter();
+    this.shell = opts.shell ?? createInMemoryShellAdapter();
+    // Shared by every root context, so a `cd` in one run is seen by the next (as upstream).
+    this.rootCwdState = { cwd: opts.initialCwd ?? '/' };
     const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic });
     runtime.harness = this;
     runtime.initialState = undefined;
@@ -126,6 +131,13 @@ class AgentHarness {
     Object.defineProperty(this, '_runtime', { value: runtime });
   }
 
+  // The working directory of the next root context (and of the current ones, which share this state).
+  setRootCwd(nextCwd) {
+    if (nextCwd === this.rootCwdState.cwd) return;
+    this.rootCwdState.previousCwd = this.rootCwdState.cwd;
+    this.rootCwdState.cwd = nextCwd;
+  }
+
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
   createContext(given) {
     const opts = contextOptionsOf(given);
@@ -148,6 +160,7 @@ class AgentHarness {
     const ctx = runtime.context(id);
     ctx.itemLog._adopt(opts.items ?? []);
     if (opts.state !== undefined) ctx.state = opts.state;
+    if (opts.cwdInit !== undefined) ctx.cwdState = { cwd: opts.cwdInit };
     runtime.keepContext(ctx, handles);
     return ctx;
   }

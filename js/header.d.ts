@@ -421,6 +421,15 @@ export interface ShellAdapter {
   exec(command: string, options: ShellExecOptions): Promise<ShellExecResult>;
 }
 
+/**
+ * A process-local, POSIX-like in-memory filesystem (the harness default). `seed` maps paths to the files it starts
+ * with; their parent directories are created.
+ */
+export declare function createInMemoryFsAdapter(seed?: Record<string, string | Uint8Array>): FsAdapter;
+
+/** A shell that runs nothing (the harness default): `exec` resolves with exit code 127 and says why on stderr. */
+export declare function createInMemoryShellAdapter(): ShellAdapter;
+
 export type SubprocessStatus =
   | 'starting'
   | 'running'
@@ -1903,7 +1912,9 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   hooks?: AgentHooks;
   /** Tools offered to every context, besides those of the step tree. */
   tools?: readonly Tool[];
+  /** Default: `createInMemoryFsAdapter()`. */
   fs?: FsAdapter;
+  /** Default: `createInMemoryShellAdapter()`. */
   shell?: ShellAdapter;
   subprocess?: SubprocessAdapter;
   /** Enables `checkpoint`/`restore`; without it they do nothing. */
@@ -1931,6 +1942,7 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    * number disables the watchdog). The call fails with an error naming the limit.
    */
   streamIdleTimeoutMs?: number;
+  /** The root contexts' starting `cwdState.cwd` (default `'/'`). */
   initialCwd?: string;
   /**
    * Receives non-fatal layer errors instead of `console.warn` (not in upstream). A loop's `until` predicate that
@@ -1945,6 +1957,12 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
 export declare class AgentHarness<TParams extends Record<string, unknown> = Record<string, unknown>> {
   constructor(opts: AgentHarnessOptions<TParams>);
   readonly config: AgentConfig<TParams>;
+  readonly fs: FsAdapter;
+  readonly shell: ShellAdapter;
+  /** Shared by every root context, so a `cd` carries across runs. */
+  readonly rootCwdState: CwdState;
+  /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
+  setRootCwd(nextCwd: string): void;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */
   run<I, O>(step: AnyMemoryStep<I, O>, input: I, ctx?: Context<unknown>): Promise<O>;
   createContext(opts?: CreateContextOptions): Context;

@@ -5,6 +5,7 @@ const items = require('./items.cjs');
 const memory = require('./memory.cjs');
 const steps = require('./steps.cjs');
 const harness = require('./harness.cjs');
+const adapters = require('./adapters.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -33,4 +34,6 @@ module.exports = {
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
   seedFromItems: require('./session.cjs').seedFromItems,
+  createInMemoryFsAdapter: adapters.createInMemoryFsAdapter,
+  createInMemoryShellAdapter: adapters.createInMemoryShellAdapter,
 };

@@ -28,4 +28,6 @@ export const {
   createInMemoryStorage,
   createSqliteStorage,
   seedFromItems,
+  createInMemoryFsAdapter,
+  createInMemoryShellAdapter,
 } = core;

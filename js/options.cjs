@@ -33,6 +33,40 @@ function checkStorage(storage) {
   }
 }
 
+const FS_METHODS = ['readFile', 'readFileText', 'writeFile', 'writeFileBytes', 'appendFile', 'mkdir', 'rename', 'rm', 'access', 'stat', 'lstat', 'readdir'];
+const SHELL_METHODS = ['exec'];
+
+// An `fs` or `shell` adapter must have every method of upstream's interface: hooks, steps and tools call them
+// later, where a missing one would fail far from the mistake. null and undefined mean the in-memory default.
+function checkAdapter(adapter, { option, kind, methods, code, hint }) {
+  if (adapter == null) return;
+  if (typeof adapter !== 'object' && typeof adapter !== 'function') {
+    fail(code, `AgentHarness ${option} is ${describeValue(adapter)}; expected ${kind}.`, hint);
+  }
+  const missing = methods.filter((name) => typeof adapter[name] !== 'function');
+  if (missing.length > 0) {
+    const list = missing.map((name) => `'${name}'`).join(', ');
+    fail(code, `AgentHarness ${option} has no ${list} method${missing.length > 1 ? 's' : ''}.`, hint);
+  }
+}
+
+function checkAdapters(opts) {
+  checkAdapter(opts.fs, {
+    option: 'fs',
+    kind: 'an FsAdapter',
+    methods: FS_METHODS,
+    code: 'INVALID_FS_ADAPTER',
+    hint: `Pass createInMemoryFsAdapter() or an object with ${FS_METHODS.join(', ')} methods, or leave \`fs\` out.`,
+  });
+  checkAdapter(opts.shell, {
+    option: 'shell',
+    kind: 'a ShellAdapter',
+    methods: SHELL_METHODS,
+    code: 'INVALID_SHELL_ADAPTER',
+    hint: 'Pass createInMemoryShellAdapter() or an object with an exec(command, options) method, or leave `shell` out.',
+  });
+}
+
 // Upstream has no tokenizer option; DECISIONS plans real tokenizers, which this build does not have yet.
 function checkTokenizer(tokenizer) {
   if (tokenizer === undefined || tokenizer === 'estimate') return;
@@ -83,6 +117,7 @@ function checkProjection(projection, where) {
 function checkHarnessOptions(opts) {
   checkObject(opts, 'The AgentHarness options', 'INVALID_HARNESS_OPTIONS', "Pass { name, params, ... }, e.g. new AgentHarness({ name: 'agent', params: {} }).");
   checkStorage(opts.storage);
+  checkAdapters(opts);
   checkTokenizer(opts.tokenizer);
   checkItemSchemas(opts.itemSchemas, opts.strictItemSchemas);
   checkProjection(opts.projection, 'AgentHarness');

@@ -204,6 +204,8 @@ class Runtime {
       stepNumber: info.stepNumber,
       tokenUsage: { ...info.tokenUsage },
       cost: info.cost,
+      fs: this.harness.fs,
+      shell: this.harness.shell,
       tokenize: estimateTokens,
       trace: { setAttribute() {}, addEvent() {} },
       // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.

@@ -7,6 +7,7 @@
 
 mod describe;
 mod dispatcher;
+mod fs;
 mod guard;
 mod harness;
 mod js_host;

@@ -1,0 +1,106 @@
+'use strict';
+// The harness's default filesystem and shell, as upstream's createInMemoryFsAdapter / createInMemoryShellAdapter.
+// The filesystem lives in Rust (NativeFs); this gives it upstream's method names and async signatures, and fails
+// the way upstream does: a plain Error whose message starts with the POSIX code ('ENOENT: ...'), no `code` field.
+const native = require('./native.cjs');
+
+const encoder = new TextEncoder();
+
+// Upstream starts with `path.trim()`, so a path that is not a string rejects with the TypeError that throws.
+function pathOf(path) {
+  if (typeof path === 'string') return path;
+  if (path instanceof String) return path.valueOf();
+  if (path == null) throw new TypeError(`Cannot read properties of ${path} (reading 'trim')`);
+  throw new TypeError('path.trim is not a function');
+}
+
+// Text as `TextEncoder.encode` takes it: undefined is '', anything else goes through ToString (a Symbol throws).
+const textOf = (content) => (content === undefined ? '' : `${content}`);
+
+// Upstream's conversion of binary content: a string is UTF-8, an ArrayBuffer is taken whole, anything else is read
+// as a view on its `.buffer` (so a non-view object becomes no bytes, and null throws).
+function bytesOf(content) {
+  if (typeof content === 'string') return encoder.encode(content);
+  if (content instanceof ArrayBuffer) return new Uint8Array(content);
+  return new Uint8Array(content.buffer, content.byteOffset, content.byteLength);
+}
+
+// The native side reports a failed operation with upstream's message; it reaches callers as a plain Error.
+function call(operation) {
+  try {
+    return operation();
+  } catch (e) {
+    throw e?.code === 'GenericFailure' ? new Error(e.message) : e;
+  }
+}
+
+function statsOf({ size, isDirectory }) {
+  return { size, isDirectory: () => isDirectory, isSymbolicLink: () => false, isFile: () => !isDirectory };
+}
+
+// `seed` maps paths to file contents (strings or bytes), created with their parent directories.
+function createInMemoryFsAdapter(seed) {
+  const fs = new native.NativeFs();
+  const adapter = {
+    async readFile(path) {
+      return call(() => fs.readFile(pathOf(path)));
+    },
+    async readFileText(path) {
+      return call(() => fs.readFileText(pathOf(path)));
+    },
+    async writeFile(path, content) {
+      const text = textOf(content);
+      call(() => fs.writeFile(pathOf(path), text));
+    },
+    async writeFileBytes(path, content) {
+      const bytes = bytesOf(content);
+      call(() => fs.writeFileBytes(pathOf(path), bytes));
+    },
+    async appendFile(path, content) {
+      const p = pathOf(path);
+      call(() => fs.appendFile(p, textOf(content)));
+    },
+    async mkdir(dir) {
+      call(() => fs.mkdir(pathOf(dir)));
+    },
+    async rename(oldPath, newPath) {
+      const from = pathOf(oldPath);
+      call(() => fs.rename(from, pathOf(newPath)));
+    },
+    async rm(path, options) {
+      const p = pathOf(path);
+      call(() => fs.rm(p, Boolean(options?.recursive), Boolean(options?.force)));
+    },
+    async access(path, _mode) {
+      call(() => fs.access(pathOf(path)));
+    },
+    async stat(path) {
+      return statsOf(call(() => fs.stat(pathOf(path))));
+    },
+    async lstat(path) {
+      return statsOf(call(() => fs.stat(pathOf(path))));
+    },
+    async readdir(path) {
+      return call(() => fs.readdir(pathOf(path)));
+    },
+  };
+  for (const [path, content] of Object.entries(seed ?? {})) {
+    call(() => fs.seedFile(path, bytesOf(content)));
+  }
+  return adapter;
+}
+
+// Upstream's portable default: runs nothing, and says so.
+function createInMemoryShellAdapter() {
+  return {
+    async exec(command, _options) {
+      return {
+        stdout: '',
+        stderr: `Shell execution is not available in the default in-memory adapter: ${command}`,
+        exitCode: 127,
+      };
+    },
+  };
+}
+
+module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter };
