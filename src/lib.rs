@@ -13,6 +13,7 @@ mod js_host;
 mod protocol;
 mod session;
 mod storage;
+mod subprocess;
 mod unstable;
 
 use napi_derive::napi;

@@ -4,10 +4,12 @@
 //! their costs, budgets, projection, the memory-layer lifecycle, the step interpreter and the harness. User code
 //! (hooks, step functions, tools, storage adapters) is reached through the [`host::Host`] trait.
 
+pub mod adapters;
 pub mod error;
 pub mod harness;
 pub mod host;
 pub mod items;
+pub mod js_date;
 pub mod js_text;
 pub mod memory;
 pub mod provider;
