@@ -837,3 +837,4 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.NativeHarness = nativeBinding.NativeHarness
 module.exports.NativeStorage = nativeBinding.NativeStorage
+module.exports.NativeSubprocessRegistry = nativeBinding.NativeSubprocessRegistry

@@ -7,6 +7,7 @@ const { describeStep } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
+const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 
 
@@ -123,6 +124,7 @@ class AgentHarness {
       () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
+    this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
   }
 
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).

@@ -32,8 +32,12 @@ module.exports = {
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
+  createInMemorySubprocessAdapter: require('./subprocess.cjs').createInMemorySubprocessAdapter,
+  serializeError: require('./subprocess.cjs').serializeError,
   seedFromItems: require('./session.cjs').seedFromItems,
-  // Internal classes the generated declarations describe; use AgentHarness and createInMemoryStorage.
+  // Internal classes the generated declarations describe; use AgentHarness, createInMemoryStorage and
+  // createInMemorySubprocessAdapter.
   NativeHarness: require('./native.cjs').NativeHarness,
   NativeStorage: require('./native.cjs').NativeStorage,
+  NativeSubprocessRegistry: require('./native.cjs').NativeSubprocessRegistry,
 };

@@ -27,7 +27,10 @@ export const {
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,
+  createInMemorySubprocessAdapter,
+  serializeError,
   seedFromItems,
   NativeHarness,
   NativeStorage,
+  NativeSubprocessRegistry,
 } = core;

@@ -3,6 +3,7 @@
 // NoeticConfigError that names what was passed, never silently dropped or left to fail inside the runtime.
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { nativeStoreOf } = require('./storage.cjs');
+const { checkSubprocessAdapter } = require('./subprocess.cjs');
 
 function fail(code, message, hint) {
   throw new NoeticConfigError({ code, message, hint });
@@ -86,6 +87,7 @@ function checkHarnessOptions(opts) {
   checkTokenizer(opts.tokenizer);
   checkItemSchemas(opts.itemSchemas, opts.strictItemSchemas);
   checkProjection(opts.projection, 'AgentHarness');
+  checkSubprocessAdapter(opts.subprocess);
 }
 
 // threadId and resourceId key layer state; one that is not a string would be dropped.
