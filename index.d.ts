@@ -515,6 +515,23 @@ export interface SubprocessAdapter {
   listLive(): Promise<ReadonlyArray<SubprocessHandle>>;
 }
 
+export interface CreateInMemorySubprocessAdapterOptions {
+  /** Runs a process request; without it the handle completes at once. */
+  run?: (request: SubprocessRequest, handle: SubprocessHandle) => Promise<void>;
+  /** Runs a step request that has no `_localExecutor`. */
+  stepRunner?: (request: StepSubprocessRequest, handle: SubprocessHandle) => Promise<unknown>;
+  /** Its fields are merged over the adapter's own metadata at spawn. */
+  metadataInjector?: (request: SubprocessRequest) => Partial<SubprocessHandleMetadata>;
+  /** Keeps a manifest per running step handle, so that another adapter can `reattach` and `listLive` it. */
+  storage?: StorageAdapter;
+}
+
+/** The default SubprocessAdapter: runs step requests in-process; handles live as long as the adapter. */
+export declare function createInMemorySubprocessAdapter(options?: CreateInMemorySubprocessAdapterOptions): SubprocessAdapter;
+
+/** A thrown value as a plain SerializedError; a NoeticError keeps its `noeticError` payload. */
+export declare function serializeError(err: unknown): SerializedError;
+
 // =============================================================================
 // Types: Observability
 // =============================================================================
@@ -1983,6 +2000,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   getQueueSize(scope?: SessionScope): number;
   /** Replaces a session's history (the session is created on demand). */
   seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
+  /** `opts.subprocess`, else an adapter of its own from `createInMemorySubprocessAdapter()`. */
+  readonly subprocess: SubprocessAdapter;
 }
 
 /** Anything that can seed a session's history. */
@@ -2119,6 +2138,21 @@ declare class NativeStorage {
   list(prefix: string): Promise<Array<string>>
 }
 
+declare class NativeSubprocessRegistry {
+  constructor()
+  spawn(): NativeSubprocessHandleState
+  get(id: string): NativeSubprocessHandleState | null
+  /** A run ended, well (`ok`) or not. */
+  settle(id: string, ok: boolean): NativeSubprocessHandleState | null
+  stop(id: string): NativeSubprocessHandleState | null
+  reattach(id: string, startedAt: string): NativeSubprocessHandleState
+  /** The state of a handle known only from a manifest, without taking it in. */
+  static fromManifest(id: string, startedAt: string): NativeSubprocessHandleState
+  isAlive(id: string): boolean
+  /** The live handles' ids, in the order they became live. */
+  liveIds(): Array<string>
+}
+
 interface BudgetCheck {
   cost: number
   steps: number
@@ -2145,6 +2179,14 @@ interface BudgetOutput {
 interface NativeFsStat {
   size: number
   isDirectory: boolean
+}
+
+/** A handle without its metadata, shaped as upstream's `SubprocessHandle` fields. */
+interface NativeSubprocessHandleState {
+  id: string
+  status: string
+  startedAt: string
+  updatedAt: string
 }
 
 interface PolicyInput {

@@ -838,3 +838,4 @@ module.exports = nativeBinding
 module.exports.NativeFs = nativeBinding.NativeFs
 module.exports.NativeHarness = nativeBinding.NativeHarness
 module.exports.NativeStorage = nativeBinding.NativeStorage
+module.exports.NativeSubprocessRegistry = nativeBinding.NativeSubprocessRegistry

@@ -261,3 +261,18 @@ test("harness tools are offered in a session to a step without tools of its own,
   // Outside a session (harness.run) a step without tools is offered only its layers' tools, as upstream.
   assert.throws(() => new AgentHarness({ name: 'a', params: {}, tools: [{ name: 'x' }] }), (e) => e.code === 'INVALID_TOOLS');
 });
+
+test("a session's context and its tools reach the harness's adapters", async () => {
+  const { createInMemoryFsAdapter } = await import('../js/index.mjs');
+  const fs = createInMemoryFsAdapter();
+  await fs.writeFile('/notes.txt', 'tea');
+  let seen;
+  const peek = step.run({ id: 'peek', execute: async (_input, ctx) => ((seen = ctx), 'ok') });
+  const h = new AgentHarness({ name: 'agent', params: {}, initialStep: peek, fs });
+  await h.execute('look');
+  assert.equal((await h.getAgentResponse()).text, 'ok');
+  assert.equal(seen.fs, fs);
+  assert.equal(await seen.fs.readFileText('/notes.txt'), 'tea');
+  assert.equal(seen.shell, h.shell);
+  assert.equal(seen.subprocess, h.subprocess);
+});

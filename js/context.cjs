@@ -114,6 +114,9 @@ class ContextImpl {
   get shell() {
     return this._rt.harness.shell;
   }
+  get subprocess() {
+    return this._rt.harness.subprocess;
+  }
   get stepCount() {
     return this._field('stepCount');
   }

@@ -7,6 +7,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
+const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
 
@@ -129,6 +130,7 @@ class AgentHarness {
       () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
+    this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
   }
 
   // The working directory of the next root context (and of the current ones, which share this state).

@@ -33,6 +33,8 @@ module.exports = {
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
+  createInMemorySubprocessAdapter: require('./subprocess.cjs').createInMemorySubprocessAdapter,
+  serializeError: require('./subprocess.cjs').serializeError,
   seedFromItems: require('./session.cjs').seedFromItems,
   createInMemoryFsAdapter: adapters.createInMemoryFsAdapter,
   createInMemoryShellAdapter: adapters.createInMemoryShellAdapter,

@@ -27,6 +27,8 @@ export const {
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,
+  createInMemorySubprocessAdapter,
+  serializeError,
   seedFromItems,
   createInMemoryFsAdapter,
   createInMemoryShellAdapter,

@@ -3,6 +3,7 @@
 // NoeticConfigError that names what was passed, never silently dropped or left to fail inside the runtime.
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { nativeStoreOf } = require('./storage.cjs');
+const { checkSubprocessAdapter } = require('./subprocess.cjs');
 
 function fail(code, message, hint) {
   throw new NoeticConfigError({ code, message, hint });
@@ -122,6 +123,7 @@ function checkHarnessOptions(opts) {
   checkItemSchemas(opts.itemSchemas, opts.strictItemSchemas);
   checkProjection(opts.projection, 'AgentHarness');
   checkTools(opts.tools);
+  checkSubprocessAdapter(opts.subprocess);
 }
 
 // The harness's own tools, offered in every session: each needs a name and an execute function.

@@ -14,6 +14,7 @@ mod js_host;
 mod protocol;
 mod session;
 mod storage;
+mod subprocess;
 mod unstable;
 
 use napi_derive::napi;

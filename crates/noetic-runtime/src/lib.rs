@@ -9,6 +9,7 @@ pub mod error;
 pub mod harness;
 pub mod host;
 pub mod items;
+pub mod js_date;
 pub mod js_text;
 pub mod memory;
 pub mod provider;

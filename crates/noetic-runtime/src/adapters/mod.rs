@@ -1,8 +1,11 @@
-//! The harness's default adapters that hold data: the in-memory filesystem behind `createInMemoryFsAdapter()`.
-//! (The default shell is a stub with no state, so it stays JS glue.)
+//! The state behind the harness's default adapters that Rust owns: the in-memory filesystem behind
+//! `createInMemoryFsAdapter()` and the subprocess adapter's handle registry. (The default shell is a stub with no
+//! state, so it stays JS glue; the adapters' user-facing functions and the JS values they carry stay with their
+//! JS wrappers, A2.)
 
 mod fs_path;
 mod memory_fs;
+pub mod subprocess;
 
 pub use self::fs_path::{basename, normalize_path, parent_path};
 pub use self::memory_fs::{FsError, FsErrorKind, FsResult, FsStat, MemoryFs, decode_utf8_text};

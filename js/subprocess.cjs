@@ -1,0 +1,307 @@
+'use strict';
+// `createInMemorySubprocessAdapter`: upstream's default SubprocessAdapter. A step request runs in-process (its
+// `_localExecutor`, else the `stepRunner` option); a process request launches nothing and runs the `run` option,
+// if any. Which handles exist, their status, timestamps and liveness, and what each transition may do, are native
+// (NativeSubprocessRegistry). Kept here, because they are JS values or JS calls: each handle's metadata (a step's
+// result and the request's own metadata come back as the very values given), the handle objects `get` returns,
+// the user's functions, and the manifests in the user's storage through which another adapter can `reattach`
+// and `listLive` the handles of this one.
+const { NativeSubprocessRegistry } = require('./native.cjs');
+const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
+
+// Upstream's key layout, so that a storage shared with upstream's adapter reads the same.
+const MANIFEST_PREFIX = 'inMemorySubprocess:manifest:';
+const manifestKey = (handleId) => `${MANIFEST_PREFIX}${handleId}`;
+
+const isRecord = (value) => typeof value === 'object' && value !== null;
+
+// A thrown value as a plain `SerializedError`; a NoeticError keeps its structured payload so that it can be
+// rebuilt with its kind.
+function serializeError(err) {
+  if (err instanceof Error) {
+    const payload = { message: err.message, name: err.name, stack: err.stack };
+    if ('noeticError' in err) payload.noeticError = err.noeticError;
+    return payload;
+  }
+  return { message: typeof err === 'string' ? err : String(err) };
+}
+
+// As `serializeError`, for a value whose getters throw too: a run's failure must always be recorded (B6).
+function serializedOrDescribed(err) {
+  try {
+    return serializeError(err);
+  } catch {
+    return { message: messageOf(err) };
+  }
+}
+
+const stepMetadata = (request) => ({
+  ...(request.metadata ?? {}),
+  runtime: 'in-memory',
+  kind: 'step',
+  stepId: request.stepId,
+  executionId: request.executionId,
+});
+
+const processMetadata = (request) => ({
+  ...(request.metadata ?? {}),
+  runtime: 'in-memory',
+  command: request.command,
+  args: request.args ?? [],
+  cwd: request.cwd,
+});
+
+const manifestMetadata = (manifest) => ({
+  runtime: 'in-memory',
+  kind: 'step',
+  stepId: manifest.stepId,
+  executionId: manifest.executionId,
+  reattachMode: manifest.reattachMode,
+});
+
+// What a manifest must hold to be read back; anything else under the prefix is ignored.
+function isStepManifest(value) {
+  return (
+    isRecord(value) &&
+    value.kind === 'step' &&
+    typeof value.handleId === 'string' &&
+    typeof value.stepId === 'string' &&
+    typeof value.executionId === 'string' &&
+    typeof value.startedAt === 'string' &&
+    isRecord(value.overrides)
+  );
+}
+
+// A handle as upstream shapes one: the native state and the metadata JS keeps.
+const handleOf = (state, metadata) => ({
+  id: state.id,
+  status: state.status,
+  startedAt: state.startedAt,
+  updatedAt: state.updatedAt,
+  metadata,
+});
+
+const OPTIONS_HINT = 'Pass { run?, stepRunner?, metadataInjector?, storage? }: functions, and a StorageAdapter (get, set, delete, list).';
+
+function checkOptions(options) {
+  const fail = (message) => {
+    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_OPTIONS', message, hint: OPTIONS_HINT });
+  };
+  if (!isRecord(options)) fail(`createInMemorySubprocessAdapter options are ${describeValue(options)}; expected an object.`);
+  for (const name of ['run', 'stepRunner', 'metadataInjector']) {
+    const value = options[name];
+    if (value != null && typeof value !== 'function') fail(`createInMemorySubprocessAdapter ${name} is ${describeValue(value)}; expected a function.`);
+  }
+  const { storage } = options;
+  if (storage == null) return;
+  const missing = ['get', 'set', 'delete', 'list'].filter((name) => typeof storage?.[name] !== 'function');
+  if (missing.length > 0) fail(`createInMemorySubprocessAdapter storage has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`);
+}
+
+function createInMemorySubprocessAdapter(options = {}) {
+  checkOptions(options);
+  const registry = new NativeSubprocessRegistry();
+  // Each handle as `get` returns it, replaced (never mutated) at every transition, as upstream's are.
+  const handles = new Map();
+  const storage = options.storage ?? undefined;
+
+  // Async, like upstream's, so that a run's steps take the same turns of the microtask queue.
+  async function save(handle) {
+    handles.set(handle.id, handle);
+    return handle;
+  }
+
+  function withInjected(request, intrinsic) {
+    return options.metadataInjector ? { ...intrinsic, ...options.metadataInjector(request) } : intrinsic;
+  }
+
+  // A manifest that cannot be written must not fail the spawn: the step still runs, only not durably.
+  async function persist(request, handle) {
+    if (!storage) return;
+    const manifest = {
+      kind: 'step',
+      handleId: handle.id,
+      stepId: request.stepId,
+      executionId: request.executionId,
+      serializedInput: request.serializedInput,
+      overrides: request.overrides,
+      startedAt: handle.startedAt,
+      // A reattached in-memory handle can only be run again from its input; there is no process to rebind to.
+      reattachMode: 'replay',
+    };
+    try {
+      await storage.set(manifestKey(handle.id), manifest);
+    } catch (err) {
+      console.warn(`createInMemorySubprocessAdapter: failed to persist manifest for "${handle.id}":`, err);
+    }
+  }
+
+  // Once a handle has ended its manifest goes, or every later adapter would list it as live.
+  async function forget(handleId) {
+    if (!storage) return;
+    try {
+      await storage.delete(manifestKey(handleId));
+    } catch (err) {
+      console.warn(`createInMemorySubprocessAdapter: failed to clear manifest for "${handleId}":`, err);
+    }
+  }
+
+  async function loadManifest(handleId) {
+    const raw = await storage.get(manifestKey(handleId));
+    return isStepManifest(raw) ? raw : null;
+  }
+
+  async function listManifests() {
+    const manifests = [];
+    for (const key of await storage.list(MANIFEST_PREFIX)) {
+      const raw = await storage.get(key);
+      if (isStepManifest(raw)) manifests.push(raw);
+    }
+    return manifests;
+  }
+
+  // `outcome` is `{ result }` for a step; a process has none, and its metadata object is then kept as it is.
+  async function succeed(handle, outcome) {
+    const state = registry.settle(handle.id, true);
+    if (state == null) return;
+    const { metadata } = handles.get(handle.id);
+    await save(handleOf(state, outcome === undefined ? metadata : { ...(metadata ?? {}), ...outcome }));
+    await forget(handle.id);
+  }
+
+  async function fail(handle, err) {
+    const state = registry.settle(handle.id, false);
+    const { metadata } = handles.get(handle.id) ?? handle;
+    await save(handleOf(state, { ...(metadata ?? {}), error: serializedOrDescribed(err) }));
+    await forget(handle.id);
+  }
+
+  async function runStep(request, handle) {
+    try {
+      let result;
+      if (request._localExecutor) result = await request._localExecutor();
+      else if (options.stepRunner) result = await options.stepRunner(request, handle);
+      else {
+        throw new Error(
+          `In-memory subprocess adapter has no executor for step "${request.stepId}". ` +
+            'Provide a stepRunner option or dispatch via AgentHarness.',
+        );
+      }
+      await succeed(handle, { result });
+    } catch (err) {
+      await fail(handle, err);
+    }
+  }
+
+  async function runProcess(request, handle) {
+    try {
+      await options.run?.(request, handle);
+      await succeed(handle);
+    } catch (err) {
+      await fail(handle, err);
+    }
+  }
+
+  async function spawnStep(request) {
+    const metadata = withInjected(request, stepMetadata(request));
+    const handle = handleOf(registry.spawn(), metadata);
+    await save(handle);
+    await persist(request, handle);
+    void runStep(request, handle);
+    return handle;
+  }
+
+  // Nothing is launched: a process request only runs the `run` option (upstream's test double).
+  async function spawnProcess(request) {
+    const metadata = withInjected(request, processMetadata(request));
+    const handle = handleOf(registry.spawn(), metadata);
+    await save(handle);
+    void runProcess(request, handle);
+    return handle;
+  }
+
+  const notFound = (handleId) => ({ kind: 'not_found', handleId });
+
+  function unsupported(handleId, what) {
+    const handle = handles.get(handleId);
+    if (!handle) return notFound(handleId);
+    return { kind: 'unsupported', handle, message: `In-memory subprocess adapter does not support ${what}.` };
+  }
+
+  return {
+    async spawn(request) {
+      if (!isRecord(request)) {
+        throw new NoeticConfigError({
+          code: 'INVALID_SUBPROCESS_REQUEST',
+          message: `subprocess.spawn(request): the request is ${describeValue(request)}; expected an object.`,
+          hint: "Pass { kind: 'step', stepId, serializedInput, executionId, overrides } or { command, args?, cwd? }.",
+        });
+      }
+      // Anything but a step request is a process request, as upstream reads `kind`.
+      return request.kind === 'step' ? spawnStep(request) : spawnProcess(request);
+    },
+    async get(handleId) {
+      return handles.get(handleId) ?? null;
+    },
+    async stop(handleId, reason) {
+      const handle = handles.get(handleId);
+      if (!handle) return notFound(handleId);
+      const state = registry.stop(handleId);
+      await forget(handleId);
+      const next = await save(handleOf(state, { ...(handle.metadata ?? {}), stopReason: reason }));
+      return { kind: 'stopped', handleId, handle: next };
+    },
+    async pause(handleId) {
+      return unsupported(handleId, 'pause');
+    },
+    async resume(handleId) {
+      return unsupported(handleId, 'resume');
+    },
+    async isAlive(handle) {
+      return typeof handle?.id === 'string' && registry.isAlive(handle.id);
+    },
+    // Without storage there is nothing to reattach to. With it, the handle is taken back as running; it is not
+    // run again here (`reattachMode: 'replay'` says how a caller may re-run it).
+    async reattach(handleId) {
+      if (!storage) return null;
+      const manifest = await loadManifest(handleId);
+      if (!manifest) return null;
+      const handle = handleOf(registry.reattach(manifest.handleId, manifest.startedAt), manifestMetadata(manifest));
+      await save(handle);
+      return handle;
+    },
+    // This adapter's live handles, then those of earlier adapters whose manifests are still in the storage.
+    async listLive() {
+      const live = new Map();
+      for (const id of registry.liveIds()) {
+        const handle = handles.get(id);
+        if (handle) live.set(id, handle);
+      }
+      if (storage) {
+        for (const manifest of await listManifests()) {
+          if (live.has(manifest.handleId)) continue;
+          const state = NativeSubprocessRegistry.fromManifest(manifest.handleId, manifest.startedAt);
+          live.set(manifest.handleId, handleOf(state, manifestMetadata(manifest)));
+        }
+      }
+      return [...live.values()];
+    },
+  };
+}
+
+// Anything with the methods the harness calls on an adapter (`spawn` and `get`) is one; null and undefined mean
+// the default.
+function checkSubprocessAdapter(adapter) {
+  if (adapter == null) return;
+  const hint = 'Pass createInMemorySubprocessAdapter() or an object implementing SubprocessAdapter (spawn, get, stop, pause, resume, isAlive, reattach, listLive).';
+  if (!isRecord(adapter) && typeof adapter !== 'function') {
+    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_ADAPTER', message: `AgentHarness subprocess is ${describeValue(adapter)}; expected a subprocess adapter.`, hint });
+  }
+  const missing = ['spawn', 'get'].filter((name) => typeof adapter[name] !== 'function');
+  if (missing.length > 0) {
+    const list = missing.map((name) => `'${name}'`).join(', ');
+    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_ADAPTER', message: `AgentHarness subprocess has no ${list} method${missing.length > 1 ? 's' : ''}.`, hint });
+  }
+}
+
+module.exports = { createInMemorySubprocessAdapter, serializeError, checkSubprocessAdapter };
