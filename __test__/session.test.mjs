@@ -276,3 +276,20 @@ test("a session's context and its tools reach the harness's adapters", async () 
   assert.equal(seen.shell, h.shell);
   assert.equal(seen.subprocess, h.subprocess);
 });
+
+test('previewRequestItems: layer recalls before the session history, read-only, failures a diagnostic', async () => {
+  const diagnostics = [];
+  const hint = { id: 'hint', slot: 1, scope: 'execution', hooks: { recall: async () => 'be brief' } };
+  const broken = { id: 'broken', slot: 2, scope: 'execution', hooks: { recall: async () => { throw new Error('no recall'); } } };
+  const h = new AgentHarness({ name: 'agent', params: {}, memory: [hint, broken], onDiagnostic: (d) => diagnostics.push(d) });
+  assert.deepEqual((await h.previewRequestItems({ threadId: 'empty' })).map((i) => i.content[0].text), ['be brief']);
+  h.seedSessionHistory('T', [createMessage('earlier', 'user')]);
+  const preview = await h.previewRequestItems({ threadId: 'T' });
+  assert.deepEqual(preview.map((i) => [i.role, i.content[0].text]), [['developer', 'be brief'], ['user', 'earlier']]);
+  assert.deepEqual(diagnostics.map((d) => `${d.layerId}:${d.hook}`), ['broken:recall', 'broken:recall']);
+  assert.equal(h.getQueueSize({ threadId: 'never' }), 0);
+  const bare = new AgentHarness({ name: 'bare', params: {} });
+  assert.deepEqual(await bare.previewRequestItems({ threadId: 'never' }), []);
+  assert.equal(bare.createContext().layers, undefined, 'a context without layers has none');
+  assert.deepEqual(h.createContext().layers.map((l) => l.id), ['hint', 'broken']);
+});

@@ -117,6 +117,10 @@ class ContextImpl {
   get subprocess() {
     return this._rt.harness.subprocess;
   }
+  // The layer objects of this context (undefined when it has none, as upstream).
+  get layers() {
+    return this._layers.length === 0 ? undefined : this._layers.map(({ handle }) => this._rt.handles.get(handle));
+  }
   get stepCount() {
     return this._field('stepCount');
   }

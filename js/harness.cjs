@@ -230,6 +230,10 @@ class AgentHarness {
     return session.getStatus(this, scope);
   }
 
+  previewRequestItems(scope) {
+    return session.previewRequestItems(this, scope);
+  }
+
   getQueueSize(scope) {
     return session.getQueueSize(this, scope);
   }

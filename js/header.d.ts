@@ -588,9 +588,13 @@ export interface ChannelHandle<T> {
 // Types: Steering
 // =============================================================================
 
-export type SteeringAction = 'allow' | 'deny' | 'guide';
+/** What a steering rule does with a tool call or model response. */
+export declare const SteeringAction: { readonly Allow: 'allow'; readonly Deny: 'deny'; readonly Guide: 'guide' };
+export type SteeringAction = (typeof SteeringAction)[keyof typeof SteeringAction];
 
-export type LedgerEntryKind = 'tool_call' | 'model_turn' | 'custom';
+/** What a steering ledger entry records. */
+export declare const LedgerEntryKind: { readonly ToolCall: 'tool_call'; readonly ModelTurn: 'model_turn'; readonly Custom: 'custom' };
+export type LedgerEntryKind = (typeof LedgerEntryKind)[keyof typeof LedgerEntryKind];
 
 export interface SteeringDecision {
   action: SteeringAction;
@@ -1998,6 +2002,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   abort(scope?: SessionScope & { reason?: string }): Promise<void>;
   getStatus(scope?: SessionScope): HarnessStatus;
   getQueueSize(scope?: SessionScope): number;
+  /** What the next turn's model would be sent as far as memory decides: layer recalls, then the history. */
+  previewRequestItems(scope?: SessionScope): Promise<ReadonlyArray<Item>>;
   /** Replaces a session's history (the session is created on demand). */
   seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
   /** `opts.subprocess`, else an adapter of its own from `createInMemorySubprocessAdapter()`. */

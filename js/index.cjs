@@ -17,6 +17,8 @@ module.exports = {
   stripUnresolvedToolCalls: items.stripUnresolvedToolCalls,
   findFunctionCall: items.findFunctionCall,
   Slot: memory.Slot,
+  SteeringAction: memory.SteeringAction,
+  LedgerEntryKind: memory.LedgerEntryKind,
   memory: memory.memory,
   layerData: memory.layerData,
   layerFn: memory.layerFn,

@@ -11,6 +11,8 @@ export const {
   stripUnresolvedToolCalls,
   findFunctionCall,
   Slot,
+  SteeringAction,
+  LedgerEntryKind,
   memory,
   layerData,
   layerFn,

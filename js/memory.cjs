@@ -7,6 +7,9 @@ const { callNative, describeValue, nonJsonAt, NoeticConfigError } = require('./e
 // Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
 const NATIVE = Symbol.for('noetic.nativeLayer');
 
+const SteeringAction = Object.freeze({ Allow: 'allow', Deny: 'deny', Guide: 'guide' });
+const LedgerEntryKind = Object.freeze({ ToolCall: 'tool_call', ModelTurn: 'model_turn', Custom: 'custom' });
+
 const Slot = Object.freeze({
   REMINDER: 80,
   STEERING: 90,

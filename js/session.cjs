@@ -103,6 +103,14 @@ async function abort(harness, scope) {
   await runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
 }
 
+// The items the next turn's model would be sent, as far as memory decides: layer recalls before the history.
+async function previewRequestItems(harness, scope) {
+  const runtime = harness._runtime;
+  const result = JSON.parse(await runtime.native.previewRequest(threadOf(scope, 'previewRequestItems')));
+  if (!result.ok) throw runtime.errorOf(result.error);
+  return result.value;
+}
+
 function getStatus(harness, scope) {
   return JSON.parse(harness._runtime.native.sessionStatus(threadOf(scope, 'getStatus')));
 }
@@ -222,6 +230,7 @@ module.exports = {
   execute,
   getAgentResponse,
   abort,
+  previewRequestItems,
   getStatus,
   getQueueSize,
   seedSessionHistory,

@@ -58,4 +58,7 @@ function checkBudget(ctx, limits) {
   );
 }
 
-module.exports = { allocateBudgets, assembleView, checkBudget };
+// Upstream's typed cast at framework boundaries: the value itself, typed as the caller says.
+const frameworkCast = (value) => value;
+
+module.exports = { allocateBudgets, assembleView, checkBudget, frameworkCast };

@@ -56,3 +56,6 @@ export declare function assembleView(opts: {
   historyItems: readonly Item[];
   policy?: ProjectionPolicy;
 }): Item[];
+
+/** The value itself, typed as `T`: a deliberate unchecked cast at a framework boundary. */
+export declare function frameworkCast<T>(value: unknown): T;

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::{Dispatch, foreground};
+use crate::guard::guarded;
 use crate::harness::{NativeHarness, parse};
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 
@@ -168,6 +169,22 @@ impl NativeHarness {
       .map(|item| parse_js_item(item, self.inner.item_types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
       .collect::<Result<Vec<_>>>()?;
     Ok(self.inner.seed_session(&thread, items))
+  }
+
+  /// The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`).
+  #[napi]
+  pub async fn preview_request(&self, thread: String) -> Result<String> {
+    let harness = Arc::clone(&self.inner);
+    guarded(async move {
+      Ok(match harness.preview_request(&thread).await {
+        Ok(items) => {
+          let texts: Vec<String> = items.iter().map(|item| item.to_json_text()).collect();
+          format!(r#"{{"ok":true,"value":[{}]}}"#, texts.join(","))
+        }
+        Err(error) => json!({ "ok": false, "error": error_json(&error) }).to_string(),
+      })
+    })
+    .await
   }
 
   /// A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor.

@@ -405,6 +405,41 @@ impl Harness {
     ctx.id.clone()
   }
 
+  /// What the next turn's model would be sent, as far as memory decides it (upstream's `previewRequestItems`): the
+  /// harness's layers recalled over a throwaway context holding the session's history, their items before the
+  /// history. Read-only: it makes no session, runs no init, and a layer whose recall fails is a diagnostic.
+  pub async fn preview_request(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
+    let history: Vec<Arc<Item>> = self
+      .existing_session(thread)
+      .and_then(|session| session.context())
+      .map(|ctx| ctx.state().log.items().to_vec())
+      .unwrap_or_default();
+    if self.layers.is_empty() {
+      return Ok(history);
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let ctx = self.open_context(ExecContext::new(id, thread.to_owned(), None, 0, None, Arc::clone(&self.layers)));
+    let policy = self.projection.clone().unwrap_or(crate::memory::DEFAULT_PROJECTION);
+    let ids: Vec<_> = ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
+    let recalled = match crate::memory::allocate_budgets(&ids, policy.token_budget, 0.0, policy.response_reserve) {
+      Ok(allocation) => {
+        let budgets = allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
+        lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None).await
+      }
+      Err(error) => {
+        self.drop_context(&ctx.id);
+        return Err(error.into());
+      }
+    };
+    self.drop_context(&ctx.id);
+    let mut items: Vec<Arc<Item>> = recalled.into_iter().flat_map(|entry| entry.items).collect();
+    if items.is_empty() {
+      return Ok(history);
+    }
+    items.extend(history);
+    Ok(items)
+  }
+
   /// Aborts the turn in flight, if any; `on_end` is told when it has ended (at once when none is running). Queued
   /// messages stay queued and drive the next turn.
   pub fn abort_session(&self, thread: &str, reason: &str, on_end: Waiter) {
