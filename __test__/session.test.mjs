@@ -293,3 +293,38 @@ test('previewRequestItems: layer recalls before the session history, read-only, 
   assert.equal(bare.createContext().layers, undefined, 'a context without layers has none');
   assert.deepEqual(h.createContext().layers.map((l) => l.id), ['hint', 'broken']);
 });
+
+test("between-rounds: a message sent during a turn's tool round joins that turn before its next round", async () => {
+  const { z } = await import('zod');
+  const { tool } = await import('../js/index.mjs');
+  let h;
+  const ask = tool({
+    name: 'ask_user',
+    description: 'ask',
+    input: z.object({}),
+    execute: async () => {
+      await h.execute('also: green tea', { deliveryMode: 'between-rounds', messageId: 'extra' });
+      await h.execute('a separate question', { messageId: 'later' });
+      return 'asked';
+    },
+  });
+  const script = [{ toolCalls: [{ name: 'ask_user', arguments: {} }] }, { text: 'noted both' }, { text: 'second turn' }];
+  h = new AgentHarness({ name: 'agent', params: {}, initialStep: step.llm({ id: 'chat', model: 'm', tools: [ask] }), llm: { provider: 'scripted', script } });
+  const events = [];
+  const reading = (async () => {
+    for await (const event of h.getFullStream()) {
+      events.push(event);
+      if (events.filter((e) => e.type === 'agent:turn_completed').length === 2) return;
+    }
+  })();
+  await h.execute('what do I like?', { messageId: 'first' });
+  const response = await h.getAgentResponse();
+  await reading;
+  assert.equal(response.text, 'second turn');
+  const injected = events.find((e) => e.type === 'agent:inbox_injected');
+  assert.deepEqual(injected.data, { round: 1, count: 1, messageIds: ['extra'] });
+  const started = events.filter((e) => e.type === 'agent:turn_started').map((e) => e.data.messageIds);
+  assert.deepEqual(started, [['first'], ['later']], 'the between-rounds message started no turn of its own');
+  const kinds = response.items.map((i) => (i.type === 'message' ? `${i.role}:${i.content[0].text}` : i.type));
+  assert.deepEqual(kinds.slice(0, 5), ['user:what do I like?', 'user:also: green tea', 'function_call', 'function_call_output', 'assistant:noted both']);
+});

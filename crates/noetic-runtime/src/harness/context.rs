@@ -1,12 +1,12 @@
 //! An execution context: the log, counters and results of one execution (a run, or a spawn child).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::session::Streams;
+use super::session::{Session, Streams};
 use crate::host::{ExecInfo, StepValue, TokenCounts};
 use crate::items::ItemLog;
 use crate::memory::registry::LayerSet;
@@ -48,6 +48,9 @@ pub struct ExecContext {
   abort_signal: watch::Sender<bool>,
   /// The session's event log, for a session's context: steps and model calls report there.
   pub events: Option<Arc<Streams>>,
+  /// The session whose `between-rounds` messages this context's tool rounds take in (a session's own context
+  /// only, not its children's, as upstream). Weak: the session holds its context.
+  pub inbox: Option<Weak<Session>>,
 }
 
 impl ExecContext {
@@ -70,6 +73,7 @@ impl ExecContext {
       state: Mutex::default(),
       abort_signal: watch::Sender::new(false),
       events: None,
+      inbox: None,
     }
   }
 

@@ -1,14 +1,15 @@
 //! The runtime's tool loop: the model answers a round, every function call it makes runs, the outputs go back,
 //! and the next round starts, until a round makes no calls.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use super::Harness;
 use super::context::ExecContext;
 use super::error::RunResult;
 use super::round_model::{RoundModel, RoundRequest};
+use super::session::message_text;
 use crate::error::NoeticError;
-use crate::items::{Item, function_call_output};
+use crate::items::{Item, function_call_output, input_message};
 use crate::provider::Round;
 
 /// Rounds one step may take before the loop stops asking.
@@ -32,6 +33,9 @@ impl Harness {
       {
         return Err(NoeticError::cancelled(&reason).into());
       }
+      if round_number > 0 {
+        self.take_in_between_rounds(ctx, round_number, &mut conversation);
+      }
       let round = model.answer(&RoundRequest { conversation: &conversation, ..request }).await?;
       response.add_usage(&round);
       let mut outputs = Vec::new();
@@ -46,7 +50,7 @@ impl Harness {
           Some(tool) => self.run_tool(tool, item.arguments().unwrap_or("{}"), ctx).await,
           None => Some(format!("Error: tool '{name}' not found")),
         };
-        // A `void` result is pinned as an empty output (upstream leaves `output` undefined).
+        // A `void` result has no output, as upstream's.
         outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output)));
       }
       conversation.extend(round.items.iter().cloned());
@@ -59,5 +63,29 @@ impl Harness {
       }
     }
     Ok(response)
+  }
+
+  /// Messages sent to the session with `deliveryMode: 'between-rounds'` join the turn before its next round: each
+  /// becomes a user message in the conversation and the log, and `inbox_injected` reports them, as upstream.
+  fn take_in_between_rounds(&self, ctx: &ExecContext, round: usize, conversation: &mut Vec<Arc<Item>>) {
+    let Some(session) = ctx.inbox.as_ref().and_then(Weak::upgrade) else { return };
+    let messages = session.take_between_rounds();
+    if messages.is_empty() {
+      return;
+    }
+    for message in &messages {
+      let id = format!("user-{}", uuid::Uuid::new_v4());
+      let item = Arc::new(input_message(id, "user", message_text(message)));
+      ctx.state().log.push(Arc::clone(&item));
+      conversation.push(item);
+    }
+    if let Some(events) = &ctx.events {
+      let ids: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
+      events.framework(
+        &self.name,
+        "inbox_injected",
+        serde_json::json!({ "round": round, "count": messages.len(), "messageIds": ids }),
+      );
+    }
   }
 }

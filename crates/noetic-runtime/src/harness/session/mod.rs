@@ -34,7 +34,7 @@ pub enum DeliveryMode {
   /// Queued; runs in the turn after the one in flight.
   #[default]
   NextTurn,
-  /// Upstream injects these between a turn's tool rounds; here they queue like `NextTurn` (see DECISIONS).
+  /// Joins the turn in flight before its next tool round (a provider's tool loop); otherwise runs as the next turn.
   BetweenRounds,
   /// Aborts the turn in flight and runs first in the next.
   Interrupt,
@@ -187,6 +187,33 @@ impl Session {
   pub fn context(&self) -> Option<Arc<ExecContext>> {
     self.lock().context.clone()
   }
+
+  /// Takes the queued `between-rounds` messages, the others staying queued in order (upstream's
+  /// `drainBetweenRoundsMessages`).
+  pub fn take_between_rounds(&self) -> Vec<QueuedMessage> {
+    let mut state = self.lock();
+    if !state.queue.iter().any(|message| message.mode == DeliveryMode::BetweenRounds) {
+      return Vec::new();
+    }
+    let (taken, kept): (VecDeque<_>, VecDeque<_>) =
+      state.queue.drain(..).partition(|message| message.mode == DeliveryMode::BetweenRounds);
+    state.queue = kept;
+    taken.into()
+  }
+}
+
+/// A queued message's text, as upstream injects it: the text parts of its message items, a line each.
+pub fn message_text(message: &QueuedMessage) -> String {
+  let mut texts = Vec::new();
+  for item in message.items.iter().filter(|item| item.item_type() == "message") {
+    for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+      let is_text = matches!(part.get("type").and_then(Value::as_str), Some("input_text" | "output_text"));
+      if let (true, Some(text)) = (is_text, part.get("text").and_then(Value::as_str)) {
+        texts.push(text);
+      }
+    }
+  }
+  texts.join("\n")
 }
 
 /// Takes every queued message for the next turn and marks the session generating; `None` when none is queued.
@@ -365,7 +392,9 @@ impl Harness {
     }
     let history: Vec<Arc<Item>> =
       state.context.as_ref().map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
-    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, history);
+    let inbox = Some(Arc::downgrade(session));
+    let ctx =
+      self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox, history);
     if let Some(old) = state.context.replace(Arc::clone(&ctx)) {
       self.drop_context(&old.id);
     }
@@ -379,10 +408,13 @@ impl Harness {
     resource_id: Option<String>,
     layers: Arc<LayerSet>,
     streams: &Arc<Streams>,
+    inbox: Option<std::sync::Weak<Session>>,
     history: Vec<Arc<Item>>,
   ) -> Arc<ExecContext> {
     let id = uuid::Uuid::new_v4().to_string();
-    let ctx = ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
+    let mut ctx =
+      ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
+    ctx.inbox = inbox;
     {
       let mut state = ctx.state();
       for item in history {
@@ -397,7 +429,8 @@ impl Harness {
   pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
     let session = self.session(thread);
     let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
-    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, items);
+    let inbox = Some(Arc::downgrade(&session));
+    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, inbox, items);
     let old = session.lock().context.replace(Arc::clone(&ctx));
     if let Some(old) = old {
       self.drop_context(&old.id);
