@@ -1235,7 +1235,8 @@ export interface Context<TMemory = ContextMemory, TState = unknown> {
   readonly parent: Context | null;
   /** 0 for the root. */
   readonly depth: number;
-  readonly span: Span;
+  // Not in this build yet, so not declared (the types promise only what runs): `span` (traces), `recv` / `send` /
+  // `tryRecv` (channels) and `checkpoint()` (durable runs).
   readonly threadId: string;
   readonly resourceId?: string;
   readonly itemLog: ItemLog;
@@ -1252,11 +1253,6 @@ export interface Context<TMemory = ContextMemory, TState = unknown> {
   readonly memory: TMemory;
   readonly unifiedTools?: ReadonlyArray<Tool>;
   readonly itemSchemas?: ItemSchemaRegistry;
-  recv<T>(channel: Channel<T>, opts?: { timeout?: number }): Promise<T>;
-  /** Parks while a queue channel is full (30 s default timeout, then `channel_timeout`). */
-  send<T>(channel: Channel<T>, value: T): Promise<void>;
-  tryRecv<T>(channel: Channel<T>): T | null;
-  checkpoint(): Promise<void>;
   complete<T>(value: T): void;
   readonly completed: boolean;
   readonly completionValue: unknown;

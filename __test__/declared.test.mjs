@@ -20,6 +20,15 @@ test('every AgentHarness member index.d.ts declares exists at run time', () => {
   assert.deepEqual(missing, []);
 });
 
+test('every required member index.d.ts declares on Context exists at run time', () => {
+  const start = dts.indexOf('export interface Context<');
+  const body = dts.slice(dts.indexOf('{', start) + 1, dts.indexOf('\n}', start));
+  const required = [...body.matchAll(/^ {2}(?:readonly )?([A-Za-z_$][\w$]*)\s*[(<:]/gm)].map((m) => m[1]);
+  const ctx = new esm.AgentHarness({ name: 'declared', params: {} }).createContext();
+  assert.ok(required.length > 20, `found ${required.length} members`);
+  assert.deepEqual(required.filter((member) => !(member in ctx)), []);
+});
+
 test('every function and class index.d.ts exports is exported, and nothing internal is', async () => {
   const declared = [...dts.matchAll(/^export declare (?:function|class|const) ([A-Za-z_$][\w$]*)/gm)].map((m) => m[1]);
   const cjs = (await import('node:module')).createRequire(import.meta.url)('../js/index.cjs');
