@@ -328,3 +328,16 @@ test("between-rounds: a message sent during a turn's tool round joins that turn 
   const kinds = response.items.map((i) => (i.type === 'message' ? `${i.role}:${i.content[0].text}` : i.type));
   assert.deepEqual(kinds.slice(0, 5), ['user:what do I like?', 'user:also: green tea', 'function_call', 'function_call_output', 'assistant:noted both']);
 });
+
+test('ExecuteOptions.state is the turn’s ctx.state, the very value, set by the first message of each turn', async () => {
+  const seen = [];
+  const peek = step.run({ id: 'peek', execute: async (_input, ctx) => (seen.push(ctx.state), 'ok') });
+  const h = new AgentHarness({ name: 'agent', params: {}, initialStep: peek });
+  const mine = { user: 'ada' };
+  await h.execute('one', { state: mine });
+  await h.getAgentResponse();
+  await h.execute('two', { state: { user: 'bob' } });
+  await h.getAgentResponse();
+  assert.equal(seen[0], mine);
+  assert.deepEqual(seen[1], { user: 'bob' });
+});

@@ -325,6 +325,9 @@ class Runtime {
       case 'drained':
         this.drained();
         return '';
+      case 'contextState':
+        this.context(message.context).state = this.handles.get(message.state);
+        return '';
       default:
         return this.answer(message).then(
           (value) => JSON.stringify({ ok: true, ...value }),

@@ -62,6 +62,8 @@ function execute(harness, input, options = {}) {
       mode,
       resourceId: options.resourceId,
       memory: options.memory == null ? undefined : harness._describeMemory(options.memory, 'execute'),
+      // The turn's ctx.state: the very value, held until the session's turns end.
+      state: options.state === undefined ? undefined : runtime.keepValue(options.state),
     };
     const started = callNative(() => runtime.native.execute(thread, JSON.stringify(message)));
     if (started) runtime.sessionStarted();

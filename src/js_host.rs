@@ -217,6 +217,11 @@ impl Host for JsHost {
     Ok(Verdict { stop: verdict.stop, reason: verdict.reason })
   }
 
+  fn set_context_state(&self, context: &str, state: HostRef) {
+    // A notification: it reaches JS before any request the turn makes next, as the dispatcher's queue is in order.
+    self.dispatch.notify(json!({ "op": "contextState", "context": context, "state": state }).to_string());
+  }
+
   fn release_context(&self, context: &str) {
     self.dispatch.notify(json!({ "op": "release", "context": context }).to_string());
   }

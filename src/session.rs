@@ -105,6 +105,7 @@ fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
     mode: message.get("mode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
     resource_id: message.get("resourceId").and_then(Value::as_str).map(str::to_owned),
     layers,
+    state: message.get("state").and_then(Value::as_u64),
   })
 }
 

@@ -345,6 +345,8 @@ pub trait Host: Send + Sync {
   async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError>;
   /// A context is finished: the host may drop what it keeps for it.
   fn release_context(&self, context: &str);
+  /// A session turn starts in `context` with the user's `state` value (`ExecuteOptions.state`, `ctx.state`).
+  fn set_context_state(&self, _context: &str, _state: HostRef) {}
   /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     Err(HostError::Thrown {

@@ -113,6 +113,7 @@ fn message(id: &str, text: &str, mode: DeliveryMode) -> QueuedMessage {
     mode,
     resource_id: None,
     layers: None,
+    state: None,
   }
 }
 

@@ -60,6 +60,8 @@ pub struct QueuedMessage {
   pub resource_id: Option<String>,
   /// The message's own layers (`options.memory`), instead of the harness's.
   pub layers: Option<Arc<LayerSet>>,
+  /// `options.state`: what the turn's `ctx.state` starts as (the host's value).
+  pub state: Option<crate::host::HostRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -323,6 +325,10 @@ impl Harness {
     let started = std::time::Instant::now();
     let ctx = self.turn_context(session, &messages[0]);
     ctx.begin_turn();
+    // As upstream, the first message's options set up the turn.
+    if let Some(state) = messages[0].state {
+      self.env.host.set_context_state(&ctx.id, state);
+    }
     let items: Vec<Arc<Item>> = messages.into_iter().flat_map(|m| m.items).collect();
     let mut result = self.turn_in(&ctx, step, items).await;
     // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
