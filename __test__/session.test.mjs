@@ -341,3 +341,42 @@ test('ExecuteOptions.state is the turn’s ctx.state, the very value, set by the
   assert.equal(seen[0], mine);
   assert.deepEqual(seen[1], { user: 'bob' });
 });
+
+const gc = globalThis.gc ?? (globalThis.Bun ? () => globalThis.Bun.gc(true) : undefined);
+
+test('a stream outlives its harness: read after the harness is dropped, it still yields what the session said', { skip: !gc }, async () => {
+  let h = harnessWith(model());
+  const stream = h.getFullStream();
+  await h.execute('hello');
+  await h.getAgentResponse();
+  h = undefined;
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await sleep(10);
+  }
+  const types = [];
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'agent:turn_completed') break;
+  }
+  assert.deepEqual(types, ['agent:turn_started', 'agent:step_started', 'agent:step_completed', 'agent:turn_completed']);
+});
+
+test('from CommonJS: the whole session API', () => {
+  const result = child(`
+    const { AgentHarness, step } = require(${JSON.stringify(entry)});
+    const h = new AgentHarness({ name: 'cjs', params: {}, initialStep: step.llm({ id: 'c', model: 'm' }),
+      llm: { provider: 'scripted', script: [{ text: 'one' }, { text: 'two' }] } });
+    (async () => {
+      const seen = [];
+      const reading = (async () => { for await (const e of h.getFullStream({ threadId: 'T' })) { seen.push(e.type); if (seen.filter((t) => t === 'cjs:turn_completed').length === 2) return; } })();
+      await h.execute('first', { threadId: 'T' });
+      const a = await h.getAgentResponse({ threadId: 'T' });
+      await h.execute('second', { threadId: 'T' });
+      const b = await h.getAgentResponse({ threadId: 'T' });
+      await reading;
+      console.log(JSON.stringify({ a: a.text, b: b.text, items: b.items.length, status: h.getStatus({ threadId: 'T' }).kind, events: seen.length }));
+    })();`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.deepEqual(JSON.parse(result.stdout), { a: 'one', b: 'two', items: 4, status: 'idle', events: 8 });
+});
