@@ -49,7 +49,7 @@ test('execute takes a string, an item or items; the response carries text, items
   assert.deepEqual(first.usage, { inputTokens: 2, outputTokens: 1, cachedTokens: undefined });
   const item = createMessage('as an item', 'user');
   await h.execute(item);
-  assert.deepEqual((await h.getAgentResponse()).items[2], item);
+  assert.equal((await h.getAgentResponse()).items[2], item, 'an item handed to execute is itself in the log');
   await h.execute([createMessage('one', 'user'), createMessage('two', 'user')]);
   const third = await h.getAgentResponse();
   // The history grew turn by turn: 2 + 2 + 3 items, the model seeing all but its own reply each time.
@@ -252,6 +252,7 @@ test("harness tools are offered in a session to a step without tools of its own,
   const toolCtx = seenContexts[0];
   assert.equal(toolCtx.harness, h);
   assert.equal(toolCtx.ctx.threadId, '__default__');
+  assert.equal(h._runtime.inputs.size, 0, 'nothing handed to execute is held once its turn has it');
   assert.deepEqual(toolCtx.memory.get('notes'), { n: 1 });
   toolCtx.memory.set('notes', { n: 2 });
   assert.deepEqual(toolCtx.memory.get('notes'), { n: 2 });
@@ -327,6 +328,7 @@ test("between-rounds: a message sent during a turn's tool round joins that turn 
   assert.deepEqual(started, [['first'], ['later']], 'the between-rounds message started no turn of its own');
   const kinds = response.items.map((i) => (i.type === 'message' ? `${i.role}:${i.content[0].text}` : i.type));
   assert.deepEqual(kinds.slice(0, 5), ['user:what do I like?', 'user:also: green tea', 'function_call', 'function_call_output', 'assistant:noted both']);
+  assert.equal(h._runtime.inputs.size, 0, 'an injected message holds nothing back');
 });
 
 test('ExecuteOptions.state is the turn’s ctx.state, the very value, set by the first message of each turn', async () => {

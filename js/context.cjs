@@ -46,6 +46,14 @@ class ItemLogImpl {
     this._filled = items.length;
   }
 
+  // Items JS already holds, placed where the native log put them (a session turn's input).
+  _place(from, items) {
+    items.forEach((item, i) => {
+      if (this._objects[from + i] === undefined) this._objects[from + i] = item;
+    });
+    while (this._objects[this._filled] !== undefined) this._filled++;
+  }
+
   // Items made natively that arrive with a request, from position `from`: parsed once, here.
   _receive(from, texts) {
     texts.forEach((text, i) => {

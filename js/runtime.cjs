@@ -26,6 +26,8 @@ class Runtime {
     this.contextHandles = new Map();
     this.states = new Map();
     this.activeRuns = 0;
+    // Items handed to `execute`, by thread and message id, until their turn puts them in a log.
+    this.inputs = new Map();
     // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
@@ -134,6 +136,27 @@ class Runtime {
     this.runs.delete(id);
     if (waiting.hold) liveness.release();
     waiting.resolve(result);
+  }
+
+  pendingInput(thread, id, items) {
+    let pending = this.inputs.get(thread);
+    if (!pending) this.inputs.set(thread, (pending = new Map()));
+    pending.set(id, items);
+  }
+
+  takeInput(thread, ids) {
+    const pending = this.inputs.get(thread);
+    const items = ids.flatMap((id) => pending?.get(id) ?? []);
+    for (const id of ids) pending?.delete(id);
+    if (pending?.size === 0) this.inputs.delete(thread);
+    return items;
+  }
+
+  // A turn put its messages' items into a log: unchanged, the caller's objects stand for them (no conversion).
+  turnInput({ context, from, messages, adopted }) {
+    const ctx = this.context(context);
+    const items = this.takeInput(ctx.threadId, messages);
+    if (adopted) ctx.itemLog._place(from, items);
   }
 
   // A session's turns started natively; `drained` says they have ended.
@@ -324,6 +347,9 @@ class Runtime {
         return '';
       case 'drained':
         this.drained();
+        return '';
+      case 'turnInput':
+        this.turnInput(message);
         return '';
       case 'contextState':
         this.context(message.context).state = this.handles.get(message.state);

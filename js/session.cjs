@@ -56,16 +56,24 @@ function execute(harness, input, options = {}) {
       throw fail('INVALID_EXECUTE_OPTIONS', `execute: messageId must be a string, got ${typeof options.messageId}.`, 'Pass a string id, or leave it out for a random one.');
     }
     const runtime = harness._runtime;
+    const items = inputToItems(input);
     const message = {
       id: options.messageId ?? `msg-${randomUUID()}`,
-      items: inputToItems(input).map((item) => JSON.stringify(item)),
+      items: items.map((item) => JSON.stringify(item)),
       mode,
       resourceId: options.resourceId,
       memory: options.memory == null ? undefined : harness._describeMemory(options.memory, 'execute'),
       // The turn's ctx.state: the very value, held until the session's turns end.
       state: options.state === undefined ? undefined : runtime.keepValue(options.state),
     };
-    const started = callNative(() => runtime.native.execute(thread, JSON.stringify(message)));
+    runtime.pendingInput(thread, message.id, items);
+    let started;
+    try {
+      started = callNative(() => runtime.native.execute(thread, JSON.stringify(message)));
+    } catch (e) {
+      runtime.takeInput(thread, [message.id]);
+      throw e;
+    }
     if (started) runtime.sessionStarted();
     return Promise.resolve();
   } catch (e) {

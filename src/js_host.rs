@@ -222,6 +222,11 @@ impl Host for JsHost {
     self.dispatch.notify(json!({ "op": "contextState", "context": context, "state": state }).to_string());
   }
 
+  fn turn_input(&self, context: &str, from: usize, messages: &[&str], adopted: bool) {
+    let note = json!({ "op": "turnInput", "context": context, "from": from, "messages": messages, "adopted": adopted });
+    self.dispatch.notify(note.to_string());
+  }
+
   fn release_context(&self, context: &str) {
     self.dispatch.notify(json!({ "op": "release", "context": context }).to_string());
   }

@@ -347,6 +347,9 @@ pub trait Host: Send + Sync {
   fn release_context(&self, context: &str);
   /// A session turn starts in `context` with the user's `state` value (`ExecuteOptions.state`, `ctx.state`).
   fn set_context_state(&self, _context: &str, _state: HostRef) {}
+  /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
+  /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
+  fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
   /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     Err(HostError::Thrown {

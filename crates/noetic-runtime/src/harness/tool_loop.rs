@@ -79,8 +79,10 @@ impl Harness {
       ctx.state().log.push(Arc::clone(&item));
       conversation.push(item);
     }
+    let ids: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
+    // The injected messages are new items: what the host held for them stands for nothing in the log.
+    self.env.host.turn_input(&ctx.id, 0, &ids, false);
     if let Some(events) = &ctx.events {
-      let ids: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
       events.framework(
         &self.name,
         "inbox_injected",

@@ -329,8 +329,9 @@ impl Harness {
     if let Some(state) = messages[0].state {
       self.env.host.set_context_state(&ctx.id, state);
     }
-    let items: Vec<Arc<Item>> = messages.into_iter().flat_map(|m| m.items).collect();
-    let mut result = self.turn_in(&ctx, step, items).await;
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    let items: Vec<Arc<Item>> = messages.iter().flat_map(|m| m.items.iter().cloned()).collect();
+    let mut result = self.turn_in(&ctx, step, items, &ids).await;
     // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
     if let (Ok(_), Some(reason)) = (&result, ctx.aborted()) {
       result = Err(NoeticError::cancelled(&reason).into());
@@ -366,19 +367,29 @@ impl Harness {
 
   /// One turn in `ctx`: its layers initialise the first time, the turn's items pass through onItemAppend into the
   /// log, then the initial step runs with an empty input (the input is in the log), as upstream's turns do.
-  async fn turn_in(&self, ctx: &Arc<ExecContext>, step: &Step, items: Vec<Arc<Item>>) -> RunResult<StepValue> {
+  async fn turn_in(
+    &self,
+    ctx: &Arc<ExecContext>,
+    step: &Step,
+    input: Vec<Arc<Item>>,
+    messages: &[&str],
+  ) -> RunResult<StepValue> {
     self.ready_layers(ctx).await?;
-    let items = if ctx.layers.is_empty() || items.is_empty() {
-      items
+    let items = if ctx.layers.is_empty() || input.is_empty() {
+      input.clone()
     } else {
-      lifecycle::append_items(&self.env, &self.scope(ctx), items).await?
+      lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?
     };
-    {
+    let unchanged = items.len() == input.len() && items.iter().zip(&input).all(|(a, b)| Arc::ptr_eq(a, b));
+    let from = {
       let mut state = ctx.state();
+      let from = state.log.len();
       for item in items {
         state.log.push(item);
       }
-    }
+      from
+    };
+    self.env.host.turn_input(&ctx.id, from, messages, unchanged);
     let result = execute(self, step, StepValue::Text(String::new()), ctx).await;
     self.recall_cache.wait(&ctx.id).await;
     result
