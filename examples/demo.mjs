@@ -38,20 +38,26 @@ const script = [
 const live = Boolean(process.env.OPENROUTER_API_KEY);
 const model = process.env.NOETIC_DEMO_MODEL || 'openai/gpt-4o-mini';
 const storage = createInMemoryStorage();
+const instructions = 'You are a helpful assistant. Save what you learn about the user with your memory tools.';
+const agent = react({ model, instructions, maxSteps: 1 });
 const harness = new AgentHarness({
   name: 'demo',
   params: {},
   storage,
+  initialStep: agent,
+  memory: memory([workingMemory(), notesLayer(), observationalMemory()]),
   // The OpenRouter provider reads its key from OPENROUTER_API_KEY.
   llm: live ? { provider: 'openrouter' } : { provider: 'scripted', script },
 });
 console.log(live ? `(model: ${model} on OpenRouter)\n` : '(model: the built-in scripted model; set OPENROUTER_API_KEY for a real one)\n');
-const instructions = 'You are a helpful assistant. Save what you learn about the user with your memory tools.';
-const agent = react({ model, instructions, memory: memory([workingMemory(), notesLayer(), observationalMemory()]), maxSteps: 1 });
 
+// One session: each message is a turn over the thread's growing history, with the layers remembering across turns.
+const thread = { threadId: 'demo-thread' };
 for (const message of ["Hi, I'm Ada and I love green tea.", 'What do you know about me?']) {
   console.log(`user:  ${message}`);
-  console.log(`agent: ${await harness.run(agent, message, { threadId: 'demo-thread' })}`);
+  await harness.execute(message, thread);
+  const response = await harness.getAgentResponse(thread);
+  console.log(`agent: ${response.text}   (${response.items.length} items in the thread)`);
 }
 console.log('\nstored memory:');
 for (const key of await storage.list('layers/')) console.log(`  ${key} = ${JSON.stringify(await storage.get(key))}`);
