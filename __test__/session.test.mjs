@@ -382,3 +382,17 @@ test('from CommonJS: the whole session API', () => {
   assert.equal(result.status, 0, result.stderr);
   assert.deepEqual(JSON.parse(result.stdout), { a: 'one', b: 'two', items: 4, status: 'idle', events: 8 });
 });
+
+test('turns of different sessions reach the model in the order of their execute calls, as upstream', async () => {
+  for (let round = 0; round < 20; round++) {
+    const order = [];
+    const h = new AgentHarness({
+      name: 'agent', params: {}, initialStep: chat,
+      _testCallModel: async (request) => (order.push(request.items[0].content[0].text), reply('ok')),
+    });
+    await h.execute('from A', { threadId: 'A' });
+    await h.execute('from B', { threadId: 'B' });
+    await Promise.all([h.getAgentResponse({ threadId: 'A' }), h.getAgentResponse({ threadId: 'B' })]);
+    assert.deepEqual(order, ['from A', 'from B'], `round ${round}`);
+  }
+});

@@ -19,11 +19,18 @@ mod unstable;
 
 use napi_derive::napi;
 
-/// Replaces the default panic output with one that says whose bug it is. napi-rs turns the panic into a JS error
-/// at the boundary, so the Node process keeps running (A5).
+/// Replaces the default panic output with one that says whose bug it is (napi-rs turns the panic into a JS error
+/// at the boundary, so the Node process keeps running, A5), and gives the runtime one worker thread.
+///
+/// One worker because the runtime's own work is small next to the JS it waits on, and because work started from
+/// JS then begins in the order JS started it: two sessions' turns reach their first request to JS in the order of
+/// their `execute` calls, as upstream's do on its single thread. (The blocking pool, SQLite's, is separate.)
 #[napi(module_exports, skip_typescript)]
 pub fn init() {
   std::panic::set_hook(Box::new(|info| {
     eprintln!("@noetic-tools/core panicked: {info}. This is a bug in @noetic-tools/core, not in your code.");
   }));
+  if let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+    napi::bindgen_prelude::create_custom_tokio_runtime(runtime);
+  }
 }
