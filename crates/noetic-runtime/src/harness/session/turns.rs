@@ -1,0 +1,340 @@
+//! A session's turns: queuing a message, draining the queue turn by turn, the context a turn runs in, and what
+//! reads the session from outside (responses, aborts, seeding, the request preview).
+
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use serde_json::json;
+
+use super::{
+  DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, Waiter, now_ms,
+};
+use crate::error::{ConfigError, NoeticError};
+use crate::harness::{ExecContext, Harness, RunResult};
+use crate::host::StepValue;
+use crate::items::Item;
+use crate::memory::lifecycle;
+use crate::memory::registry::LayerSet;
+use crate::steps::{Step, execute};
+
+/// Takes every queued message for the next turn and marks the session generating; `None` when none is queued.
+fn begin_turn(state: &mut SessionState) -> Option<(String, Vec<QueuedMessage>)> {
+  if state.queue.is_empty() {
+    return None;
+  }
+  let turn_id = uuid::Uuid::new_v4().to_string();
+  state.status = Status::Generating { turn_id: turn_id.clone(), started_at: now_ms() };
+  Some((turn_id, state.queue.drain(..).collect()))
+}
+
+fn no_step() -> ConfigError {
+  ConfigError::new(
+    "NO_STEP_CONFIGURED",
+    "No initialStep configured on this harness.",
+    "Pass `initialStep` in constructor options, or use run() directly.",
+  )
+}
+
+impl Harness {
+  fn sessions(&self) -> MutexGuard<'_, std::collections::HashMap<String, Arc<Session>>> {
+    self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+  }
+
+  /// The session of `thread`, made on first use (a stream may be opened before the first message).
+  pub fn session(&self, thread: &str) -> Arc<Session> {
+    Arc::clone(self.sessions().entry(thread.to_owned()).or_insert_with(|| Arc::new(Session::new(thread.to_owned()))))
+  }
+
+  /// The session of `thread` if it exists; reads of status and queue size never make one.
+  pub fn existing_session(&self, thread: &str) -> Option<Arc<Session>> {
+    self.sessions().get(thread).cloned()
+  }
+
+  /// Queues a message. When no turn is running, the turn that takes it starts now and the work of the session's
+  /// turns is returned for the caller to spawn.
+  pub fn execute_message(self: &Arc<Self>, thread: &str, message: QueuedMessage) -> Result<Option<Drain>, ConfigError> {
+    let step = self.initial_step.clone().ok_or_else(no_step)?;
+    let session = self.session(thread);
+    let first = {
+      let mut state = session.lock();
+      let generating = matches!(state.status, Status::Generating { .. });
+      if message.mode == DeliveryMode::Interrupt && generating {
+        state.queue.push_front(message);
+        abort_locked(&mut state, "interrupt");
+        return Ok(None);
+      }
+      state.queue.push_back(message);
+      if state.draining {
+        return Ok(None);
+      }
+      state.draining = true;
+      begin_turn(&mut state)
+    };
+    let Some(first) = first else { return Ok(None) };
+    self.announce(&session, &first.0, &first.1);
+    let harness = Arc::clone(self);
+    Ok(Some(Box::pin(async move { harness.drain(session, step, first).await })))
+  }
+
+  /// Runs turns until the queue is empty.
+  async fn drain(self: Arc<Self>, session: Arc<Session>, step: Arc<Step>, first: (String, Vec<QueuedMessage>)) {
+    let mut turn = first;
+    loop {
+      let (turn_id, messages) = turn;
+      let outcome = self.run_turn(&session, &step, &turn_id, messages).await;
+      let (next, waiters, ended) = {
+        let mut state = session.lock();
+        state.status = Status::Idle;
+        state.running = None;
+        state.last = Some(outcome.clone());
+        let ended = std::mem::take(&mut state.turn_end);
+        let next = begin_turn(&mut state);
+        // As upstream: a success answers waiters once the queue is drained; a failure answers them at once.
+        let waiters = if next.is_none() || outcome.is_err() { std::mem::take(&mut state.waiters) } else { Vec::new() };
+        if next.is_none() {
+          state.draining = false;
+        }
+        (next, waiters, ended)
+      };
+      for waiter in ended.into_iter().chain(waiters) {
+        waiter(outcome.clone());
+      }
+      match next {
+        Some(next) => {
+          self.announce(&session, &next.0, &next.1);
+          turn = next;
+        }
+        None => return,
+      }
+    }
+  }
+
+  fn announce(&self, session: &Session, turn_id: &str, messages: &[QueuedMessage]) {
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    session.streams.framework(&self.name, "turn_started", json!({ "turnId": turn_id, "messageIds": ids }));
+  }
+
+  async fn run_turn(
+    &self,
+    session: &Arc<Session>,
+    step: &Step,
+    turn_id: &str,
+    messages: Vec<QueuedMessage>,
+  ) -> TurnOutcome {
+    let started = std::time::Instant::now();
+    let ctx = self.turn_context(session, &messages[0]);
+    ctx.begin_turn();
+    // As upstream, the first message's options set up the turn.
+    if let Some(state) = messages[0].state {
+      self.env.host.set_context_state(&ctx.id, state);
+    }
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    let items: Vec<Arc<Item>> = messages.iter().flat_map(|m| m.items.iter().cloned()).collect();
+    let mut result = self.turn_in(&ctx, step, items, &ids).await;
+    // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
+    if let (Ok(_), Some(reason)) = (&result, ctx.aborted()) {
+      result = Err(NoeticError::cancelled(&reason).into());
+    }
+    let outcome = match result {
+      Ok(value) => {
+        let state = ctx.state();
+        Ok(Arc::new(TurnResponse {
+          context_id: ctx.id.clone(),
+          log_len: state.log.len(),
+          text: value.as_text().unwrap_or_default().to_owned(),
+          input_tokens: state.tokens.input,
+          output_tokens: state.tokens.output,
+          cached_tokens: state.tokens.cached,
+          cost: state.cost,
+          last_layer_usage: state.last_layer_usage.clone(),
+        }))
+      }
+      Err(error) => Err(Arc::new(error)),
+    };
+    let events = &session.streams;
+    match &outcome {
+      Ok(_) => {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        events.framework(&self.name, "turn_completed", json!({ "turnId": turn_id, "durationMs": ms }));
+      }
+      Err(error) => {
+        events.framework(&self.name, "turn_aborted", json!({ "turnId": turn_id, "reason": error.to_string() }))
+      }
+    }
+    outcome
+  }
+
+  /// One turn in `ctx`: its layers initialise the first time, the turn's items pass through onItemAppend into the
+  /// log, then the initial step runs with an empty input (the input is in the log), as upstream's turns do.
+  async fn turn_in(
+    &self,
+    ctx: &Arc<ExecContext>,
+    step: &Step,
+    input: Vec<Arc<Item>>,
+    messages: &[&str],
+  ) -> RunResult<StepValue> {
+    self.ready_layers(ctx).await?;
+    let items = if ctx.layers.is_empty() || input.is_empty() {
+      input.clone()
+    } else {
+      lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?
+    };
+    let unchanged = items.len() == input.len() && items.iter().zip(&input).all(|(a, b)| Arc::ptr_eq(a, b));
+    let from = {
+      let mut state = ctx.state();
+      let from = state.log.len();
+      for item in items {
+        state.log.push(item);
+      }
+      from
+    };
+    self.env.host.turn_input(&ctx.id, from, messages, unchanged);
+    let result = execute(self, step, StepValue::Text(String::new()), ctx).await;
+    self.recall_cache.wait(&ctx.id).await;
+    result
+  }
+
+  /// The context a turn runs in: the session's, unless the turn's options call for a fresh one.
+  fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> Arc<ExecContext> {
+    let mut state = session.lock();
+    let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
+    if let Some(ctx) = &state.context {
+      let same_layers = first.layers.is_none() || Arc::ptr_eq(&ctx.layers, &layers);
+      if ctx.resource_id == first.resource_id && same_layers {
+        let ctx = Arc::clone(ctx);
+        state.running = Some(Arc::clone(&ctx));
+        return ctx;
+      }
+    }
+    let history: Vec<Arc<Item>> =
+      state.context.as_ref().map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
+    let inbox = Some(Arc::downgrade(session));
+    let ctx =
+      self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox, history);
+    if let Some(old) = state.context.replace(Arc::clone(&ctx)) {
+      self.drop_context(&old.id);
+    }
+    state.running = Some(Arc::clone(&ctx));
+    ctx
+  }
+
+  fn session_context(
+    &self,
+    thread: &str,
+    resource_id: Option<String>,
+    layers: Arc<LayerSet>,
+    streams: &Arc<Streams>,
+    inbox: Option<std::sync::Weak<Session>>,
+    history: Vec<Arc<Item>>,
+  ) -> Arc<ExecContext> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut ctx =
+      ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
+    ctx.inbox = inbox;
+    {
+      let mut state = ctx.state();
+      for item in history {
+        state.log.push(item);
+      }
+    }
+    self.open_context(ctx)
+  }
+
+  /// Replaces the session's history with `items` (upstream's `seedSessionHistory`); returns the id of the context
+  /// that now holds it. A turn in flight keeps its own context.
+  pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
+    let session = self.session(thread);
+    let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
+    let inbox = Some(Arc::downgrade(&session));
+    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, inbox, items);
+    let old = session.lock().context.replace(Arc::clone(&ctx));
+    if let Some(old) = old {
+      self.drop_context(&old.id);
+    }
+    ctx.id.clone()
+  }
+
+  /// What the next turn's model would be sent, as far as memory decides it (upstream's `previewRequestItems`): the
+  /// harness's layers recalled over a throwaway context holding the session's history, their items before the
+  /// history. Read-only: it makes no session, runs no init, and a layer whose recall fails is a diagnostic.
+  pub async fn preview_request(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
+    let history: Vec<Arc<Item>> = self
+      .existing_session(thread)
+      .and_then(|session| session.context())
+      .map(|ctx| ctx.state().log.items().to_vec())
+      .unwrap_or_default();
+    if self.layers.is_empty() {
+      return Ok(history);
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let ctx = self.open_context(ExecContext::new(id, thread.to_owned(), None, 0, None, Arc::clone(&self.layers)));
+    let policy = self.projection.clone().unwrap_or(crate::memory::DEFAULT_PROJECTION);
+    let ids: Vec<_> = ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
+    let recalled = match crate::memory::allocate_budgets(&ids, policy.token_budget, 0.0, policy.response_reserve) {
+      Ok(allocation) => {
+        let budgets = allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
+        lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None).await
+      }
+      Err(error) => {
+        self.drop_context(&ctx.id);
+        return Err(error.into());
+      }
+    };
+    self.drop_context(&ctx.id);
+    let mut items: Vec<Arc<Item>> = recalled.into_iter().flat_map(|entry| entry.items).collect();
+    if items.is_empty() {
+      return Ok(history);
+    }
+    items.extend(history);
+    Ok(items)
+  }
+
+  /// Aborts the turn in flight, if any; `on_end` is told when it has ended (at once when none is running). Queued
+  /// messages stay queued and drive the next turn.
+  pub fn abort_session(&self, thread: &str, reason: &str, on_end: Waiter) {
+    let Some(session) = self.existing_session(thread) else { return on_end(Ok(Arc::new(empty_response()))) };
+    let mut state = session.lock();
+    if !matches!(state.status, Status::Generating { .. }) {
+      drop(state);
+      return on_end(Ok(Arc::new(empty_response())));
+    }
+    abort_locked(&mut state, reason);
+    state.turn_end.push(on_end);
+  }
+
+  /// Answers `waiter` with the session's response: at once when it is idle with nothing queued, otherwise once the
+  /// queue has drained (or a turn fails).
+  pub fn agent_response(&self, thread: &str, waiter: Waiter) {
+    let session = self.session(thread);
+    let mut state = session.lock();
+    if state.status == Status::Idle
+      && state.queue.is_empty()
+      && let Some(last) = state.last.clone()
+    {
+      drop(state);
+      return waiter(last);
+    }
+    state.waiters.push(waiter);
+  }
+}
+
+fn abort_locked(state: &mut SessionState, reason: &str) {
+  if let Status::Generating { turn_id, .. } = &state.status {
+    state.status = Status::Aborting { turn_id: turn_id.clone() };
+    if let Some(ctx) = &state.running {
+      ctx.abort(reason.to_owned());
+    }
+  }
+}
+
+fn empty_response() -> TurnResponse {
+  TurnResponse {
+    context_id: String::new(),
+    log_len: 0,
+    text: String::new(),
+    input_tokens: 0.0,
+    output_tokens: 0.0,
+    cached_tokens: 0.0,
+    cost: 0.0,
+    last_layer_usage: None,
+  }
+}
