@@ -68,3 +68,21 @@ test('JS helpers agree with the spec: token estimate, orphan stripping, findFunc
   assert.deepEqual(findFunctionCall(calls, 'f'), { a: 1 });
   assert.equal(findFunctionCall(calls, 'g'), null);
 });
+
+test('assembleView touches only the newest items that could fit, and measures each item once', () => {
+  let stringified = 0;
+  const item = (i) => ({ id: `m${i}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: `message number ${i} `.repeat(5) }],
+    toJSON() { stringified++; const { toJSON, ...plain } = this; return plain; } });
+  const backing = Array.from({ length: 100_000 }, (_, i) => item(i));
+  let reads = 0;
+  const history = new Proxy(backing, { get: (target, key) => (typeof key === 'string' && /^\d+$/.test(key) && reads++, target[key]) });
+  const policy = { tokenBudget: 2_000, responseReserve: 100, overflow: 'truncate' };
+  const view = assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: history, policy });
+  assert.ok(view.length > 10 && view.length < 200, `kept ${view.length}`);
+  assert.equal(view.at(-1), backing.at(-1), 'the newest item is kept, as the very object');
+  assert.ok(reads < 3 * view.length + 10, `read ${reads} items for a view of ${view.length}`);
+  const measuredOnce = stringified;
+  assert.ok(measuredOnce <= view.length + 1, `measured ${measuredOnce}`);
+  assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: backing, policy });
+  assert.equal(stringified, measuredOnce, 'a second projection measures nothing again');
+});

@@ -2,6 +2,7 @@
 // @noetic-tools/core/unstable: the budget and projection functions the runtime itself uses.
 const native = require('./native.cjs');
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
+const { estimateTokens } = require('./items.cjs');
 
 // The native functions take numbers; anything else is named here, not in the binding's conversion terms.
 function needNumber(value, what, code, optional = false) {
@@ -28,20 +29,56 @@ function allocateBudgets({ layers, totalBudget, systemPromptTokens, responseRese
   return { allocations: layers.map((l, i) => ({ layerId: l.id, allocated: out.allocated[i] })), historyBudget: out.historyBudget };
 }
 
+// What an item costs (upstream's estimate of its JSON), measured once per item object.
+const measured = new WeakMap();
+function costOf(item) {
+  const cached = typeof item === 'object' && item !== null ? measured.get(item) : undefined;
+  if (cached !== undefined) return cached;
+  const cost = estimateTokens(JSON.stringify(item) ?? '');
+  if (typeof item === 'object' && item !== null) measured.set(item, cost);
+  return cost;
+}
+
+const LINK_CALL = 1;
+const LINK_OUTPUT = 2;
+const linkOf = (item) =>
+  typeof item?.callId !== 'string' ? 0 : item.type === 'function_call' ? LINK_CALL : item.type === 'function_call_output' ? LINK_OUTPUT : 0;
+
+// The plan is the native projection's. The history is measured newest first only as far as could fit: no budget for
+// history exceeds tokenBudget - responseReserve, so the items past that point (or past a sliding window) are never
+// touched, and an item is measured once however often it is projected (issue 8).
 function assembleView({ systemPromptItems, layerOutputItems, historyItems, policy }) {
-  const text = (list) => list.map((item) => JSON.stringify(item));
-  if (policy) {
-    needNumber(policy.tokenBudget, 'assembleView: policy.tokenBudget', 'INVALID_PROJECTION_POLICY');
-    needNumber(policy.responseReserve, 'assembleView: policy.responseReserve', 'INVALID_PROJECTION_POLICY');
-    needNumber(policy.windowSize, 'assembleView: policy.windowSize', 'INVALID_PROJECTION_POLICY', true);
+  if (!policy) return [...systemPromptItems, ...layerOutputItems, ...historyItems];
+  needNumber(policy.tokenBudget, 'assembleView: policy.tokenBudget', 'INVALID_PROJECTION_POLICY');
+  needNumber(policy.responseReserve, 'assembleView: policy.responseReserve', 'INVALID_PROJECTION_POLICY');
+  needNumber(policy.windowSize, 'assembleView: policy.windowSize', 'INVALID_PROJECTION_POLICY', true);
+  const bound = Math.max(0, policy.tokenBudget - policy.responseReserve);
+  // Only sliding_window (the default) keeps to windowSize (D10).
+  const sliding = policy.overflow !== 'truncate' && policy.overflow !== 'summarize';
+  const window = sliding && policy.windowSize > 0 ? Math.min(policy.windowSize, historyItems.length) : historyItems.length;
+  let first = historyItems.length;
+  for (let used = 0; first > historyItems.length - window && used <= bound; ) used += costOf(historyItems[--first]);
+  const suffix = historyItems.length - first;
+  const costs = new Uint32Array(suffix);
+  const kinds = new Uint8Array(suffix);
+  const callIds = [];
+  for (let i = 0; i < suffix; i++) {
+    const item = historyItems[first + i];
+    costs[i] = costOf(item);
+    kinds[i] = linkOf(item);
+    if (kinds[i]) callIds.push(item.callId);
   }
-  const kept = native.assembleViewNative(
-    text(systemPromptItems),
-    text(layerOutputItems),
-    text(historyItems),
-    policy ? { tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize } : undefined,
+  const kept = callNative(() =>
+    native.assembleViewCosts(
+      Uint32Array.from(systemPromptItems, costOf),
+      Uint32Array.from(layerOutputItems, costOf),
+      costs,
+      kinds,
+      callIds.join('\0'),
+      { tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize },
+    ),
   );
-  return [...systemPromptItems, ...kept.layers.map((i) => layerOutputItems[i]), ...kept.history.map((i) => historyItems[i])];
+  return [...systemPromptItems, ...kept.layers.map((i) => layerOutputItems[i]), ...kept.history.map((i) => historyItems[first + i])];
 }
 
 function checkBudget(ctx, limits) {

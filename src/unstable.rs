@@ -4,13 +4,12 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::items::{Item, ToolLink};
+use noetic_runtime::items::ToolLink;
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
 use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::{
   BudgetConfig, BudgetLimits, BudgetUsage, Overflow, ProjectionPolicy, allocate_budgets, assemble_view, check_budget,
 };
-use noetic_runtime::tokens::{tokens_for_units, utf16_len};
 use serde_json::{Value, json};
 
 use crate::describe::{om_config, wm_config};
@@ -71,23 +70,35 @@ pub struct ViewOutput {
 }
 
 /// Cost and tool link of an item from its JSON text; a value that is not an item still costs its length.
-fn costed(text: &str) -> (u64, ToolLink) {
-  match Item::from_json_text(text) {
-    Ok(item) => (item.cost(), item.link().clone()),
-    Err(_) => (tokens_for_units(utf16_len(text)), ToolLink::None),
-  }
+/// The tool link of a history item, from JS's `kinds` (0 none, 1 a call, 2 an output) and the call ids of the
+/// linked items, in order.
+fn links(kinds: &[u8], call_ids: &str) -> Vec<ToolLink> {
+  let mut ids = call_ids.split('\0');
+  kinds
+    .iter()
+    .map(|kind| match kind {
+      1 => ToolLink::Call(ids.next().unwrap_or_default().to_owned()),
+      2 => ToolLink::Output(ids.next().unwrap_or_default().to_owned()),
+      _ => ToolLink::None,
+    })
+    .collect()
 }
 
+/// `/unstable` `assembleView`'s plan from costs JS measured: every system and layer item's, and the history's
+/// newest items, as many as could fit. Kept history indices count from the first of those.
 #[napi(catch_unwind, skip_typescript)]
-pub fn assemble_view_native(
-  system: Vec<String>,
-  layers: Vec<String>,
-  history: Vec<String>,
+pub fn assemble_view_costs(
+  system: Uint32Array,
+  layers: Uint32Array,
+  history: Uint32Array,
+  history_kinds: Uint8Array,
+  history_call_ids: String,
   policy: Option<PolicyInput>,
 ) -> ViewOutput {
-  let system: Vec<u64> = system.iter().map(|t| costed(t).0).collect();
-  let layers: Vec<u64> = layers.iter().map(|t| costed(t).0).collect();
-  let history: Vec<(u64, ToolLink)> = history.iter().map(|t| costed(t)).collect();
+  let system: Vec<u64> = system.iter().map(|&c| u64::from(c)).collect();
+  let layers: Vec<u64> = layers.iter().map(|&c| u64::from(c)).collect();
+  let history: Vec<(u64, ToolLink)> =
+    history.iter().map(|&c| u64::from(c)).zip(links(&history_kinds, &history_call_ids)).collect();
   let policy = policy.map(|p| ProjectionPolicy {
     token_budget: p.token_budget,
     response_reserve: p.response_reserve,
