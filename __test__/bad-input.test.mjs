@@ -165,3 +165,13 @@ test('a built-in hook called directly names a value that is not JSON', async () 
 test('a loop written as a plain object without a steps array is named', async () => {
   await rejects(() => harness().run({ kind: 'loop', id: 'plain', until: until.maxSteps(1) }, 'x'), 'INVALID_STEP', "loop 'plain'", 'undefined');
 });
+
+test('a malformed item in a 100k-item history is named by its index', async () => {
+  const { NoeticConfigError: ConfigError } = await import('../js/index.mjs');
+  const h = harness();
+  const items = Array.from({ length: 100_000 }, (_, i) => ({ id: `m${i}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }));
+  items[54_321] = { id: 'bad', kind: 'no type' };
+  assert.throws(() => h.createContext({ items }), (e) => /items\[54321\]/.test(e.message));
+  items[54_321] = 42;
+  assert.throws(() => h.seedSessionHistory('T', items), (e) => e instanceof ConfigError && /items\[54321\]/.test(e.message));
+});

@@ -131,8 +131,12 @@ function getQueueSize(harness, scope) {
 
 function seedSessionHistory(harness, threadId, items) {
   if (typeof threadId !== 'string') throw fail('INVALID_THREAD_ID', `seedSessionHistory: threadId must be a string, got ${typeof threadId}.`, 'Pass the thread to seed.');
-  if (!Array.isArray(items) || !items.every(isItem)) {
+  if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
+  }
+  const bad = items.findIndex((item) => !isItem(item));
+  if (bad >= 0) {
+    throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${bad}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
   }
   const runtime = harness._runtime;
   const id = callNative(() => runtime.native.seedSession(threadId, items.map((item) => JSON.stringify(item))));

@@ -235,10 +235,18 @@ impl NativeHarness {
     let thread = text_field(&options, "threadId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), 0, None, layers);
     let ctx = self.inner.open_context(ctx);
-    for text in options.get("items").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-      if let Err(error) = self.append_item(id.clone(), text.to_owned()) {
-        self.inner.drop_context(&ctx.id);
-        return Err(error);
+    let texts = options.get("items").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+    for (index, text) in texts.enumerate() {
+      match parse_js_item(text, self.inner.item_types) {
+        Ok(item) => {
+          ctx.state().log.push(Arc::new(item));
+        }
+        Err(mut error) => {
+          // In a long history, which item is wrong is most of the message.
+          error.message = format!("createContext items[{index}]: {}", error.message);
+          self.inner.drop_context(&ctx.id);
+          return Err(to_napi(noetic_json(&error)));
+        }
       }
     }
     Ok(id)

@@ -167,7 +167,13 @@ impl NativeHarness {
   pub fn seed_session(&self, thread: String, items: Vec<String>) -> Result<String> {
     let items = items
       .iter()
-      .map(|item| parse_js_item(item, self.inner.item_types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
+      .enumerate()
+      .map(|(index, item)| {
+        parse_js_item(item, self.inner.item_types).map(Arc::new).map_err(|mut e| {
+          e.message = format!("seedSessionHistory items[{index}]: {}", e.message);
+          to_napi(noetic_json(&e))
+        })
+      })
       .collect::<Result<Vec<_>>>()?;
     Ok(self.inner.seed_session(&thread, items))
   }
