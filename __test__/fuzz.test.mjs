@@ -173,7 +173,11 @@ test('fuzz: scripted replies and tool arguments cross as JSON keeps them', async
   }
 });
 
-test("fuzz: a test model's reply items read back in JS as JSON keeps them", async () => {
+// An item from JS keeps its very JSON text natively, so JS reads it back exactly (lone surrogates too); only text
+// Rust takes out of it (the reply's text) holds U+FFFD.
+const exactly = (v) => JSON.parse(JSON.stringify(v));
+
+test("fuzz: a test model's reply items read back in JS exactly as JSON keeps them", async () => {
   const g = generator(SEED + 4);
   for (let i = 0; i < 200; i++) {
     const text = g.string();
@@ -183,6 +187,6 @@ test("fuzz: a test model's reply items read back in JS as JSON keeps them", asyn
     const ctx = h.createContext();
     assert.equal(await h.run(step.llm({ id: 'llm', model: 'm' }), 'go', ctx), text.toWellFormed(), `seed ${SEED + 4} #${i} text`);
     const reply = ctx.itemLog.items.at(-1);
-    assert.deepStrictEqual(reply.extra, image(extra), `seed ${SEED + 4} #${i}: ${JSON.stringify(extra)}`);
+    assert.deepStrictEqual(reply.extra, extra === undefined ? undefined : exactly(extra), `seed ${SEED + 4} #${i}: ${JSON.stringify(extra)}`);
   }
 });

@@ -1,20 +1,75 @@
 //! One item: its JSON object, plus what the runtime asks of it often enough to keep at hand (cost, tool link,
 //! system-ness), computed once because items never change (DECISIONS A3).
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value, json};
 
-use super::js_json::{object_js_json_utf16_len, object_to_js_json};
+use super::js_json::object_to_js_json;
 use super::link::ToolLink;
 use crate::error::NoeticError;
 use crate::tokens::{tokens_for_units, utf16_len};
 
 /// An immutable conversation item.
-#[derive(Debug, Clone, PartialEq)]
+/// An item as the log keeps it: its compact JSON text and the few facts projection reads (type, cost, tool link,
+/// whether it is a system message). The fields themselves are parsed only when asked for, so an item that just sits
+/// in a long history costs about its JSON text (issue 8), and one that came from JS keeps JS's very text (lone
+/// surrogates included) for when JS reads it back.
+#[derive(Debug, Clone)]
 pub struct Item {
-  json: Map<String, Value>,
+  text: Box<str>,
+  ty: TypeName,
   cost: u64,
   link: ToolLink,
   system: bool,
+  /// The parsed fields, made on the first `json`/`get` and kept (boxed: most items never have them, and an empty
+  /// map is large). [`Item::fields`] reads without keeping them.
+  parsed: OnceLock<Box<Map<String, Value>>>,
+}
+
+/// An item's `type`: the base types are named without an allocation per item.
+#[derive(Debug, Clone)]
+enum TypeName {
+  Base(&'static str),
+  Other(Box<str>),
+}
+
+const BASE_TYPES: [&str; 7] = [
+  "message",
+  "function_call",
+  "function_call_output",
+  "reasoning",
+  "web_search_call",
+  "file_search_call",
+  "image_generation_call",
+];
+
+impl TypeName {
+  fn of(ty: &str) -> Self {
+    BASE_TYPES.iter().find(|base| **base == ty).map_or_else(|| Self::Other(ty.into()), |base| Self::Base(base))
+  }
+
+  fn as_str(&self) -> &str {
+    match self {
+      Self::Base(ty) => ty,
+      Self::Other(ty) => ty,
+    }
+  }
+}
+
+impl PartialEq for Item {
+  fn eq(&self, other: &Self) -> bool {
+    self.text == other.text
+  }
+}
+
+/// Parses text this module made or validated; it cannot fail, and an empty map stands in if it ever did.
+fn parse_known(text: &str) -> Map<String, Value> {
+  match crate::js_text::from_js_json(text) {
+    Ok(Value::Object(map)) => map,
+    _ => Map::new(),
+  }
 }
 
 /// Why a value is not an item.
@@ -42,7 +97,7 @@ impl Item {
   /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`crate::js_text::from_js_json`]).
   pub fn from_json_text(text: &str) -> Result<Item, ItemError> {
     let map = base_check(crate::js_text::from_js_json(text).map_err(|e| ItemError::Json(e.to_string()))?)?;
-    Ok(Self::build(map, tokens_for_units(utf16_len(text))))
+    Ok(Self::build(&map, text.into(), tokens_for_units(utf16_len(text))))
   }
 
   /// An item made in Rust. The cost is measured on the JS JSON form without building it.
@@ -58,11 +113,12 @@ impl Item {
 
   /// For maps whose `type` the caller has just set to a non-empty string.
   pub(crate) fn from_checked_map(map: Map<String, Value>) -> Item {
-    let cost = tokens_for_units(object_js_json_utf16_len(&map));
-    Self::build(map, cost)
+    let text = object_to_js_json(&map);
+    let cost = tokens_for_units(utf16_len(&text));
+    Self::build(&map, text.into_boxed_str(), cost)
   }
 
-  fn build(json: Map<String, Value>, cost: u64) -> Item {
+  fn build(json: &Map<String, Value>, text: Box<str>, cost: u64) -> Item {
     let ty = json.get("type").and_then(Value::as_str).unwrap_or("");
     let call_id = || json.get("callId").and_then(Value::as_str).map(str::to_owned);
     let link = match ty {
@@ -71,12 +127,12 @@ impl Item {
       _ => ToolLink::None,
     };
     let system = ty == "message" && json.get("role").and_then(Value::as_str) == Some("system");
-    Item { json, cost, link, system }
+    Item { text, ty: TypeName::of(ty), cost, link, system, parsed: OnceLock::new() }
   }
 
   /// The `type` discriminant (never empty).
   pub fn item_type(&self) -> &str {
-    self.str_field("type").unwrap_or("")
+    self.ty.as_str()
   }
 
   /// The role of a `message` item; `None` for other types.
@@ -103,11 +159,11 @@ impl Item {
 
   /// A field by name.
   pub fn get(&self, key: &str) -> Option<&Value> {
-    self.json.get(key)
+    self.json().get(key)
   }
 
   fn str_field(&self, key: &str) -> Option<&str> {
-    self.json.get(key).and_then(Value::as_str)
+    self.json().get(key).and_then(Value::as_str)
   }
 
   /// How the item pairs up in tool calls: a `function_call` or `function_call_output` with a string `callId`.
@@ -125,17 +181,32 @@ impl Item {
     self.cost
   }
 
+  /// The fields, parsed on first use and kept for the item's life: for items a step works on, not for reading
+  /// every item of a long history (use [`Item::fields`] there).
   pub fn json(&self) -> &Map<String, Value> {
-    &self.json
+    self.parsed.get_or_init(|| Box::new(parse_known(&self.text)))
+  }
+
+  /// The fields without keeping them: borrowed when already parsed, parsed afresh otherwise.
+  pub fn fields(&self) -> Cow<'_, Map<String, Value>> {
+    match self.parsed.get() {
+      Some(map) => Cow::Borrowed(map),
+      None => Cow::Owned(parse_known(&self.text)),
+    }
   }
 
   pub fn into_json(self) -> Map<String, Value> {
-    self.json
+    let Self { text, parsed, .. } = self;
+    parsed.into_inner().map_or_else(|| parse_known(&text), |map| *map)
   }
 
-  /// The compact JS JSON text, as `JSON.stringify` would write it.
+  /// The compact JSON text: JS's own for an item from JS, `JSON.stringify`'s form for one made here.
+  pub fn json_text(&self) -> &str {
+    &self.text
+  }
+
   pub fn to_json_text(&self) -> String {
-    object_to_js_json(&self.json)
+    self.text.to_string()
   }
 }
 
@@ -149,16 +220,7 @@ fn base_check(value: Value) -> Result<Map<String, Value>, ItemError> {
 
 /// Types accepted without a registered extension schema under the default strict registry.
 pub fn is_known_base_type(ty: &str) -> bool {
-  matches!(
-    ty,
-    "message"
-      | "function_call"
-      | "function_call_output"
-      | "reasoning"
-      | "web_search_call"
-      | "file_search_call"
-      | "image_generation_call"
-  ) || ty.starts_with("openrouter:")
+  BASE_TYPES.contains(&ty) || ty.starts_with("openrouter:")
 }
 
 /// Which item types may enter a context: upstream's `strictItemSchemas` (default true) admits the known base types

@@ -73,28 +73,31 @@ fn part_type(part: &Value) -> &str {
   part.get("type").and_then(Value::as_str).unwrap_or("")
 }
 
-/// One log item as a Responses API input item (upstream's `itemsToInput`).
+/// One log item as a Responses API input item (upstream's `itemsToInput`). Every round reads the whole view, so
+/// the item's fields are read without being kept (a long history must not end up parsed item by item).
 fn input_item(item: &Item) -> Value {
-  let field = |key: &str| item.get(key).cloned().unwrap_or(Value::Null);
+  let fields = item.fields();
+  let field = |key: &str| fields.get(key).cloned().unwrap_or(Value::Null);
+  let text = |key: &str| fields.get(key).and_then(Value::as_str);
   match item.item_type() {
-    "message" if item.get("role").is_some() && item.get("content").is_some() => {
+    "message" if fields.get("role").is_some() && fields.get("content").is_some() => {
       // Every message, the model's own included, goes back as an "easy" input message.
-      json!({ "role": field("role"), "content": message_content(item.get("content")) })
+      json!({ "role": field("role"), "content": message_content(fields.get("content")) })
     }
     "function_call" => json!({
       "type": "function_call",
       "call_id": field("callId"),
-      "id": item.id().map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned),
+      "id": text("id").map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned),
       // A call made under a tool's own name (`notes/add`, by another model) must match the declared wire name.
-      "name": item.name().map_or(Value::Null, |name| Value::String(wire_name(name))),
+      "name": text("name").map_or(Value::Null, |name| Value::String(wire_name(name))),
       "arguments": field("arguments"),
     }),
     // A tool that returned nothing has no `output` in the log; the API wants a string.
     "function_call_output" => {
-      json!({ "type": "function_call_output", "call_id": field("callId"), "output": item.get("output").cloned().unwrap_or_else(|| json!("")) })
+      json!({ "type": "function_call_output", "call_id": field("callId"), "output": fields.get("output").cloned().unwrap_or_else(|| json!("")) })
     }
     // Reasoning, server tool calls and other items round-trip as they came.
-    _ => snake_keys(&Value::Object(item.json().clone())),
+    _ => snake_keys(&Value::Object(fields.into_owned())),
   }
 }
 

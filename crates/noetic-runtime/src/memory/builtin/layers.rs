@@ -1,5 +1,6 @@
 //! The built-in layers as `NativeLayer`s: the lifecycle calls these directly, with no crossing.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -13,8 +14,13 @@ use crate::memory::native::{HostCallback, NativeLayer, NativeRecall, NativeWrite
 use crate::memory::registry::{Layer, LayerImpl, ProvidedFn};
 use crate::storage::ScopedStorage;
 
-fn maps(items: &[Arc<Item>]) -> Vec<&Map<String, Value>> {
-  items.iter().map(|item| item.json()).collect()
+/// The items' fields, read without being kept on the items: a layer sees every item of a long thread once.
+fn fields(items: &[Arc<Item>]) -> Vec<Cow<'_, Map<String, Value>>> {
+  items.iter().map(|item| item.fields()).collect()
+}
+
+fn maps<'a>(fields: &'a [Cow<'_, Map<String, Value>>]) -> Vec<&'a Map<String, Value>> {
+  fields.iter().map(|map| &**map).collect()
 }
 
 async fn saved_state(storage: &ScopedStorage) -> Result<Option<Value>, String> {
@@ -78,7 +84,8 @@ impl NativeLayer for WorkingMemory {
   }
 
   async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
-    Ok(match wm::legacy_update(&maps(new_items), &self.config) {
+    let read = fields(new_items);
+    Ok(match wm::legacy_update(&maps(&read), &self.config) {
       Some(update) => NativeWrite::Set(self.gated_merge(state, &update).await?),
       None => NativeWrite::Unchanged,
     })
@@ -155,13 +162,15 @@ impl NativeLayer for ObservationalMemory {
 
   async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
     let before = Self::state(state)?;
-    let accumulated = om::store(&before, &maps(new_items), &self.config);
+    let read = fields(new_items);
+    let accumulated = om::store(&before, &maps(&read), &self.config);
     self.settle(&before, accumulated).await
   }
 
   async fn on_item_append(&self, state: Option<&Value>, items: &[Arc<Item>]) -> Result<NativeWrite, String> {
     let before = Self::state(state)?;
-    match om::on_item_append(&before, &maps(items), &self.config) {
+    let read = fields(items);
+    match om::on_item_append(&before, &maps(&read), &self.config) {
       Some(accumulated) => self.settle(&before, accumulated).await,
       None => Ok(NativeWrite::Unchanged),
     }
