@@ -86,3 +86,48 @@ test('assembleView touches only the newest items that could fit, and measures ea
   assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: backing, policy });
   assert.equal(stringified, measuredOnce, 'a second projection measures nothing again');
 });
+
+// The documented plan, measured over the whole history: keep the system items, then layer items that fit in order,
+// then the newest history items while they fit (a sliding window first keeps the last windowSize), then drop tool
+// calls and outputs whose partner was not kept.
+function referenceView({ systemPromptItems, layerOutputItems, historyItems, policy }) {
+  const cost = (item) => Math.ceil(JSON.stringify(item).length / 4);
+  let left = Math.max(0, policy.tokenBudget - policy.responseReserve);
+  for (const item of systemPromptItems) left -= cost(item);
+  left = Math.max(0, left);
+  const layers = [];
+  for (const item of layerOutputItems) if (cost(item) <= left) (layers.push(item), (left -= cost(item)));
+  const sliding = policy.overflow !== 'truncate' && policy.overflow !== 'summarize';
+  const windowed = sliding && policy.windowSize > 0 ? historyItems.slice(-policy.windowSize) : historyItems;
+  const kept = [];
+  for (let i = windowed.length - 1; i >= 0 && cost(windowed[i]) <= left; i--) (kept.unshift(windowed[i]), (left -= cost(windowed[i])));
+  const calls = new Set(kept.filter((i) => i.type === 'function_call').map((i) => i.callId));
+  const outputs = new Set(kept.filter((i) => i.type === 'function_call_output').map((i) => i.callId));
+  const paired = kept.filter((i) => (i.type === 'function_call' ? outputs.has(i.callId) : i.type === 'function_call_output' ? calls.has(i.callId) : true));
+  return [...systemPromptItems, ...layers, ...paired];
+}
+
+test('assembleView gives the same view as the plan measured over the whole history (random histories)', () => {
+  let seed = 12345;
+  const rand = (n) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+  const message = (i, role) => ({ id: `m${i}`, type: 'message', role, status: 'completed', content: [{ type: 'input_text', text: 'x'.repeat(rand(400)) }] });
+  for (let round = 0; round < 200; round++) {
+    const history = [];
+    for (let i = 0; history.length < rand(300); i++) {
+      if (rand(4) === 0) {
+        const callId = `c${round}-${i}`;
+        history.push({ id: `f${i}`, type: 'function_call', callId, name: 't', arguments: '{}', status: 'completed' });
+        if (rand(5) !== 0) history.push({ id: `o${i}`, type: 'function_call_output', callId, output: 'y'.repeat(rand(200)) });
+      } else history.push(message(i, rand(2) ? 'user' : 'assistant'));
+    }
+    const input = {
+      systemPromptItems: rand(2) ? [message('s', 'developer')] : [],
+      layerOutputItems: Array.from({ length: rand(4) }, (_, i) => message(`l${i}`, 'developer')),
+      historyItems: history,
+      policy: { tokenBudget: 200 + rand(6000), responseReserve: rand(300), overflow: ['truncate', 'sliding_window', undefined][rand(3)], windowSize: rand(3) ? undefined : 1 + rand(50) },
+    };
+    const ours = assembleView(input).map((i) => i.id);
+    const reference = referenceView(input).map((i) => i.id);
+    assert.deepEqual(ours, reference, `round ${round}: ${JSON.stringify(input.policy)}`);
+  }
+});
