@@ -190,3 +190,21 @@ test("fuzz: a test model's reply items read back in JS exactly as JSON keeps the
     assert.deepStrictEqual(reply.extra, extra === undefined ? undefined : exactly(extra), `seed ${SEED + 4} #${i}: ${JSON.stringify(extra)}`);
   }
 });
+
+test('items with unusual JSON come back from the native log unchanged', async () => {
+  const unusual = [
+    { id: 'u1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `half ${'😀'.slice(0, 1)} and ${'😀'.slice(1)} of an emoji` }] },
+    { id: 'u2', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'long '.repeat(200_000) }] },
+    { id: 'u3', type: 'acme:numbers', values: [1e21, -0, 5e-324, 0.1, 2 ** 53 + 2, -1e-7], nested: [[[[1, [2, [3]]]]]] },
+    { id: 'u4', type: 'reasoning', summary: [{ type: 'summary_text', text: '\u2028\u2029\u0000"\\' }] },
+  ];
+  const h = new AgentHarness({ name: 'unusual', params: {}, strictItemSchemas: false, _testCallModel: async () => ({ items: unusual, usage: {} }) });
+  const ctx = h.createContext();
+  await h.run(step.llm({ id: 'llm', model: 'm' }), 'show me', ctx);
+  const back = ctx.itemLog.items.slice(1);
+  assert.equal(back.length, unusual.length);
+  unusual.forEach((item, i) => {
+    assert.notEqual(back[i], item, 'read back from the native log, not the object handed over');
+    assert.deepStrictEqual(back[i], JSON.parse(JSON.stringify(item)), item.id);
+  });
+});
