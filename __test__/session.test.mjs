@@ -396,3 +396,15 @@ test('turns of different sessions reach the model in the order of their execute 
     assert.deepEqual(order, ['from A', 'from B'], `round ${round}`);
   }
 });
+
+test("a test model's reply items are the very objects in the log and in store hooks' newItems (nothing converted back)", async () => {
+  const answer = reply('as given');
+  let stored;
+  const watcher = { id: 'w', slot: 1, scope: 'execution', hooks: { store: async ({ newItems }) => void (stored = newItems) } };
+  const h = new AgentHarness({ name: 'agent', params: {}, _testCallModel: async () => answer });
+  const ctx = h.createContext({ memory: [watcher] });
+  await h.run(chat, 'hi', ctx);
+  assert.equal(stored[0], answer.items[0]);
+  assert.equal(ctx.itemLog.items.at(-1), answer.items[0]);
+  assert.equal(h._runtime.replies.size, 0);
+});

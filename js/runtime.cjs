@@ -28,6 +28,8 @@ class Runtime {
     this.activeRuns = 0;
     // Items handed to `execute`, by thread and message id, until their turn puts them in a log.
     this.inputs = new Map();
+    // A test model's last answer per context, until the native side places it in the log.
+    this.replies = new Map();
     // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
@@ -337,6 +339,7 @@ class Runtime {
         return runHooks(this, message.call).then(JSON.stringify);
       case 'release':
         this.contexts.delete(message.context);
+        this.replies.delete(message.context);
         if (!this.kept.has(message.context)) this.states.delete(message.context);
         return '';
       case 'diagnostic':
@@ -348,6 +351,12 @@ class Runtime {
       case 'drained':
         this.drained();
         return '';
+      case 'modelItems': {
+        const items = this.replies.get(message.context) ?? [];
+        this.replies.delete(message.context);
+        this.context(message.context).itemLog._place(message.from, items);
+        return '';
+      }
       case 'turnInput':
         this.turnInput(message);
         return '';
@@ -489,6 +498,8 @@ class Runtime {
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
+    // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves.
+    this.replies.set(call.context, response.items);
     return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost };
   }
 }

@@ -222,6 +222,10 @@ impl Host for JsHost {
     self.dispatch.notify(json!({ "op": "contextState", "context": context, "state": state }).to_string());
   }
 
+  fn model_items_placed(&self, context: &str, from: usize) {
+    self.dispatch.notify(json!({ "op": "modelItems", "context": context, "from": from }).to_string());
+  }
+
   fn turn_input(&self, context: &str, from: usize, messages: &[&str], adopted: bool) {
     let note = json!({ "op": "turnInput", "context": context, "from": from, "messages": messages, "adopted": adopted });
     self.dispatch.notify(note.to_string());

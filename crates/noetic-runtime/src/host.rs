@@ -347,6 +347,9 @@ pub trait Host: Send + Sync {
   fn release_context(&self, context: &str);
   /// A session turn starts in `context` with the user's `state` value (`ExecuteOptions.state`, `ctx.state`).
   fn set_context_state(&self, _context: &str, _state: HostRef) {}
+  /// The items the host's model just answered with (`call_model`) are in `context`'s log from position `from`, as
+  /// the host gave them: it may use its own objects for them, and they are not sent back to it.
+  fn model_items_placed(&self, _context: &str, _from: usize) {}
   /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
   /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
   fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}

@@ -139,11 +139,16 @@ impl Harness {
     let view = project(ctx, &recalled, &view_policy);
     let response = self.call_model(step, &tools, view, ctx).await?;
 
+    let from_host = matches!(self.model, Model::Host);
     let (from, to, history_tokens) = {
       let mut state = ctx.state();
       let from = state.log.len();
       for item in &response.items {
         state.log.push(Arc::clone(item));
+      }
+      if from_host {
+        // A JS test model's items: JS keeps the objects it made, and nothing is converted back for it.
+        self.env.host.model_items_placed(&ctx.id, from);
       }
       state.tokens.input += response.input_tokens;
       state.tokens.output += response.output_tokens;
@@ -176,7 +181,7 @@ impl Harness {
     if has_layers {
       let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
       let scope = self.scope(ctx);
-      lifecycle::store_layers(&self.env, &scope, &response.items, (from, to), usage).await;
+      lifecycle::store_layers(&self.env, &scope, &response.items, (from, to), usage, from_host).await;
       // D6: every eventual layer, not only those whose store changed state: tools, onItemAppend and in-place
       // mutation change state too. The next model call sees whichever refreshes have finished by then.
       if let Some(cache) = self.recall_cache_in_use() {

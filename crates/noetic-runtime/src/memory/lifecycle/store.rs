@@ -13,12 +13,14 @@ use crate::memory::state::StateValue;
 use super::{ExecScope, MemoryEnv, host_call};
 
 /// `response` holds the new items, which are also the log positions `[from, to)`.
+/// `host_has_items`: the response came from the host (a JS test model), which holds its items already.
 pub async fn store_layers(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   response: &[Arc<Item>],
   response_range: (usize, usize),
   usage: serde_json::Value,
+  host_has_items: bool,
 ) {
   let exec = scope.exec_id().to_owned();
   let layers = env.participants(scope, HookKind::Store);
@@ -43,7 +45,7 @@ pub async fn store_layers(
       }
     }
   }
-  if !batch.calls.is_empty() {
+  if !batch.calls.is_empty() && !host_has_items {
     let items = response.iter().map(|item| item.to_json_text()).collect();
     batch.new_items = Some(NewItems { from: response_range.0, items });
   }
