@@ -91,6 +91,11 @@ impl Dispatch {
     }
   }
 
+  /// Answers JS's waiter `waiter` (a run, a response, an event wake) with `result`, a JSON text.
+  pub fn settle(&self, waiter: u32, result: &str) {
+    self.notify(format!(r#"{{"op":"settled","run":{waiter},"result":{result}}}"#));
+  }
+
   /// The JS side is gone (its harness was collected): every waiting request fails now, and later ones at once.
   pub fn close(&self) {
     let mut pending = self.pending();

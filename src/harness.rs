@@ -116,7 +116,7 @@ where
   let dispatch = dispatch.clone();
   napi::bindgen_prelude::spawn(async move {
     let result = settle(tokio::spawn(foreground(work)).await);
-    dispatch.notify(format!(r#"{{"op":"settled","run":{run},"result":{result}}}"#));
+    dispatch.settle(run, &result);
   });
 }
 

@@ -45,10 +45,6 @@ fn outcome_json(outcome: &TurnOutcome) -> String {
   .to_string()
 }
 
-fn settled(waiter: u32, result: &str) -> String {
-  format!(r#"{{"op":"settled","run":{waiter},"result":{result}}}"#)
-}
-
 /// A waiter answered either during the call that made it (returned directly) or later (a notification).
 struct Answer {
   slot: Arc<Mutex<(bool, Option<String>)>>,
@@ -69,7 +65,7 @@ impl Answer {
         slot.1 = Some(text);
       } else {
         drop(slot);
-        dispatch.notify(settled(id, &text));
+        dispatch.settle(id, &text);
       }
     })
   }
@@ -210,7 +206,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn events_read(&self, thread: String, items: bool, cursor: f64, waiter: u32) -> Option<String> {
     let dispatch = self.dispatch.clone();
-    let wake = Box::new(move || dispatch.notify(settled(waiter, "null")));
+    let wake = Box::new(move || dispatch.settle(waiter, "null"));
     let batch = self.log(&thread, items, |log| log.read(cursor as u64, READ_BATCH, wake))?;
     let events: Vec<&str> = batch.events.iter().map(|event| &**event).collect();
     Some(format!(r#"{{"next":{},"events":[{}]}}"#, batch.next, events.join(",")))

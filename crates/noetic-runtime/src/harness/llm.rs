@@ -12,12 +12,12 @@ use super::model::Model;
 use super::round_model::RoundRequest;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{UsageInputs, compute_layer_usage};
-use super::{Harness, RunResult};
+use super::{Harness, RunResult, layer_budgets};
 use crate::error::ConfigError;
 use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
 use crate::items::{Item, ItemLog, ToolLink, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
-use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, allocate_budgets, assemble_view};
+use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
 use crate::tokens::estimate_tokens;
@@ -126,10 +126,7 @@ impl Harness {
 
     let mut budgets = HashMap::new();
     let recalled = if has_layers {
-      let ids: Vec<(&str, crate::memory::BudgetConfig)> =
-        ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
-      let allocation = allocate_budgets(&ids, policy.token_budget, system_tokens, policy.response_reserve)?;
-      budgets = allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
+      budgets = layer_budgets(&ctx.layers, &policy, system_tokens)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache).await
     } else {

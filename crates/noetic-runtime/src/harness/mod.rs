@@ -245,11 +245,19 @@ impl Harness {
       return;
     }
     let policy = self.projection.clone().unwrap_or(DEFAULT_PROJECTION);
-    let ids: Vec<_> = ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
     // A policy allocate_budgets rejects fails the step itself; here it only leaves the budget at 0.
-    let budgets = allocate_budgets(&ids, policy.token_budget, 0.0, policy.response_reserve)
-      .map(|allocation| allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect())
-      .unwrap_or_default();
+    let budgets = layer_budgets(&ctx.layers, &policy, 0.0).unwrap_or_default();
     lifecycle::refresh_eventual(&self.env, cache, &self.scope(ctx), &budgets);
   }
+}
+
+/// Each layer's recall budget under `policy`, by layer id (§10).
+pub(crate) fn layer_budgets(
+  layers: &LayerSet,
+  policy: &ProjectionPolicy,
+  system_tokens: f64,
+) -> Result<HashMap<String, f64>, crate::error::ConfigError> {
+  let ids: Vec<_> = layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
+  let allocation = allocate_budgets(&ids, policy.token_budget, system_tokens, policy.response_reserve)?;
+  Ok(allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect())
 }

@@ -77,10 +77,6 @@ struct SessionEvents<'a> {
 }
 
 impl DeltaSink for SessionEvents<'_> {
-  fn text_delta(&self, _item_id: &str, _delta: &str) {}
-
-  fn reasoning_delta(&self, _item_id: &str, _delta: &str) {}
-
   fn event(&self, kind: &str, event: &Value) {
     self.events.sdk(kind, camel_keys(event));
   }

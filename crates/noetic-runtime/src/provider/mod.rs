@@ -31,10 +31,10 @@ pub struct ProviderRequest<'a> {
 /// should return quickly. A round retried with a "continue" nudge streams again, under new item ids.
 pub trait DeltaSink: Send + Sync {
   /// A piece of the assistant message `item_id`'s text (`response.output_text.delta`).
-  fn text_delta(&self, item_id: &str, delta: &str);
+  fn text_delta(&self, _item_id: &str, _delta: &str) {}
   /// A piece of the reasoning item `item_id`'s text or summary (`response.reasoning_text.delta`,
   /// `response.reasoning_summary_text.delta`).
-  fn reasoning_delta(&self, item_id: &str, delta: &str);
+  fn reasoning_delta(&self, _item_id: &str, _delta: &str) {}
   /// Every event of the stream, as the wire has it (snake_case), before the deltas above are taken from it.
   fn event(&self, _kind: &str, _event: &serde_json::Value) {}
 }

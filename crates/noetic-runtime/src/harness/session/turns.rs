@@ -9,7 +9,7 @@ use super::{
   DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, Waiter, now_ms,
 };
 use crate::error::{ConfigError, NoeticError};
-use crate::harness::{ExecContext, Harness, RunResult};
+use crate::harness::{ExecContext, Harness, RunResult, layer_budgets};
 use crate::host::StepValue;
 use crate::items::Item;
 use crate::memory::lifecycle;
@@ -173,12 +173,14 @@ impl Harness {
     messages: &[&str],
   ) -> RunResult<StepValue> {
     self.ready_layers(ctx).await?;
-    let items = if ctx.layers.is_empty() || input.is_empty() {
-      input.clone()
+    // `unchanged`: the items are the very ones the host handed over, so it may keep using its own objects.
+    let (items, unchanged) = if ctx.layers.is_empty() || input.is_empty() {
+      (input, true)
     } else {
-      lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?
+      let items = lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?;
+      let unchanged = items.len() == input.len() && items.iter().zip(&input).all(|(a, b)| Arc::ptr_eq(a, b));
+      (items, unchanged)
     };
-    let unchanged = items.len() == input.len() && items.iter().zip(&input).all(|(a, b)| Arc::ptr_eq(a, b));
     let from = {
       let mut state = ctx.state();
       let from = state.log.len();
@@ -265,20 +267,11 @@ impl Harness {
     if self.layers.is_empty() {
       return Ok(history);
     }
+    let policy = self.projection.clone().unwrap_or(crate::memory::DEFAULT_PROJECTION);
+    let budgets = layer_budgets(&self.layers, &policy, 0.0)?;
     let id = uuid::Uuid::new_v4().to_string();
     let ctx = self.open_context(ExecContext::new(id, thread.to_owned(), None, 0, None, Arc::clone(&self.layers)));
-    let policy = self.projection.clone().unwrap_or(crate::memory::DEFAULT_PROJECTION);
-    let ids: Vec<_> = ctx.layers.layers().iter().map(|layer| (layer.id(), layer.spec.budget)).collect();
-    let recalled = match crate::memory::allocate_budgets(&ids, policy.token_budget, 0.0, policy.response_reserve) {
-      Ok(allocation) => {
-        let budgets = allocation.allocations.into_iter().map(|a| (a.layer_id, a.allocated)).collect();
-        lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None).await
-      }
-      Err(error) => {
-        self.drop_context(&ctx.id);
-        return Err(error.into());
-      }
-    };
+    let recalled = lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None).await;
     self.drop_context(&ctx.id);
     let mut items: Vec<Arc<Item>> = recalled.into_iter().flat_map(|entry| entry.items).collect();
     if items.is_empty() {
