@@ -307,3 +307,38 @@ test('a layer state holding a Date persists as its ISO string', async () => {
   assert.deepEqual(diagnostics, []);
   assert.deepEqual(await storage.get('layers/dated/T/state'), { when: when.toISOString() });
 });
+
+// ---- 8. Runs polled on the JS thread ------------------------------------------------------------------------------------
+
+test('run() and execute() return before any step or hook is called', async () => {
+  const calls = [];
+  const layer = { id: 'l', slot: 1, scope: 'thread', hooks: { init: () => (calls.push('init'), { state: {} }) } };
+  const { h } = harness({
+    memory: [layer],
+    initialStep: step.run({ id: 's', execute: (x) => (calls.push('step'), x) }),
+  });
+  const running = h.run(step.run({ id: 'r', execute: (x) => (calls.push('run'), x) }), 'x');
+  assert.deepEqual(calls, [], 'nothing ran inside run()');
+  assert.equal(await running, 'x');
+  calls.length = 0;
+  const queued = h.execute('hi', { threadId: 'T' });
+  assert.deepEqual(calls, [], 'nothing ran inside execute()');
+  await queued;
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.ok(calls.includes('step'));
+});
+
+test('a long run of steps that answer at once does not grow the stack', { timeout: 60_000 }, async () => {
+  let n = 0;
+  const body = loop({ id: 'l', steps: [step.run({ id: 'inc', execute: () => ++n })], until: () => ({ stop: n >= 20_000 }), maxIterations: 30_000 });
+  const { h } = harness();
+  await h.run(body, 0);
+  assert.equal(n, 20_000);
+});
+
+test('a run woken off the JS thread (a storage timeout, a timer in a hook) goes on', { timeout: 20_000 }, async () => {
+  const { h } = harness({ memory: [{ id: 'slow', slot: 1, scope: 'thread', timeouts: { recall: 50 }, hooks: { recall: () => new Promise(() => {}) } }], _testCallModel: recordingModel().model });
+  const started = Date.now();
+  assert.equal(await h.run(step.llm({ id: 'llm', model: 'm' }), 'hello'), 'ok');
+  assert.ok(Date.now() - started < 5000);
+});

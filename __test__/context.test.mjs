@@ -168,3 +168,30 @@ test('steps built anew for every run do not grow the handle table; a collected c
   }
   if (global.gc) assert.equal(handles(), before);
 });
+
+test("a loop's predicate sees the latest maxHistorySize outputs (100 by default), oldest first", async () => {
+  const harness = new AgentHarness({ name: 't', params: {} });
+  const seenBy = async (extra, iterations) => {
+    const lengths = [];
+    let last;
+    const body = loop({
+      id: 'l',
+      steps: [step.run({ id: 'inc', execute: (n) => n + 1 })],
+      until: (snapshot) => {
+        lengths.push(snapshot.history.length);
+        last = snapshot.history;
+        return { stop: snapshot.stepCount >= iterations };
+      },
+      maxIterations: iterations + 1,
+      ...extra,
+    });
+    assert.equal(await harness.run(body, 0), iterations);
+    return { lengths, last };
+  };
+  const byDefault = await seenBy({}, 150);
+  assert.equal(Math.max(...byDefault.lengths), 100);
+  assert.deepEqual(byDefault.last, Array.from({ length: 100 }, (_, i) => 51 + i));
+  const three = await seenBy({ maxHistorySize: 3 }, 10);
+  assert.deepEqual(three.lengths, [1, 2, 3, 3, 3, 3, 3, 3, 3, 3]);
+  assert.deepEqual(three.last, [8, 9, 10]);
+});

@@ -162,12 +162,14 @@ class ContextImpl {
   }
   complete(value) {
     this._rt.native.complete(this.id, JSON.stringify(this._rt.toRef(value)));
+    this._rt.kick();
   }
   abort(reason) {
     if (reason !== undefined && typeof reason !== 'string') {
       throw new NoeticConfigError({ code: 'INVALID_ABORT_REASON', message: `ctx.abort(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'user cancelled', or nothing." });
     }
     this._rt.native.abort(this.id, reason);
+    this._rt.kick();
   }
 
   // `ctx.memory[layerId]`: data entries read the layer's state live, functions run the layer's `provides`.

@@ -33,6 +33,10 @@ class Runtime {
     // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
+    // Requests being answered by `pump`, and whether a drive is scheduled.
+    this.inbox = [];
+    this.pumping = false;
+    this.kicked = false;
     this.collected = new FinalizationRegistry((id) => this.forgetContext(id));
     this.native = undefined;
     this.harness = undefined;
@@ -127,9 +131,51 @@ class Runtime {
     });
   }
 
-  // A native run; resolves to its outcome, `{ok, value}` or `{ok: false, error}`.
+  // A native run; resolves to its outcome, `{ok, value}` or `{ok: false, error}`. It starts at the next drive.
   startRun(start) {
-    return this.waitFor(start, { hold: true });
+    const outcome = this.waitFor(start, { hold: true });
+    this.kick();
+    return outcome;
+  }
+
+  // Runs and turns are polled on this thread by native calls (see src/driver.rs). A new one waits for a microtask,
+  // so that `run()` and `execute()` return before any hook is called, as upstream's do.
+  kick() {
+    if (this.kicked) return;
+    this.kicked = true;
+    queueMicrotask(() => {
+      this.kicked = false;
+      this.drive();
+    });
+  }
+
+  drive() {
+    let requests;
+    try {
+      requests = this.native.drive();
+    } catch (e) {
+      console.error('[noetic] internal error while polling runs:', e);
+      return;
+    }
+    this.pump(requests);
+  }
+
+  // Requests returned by a native call are answered in order, iteratively: a request answered at once returns the
+  // next ones from its reply, and a long run of those must not grow the stack.
+  pump(requests) {
+    if (!requests) return;
+    for (const request of requests) this.inbox.push(request);
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (let i = 0; i < this.inbox.length; i++) {
+        const { id, text, foreground } = this.inbox[i];
+        this.receive(id, text, foreground);
+      }
+    } finally {
+      this.inbox.length = 0;
+      this.pumping = false;
+    }
   }
 
   settled(id, result) {
@@ -302,12 +348,14 @@ class Runtime {
   receive(id, text, foreground) {
     const reply = (ok, answer) => {
       if (id === 0) return;
+      let next;
       try {
-        this.native.reply(id, ok, answer);
+        next = this.native.reply(id, ok, answer);
       } catch (e) {
         // A reply Rust cannot take (not a string): say so rather than leave the request waiting.
-        this.native.reply(id, false, `internal error: ${messageOf(e)}`);
+        next = this.native.reply(id, false, `internal error: ${messageOf(e)}`);
       }
+      this.pump(next);
     };
     const fail = (e) => reply(false, messageOf(e));
     let answer;
@@ -350,6 +398,9 @@ class Runtime {
         return '';
       case 'drained':
         this.drained();
+        return '';
+      case 'poll':
+        this.drive();
         return '';
       case 'modelItems': {
         const items = this.replies.get(message.context) ?? [];

@@ -75,6 +75,7 @@ function execute(harness, input, options = {}) {
       throw e;
     }
     if (started) runtime.sessionStarted();
+    runtime.kick();
     return Promise.resolve();
   } catch (e) {
     return Promise.reject(e);
@@ -110,7 +111,9 @@ function getAgentResponse(harness, scope) {
 async function abort(harness, scope) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'abort');
-  await runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
+  const ended = runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
+  runtime.kick();
+  await ended;
 }
 
 // The items the next turn's model would be sent, as far as memory decides: layer recalls before the history.

@@ -141,6 +141,7 @@ function describeStep(s, keep, describeLayer) {
         steps: s.steps.map((child) => describeStep(child, keep, describeLayer)),
         until: describeUntil(s.until, keep),
         maxIterations: num(s.maxIterations),
+        maxHistorySize: num(s.maxHistorySize),
       };
     case 'spawn':
       return {

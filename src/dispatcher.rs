@@ -5,10 +5,16 @@
 //! thread wake per crossing; a direct reply wakes the waiting task exactly once.
 //! Weak, so it never keeps Node alive; a request Node can no longer deliver fails instead of waiting forever.
 //!
+//! Requests made while the JS thread polls this harness's runs (see `driver.rs`) are not posted: they are collected
+//! and returned to the native call JS is in, which answers them straight away. Those made on the JS thread outside
+//! of that (an event of a message `execute` queued) wait for the next poll, which they ask for: a post made on the
+//! JS thread is not delivered if Node has nothing else to wait for, so JS also polls after such calls.
+//!
 //! Each request says whether a run is waiting on it (`foreground`): JS keeps Node alive while a run works in Rust
 //! and lets go while the run waits on JS, so a hook that never settles leaves Node free to exit, as plain Node
 //! would be.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -35,6 +41,32 @@ pub fn foreground<F: Future>(work: F) -> impl Future<Output = F::Output> {
 
 type Reply = Result<String, String>;
 
+/// A request returned to JS by a native call rather than posted through the dispatcher.
+#[napi_derive::napi(object)]
+pub struct JsRequest {
+  pub id: u32,
+  pub text: String,
+  pub foreground: bool,
+}
+
+/// The requests of the dispatch whose runs this thread is polling now.
+struct Outbox {
+  owner: *const Inner,
+  requests: Vec<JsRequest>,
+}
+
+thread_local! {
+  static OUTBOX: RefCell<Option<Outbox>> = const { RefCell::new(None) };
+  static JS_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks the calling thread as a JS thread (the addon's init runs on it).
+pub fn mark_js_thread() {
+  JS_THREAD.set(true);
+}
+
+const POLL_REQUEST: &str = r#"{"op":"poll"}"#;
+
 const GONE: &str = "the AgentHarness was garbage-collected while this call was in flight";
 
 #[derive(Clone)]
@@ -48,6 +80,10 @@ struct Inner {
   /// Set when the harness's JS side is gone: nothing will answer any more.
   closed: AtomicBool,
   pending: Mutex<HashMap<u32, oneshot::Sender<Reply>>>,
+  /// Requests made on the JS thread outside a poll, for the next one.
+  deferred: Mutex<Vec<JsRequest>>,
+  /// A `poll` request is on its way to JS.
+  poll_posted: AtomicBool,
 }
 
 impl Dispatch {
@@ -58,6 +94,8 @@ impl Dispatch {
         next: AtomicU32::new(1),
         closed: AtomicBool::new(false),
         pending: Mutex::new(HashMap::new()),
+        deferred: Mutex::new(Vec::new()),
+        poll_posted: AtomicBool::new(false),
       }),
     }
   }
@@ -77,7 +115,7 @@ impl Dispatch {
     // A caller that stops waiting (an aborted background recall) takes its entry with it; a late reply is ignored.
     let _waiting = Waiting { dispatch: self, id };
     let foreground = FOREGROUND.try_with(|()| ()).is_ok();
-    let status = self.inner.callback.call((id, message, foreground).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    let status = self.send(JsRequest { id, text: message, foreground });
     if status != Status::Ok {
       return Err(format!("could not call into JavaScript: {status}"));
     }
@@ -87,8 +125,53 @@ impl Dispatch {
   /// Fire and forget, for notifications.
   pub fn notify(&self, message: String) {
     if !self.inner.closed.load(Ordering::Acquire) {
-      self.inner.callback.call((0, message, false).into(), ThreadsafeFunctionCallMode::NonBlocking);
+      self.send(JsRequest { id: 0, text: message, foreground: false });
     }
+  }
+
+  /// Asks JS to poll this harness's runs (once until it does).
+  pub fn request_poll(&self) {
+    if !self.inner.poll_posted.swap(true, Ordering::AcqRel) && !self.inner.closed.load(Ordering::Acquire) {
+      self.post(JsRequest { id: 0, text: POLL_REQUEST.to_owned(), foreground: false });
+    }
+  }
+
+  /// Into the outbox when this thread is polling this dispatch's runs; deferred to the next poll when on the JS
+  /// thread otherwise (JS is in a native call); else posted.
+  fn send(&self, request: JsRequest) -> Status {
+    let owner = Arc::as_ptr(&self.inner);
+    let unsent = OUTBOX.with_borrow_mut(|outbox| match outbox {
+      Some(outbox) if outbox.owner == owner => {
+        outbox.requests.push(request);
+        None
+      }
+      _ => Some(request),
+    });
+    let Some(request) = unsent else { return Status::Ok };
+    if JS_THREAD.get() {
+      self.deferred().push(request);
+      self.request_poll();
+      return Status::Ok;
+    }
+    self.post(request)
+  }
+
+  fn post(&self, JsRequest { id, text, foreground }: JsRequest) -> Status {
+    self.inner.callback.call((id, text, foreground).into(), ThreadsafeFunctionCallMode::NonBlocking)
+  }
+
+  /// Runs `work` with this thread's requests for this dispatch collected (after those deferred), and returns them.
+  /// Not reentrant: `work` polls Rust futures and never calls into JS.
+  pub fn collect(&self, work: impl FnOnce()) -> Vec<JsRequest> {
+    self.inner.poll_posted.store(false, Ordering::Release);
+    let requests = std::mem::take(&mut *self.deferred());
+    let outer = OUTBOX.replace(Some(Outbox { owner: Arc::as_ptr(&self.inner), requests }));
+    work();
+    OUTBOX.replace(outer).map(|outbox| outbox.requests).unwrap_or_default()
+  }
+
+  fn deferred(&self) -> std::sync::MutexGuard<'_, Vec<JsRequest>> {
+    self.inner.deferred.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
   }
 
   /// Answers JS's waiter `waiter` (a run, a response, an event wake) with `result`, a JSON text.

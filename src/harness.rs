@@ -1,7 +1,10 @@
 //! `NativeHarness`: the JS `AgentHarness` holds one. Runs go to the runtime on its tokio threads; the JS side's
 //! contexts read and append through the sync methods here.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures_util::FutureExt;
 
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::*;
@@ -20,7 +23,8 @@ use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
 use crate::describe;
-use crate::dispatcher::{Dispatch, Dispatcher, foreground};
+use crate::dispatcher::{Dispatch, Dispatcher, JsRequest, foreground};
+use crate::driver::Driver;
 use crate::guard::guarded;
 use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
@@ -37,12 +41,15 @@ pub fn validate_layers(layers: String) -> Result<()> {
 pub struct NativeHarness {
   pub(crate) inner: Arc<Harness>,
   pub(crate) dispatch: Dispatch,
+  pub(crate) driver: Driver,
 }
 
-/// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever.
+/// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever,
+/// and the runs polled on the JS thread are dropped.
 impl Drop for NativeHarness {
   fn drop(&mut self) {
     self.dispatch.close();
+    self.driver.shutdown();
   }
 }
 
@@ -92,32 +99,39 @@ fn failed(error: &noetic_runtime::ConfigError) -> String {
   json!({ "ok": false, "error": config_json(error) }).to_string()
 }
 
-/// A run's outcome as JSON. A panic inside the run arrives as a join error and becomes a JS error (A5).
-fn settle(joined: std::result::Result<RunResult<StepValue>, tokio::task::JoinError>) -> String {
-  match joined {
+/// A run's outcome as JSON. A panic inside the run becomes a JS error (A5).
+fn settle(outcome: std::thread::Result<RunResult<StepValue>>) -> String {
+  match outcome {
     Ok(Ok(value)) => json!({ "ok": true, "value": step_value_json(&value) }),
     Ok(Err(error)) => json!({ "ok": false, "error": error_json(&error) }),
-    Err(panic) => internal_error(&panic),
+    Err(panic) => json!({ "ok": false, "error": { "kind": "thrown", "message": internal_error(&*panic) } }),
   }
   .to_string()
 }
 
-fn internal_error(panic: &tokio::task::JoinError) -> Value {
-  json!({ "ok": false, "error": { "kind": "thrown", "message": format!("internal error in @noetic-tools/core: {panic}") } })
+fn internal_error(panic: &(dyn std::any::Any + Send)) -> String {
+  let what = panic
+    .downcast_ref::<&str>()
+    .map(|s| (*s).to_owned())
+    .or_else(|| panic.downcast_ref::<String>().cloned())
+    .unwrap_or_else(|| "a panic".to_owned());
+  format!("internal error in @noetic-tools/core: {what}")
 }
 
-/// Runs `work` on the runtime as a run JS awaits, and sends its outcome to JS as `{op: 'settled', run, result}`.
-/// The outcome travels through the weak dispatcher rather than a napi Promise, whose own handle would keep Node
-/// alive for as long as the run waits on JS that never settles. A panic in `work` arrives as a join error.
-fn start_run<F>(dispatch: &Dispatch, run: u32, work: F)
-where
-  F: std::future::Future<Output = RunResult<StepValue>> + Send + 'static,
-{
-  let dispatch = dispatch.clone();
-  napi::bindgen_prelude::spawn(async move {
-    let result = settle(tokio::spawn(foreground(work)).await);
-    dispatch.settle(run, &result);
-  });
+impl NativeHarness {
+  /// Queues `work` as a run JS awaits (polled on the JS thread, see `driver.rs`), and sends its outcome to JS as
+  /// `{op: 'settled', run, result}`. The outcome travels through the dispatcher rather than a napi Promise, whose
+  /// own handle would keep Node alive for as long as the run waits on JS that never settles.
+  fn start_run<F>(&self, run: u32, work: F)
+  where
+    F: std::future::Future<Output = RunResult<StepValue>> + Send + 'static,
+  {
+    let dispatch = self.dispatch.clone();
+    self.driver.spawn(async move {
+      let outcome = AssertUnwindSafe(foreground(work)).catch_unwind().await;
+      dispatch.settle(run, &settle(outcome));
+    });
+  }
 }
 
 /// `strictItemSchemas: false` admits extension item types.
@@ -191,13 +205,23 @@ impl NativeHarness {
       env,
     )
     .with_item_types(item_types(&config));
-    Ok(Self { inner: Arc::new(harness), dispatch })
+    let driver = Driver::new(dispatch.clone());
+    Ok(Self { inner: Arc::new(harness), dispatch, driver })
   }
 
-  /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message.
+  /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
+  /// on it goes on at once, here; returns what it asks of JS next.
   #[napi(catch_unwind)]
-  pub fn reply(&self, id: u32, ok: bool, text: String) {
-    self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
+  pub fn reply(&self, id: u32, ok: bool, text: String) -> Option<Vec<JsRequest>> {
+    let requests = self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) }));
+    (!requests.is_empty()).then_some(requests)
+  }
+
+  /// Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS.
+  #[napi(catch_unwind)]
+  pub fn drive(&self) -> Option<Vec<JsRequest>> {
+    let requests = self.driver.drive(|| ());
+    (!requests.is_empty()).then_some(requests)
   }
 
   /// Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once
@@ -215,7 +239,7 @@ impl NativeHarness {
       layers: options.layers,
     };
     let harness = Arc::clone(&self.inner);
-    start_run(&self.dispatch, run, async move { harness.run(&step, input, run_options).await });
+    self.start_run(run, async move { harness.run(&step, input, run_options).await });
     Ok(None)
   }
 
@@ -262,7 +286,7 @@ impl NativeHarness {
     };
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let harness = Arc::clone(&self.inner);
-    start_run(&self.dispatch, run, async move { harness.run_existing(&ctx, &step, input).await });
+    self.start_run(run, async move { harness.run_existing(&ctx, &step, input).await });
     Ok(None)
   }
 

@@ -7,6 +7,7 @@
 
 mod describe;
 mod dispatcher;
+mod driver;
 mod fs;
 mod guard;
 mod harness;
@@ -27,6 +28,7 @@ use napi_derive::napi;
 /// their `execute` calls, as upstream's do on its single thread. (The blocking pool, SQLite's, is separate.)
 #[napi(module_exports, skip_typescript)]
 pub fn init() {
+  dispatcher::mark_js_thread();
   std::panic::set_hook(Box::new(|info| {
     eprintln!("@noetic-tools/core panicked: {info}. This is a bug in @noetic-tools/core, not in your code.");
   }));

@@ -15,6 +15,8 @@ use crate::dispatcher::{Dispatch, foreground};
 use crate::guard::guarded;
 use crate::harness::{NativeHarness, parse};
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
 
 /// How many events one read hands over at most.
 const READ_BATCH: usize = 256;
@@ -122,9 +124,9 @@ impl NativeHarness {
     let drain = self.inner.execute_message(&thread, message).map_err(|e| to_napi(config_json(&e)))?;
     let Some(drain) = drain else { return Ok(false) };
     let dispatch = self.dispatch.clone();
-    napi::bindgen_prelude::spawn(async move {
+    self.driver.spawn(async move {
       // A panic in a turn ends the drain; JS must still hear of it, or Node would be held open.
-      let _ = tokio::spawn(foreground(drain)).await;
+      let _ = AssertUnwindSafe(foreground(drain)).catch_unwind().await;
       dispatch.notify(r#"{"op":"drained"}"#.to_owned());
     });
     Ok(true)

@@ -241,6 +241,7 @@ fn looped(steps: u32) -> Step {
     steps: vec![Arc::new(llm())],
     until: Until::MaxSteps(f64::from(steps)),
     max_iterations: 100.0,
+    max_history: noetic_runtime::steps::DEFAULT_LOOP_HISTORY,
   }
 }
 

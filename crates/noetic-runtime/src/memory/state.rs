@@ -5,7 +5,9 @@
 //! records that a state exists; what gets persisted is the JSON that JS serialized at write time.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
 
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -166,7 +168,12 @@ impl Mirror {
     // The value of the write that starts the loop is taken now, so a burst persists its first value and its last.
     queue.running = true;
     drop(queue);
-    tokio::spawn(async move { self.drain(persist, sink).await });
+    // A store in memory is written here and now: a task of its own would cost a thread hand-off each write.
+    let at_once = self.storage.answers_at_once();
+    let mut drain = Box::pin(async move { self.drain(persist, sink).await });
+    if !at_once || drain.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending() {
+      tokio::spawn(drain);
+    }
   }
 
   async fn drain(&self, first: Persist, sink: Arc<dyn DiagnosticSink>) {
@@ -279,6 +286,19 @@ mod tests {
     assert_eq!(storage.get_now("k"), None);
     assert!(store.has("E", "w"));
     assert_eq!(store.get("E", "w"), Some(StateValue::Undefined));
+  }
+
+  #[test]
+  fn a_store_in_memory_is_written_at_once_without_a_runtime() {
+    // No tokio runtime here: a write that needed a task of its own would panic.
+    let store = StateStore::new();
+    let sink: Arc<dyn DiagnosticSink> = Arc::new(Collect::default());
+    let storage = Arc::new(InMemoryStorage::new());
+    store.register_durable("E", "w", Arc::clone(&storage) as Arc<dyn Storage>, "k".into());
+    store.set("E", "w", StateValue::Json(json!({"n": 1})), None, &sink);
+    assert_eq!(storage.get_now("k"), Some(json!({"n": 1})));
+    store.set("E", "w", StateValue::Json(json!({"n": 2})), None, &sink);
+    assert_eq!(storage.get_now("k"), Some(json!({"n": 2})));
   }
 
   #[tokio::test]

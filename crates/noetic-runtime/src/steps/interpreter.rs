@@ -1,5 +1,6 @@
 //! The step interpreter: dispatches each step kind, counts steps, honours abort and `ctx.complete`.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -45,6 +46,13 @@ fn step_failed(step_id: &str, cause: String) -> NoeticError {
   )
 }
 
+/// A loop's limits: iterations, and outputs kept for its predicate.
+#[derive(Clone, Copy)]
+struct LoopBounds {
+  max_iterations: f64,
+  max_history: usize,
+}
+
 async fn dispatch(
   harness: &Harness,
   step: &Step,
@@ -86,8 +94,9 @@ async fn run_step(
       Ok(harness.env.host.run_step(call).await?)
     }
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
-    Step::Loop { id, steps, until, max_iterations } => {
-      run_loop(harness, id, steps, until, *max_iterations, input, ctx, depth).await
+    Step::Loop { id, steps, until, max_iterations, max_history } => {
+      let bounds = LoopBounds { max_iterations: *max_iterations, max_history: *max_history };
+      run_loop(harness, id, steps, until, bounds, input, ctx, depth).await
     }
     Step::Spawn { child, memory, .. } => {
       let layers = memory.clone().unwrap_or_else(|| Arc::clone(&ctx.layers));
@@ -126,7 +135,7 @@ async fn run_loop(
   id: &str,
   steps: &[Arc<Step>],
   until: &Until,
-  max_iterations: f64,
+  LoopBounds { max_iterations, max_history }: LoopBounds,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
@@ -136,7 +145,7 @@ async fn run_loop(
   }
   let started = std::time::Instant::now();
   let mut current = input;
-  let mut history: Vec<StepValue> = Vec::new();
+  let mut history: VecDeque<StepValue> = VecDeque::new();
   let mut iterations = 0.0;
   let mut completed = 0u64;
   loop {
@@ -157,7 +166,10 @@ async fn run_loop(
       }
     }
     completed += 1;
-    history.push(output.clone());
+    history.push_back(output.clone());
+    if history.len() > max_history {
+      history.pop_front();
+    }
     let facts = {
       let state = ctx.state();
       LoopFacts {
@@ -183,7 +195,7 @@ fn verdict<'a>(
   until: &'a Until,
   facts: &'a LoopFacts,
   output: &'a StepValue,
-  history: &'a [StepValue],
+  history: &'a VecDeque<StepValue>,
   ctx: &'a Arc<ExecContext>,
 ) -> Pin<Box<dyn Future<Output = (bool, Option<String>)> + Send + 'a>> {
   Box::pin(async move {

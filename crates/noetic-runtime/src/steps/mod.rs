@@ -14,14 +14,18 @@ use crate::memory::registry::LayerSet;
 pub use self::interpreter::execute;
 pub use self::until::Until;
 
+/// Upstream's default `maxHistorySize`.
+pub const DEFAULT_LOOP_HISTORY: usize = 100;
+
 #[derive(Debug, Clone)]
 pub enum Step {
   /// `step.run`: a user function.
   Run { id: String, execute: HostRef },
   /// `step.llm`: one model step with memory, projection and tools.
   Llm(Box<LlmStep>),
-  /// `loop`: run the body until the predicate stops it.
-  Loop { id: String, steps: Vec<Arc<Step>>, until: Until, max_iterations: f64 },
+  /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
+  /// predicate sees (upstream's `maxHistorySize`, default 100), which keeps each check's cost flat.
+  Loop { id: String, steps: Vec<Arc<Step>>, until: Until, max_iterations: f64, max_history: usize },
   /// `spawn`: run a child step in an isolated child context, with its own layers if given.
   Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>> },
 }

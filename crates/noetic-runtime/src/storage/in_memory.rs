@@ -66,6 +66,10 @@ impl Storage for InMemoryStorage {
   async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
     Ok(self.list_now(prefix))
   }
+
+  fn answers_at_once(&self) -> bool {
+    true
+  }
 }
 
 #[cfg(test)]

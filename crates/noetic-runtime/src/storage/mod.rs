@@ -35,4 +35,9 @@ pub trait Storage: Send + Sync {
   async fn delete(&self, key: &str) -> StorageResult<()>;
   /// Every key that starts with `prefix`.
   async fn list(&self, prefix: &str) -> StorageResult<Vec<String>>;
+  /// True when every call completes without waiting (memory): a caller may then run it where it stands instead of
+  /// handing it to a task of its own.
+  fn answers_at_once(&self) -> bool {
+    false
+  }
 }
