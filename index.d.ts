@@ -226,15 +226,29 @@ export type ExecuteInput = string | Item | Item[];
 
 export type ItemSchemaCategory = 'items' | 'developerMessages' | 'toolCalls' | 'toolResults';
 
-/** Instance shape of the item validator attached to each context. */
-export interface ItemSchemaRegistry {
+/** Accepts any object whose `type` is a non-empty string; anything else fails with a `ZodError`. */
+export declare const ItemSchema: z.ZodCustom<Item, Item>;
+
+/**
+ * Validates items against extension schemas per category. Schemas are gates: `parse` returns the value it was
+ * given (undeclared fields included), never a schema's parsed output. Under `strictUnknownExtensions` (the default)
+ * an item of a type outside the known base types (and `openrouter:*`) must be accepted by a schema, or `parse`
+ * throws a `NoeticError` of kind `item_schema_mismatch`.
+ */
+export declare class ItemSchemaRegistry {
   readonly extensions: ItemSchemaExtensions;
   readonly strictUnknownExtensions: boolean;
+  constructor(extensions?: ItemSchemaExtensions, opts?: { strictUnknownExtensions?: boolean });
+  /** A registry with these schemas added after this one's; this very registry when there are none to add. */
   extend(extensions?: ItemSchemaExtensions): ItemSchemaRegistry;
   parse(value: unknown): Item;
   parseMany(values: Iterable<unknown>): Item[];
+  /** Only `category`'s schemas decide (whatever the item's type); with none registered this is `parse`. */
   parseWithCategory(value: unknown, category: ItemSchemaCategory): Item;
 }
+
+/** A strict registry with no extension schemas. */
+export declare const defaultItemSchemaRegistry: ItemSchemaRegistry;
 
 // ----- message utilities -----------------------------------------------------
 
