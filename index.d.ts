@@ -1957,7 +1957,10 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    * are planned; this build rejects them with `INVALID_TOKENIZER`.
    */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
-  /** Not applied yet: a harness given any schemas is rejected with `ITEM_SCHEMAS_UNSUPPORTED`. */
+  /**
+   * Extension item schemas (zod) for every context of this harness: an item of a type outside the known base types
+   * enters a log (seeded, executed, appended, recalled or returned by the model) only if one of them accepts it.
+   */
   itemSchemas?: ItemSchemaExtensions;
   /** `false` admits items of unknown (extension) types into the log (default `true`: they are `item_schema_mismatch`). */
   strictItemSchemas?: boolean;
@@ -1992,6 +1995,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   readonly shell: ShellAdapter;
   /** Shared by every root context, so a `cd` carries across runs. */
   readonly rootCwdState: CwdState;
+  /** The `itemSchemas` option under `strictItemSchemas`; each context adds its layers' schemas to it. */
+  readonly itemSchemas: ItemSchemaRegistry;
   /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
   setRootCwd(nextCwd: string): void;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */
@@ -2077,7 +2082,8 @@ declare class NativeHarness {
   run(run: number, step: string, input: string, options: string): string | null
   /**
    * Opens a context that outlives runs (`harness.createContext()`); returns its id.
-   * `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
+   * `options`: `{threadId?, resourceId?, memory?, items?: string[], checked?}`; `checked`: JS put the items to the
+   * context's item schemas.
    */
   createContext(options: string): string
   /**
@@ -2092,8 +2098,11 @@ declare class NativeHarness {
   callModelOnce(request: string, items: Array<string>): Promise<string>
   /** Forgets a context from `create_context` (its JS object was collected). */
   dropContext(context: string): void
-  /** Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. */
-  appendItem(context: string, item: string): number
+  /**
+   * Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. `checked`: JS
+   * put the item to the context's item schemas.
+   */
+  appendItem(context: string, item: string, checked?: boolean | undefined | null): number
   logLength(context: string): number
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>
@@ -2126,8 +2135,11 @@ declare class NativeHarness {
   /** As upstream's `HarnessStatus`, JSON. */
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
-  /** Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. */
-  seedSession(thread: string, items: Array<string>): string
+  /**
+   * Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. `checked`:
+   * JS put the items to the harness's item schemas.
+   */
+  seedSession(thread: string, items: Array<string>, checked?: boolean | undefined | null): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
   /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */

@@ -1957,7 +1957,10 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    * are planned; this build rejects them with `INVALID_TOKENIZER`.
    */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
-  /** Not applied yet: a harness given any schemas is rejected with `ITEM_SCHEMAS_UNSUPPORTED`. */
+  /**
+   * Extension item schemas (zod) for every context of this harness: an item of a type outside the known base types
+   * enters a log (seeded, executed, appended, recalled or returned by the model) only if one of them accepts it.
+   */
   itemSchemas?: ItemSchemaExtensions;
   /** `false` admits items of unknown (extension) types into the log (default `true`: they are `item_schema_mismatch`). */
   strictItemSchemas?: boolean;
@@ -1992,6 +1995,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   readonly shell: ShellAdapter;
   /** Shared by every root context, so a `cd` carries across runs. */
   readonly rootCwdState: CwdState;
+  /** The `itemSchemas` option under `strictItemSchemas`; each context adds its layers' schemas to it. */
+  readonly itemSchemas: ItemSchemaRegistry;
   /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
   setRootCwd(nextCwd: string): void;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */

@@ -2,6 +2,11 @@
 // Item schemas (spec §1.3): the structural check every item passes, and the registry of extension schemas that
 // admit items of other types. Extension schemas are users' zod schemas, so this is JS. They are gates: an item a
 // schema accepts is returned as it was given, never as the schema's parsed output.
+//
+// The native runtime makes the strict registry's decision on its own for every item it takes in (a known type is
+// admitted, another is `item_schema_mismatch`, or anything is admitted when the harness is not strict). The
+// registry only needs consulting where that decision could differ: a strict registry with `items` schemas, for an
+// item of an unknown type. `gateOf` says when that is, so that a harness without extension schemas does no work here.
 const zod = require('zod');
 const { NoeticErrorImpl } = require('./errors.cjs');
 
@@ -80,9 +85,55 @@ class ItemSchemaRegistry {
 
 const defaultItemSchemaRegistry = new ItemSchemaRegistry(undefined, { strictUnknownExtensions: true });
 
+// `base` extended with the `itemSchemas` of `owners` (layers, then tools), in their order; `base` itself when
+// they have none.
+function extendedBy(base, owners) {
+  let merged;
+  for (const owner of owners) {
+    if (owner?.itemSchemas != null) merged = mergeExtensions(merged, owner.itemSchemas);
+  }
+  return merged === undefined ? base : base.extend(merged);
+}
+
+// `extendedBy(base, owners)` when it may decide an item differently from the native check (it is strict and has
+// `items` schemas); otherwise undefined, having allocated nothing.
+function gateOf(base, owners) {
+  if (!base.strictUnknownExtensions) return undefined;
+  if (base.extensions.items.length === 0 && !owners.some((owner) => owner?.itemSchemas?.items?.length > 0)) return undefined;
+  return extendedBy(base, owners);
+}
+
+// A `category` check of `item()` under `base` and `owners`' schemas, made only when some are registered for that
+// category: without them the check is `parse`, which admits the known types such items have.
+function checkCategory(base, owners, category, item) {
+  if (base.extensions[category].length === 0 && !owners.some((owner) => owner?.itemSchemas?.[category]?.length > 0)) return;
+  extendedBy(base, owners).parseWithCategory(item(), category);
+}
+
+// Puts `items` to `gate` (from `gateOf`) and says whether it did: the native side then admits their types as they
+// are. Only items of unknown types are put to it, since the registry admits a known type whatever its schemas say.
+// `where(i)` prefixes the message of a rejection with which item it was.
+function admit(gate, items, where) {
+  if (gate === undefined) return false;
+  items.forEach((item, i) => {
+    if (!isItemLike(item) || isKnownBaseType(item.type)) return;
+    try {
+      gate.parse(item);
+    } catch (e) {
+      if (where === undefined || !(e instanceof NoeticErrorImpl)) throw e;
+      throw new NoeticErrorImpl(e.noeticError, `${where(i)}: ${e.message}`);
+    }
+  });
+  return true;
+}
+
 module.exports = {
   ItemSchema,
   ItemSchemaRegistry,
   defaultItemSchemaRegistry,
   CATEGORIES,
+  extendedBy,
+  gateOf,
+  admit,
+  checkCategory,
 };

@@ -1,7 +1,8 @@
-// Item schemas: the registry class and the structural schema.
+// Item schemas: the registry class, the structural schema and the harness's registry.
 
 import { z } from 'zod';
 import {
+  AgentHarness,
   ItemSchema,
   ItemSchemaRegistry,
   defaultItemSchemaRegistry,
@@ -23,9 +24,13 @@ const checked: Item = registry.parseWithCategory(one, category);
 const structural: Item = ItemSchema.parse({ type: 'x' });
 new ItemSchemaRegistry();
 
+const harness = new AgentHarness({ name: 'h', params: {}, itemSchemas: extensions, strictItemSchemas: true });
+const fromHarness: ItemSchemaRegistry = harness.itemSchemas;
+const withLayers: ItemSchemaRegistry | undefined = harness.createContext().itemSchemas;
+
 // @ts-expect-error: the category must be one of the four
 registry.parseWithCategory(one, 'messages');
 // @ts-expect-error: the registry is read-only
 registry.strictUnknownExtensions = true;
 
-export { strictness, many, checked, structural };
+export { strictness, many, checked, structural, fromHarness, withLayers };
