@@ -226,15 +226,29 @@ export type ExecuteInput = string | Item | Item[];
 
 export type ItemSchemaCategory = 'items' | 'developerMessages' | 'toolCalls' | 'toolResults';
 
-/** Instance shape of the item validator attached to each context. */
-export interface ItemSchemaRegistry {
+/** Accepts any object whose `type` is a non-empty string; anything else fails with a `ZodError`. */
+export declare const ItemSchema: z.ZodCustom<Item, Item>;
+
+/**
+ * Validates items against extension schemas per category. Schemas are gates: `parse` returns the value it was
+ * given (undeclared fields included), never a schema's parsed output. Under `strictUnknownExtensions` (the default)
+ * an item of a type outside the known base types (and `openrouter:*`) must be accepted by a schema, or `parse`
+ * throws a `NoeticError` of kind `item_schema_mismatch`.
+ */
+export declare class ItemSchemaRegistry {
   readonly extensions: ItemSchemaExtensions;
   readonly strictUnknownExtensions: boolean;
+  constructor(extensions?: ItemSchemaExtensions, opts?: { strictUnknownExtensions?: boolean });
+  /** A registry with these schemas added after this one's; this very registry when there are none to add. */
   extend(extensions?: ItemSchemaExtensions): ItemSchemaRegistry;
   parse(value: unknown): Item;
   parseMany(values: Iterable<unknown>): Item[];
+  /** Only `category`'s schemas decide (whatever the item's type); with none registered this is `parse`. */
   parseWithCategory(value: unknown, category: ItemSchemaCategory): Item;
 }
+
+/** A strict registry with no extension schemas. */
+export declare const defaultItemSchemaRegistry: ItemSchemaRegistry;
 
 // ----- message utilities -----------------------------------------------------
 
@@ -1943,7 +1957,10 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    * are planned; this build rejects them with `INVALID_TOKENIZER`.
    */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
-  /** Not applied yet: a harness given any schemas is rejected with `ITEM_SCHEMAS_UNSUPPORTED`. */
+  /**
+   * Extension item schemas (zod) for every context of this harness: an item of a type outside the known base types
+   * enters a log (seeded, executed, appended, recalled or returned by the model) only if one of them accepts it.
+   */
   itemSchemas?: ItemSchemaExtensions;
   /** `false` admits items of unknown (extension) types into the log (default `true`: they are `item_schema_mismatch`). */
   strictItemSchemas?: boolean;
@@ -1978,6 +1995,8 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   readonly shell: ShellAdapter;
   /** Shared by every root context, so a `cd` carries across runs. */
   readonly rootCwdState: CwdState;
+  /** The `itemSchemas` option under `strictItemSchemas`; each context adds its layers' schemas to it. */
+  readonly itemSchemas: ItemSchemaRegistry;
   /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
   setRootCwd(nextCwd: string): void;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */
@@ -2068,7 +2087,8 @@ declare class NativeHarness {
   run(run: number, step: string, input: string, options: string): string | null
   /**
    * Opens a context that outlives runs (`harness.createContext()`); returns its id.
-   * `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
+   * `options`: `{threadId?, resourceId?, memory?, items?: string[], checked?}`; `checked`: JS put the items to the
+   * context's item schemas.
    */
   createContext(options: string): string
   /**
@@ -2083,8 +2103,11 @@ declare class NativeHarness {
   callModelOnce(request: string, items: Array<string>): Promise<string>
   /** Forgets a context from `create_context` (its JS object was collected). */
   dropContext(context: string): void
-  /** Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. */
-  appendItem(context: string, item: string): number
+  /**
+   * Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. `checked`: JS
+   * put the item to the context's item schemas.
+   */
+  appendItem(context: string, item: string, checked?: boolean | undefined | null): number
   logLength(context: string): number
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>
@@ -2117,8 +2140,11 @@ declare class NativeHarness {
   /** As upstream's `HarnessStatus`, JSON. */
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
-  /** Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. */
-  seedSession(thread: string, items: Array<string>): string
+  /**
+   * Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. `checked`:
+   * JS put the items to the harness's item schemas.
+   */
+  seedSession(thread: string, items: Array<string>, checked?: boolean | undefined | null): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
   /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */

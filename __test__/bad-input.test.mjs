@@ -105,10 +105,11 @@ test('strictItemSchemas: false lets extension item types into the log; strict (t
   assert.equal(open.itemLog.items.length, 2);
 });
 
-test('item schemas are rejected until they are applied; strictItemSchemas must be a boolean', async () => {
+test('itemSchemas must list zod schemas per category; strictItemSchemas must be a boolean', async () => {
   const schema = { safeParse: () => ({ success: true }) };
-  await rejects(() => harness({ itemSchemas: { items: [schema] } }), 'ITEM_SCHEMAS_UNSUPPORTED', 'items', 'not supported');
-  await rejects(() => harness({ itemSchemas: { toolResults: [schema] } }), 'ITEM_SCHEMAS_UNSUPPORTED', 'toolResults');
+  harness({ itemSchemas: { items: [schema], toolResults: [schema] } });
+  await rejects(() => harness({ itemSchemas: { items: schema } }), 'INVALID_ITEM_SCHEMAS', 'itemSchemas.items', 'an array');
+  await rejects(() => harness({ itemSchemas: { developerMessages: [schema, 'x'] } }), 'INVALID_ITEM_SCHEMAS', 'developerMessages[1]', '"x"');
   await rejects(() => harness({ itemSchemas: 'strict' }), 'INVALID_ITEM_SCHEMAS', '"strict"');
   await rejects(() => harness({ strictItemSchemas: 'no' }), 'INVALID_ITEM_SCHEMAS', '"no"');
   harness({ itemSchemas: { items: [] }, strictItemSchemas: true });

@@ -1,6 +1,7 @@
 // Shared fixtures for the JS tests: seed 002's custom layer, written as a user would.
+import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { createMessage, layerData, layerFn } from '../js/index.mjs';
+import { createMessage, isNoeticError, layerData, layerFn } from '../js/index.mjs';
 
 // A developer's own key must not turn harnesses that the tests build without a model into OpenRouter clients.
 delete process.env.OPENROUTER_API_KEY;
@@ -60,4 +61,20 @@ export function recordingModel(reply = 'ok') {
     };
   };
   return { model, requests };
+}
+
+// An extension item type of our own, a schema that admits it, and an assistant reply item.
+export const ticket = (id, extra = {}) => ({ id, type: 'acme:ticket', priority: 2, ...extra });
+export const Ticket = z.object({ type: z.literal('acme:ticket'), priority: z.number() });
+export const assistant = (text) => ({ id: `a-${text}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] });
+
+// An assert.throws / rejects validator: a NoeticError item_schema_mismatch with exactly `payload`, and a message
+// naming `fragment` when given.
+export function isMismatch(payload, fragment) {
+  return (e) => {
+    assert.ok(isNoeticError(e), `expected a NoeticError, got ${e?.stack ?? e}`);
+    assert.deepEqual(e.noeticError, { kind: 'item_schema_mismatch', ...payload });
+    if (fragment) assert.ok(e.message.includes(fragment), `'${e.message}' names ${fragment}`);
+    return true;
+  };
 }

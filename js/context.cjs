@@ -2,6 +2,9 @@
 // The Context a step function receives. Live fields come from the native context; the log's items are JS objects
 // JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
+const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
+
+const UNSET = Symbol('unset');
 
 // A read-only view of the first `length` items of an append-only array: O(1) to make, so reading `items` after
 // every append stays linear (upstream copies the whole log on each such read).
@@ -29,9 +32,12 @@ function prefixView(backing, length) {
 }
 
 class ItemLogImpl {
-  constructor(runtime, contextId) {
+  constructor(runtime, contextId, owner) {
     this._rt = runtime;
     this._id = contextId;
+    this._owner = owner;
+    // The item schemas appends are put to, when the native check alone could decide otherwise (item-schemas.cjs).
+    this._gate = UNSET;
     this._objects = [];
     // Every position below `_filled` holds its JS object.
     this._filled = 0;
@@ -62,8 +68,16 @@ class ItemLogImpl {
     while (this._objects[this._filled] !== undefined) this._filled++;
   }
 
+  // Puts items about to enter this log to its item schemas when they could decide otherwise than the native check;
+  // true when it did (see item-schemas.cjs).
+  _admit(items) {
+    if (this._gate === UNSET) this._gate = gateOf(this._rt.harness.itemSchemas, this._owner.layers ?? []);
+    return admit(this._gate, items);
+  }
+
   append(item) {
-    const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item)));
+    const checked = this._admit([item]);
+    const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item), checked));
     this._objects[pos] = item;
     if (pos === this._filled) this._filled = pos + 1;
   }
@@ -101,12 +115,13 @@ class ContextImpl {
     this.depth = info.depth;
     this.parent = info.parent ? runtime.context(info.parent) : null;
     this.state = this.parent ? structuredClone(this.parent.state) : runtime.initialState;
-    this.itemLog = new ItemLogImpl(runtime, id);
+    this.itemLog = new ItemLogImpl(runtime, id, this);
     // A root context shares the harness's cwd state; a child starts from a copy of its parent's (as upstream).
     const parentCwd = this.parent?.cwdState;
     this.cwdState = parentCwd ? { cwd: parentCwd.cwd, previousCwd: parentCwd.previousCwd } : runtime.harness.rootCwdState;
     this._layers = info.layers;
     this._memory = undefined;
+    this._itemSchemas = undefined;
   }
 
   _field(name) {
@@ -128,6 +143,10 @@ class ContextImpl {
   // The layer objects of this context (undefined when it has none, as upstream).
   get layers() {
     return this._layers.length === 0 ? undefined : this._layers.map(({ handle }) => this._rt.handles.get(handle));
+  }
+  // The harness's item schemas with those of this context's layers: what items entering its log are put to.
+  get itemSchemas() {
+    return (this._itemSchemas ??= extendedBy(this._rt.harness.itemSchemas, this.layers ?? []));
   }
   get stepCount() {
     return this._field('stepCount');

@@ -25,6 +25,10 @@ function describe(e) {
       return e.guidance ? `Steering denied: ${e.guidance}` : 'Steering denied';
     case 'cancelled':
       return `Cancelled: ${e.reason}`;
+    case 'item_schema_mismatch':
+      return e.itemType
+        ? `Item type '${e.itemType}' did not match any registered item extension schema.`
+        : `Item did not match any registered ${e.category} extension schema.`;
     default:
       return e.message ?? `Noetic error: ${e.kind}`;
   }

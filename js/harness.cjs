@@ -10,6 +10,7 @@ const session = require('./session.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
+const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -96,6 +97,9 @@ class AgentHarness {
     };
     this.fs = opts.fs ?? createInMemoryFsAdapter();
     this.shell = opts.shell ?? createInMemoryShellAdapter();
+    // Items entering from JS are put to it (with their context's layers' schemas) where the native check alone
+    // could decide otherwise; see item-schemas.cjs.
+    this.itemSchemas = new ItemSchemaRegistry(opts.itemSchemas, { strictUnknownExtensions: this.config.strictItemSchemas });
     // Shared by every root context, so a `cd` in one run is seen by the next (as upstream).
     this.rootCwdState = { cwd: opts.initialCwd ?? '/' };
     const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic });
@@ -125,6 +129,7 @@ class AgentHarness {
       });
     }
     Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
+    Object.defineProperty(this, '_layers', { value: memory });
     Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
@@ -144,13 +149,17 @@ class AgentHarness {
   createContext(given) {
     const opts = contextOptionsOf(given);
     const runtime = this._runtime;
+    const layers = opts.memory == null ? undefined : layersOf(opts.memory, 'createContext');
+    const items = opts.items ?? [];
+    const checked = admit(gateOf(this.itemSchemas, layers ?? this._layers), items, (i) => `createContext items[${i}]`);
     const handles = runtime.scope();
     const keep = handles.keep;
     const options = {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
-      memory: opts.memory == null ? undefined : layersOf(opts.memory, 'createContext').map((l) => describeLayer(l, keep)),
-      items: (opts.items ?? []).map((item) => JSON.stringify(item)),
+      memory: layers?.map((l) => describeLayer(l, keep)),
+      items: items.map((item) => JSON.stringify(item)),
+      checked,
     };
     let id;
     try {
@@ -160,7 +169,7 @@ class AgentHarness {
       throw e;
     }
     const ctx = runtime.context(id);
-    ctx.itemLog._adopt(opts.items ?? []);
+    ctx.itemLog._adopt(items);
     if (opts.state !== undefined) ctx.state = opts.state;
     if (opts.cwdInit !== undefined) ctx.cwdState = { cwd: opts.cwdInit };
     runtime.keepContext(ctx, handles);
@@ -243,9 +252,15 @@ class AgentHarness {
   }
 
   // A per-message `memory` option, registered for as long as the harness lives.
-  _describeMemory(memory, where) {
+  _describeMemory(layers) {
     const runtime = this._runtime;
-    return layersOf(memory, where).map((layer) => describeLayer(layer, (v) => runtime.keep(v)));
+    return layers.map((layer) => describeLayer(layer, (v) => runtime.keep(v)));
+  }
+
+  // Puts items entering a context whose layers are `layers` (the harness's own when undefined) to the item schemas,
+  // when they could decide otherwise than the native check; true when it did (see item-schemas.cjs).
+  _admitItems(items, layers, where) {
+    return admit(gateOf(this.itemSchemas, layers ?? this._layers), items, where);
   }
 
   // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).

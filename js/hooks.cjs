@@ -2,6 +2,8 @@
 // Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
 // What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
 const { messageOf } = require('./errors.cjs');
+const { createMessage } = require('./items.cjs');
+const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 
 class HookTimeout extends Error {
   constructor(ms) {
@@ -75,13 +77,19 @@ function stateOf(rule, result) {
   }
 }
 
-function recallOf(result) {
+// What a layer recalled is put to the harness's item schemas with the layer's own (spec §9.1): a string as the
+// developer message it becomes, items as items. A rejection fails the hook, so the layer contributes nothing.
+function recallOf(result, schemas, layer) {
   if (!result) return { kind: 'nothing' };
-  if (typeof result === 'string') return { kind: 'text', text: result };
+  if (typeof result === 'string') {
+    checkCategory(schemas, [layer], 'developerMessages', () => createMessage(result, 'developer'));
+    return { kind: 'text', text: result };
+  }
   if (typeof result !== 'object' || !Array.isArray(result.items)) {
     throw new TypeError('recall must return { items, tokenCount }, a string, or null');
   }
-  return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount };
+  const checked = admit(gateOf(schemas, [layer]), result.items);
+  return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount, checked };
 }
 
 function paramsFor(phase, args, { state, log, exec, runtime }) {
@@ -110,9 +118,10 @@ function failed(e, runtime) {
 
 // onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.
 // A hook that fails, or answers without an `items` array, passes its input on unchanged.
-async function appendPipeline(batch, call, apply) {
+async function appendPipeline(batch, call, apply, log) {
   let current = batch.items.map((text) => JSON.parse(text));
   const replies = [];
+  let last;
   for (const c of batch.calls) {
     if (current.length === 0) {
       replies.push({ status: 'skipped' });
@@ -122,8 +131,18 @@ async function appendPipeline(batch, call, apply) {
     if (reply.status === 'ok') {
       current = reply.items;
       reply.items = current.map((item) => JSON.stringify(item));
+      last = reply;
     }
     replies.push(reply);
+  }
+  // What the last hook passed on enters the log, so it is put to the context's item schemas. When they reject an
+  // item, the native check (which admits no unknown type) fails the append with item_schema_mismatch.
+  if (last) {
+    try {
+      last.itemsChecked = log._admit(current);
+    } catch {
+      last.itemsChecked = false;
+    }
   }
   return replies;
 }
@@ -140,7 +159,7 @@ async function runHooks(runtime, batch) {
     try {
       const result = await callWithTimeout((p) => layer.hooks[batch.phase](p), params, c.timeoutMs);
       const reply = { status: 'ok', next: stateOf(c.write, result) };
-      if (batch.phase === 'recall') reply.recall = recallOf(result);
+      if (batch.phase === 'recall') reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
@@ -160,7 +179,7 @@ async function runHooks(runtime, batch) {
     if (c.persist && next !== undefined) rest.persist = runtime.serializable(next, c.layerId);
     return rest;
   };
-  if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply);
+  if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
   if (batch.phase === 'store') {
     // Store hooks of different layers may run concurrently; their results apply in order (D2).
     const replies = await Promise.all(batch.calls.map(call));

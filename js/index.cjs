@@ -6,6 +6,7 @@ const memory = require('./memory.cjs');
 const steps = require('./steps.cjs');
 const harness = require('./harness.cjs');
 const adapters = require('./adapters.cjs');
+const itemSchemas = require('./item-schemas.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -16,6 +17,9 @@ module.exports = {
   createMessage: items.createMessage,
   stripUnresolvedToolCalls: items.stripUnresolvedToolCalls,
   findFunctionCall: items.findFunctionCall,
+  ItemSchema: itemSchemas.ItemSchema,
+  ItemSchemaRegistry: itemSchemas.ItemSchemaRegistry,
+  defaultItemSchemaRegistry: itemSchemas.defaultItemSchemaRegistry,
   Slot: memory.Slot,
   SteeringAction: memory.SteeringAction,
   LedgerEntryKind: memory.LedgerEntryKind,

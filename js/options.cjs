@@ -83,18 +83,20 @@ function checkTokenizer(tokenizer) {
 
 const SCHEMA_LISTS = ['items', 'developerMessages', 'toolCalls', 'toolResults'];
 
-// `strictItemSchemas: false` lets items of unknown (extension) types in. Registered schemas are not applied yet,
-// so a harness given any is rejected rather than run without them.
+// `itemSchemas` lists zod schemas per category; `strictItemSchemas: false` admits items of any type.
 function checkItemSchemas(itemSchemas, strict) {
-  const hint = 'Leave `itemSchemas` out; `strictItemSchemas: false` admits extension item types without validating them.';
+  const hint = 'Pass { items?, developerMessages?, toolCalls?, toolResults? }, each an array of zod schemas, e.g. { items: [z.object({ type: z.literal(\'acme:note\') })] }.';
   if (strict !== undefined && typeof strict !== 'boolean') {
     fail('INVALID_ITEM_SCHEMAS', `AgentHarness strictItemSchemas is ${describeValue(strict)}; expected true or false.`, hint);
   }
   if (itemSchemas == null) return;
   checkObject(itemSchemas, 'AgentHarness itemSchemas', 'INVALID_ITEM_SCHEMAS', hint);
-  const given = SCHEMA_LISTS.filter((list) => itemSchemas[list] != null && !(Array.isArray(itemSchemas[list]) && itemSchemas[list].length === 0));
-  if (given.length > 0) {
-    fail('ITEM_SCHEMAS_UNSUPPORTED', `AgentHarness itemSchemas (${given.join(', ')}) are not supported in this build yet.`, hint);
+  for (const list of SCHEMA_LISTS) {
+    const schemas = itemSchemas[list];
+    if (schemas == null) continue;
+    if (!Array.isArray(schemas)) fail('INVALID_ITEM_SCHEMAS', `AgentHarness itemSchemas.${list} is ${describeValue(schemas)}; expected an array of zod schemas.`, hint);
+    const bad = schemas.findIndex((schema) => typeof schema?.safeParse !== 'function');
+    if (bad >= 0) fail('INVALID_ITEM_SCHEMAS', `AgentHarness itemSchemas.${list}[${bad}] is ${describeValue(schemas[bad])}; expected a zod schema.`, hint);
   }
 }
 

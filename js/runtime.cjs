@@ -10,6 +10,7 @@ const { runHooks } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
 const { describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
+const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
 class Runtime {
   constructor({ storage, testModel, onDiagnostic }) {
@@ -293,7 +294,12 @@ class Runtime {
   // One model round with no tools and no context: a test model is called directly, the harness's own natively.
   async callModel(request) {
     checkModelRequest(request);
-    if (this.testModel) return this.testModel(request);
+    if (this.testModel) {
+      // As upstream, the reply's items are put to the harness's schemas with the request's layers' and tools'.
+      const response = await this.testModel(request);
+      const schemas = extendedBy(this.harness.itemSchemas, [...(request.layers ?? []), ...(request.tools ?? [])]);
+      return { ...response, items: schemas.parseMany(response.items) };
+    }
     const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
     const items = (request.items ?? []).map((item) => JSON.stringify(item));
     const result = JSON.parse(await this.native.callModelOnce(head, items));
@@ -549,9 +555,11 @@ class Runtime {
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
+    // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
+    const checked = admit(gateOf(this.harness.itemSchemas, [...layers, ...tools]), response.items);
     // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves.
     this.replies.set(call.context, response.items);
-    return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost };
+    return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
   }
 }
 

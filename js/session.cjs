@@ -5,6 +5,7 @@
 const { randomUUID } = require('node:crypto');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
+const { layersOf } = require('./memory.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
@@ -57,12 +58,14 @@ function execute(harness, input, options = {}) {
     }
     const runtime = harness._runtime;
     const items = inputToItems(input);
+    const layers = options.memory == null ? undefined : layersOf(options.memory, 'execute');
     const message = {
       id: options.messageId ?? `msg-${randomUUID()}`,
       items: items.map((item) => JSON.stringify(item)),
+      checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
       mode,
       resourceId: options.resourceId,
-      memory: options.memory == null ? undefined : harness._describeMemory(options.memory, 'execute'),
+      memory: layers && harness._describeMemory(layers),
       // The turn's ctx.state: the very value, held until the session's turns end.
       state: options.state === undefined ? undefined : runtime.keepValue(options.state),
     };
@@ -142,7 +145,9 @@ function seedSessionHistory(harness, threadId, items) {
     throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${bad}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
   }
   const runtime = harness._runtime;
-  const id = callNative(() => runtime.native.seedSession(threadId, items.map((item) => JSON.stringify(item))));
+  // Put to the schemas of the harness and its own layers: a turn's context has them unless a message names others.
+  const checked = harness._admitItems(items, undefined, (i) => `seedSessionHistory items[${i}]`);
+  const id = callNative(() => runtime.native.seedSession(threadId, items.map((item) => JSON.stringify(item)), checked));
   // The caller's objects stand for the seeded history, so reading it converts nothing.
   runtime.context(id).itemLog._adopt(items);
 }

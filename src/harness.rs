@@ -244,7 +244,8 @@ impl NativeHarness {
   }
 
   /// Opens a context that outlives runs (`harness.createContext()`); returns its id.
-  /// `options`: `{threadId?, resourceId?, memory?, items?: string[]}`.
+  /// `options`: `{threadId?, resourceId?, memory?, items?: string[], checked?}`; `checked`: JS put the items to the
+  /// context's item schemas.
   #[napi(catch_unwind)]
   pub fn create_context(&self, options: String) -> Result<String> {
     let options = parse(&options)?;
@@ -259,9 +260,10 @@ impl NativeHarness {
     let thread = text_field(&options, "threadId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), 0, None, layers);
     let ctx = self.inner.open_context(ctx);
+    let types = self.inner.item_types.unless_checked(options.get("checked").and_then(Value::as_bool) == Some(true));
     let texts = options.get("items").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
     for (index, text) in texts.enumerate() {
-      match parse_js_item(text, self.inner.item_types) {
+      match parse_js_item(text, types) {
         Ok(item) => {
           ctx.state().log.push(Arc::new(item));
         }
@@ -331,11 +333,13 @@ impl NativeHarness {
     within_runtime_if_available(|| self.inner.drop_context(&context));
   }
 
-  /// Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position.
+  /// Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. `checked`: JS
+  /// put the item to the context's item schemas.
   #[napi(catch_unwind)]
-  pub fn append_item(&self, context: String, item: String) -> Result<u32> {
+  pub fn append_item(&self, context: String, item: String, checked: Option<bool>) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let item = parse_js_item(&item, self.inner.item_types).map_err(|e| to_napi(noetic_json(&e)))?;
+    let types = self.inner.item_types.unless_checked(checked == Some(true));
+    let item = parse_js_item(&item, types).map_err(|e| to_napi(noetic_json(&e)))?;
     Ok(ctx.state().log.push(Arc::new(item)) as u32)
   }
 

@@ -59,6 +59,8 @@ struct JsHookReply {
   persist: Option<String>,
   recall: Option<Value>,
   items: Option<Vec<String>>,
+  #[serde(default)]
+  items_checked: bool,
 }
 
 fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
@@ -81,6 +83,7 @@ fn recall_reply(value: &Value) -> RecallReply {
         .filter_map(|item| item.as_str().map(str::to_owned))
         .collect(),
       token_count: value.get("tokenCount").and_then(Value::as_f64),
+      checked: value.get("checked").and_then(Value::as_bool) == Some(true),
     },
     _ => RecallReply::Nothing,
   }
@@ -111,6 +114,7 @@ impl JsHookReply {
       state: state_write(self.state.as_deref(), persist),
       recall: self.recall.as_ref().map(recall_reply),
       items: self.items,
+      items_checked: self.items_checked,
     }
   }
 }
@@ -124,6 +128,8 @@ struct JsValue {
 #[serde(rename_all = "camelCase")]
 struct JsModelReply {
   items: Vec<String>,
+  #[serde(default)]
+  checked: bool,
   usage: Option<Value>,
   cost: Option<f64>,
 }
@@ -154,6 +160,7 @@ impl Host for JsHost {
           state: StateWrite::Unchanged,
           recall: None,
           items: None,
+          items_checked: false,
         })
         .collect()
     };
@@ -182,6 +189,7 @@ impl Host for JsHost {
     let count = |key| usage.get(key).and_then(Value::as_f64);
     Ok(ModelReply {
       items: reply.items,
+      items_checked: reply.checked,
       input_tokens: count("inputTokens").unwrap_or(0.0),
       output_tokens: count("outputTokens").unwrap_or(0.0),
       cached_tokens: count("cachedTokens"),

@@ -80,16 +80,18 @@ impl Answer {
   }
 }
 
-/// `{id, items: [json texts], mode, resourceId?, memory?: [layer descriptions]}` from JS.
+/// `{id, items: [json texts], checked?, mode, resourceId?, memory?: [layer descriptions]}` from JS; `checked`: JS
+/// put the items to the harness's item schemas.
 fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
   let message = parse(text)?;
+  let types = native.inner.item_types.unless_checked(message.get("checked").and_then(Value::as_bool) == Some(true));
   let items = message
     .get("items")
     .and_then(Value::as_array)
     .into_iter()
     .flatten()
     .filter_map(Value::as_str)
-    .map(|item| parse_js_item(item, native.inner.item_types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
+    .map(|item| parse_js_item(item, types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
     .collect::<Result<Vec<_>>>()?;
   let layers = match message.get("memory") {
     Some(layers @ Value::Array(_)) => {
@@ -160,14 +162,16 @@ impl NativeHarness {
     self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
   }
 
-  /// Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it.
+  /// Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. `checked`:
+  /// JS put the items to the harness's item schemas.
   #[napi(catch_unwind)]
-  pub fn seed_session(&self, thread: String, items: Vec<String>) -> Result<String> {
+  pub fn seed_session(&self, thread: String, items: Vec<String>, checked: Option<bool>) -> Result<String> {
+    let types = self.inner.item_types.unless_checked(checked == Some(true));
     let items = items
       .iter()
       .enumerate()
       .map(|(index, item)| {
-        parse_js_item(item, self.inner.item_types).map(Arc::new).map_err(|mut e| {
+        parse_js_item(item, types).map(Arc::new).map_err(|mut e| {
           e.message = format!("seedSessionHistory items[{index}]: {}", e.message);
           to_napi(noetic_json(&e))
         })

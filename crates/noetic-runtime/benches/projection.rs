@@ -36,6 +36,7 @@ impl Host for InstantHost {
         recall: matches!(call.args, HookArgs::Recall { .. })
           .then(|| RecallReply::Text(format!("{} remembers", call.layer_id))),
         items: None,
+        items_checked: false,
       })
       .collect()
   }
@@ -45,7 +46,14 @@ impl Host for InstantHost {
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
     black_box(call.view.len());
     let reply = assistant_message("r", "fine").to_json_text();
-    Ok(ModelReply { items: vec![reply], input_tokens: 1.0, output_tokens: 1.0, cached_tokens: None, cost: None })
+    Ok(ModelReply {
+      items: vec![reply],
+      items_checked: false,
+      input_tokens: 1.0,
+      output_tokens: 1.0,
+      cached_tokens: None,
+      cost: None,
+    })
   }
   async fn call_tool(&self, _: ToolCall) -> Result<ToolReply, HostError> {
     unreachable!()

@@ -141,6 +141,8 @@ pub enum RecallReply {
   Items {
     items: Vec<String>,
     token_count: Option<f64>,
+    /// The host put the items to the layer's item schemas, so their types are admitted as they are.
+    checked: bool,
   },
 }
 
@@ -153,6 +155,8 @@ pub struct HookReply {
   pub recall: Option<RecallReply>,
   /// onItemAppend: the items this hook passed on, as JSON texts.
   pub items: Option<Vec<String>>,
+  /// The host put `items` to the context's item schemas, so their types are admitted as they are.
+  pub items_checked: bool,
 }
 
 /// A JS value a step produced or consumes. Strings cross as strings because the runtime reads them (an LLM step's
@@ -237,6 +241,9 @@ pub enum ToolRef {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelReply {
   pub items: Vec<String>,
+  /// The host put the items to its item schemas (with the step's layers' and tools'), so their types are admitted
+  /// as they are.
+  pub items_checked: bool,
   pub input_tokens: f64,
   pub output_tokens: f64,
   pub cached_tokens: Option<f64>,

@@ -69,7 +69,7 @@ impl VersionHost {
         }
         Ok(()) => (HookStatus::Ok, Some(RecallReply::Text(format!("{} v{version}", call.layer_id)))),
       };
-    HookReply { status, error: None, state: StateWrite::Unchanged, recall, items: None }
+    HookReply { status, error: None, state: StateWrite::Unchanged, recall, items: None, items_checked: false }
   }
 }
 
@@ -88,6 +88,7 @@ impl Host for VersionHost {
             state: StateWrite::Set { persist: None },
             recall: None,
             items: None,
+            items_checked: false,
           }
         }
         HookArgs::Init { .. } => HookReply {
@@ -96,8 +97,16 @@ impl Host for VersionHost {
           state: StateWrite::Set { persist: None },
           recall: None,
           items: None,
+          items_checked: false,
         },
-        _ => HookReply { status: HookStatus::Ok, error: None, state: StateWrite::Unchanged, recall: None, items: None },
+        _ => HookReply {
+          status: HookStatus::Ok,
+          error: None,
+          state: StateWrite::Unchanged,
+          recall: None,
+          items: None,
+          items_checked: false,
+        },
       };
       replies.push(reply);
     }
@@ -121,7 +130,14 @@ impl Host for VersionHost {
     let delay = *self.model_delay.lock().unwrap();
     tokio::time::sleep(delay).await;
     let reply = r#"{"id":"m1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok"}]}"#;
-    Ok(ModelReply { items: vec![reply.into()], input_tokens: 1.0, output_tokens: 1.0, cached_tokens: None, cost: None })
+    Ok(ModelReply {
+      items: vec![reply.into()],
+      items_checked: false,
+      input_tokens: 1.0,
+      output_tokens: 1.0,
+      cached_tokens: None,
+      cost: None,
+    })
   }
   async fn call_tool(&self, _call: ToolCall) -> Result<ToolReply, HostError> {
     Err(HostError::Thrown { message: "no tools here".into(), error: None })

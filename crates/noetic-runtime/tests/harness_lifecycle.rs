@@ -40,6 +40,7 @@ impl Host for ScriptHost {
           state: StateWrite::Unchanged,
           recall: None,
           items: None,
+          items_checked: false,
         });
         if call.stop_on_error {
           break;
@@ -56,7 +57,7 @@ impl Host for ScriptHost {
         }
         _ => (StateWrite::Unchanged, None),
       };
-      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall, items: None });
+      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall, items: None, items_checked: false });
     }
     replies
   }
@@ -74,7 +75,14 @@ impl Host for ScriptHost {
       .collect();
     self.views.lock().unwrap().push(layer_items);
     let reply = r#"{"id":"m1","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok"}]}"#;
-    Ok(ModelReply { items: vec![reply.into()], input_tokens: 1.0, output_tokens: 1.0, cached_tokens: None, cost: None })
+    Ok(ModelReply {
+      items: vec![reply.into()],
+      items_checked: false,
+      input_tokens: 1.0,
+      output_tokens: 1.0,
+      cached_tokens: None,
+      cost: None,
+    })
   }
   async fn call_tool(&self, _call: ToolCall) -> Result<ToolReply, HostError> {
     unreachable!("no JS tools here")

@@ -40,8 +40,9 @@ impl Host for VectorHost {
         status: HookStatus::Ok,
         error: None,
         state: StateWrite::Unchanged,
-        recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0) }),
+        recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0), checked: false }),
         items: None,
+        items_checked: false,
       })
       .collect()
   }
@@ -62,6 +63,7 @@ impl Host for VectorHost {
     self.views.lock().unwrap().push(ids);
     Ok(ModelReply {
       items: vec![message("r", "assistant", "ok").to_string()],
+      items_checked: false,
       input_tokens: 0.0,
       output_tokens: 0.0,
       cached_tokens: None,

@@ -36,6 +36,7 @@ impl Host for GateHost {
         state: StateWrite::Unchanged,
         recall: None,
         items: None,
+        items_checked: false,
       })
       .collect()
   }

@@ -249,7 +249,7 @@ impl Harness {
         let items = reply
           .items
           .iter()
-          .map(|text| parse_js_item(text, self.item_types).map(Arc::new))
+          .map(|text| parse_js_item(text, self.item_types.unless_checked(reply.items_checked)).map(Arc::new))
           .collect::<Result<_, _>>()?;
         Ok(Round {
           items,

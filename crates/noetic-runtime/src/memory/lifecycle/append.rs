@@ -67,11 +67,14 @@ async fn run_host_group(
   }
   batch.items = Some(items.iter().map(|item| item.to_json_text()).collect());
   let replies = env.run_batch(batch).await;
-  let passed_on =
-    replies.iter().rev().find(|reply| reply.status == HookStatus::Ok).and_then(|reply| reply.items.clone());
+  let passed_on = replies
+    .iter()
+    .rev()
+    .find(|reply| reply.status == HookStatus::Ok)
+    .and_then(|reply| reply.items.clone().map(|texts| (texts, scope.item_types.unless_checked(reply.items_checked))));
   env.settle(exec, HookKind::OnItemAppend, called, replies);
   match passed_on {
-    Some(texts) => texts.iter().map(|text| parse_js_item(text, scope.item_types).map(Arc::new)).collect(),
+    Some((texts, types)) => texts.iter().map(|text| parse_js_item(text, types).map(Arc::new)).collect(),
     None => Ok(items),
   }
 }

@@ -116,6 +116,7 @@ impl MemoryEnv {
       state: StateWrite::Unchanged,
       recall: None,
       items: None,
+      items_checked: false,
     });
     replies
   }

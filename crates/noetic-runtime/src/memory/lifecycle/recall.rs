@@ -165,7 +165,8 @@ fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<Reca
       let item = create_message(&text, "developer").map_err(|e| e.message)?;
       Ok(Some((vec![Arc::new(item)], Some(estimate_tokens(&text) as f64))))
     }
-    Some(RecallReply::Items { items, token_count }) => {
+    Some(RecallReply::Items { items, token_count, checked }) => {
+      let types = types.unless_checked(checked);
       let mut parsed = Vec::with_capacity(items.len());
       for text in items {
         let item = Item::from_json_text(&text).map_err(|e| e.to_string())?;
