@@ -243,12 +243,12 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       until: until(value.get("until").unwrap_or(&Value::Null))?,
       max_iterations: value.get("maxIterations").and_then(number).unwrap_or(1000.0),
       // A negative or NaN size keeps nothing, as upstream's splice would.
-      max_history: value
-        .get("maxHistorySize")
-        .and_then(number)
-        .map_or(noetic_runtime::steps::DEFAULT_LOOP_HISTORY, |n| {
+      max_history: value.get("maxHistorySize").and_then(number).map_or(
+        noetic_runtime::steps::DEFAULT_LOOP_HISTORY,
+        |n| {
           if n >= 0.0 { n.min(usize::MAX as f64) as usize } else { 0 }
-        }),
+        },
+      ),
       id,
     },
     Some("spawn") => Step::Spawn {

@@ -398,7 +398,7 @@ impl NativeHarness {
       "cost" => json!(state.cost),
       "elapsed" => json!(elapsed),
       "lastStepMeta" => json!(state.last_step_meta),
-      "lastLayerUsage" => json!(state.last_layer_usage),
+      "lastLayerUsage" => state.last_layer_usage.as_ref().map_or(Value::Null, |usage| usage.to_json()),
       "completed" => json!(state.completion.is_some()),
       "completionValue" => json!(state.completion.as_ref().map(step_value_json)),
       "aborted" => json!(state.abort_reason.is_some()),

@@ -31,7 +31,7 @@ fn response_json(response: &TurnResponse) -> Value {
     "logLen": response.log_len,
     "text": response.text,
     "usage": usage,
-    "lastLayerUsage": response.last_layer_usage,
+    "lastLayerUsage": response.last_layer_usage.as_ref().map(|usage| usage.to_json()),
   });
   if response.cost > 0.0 {
     value["cost"] = json!(response.cost);

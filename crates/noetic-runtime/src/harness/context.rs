@@ -28,7 +28,7 @@ pub struct ContextState {
   pub last_step_meta: Option<Value>,
   pub last_tool_calls: usize,
   /// `lastLayerUsage` as the JSON JS reads.
-  pub last_layer_usage: Option<Value>,
+  pub last_layer_usage: Option<super::usage::LayerUsage>,
   pub completion: Option<StepValue>,
   pub abort_reason: Option<String>,
   /// Whether this context's layers have run init (a context made by `createContext` serves several runs).

@@ -11,7 +11,7 @@ use super::context::ExecContext;
 use super::model::Model;
 use super::round_model::RoundRequest;
 use super::tools::{ToolDef, layer_tools, merge_tools};
-use super::usage::{UsageInputs, compute_layer_usage};
+use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::ConfigError;
 use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
@@ -155,7 +155,7 @@ impl Harness {
         .items
         .iter()
         .filter(|item| item.item_type() == "function_call")
-        .map(|item| Value::Object(item.json().clone()))
+        .map(|item| Value::Object(item.fields().into_owned()))
         .collect();
       state.last_tool_calls = tool_calls.len();
       state.last_step_meta = Some(json!({
@@ -165,7 +165,7 @@ impl Harness {
       }));
       (from, state.log.len(), state.log.total_cost())
     };
-    let usage = compute_layer_usage(&UsageInputs {
+    let usage = LayerUsage::new(&UsageInputs {
       execution_id: &ctx.id,
       model_id: &step.model,
       instructions: step.instructions.as_deref(),
@@ -185,8 +185,10 @@ impl Harness {
         lifecycle::refresh_eventual(&self.env, cache, &scope, &budgets);
       }
     }
-    let maps: Vec<&serde_json::Map<String, Value>> = response.items.iter().map(|item| item.json()).collect();
-    Ok(StepValue::Text(extract_assistant_text(&maps)))
+    // Read without keeping the parsed fields: these items stay in the log for the session's life.
+    let last_answer = response.items.iter().rev().find(|item| item.role() == Some("assistant"));
+    let text = last_answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default();
+    Ok(StepValue::Text(text))
   }
 
   /// Runs the step's getters once, with the live context, before anything else the step does (as upstream).

@@ -43,31 +43,61 @@ pub struct UsageInputs<'a> {
   pub history_tokens: u64,
 }
 
-pub fn compute_layer_usage(inputs: &UsageInputs<'_>) -> Value {
-  let mut layers: Vec<&RecallEntry> = inputs.recalled.iter().collect();
-  layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
-  let system = inputs.instructions.filter(|text| !text.is_empty()).map_or(0, estimate_tokens);
-  let tools = if inputs.tools.is_empty() {
-    0
-  } else {
-    let descriptors: Vec<Value> = inputs.tools.iter().map(ToolDef::descriptor).collect();
-    estimate_tokens(&crate::items::to_js_json(&Value::Array(descriptors)))
-  };
-  let layer_tokens: f64 = layers.iter().filter_map(|entry| entry.token_count).sum();
-  let total = system as f64 + tools as f64 + inputs.history_tokens as f64 + layer_tokens;
-  json!({
-    "executionId": inputs.execution_id,
-    "modelId": inputs.model_id,
-    "layers": layers.iter().map(|entry| json!({
-      "layerId": entry.layer_id,
-      "tokenCount": entry.token_count,
-      "items": entry.items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),
-    })).collect::<Vec<_>>(),
-    "systemPromptTokens": system,
-    "toolsTokens": tools,
-    "historyTokens": inputs.history_tokens,
-    "totalUsedTokens": total,
-  })
+/// The last model call's breakdown, kept as facts and rendered as upstream's JSON only when read: most steps'
+/// usage is never looked at.
+#[derive(Debug, Clone)]
+pub struct LayerUsage {
+  execution_id: String,
+  model_id: String,
+  /// Sorted by layer id.
+  layers: Vec<RecallEntry>,
+  system_tokens: u64,
+  tools_tokens: u64,
+  history_tokens: u64,
+}
+
+impl LayerUsage {
+  pub fn new(inputs: &UsageInputs<'_>) -> Self {
+    let mut layers = inputs.recalled.to_vec();
+    layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
+    let tools_tokens = if inputs.tools.is_empty() {
+      0
+    } else {
+      let descriptors: Vec<Value> = inputs.tools.iter().map(ToolDef::descriptor).collect();
+      estimate_tokens(&crate::items::to_js_json(&Value::Array(descriptors)))
+    };
+    Self {
+      execution_id: inputs.execution_id.to_owned(),
+      model_id: inputs.model_id.to_owned(),
+      layers,
+      system_tokens: inputs.instructions.filter(|text| !text.is_empty()).map_or(0, estimate_tokens),
+      tools_tokens,
+      history_tokens: inputs.history_tokens,
+    }
+  }
+
+  pub fn history_tokens(&self) -> u64 {
+    self.history_tokens
+  }
+
+  /// Upstream's `LastLayerUsage` object.
+  pub fn to_json(&self) -> Value {
+    let layer_tokens: f64 = self.layers.iter().filter_map(|entry| entry.token_count).sum();
+    let total = self.system_tokens as f64 + self.tools_tokens as f64 + self.history_tokens as f64 + layer_tokens;
+    json!({
+      "executionId": self.execution_id,
+      "modelId": self.model_id,
+      "layers": self.layers.iter().map(|entry| json!({
+        "layerId": entry.layer_id,
+        "tokenCount": entry.token_count,
+        "items": entry.items.iter().map(|item| Value::Object(item.fields().into_owned())).collect::<Vec<_>>(),
+      })).collect::<Vec<_>>(),
+      "systemPromptTokens": self.system_tokens,
+      "toolsTokens": self.tools_tokens,
+      "historyTokens": self.history_tokens,
+      "totalUsedTokens": total,
+    })
+  }
 }
 
 #[cfg(test)]

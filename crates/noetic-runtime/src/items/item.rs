@@ -19,18 +19,19 @@ use crate::tokens::{tokens_for_units, utf16_len};
 #[derive(Debug, Clone)]
 pub struct Item {
   text: Box<str>,
-  ty: TypeName,
+  ty: Name,
   cost: u64,
   link: ToolLink,
-  system: bool,
+  /// A message's `role`, kept so that finding the last user or assistant message parses nothing.
+  role: Option<Name>,
   /// The parsed fields, made on the first `json`/`get` and kept (boxed: most items never have them, and an empty
   /// map is large). [`Item::fields`] reads without keeping them.
   parsed: OnceLock<Box<Map<String, Value>>>,
 }
 
-/// An item's `type`: the base types are named without an allocation per item.
+/// An item's `type` or a message's `role`: the usual ones are named without an allocation per item.
 #[derive(Debug, Clone)]
-enum TypeName {
+enum Name {
   Base(&'static str),
   Other(Box<str>),
 }
@@ -45,9 +46,11 @@ const BASE_TYPES: [&str; 7] = [
   "image_generation_call",
 ];
 
-impl TypeName {
-  fn of(ty: &str) -> Self {
-    BASE_TYPES.iter().find(|base| **base == ty).map_or_else(|| Self::Other(ty.into()), |base| Self::Base(base))
+const ROLES: [&str; 4] = ["user", "assistant", "system", "developer"];
+
+impl Name {
+  fn of(name: &str, usual: &[&'static str]) -> Self {
+    usual.iter().find(|base| **base == name).map_or_else(|| Self::Other(name.into()), |base| Self::Base(base))
   }
 
   fn as_str(&self) -> &str {
@@ -126,8 +129,9 @@ impl Item {
       "function_call_output" => call_id().map_or(ToolLink::None, ToolLink::Output),
       _ => ToolLink::None,
     };
-    let system = ty == "message" && json.get("role").and_then(Value::as_str) == Some("system");
-    Item { text, ty: TypeName::of(ty), cost, link, system, parsed: OnceLock::new() }
+    let role = (ty == "message").then(|| json.get("role").and_then(Value::as_str)).flatten();
+    let role = role.map(|role| Name::of(role, &ROLES));
+    Item { text, ty: Name::of(ty, &BASE_TYPES), cost, link, role, parsed: OnceLock::new() }
   }
 
   /// The `type` discriminant (never empty).
@@ -137,7 +141,7 @@ impl Item {
 
   /// The role of a `message` item; `None` for other types.
   pub fn role(&self) -> Option<&str> {
-    if self.item_type() == "message" { self.str_field("role") } else { None }
+    self.role.as_ref().map(Name::as_str)
   }
 
   pub fn id(&self) -> Option<&str> {
@@ -173,7 +177,7 @@ impl Item {
 
   /// A `message` with role `system`.
   pub fn is_system_message(&self) -> bool {
-    self.system
+    self.role() == Some("system")
   }
 
   /// ⌈UTF-16 length of the compact JS JSON / 4⌉: upstream's `estimateTokens(JSON.stringify(item))`.

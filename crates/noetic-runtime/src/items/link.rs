@@ -1,6 +1,6 @@
 //! How an item takes part in tool-call pairing: the only thing orphan stripping needs to know about it.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// A `function_call` or `function_call_output` names its call id; every other item is unlinked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -17,8 +17,8 @@ pub fn strip_unresolved_mask<'a, I>(links: I) -> Vec<bool>
 where
   I: IntoIterator<Item = &'a ToolLink> + Clone,
 {
-  let mut calls = HashSet::new();
-  let mut outputs = HashSet::new();
+  let mut calls = FxHashSet::default();
+  let mut outputs = FxHashSet::default();
   for link in links.clone() {
     match link {
       ToolLink::Call(id) => {

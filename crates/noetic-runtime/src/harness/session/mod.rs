@@ -98,7 +98,7 @@ pub struct TurnResponse {
   pub output_tokens: f64,
   pub cached_tokens: f64,
   pub cost: f64,
-  pub last_layer_usage: Option<Value>,
+  pub last_layer_usage: Option<crate::harness::usage::LayerUsage>,
 }
 
 pub type TurnOutcome = Result<Arc<TurnResponse>, Arc<RunError>>;
