@@ -142,7 +142,7 @@ test('fuzz: persisted layer state and thread ids reach a storage adapter as JSON
     writes.length = 0;
     await h.run(llm, 'hi', { threadId: thread });
     assert.deepEqual(diagnostics, [], `seed ${SEED + 2} #${i}`);
-    assert.equal(writes.length, 1, `seed ${SEED + 2} #${i}: one write`);
+    assert.equal(writes.length, 1, `seed ${SEED + 2} #${i}: one write of ${JSON.stringify(next)}`);
     assert.equal(writes[0][0], `layers/fuzzed/${thread.toWellFormed()}/state`);
     assert.deepStrictEqual(writes[0][1], image(next), `seed ${SEED + 2} #${i}: ${JSON.stringify(next)}`);
   }

@@ -194,4 +194,28 @@ async function runHooks(runtime, batch) {
   return replies;
 }
 
-module.exports = { runHooks, callWithTimeout };
+// A batch's replies as JSON. Items and persisted states are already JSON texts: they go in as they are, rather than
+// as strings to escape here and unescape natively.
+function repliesJson(replies) {
+  return `[${replies.map(replyJson).join(',')}]`;
+}
+
+function replyJson(reply) {
+  const { persist, recall, items, ...plain } = reply;
+  const raw = [];
+  // In a one-element array, so that a state of null is a write of null, not no write.
+  if (persist !== undefined) raw.push(`"persist":[${persist}]`);
+  if (recall?.kind === 'items') {
+    const { items: texts, ...rest } = recall;
+    const head = JSON.stringify(rest);
+    raw.push(`"recall":${head.slice(0, -1)},"items":[${texts.join(',')}]}`);
+  } else if (recall !== undefined) {
+    raw.push(`"recall":${JSON.stringify(recall)}`);
+  }
+  if (items !== undefined) raw.push(`"items":[${items.join(',')}]`);
+  const text = JSON.stringify(plain);
+  if (raw.length === 0) return text;
+  return text === '{}' ? `{${raw.join(',')}}` : `${text.slice(0, -1)},${raw.join(',')}}`;
+}
+
+module.exports = { runHooks, callWithTimeout, repliesJson };

@@ -6,7 +6,7 @@ const { estimateTokens } = require('./items.cjs');
 const { toFailure, callNative, fromNative, messageOf } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { ContextImpl } = require('./context.cjs');
-const { runHooks } = require('./hooks.cjs');
+const { runHooks, repliesJson } = require('./hooks.cjs');
 const { NATIVE } = require('./memory.cjs');
 const { describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
@@ -390,7 +390,7 @@ class Runtime {
     const message = JSON.parse(text);
     switch (message.op) {
       case 'hooks':
-        return runHooks(this, message.call).then(JSON.stringify);
+        return runHooks(this, message.call).then(repliesJson);
       case 'release':
         this.contexts.delete(message.context);
         this.replies.delete(message.context);

@@ -6,6 +6,7 @@ use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::describe;
@@ -55,10 +56,11 @@ struct JsHookReply {
   ms: Option<f64>,
   error: Option<HostRef>,
   state: Option<String>,
-  /// The new state's JSON text, kept apart from the reply so that a state Rust cannot hold fails only its write.
-  persist: Option<String>,
-  recall: Option<Value>,
-  items: Option<Vec<String>>,
+  /// The new state's JSON text (in a one-element array: a state of `null` is still a write), parsed apart from the
+  /// reply so that a state Rust cannot hold fails only its write.
+  persist: Option<(Box<RawValue>,)>,
+  recall: Option<JsRecall>,
+  items: Option<Vec<Box<RawValue>>>,
   #[serde(default)]
   items_checked: bool,
 }
@@ -71,21 +73,34 @@ fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
   }
 }
 
-fn recall_reply(value: &Value) -> RecallReply {
-  match value.get("kind").and_then(Value::as_str) {
-    Some("text") => RecallReply::Text(value.get("text").and_then(Value::as_str).unwrap_or_default().to_owned()),
-    Some("items") => RecallReply::Items {
-      items: value
-        .get("items")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|item| item.as_str().map(str::to_owned))
-        .collect(),
-      token_count: value.get("tokenCount").and_then(Value::as_f64),
-      checked: value.get("checked").and_then(Value::as_bool) == Some(true),
-    },
-    _ => RecallReply::Nothing,
+/// What a recall hook returned (`kind`): nothing, a text, or items, each its own JSON text as JS wrote it. A plain
+/// struct, not a tagged enum: serde buffers a tagged enum's fields, and raw JSON cannot be read from that buffer.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsRecall {
+  kind: String,
+  text: Option<String>,
+  items: Option<Vec<Box<RawValue>>>,
+  token_count: Option<f64>,
+  #[serde(default)]
+  checked: bool,
+}
+
+fn texts(raw: Vec<Box<RawValue>>) -> Vec<String> {
+  raw.into_iter().map(|item| String::from(Box::<str>::from(item))).collect()
+}
+
+impl From<JsRecall> for RecallReply {
+  fn from(recall: JsRecall) -> Self {
+    match recall.kind.as_str() {
+      "text" => RecallReply::Text(recall.text.unwrap_or_default()),
+      "items" => RecallReply::Items {
+        items: texts(recall.items.unwrap_or_default()),
+        token_count: recall.token_count,
+        checked: recall.checked,
+      },
+      _ => RecallReply::Nothing,
+    }
   }
 }
 
@@ -93,7 +108,7 @@ impl JsHookReply {
   /// The runtime's reply. A persisted state that cannot be read (nested too deep) is a `persist` diagnostic for
   /// `layer`, and only its write is dropped: the state itself is still set.
   fn into_reply(self, layer: &str, dispatch: &Dispatch) -> HookReply {
-    let persist = self.persist.as_deref().and_then(|text| match from_js_json::<Value>(text) {
+    let persist = self.persist.as_ref().and_then(|(text,)| match from_js_json::<Value>(text.get()) {
       Ok(value) => Some(value),
       Err(error) => {
         let message = format!("the new state was not saved: {error}");
@@ -112,8 +127,8 @@ impl JsHookReply {
       status,
       error: self.error,
       state: state_write(self.state.as_deref(), persist),
-      recall: self.recall.as_ref().map(recall_reply),
-      items: self.items,
+      recall: self.recall.map(RecallReply::from),
+      items: self.items.map(texts),
       items_checked: self.items_checked,
     }
   }
