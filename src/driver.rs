@@ -77,6 +77,8 @@ impl Driver {
   /// made of JS, in order. Only the JS thread calls this.
   pub fn drive(&self, before: impl FnOnce()) -> Vec<JsRequest> {
     self.shared.state().driving = true;
+    // Also on a panic (napi turns it into a JS error): later wakes must still ask for a poll.
+    let _stopped = StopDriving(&self.shared);
     self.shared.dispatch.collect(|| {
       before();
       within_runtime_if_available(|| self.poll_ready());
@@ -100,13 +102,7 @@ impl Driver {
         self.shared.state().live.remove(&task.id);
       }
     }
-    // Out of budget: give the event loop a turn and come back.
-    let mut state = self.shared.state();
-    state.driving = false;
-    if !state.ready.is_empty() {
-      drop(state);
-      self.shared.dispatch.request_poll();
-    }
+    // Out of budget: `StopDriving` asks for another poll, so the event loop gets a turn in between.
   }
 
   /// The harness is gone: its unfinished tasks are dropped (nothing will answer their requests).
@@ -118,6 +114,19 @@ impl Driver {
     };
     for task in live {
       drop(task.take());
+    }
+  }
+}
+
+struct StopDriving<'a>(&'a Shared);
+
+impl Drop for StopDriving<'_> {
+  fn drop(&mut self) {
+    let mut state = self.0.state();
+    state.driving = false;
+    if !state.ready.is_empty() {
+      drop(state);
+      self.0.dispatch.request_poll();
     }
   }
 }
