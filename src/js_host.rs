@@ -167,18 +167,7 @@ struct JsVerdict {
 impl Host for JsHost {
   async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply> {
     let count = batch.calls.len();
-    let failed = |message: String| {
-      (0..count)
-        .map(|_| HookReply {
-          status: HookStatus::Threw(message.clone()),
-          error: None,
-          state: StateWrite::Unchanged,
-          recall: None,
-          items: None,
-          items_checked: false,
-        })
-        .collect()
-    };
+    let failed = |message: String| (0..count).map(|_| HookReply::of(HookStatus::Threw(message.clone()))).collect();
     match self.request("hooks", &batch).await {
       Ok(text) => match from_js_json::<Vec<JsHookReply>>(&text) {
         Ok(replies) => replies

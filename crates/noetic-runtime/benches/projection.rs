@@ -30,13 +30,9 @@ impl Host for InstantHost {
       .calls
       .iter()
       .map(|call| HookReply {
-        status: HookStatus::Ok,
-        error: None,
-        state: StateWrite::Unchanged,
         recall: matches!(call.args, HookArgs::Recall { .. })
           .then(|| RecallReply::Text(format!("{} remembers", call.layer_id))),
-        items: None,
-        items_checked: false,
+        ..HookReply::of(HookStatus::Ok)
       })
       .collect()
   }

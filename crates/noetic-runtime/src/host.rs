@@ -159,6 +159,13 @@ pub struct HookReply {
   pub items_checked: bool,
 }
 
+impl HookReply {
+  /// A reply with `status` that changes no state and carries nothing; fields that differ are set on top of it.
+  pub fn of(status: HookStatus) -> Self {
+    Self { status, error: None, state: StateWrite::Unchanged, recall: None, items: None, items_checked: false }
+  }
+}
+
 /// A JS value a step produced or consumes. Strings cross as strings because the runtime reads them (an LLM step's
 /// input becomes a user message); anything else stays in the host and is referred to.
 #[derive(Debug, Clone, PartialEq, Default)]

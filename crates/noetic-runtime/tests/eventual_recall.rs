@@ -69,7 +69,7 @@ impl VersionHost {
         }
         Ok(()) => (HookStatus::Ok, Some(RecallReply::Text(format!("{} v{version}", call.layer_id)))),
       };
-    HookReply { status, error: None, state: StateWrite::Unchanged, recall, items: None, items_checked: false }
+    HookReply { recall, ..HookReply::of(status) }
   }
 }
 
@@ -82,31 +82,12 @@ impl Host for VersionHost {
         HookArgs::Recall { .. } => self.recall(call).await,
         HookArgs::Store { .. } => {
           *self.versions.lock().unwrap().entry(call.layer_id.clone()).or_default() += 1;
-          HookReply {
-            status: HookStatus::Ok,
-            error: None,
-            state: StateWrite::Set { persist: None },
-            recall: None,
-            items: None,
-            items_checked: false,
-          }
+          HookReply { state: StateWrite::Set { persist: None }, ..HookReply::of(HookStatus::Ok) }
         }
-        HookArgs::Init { .. } => HookReply {
-          status: HookStatus::Ok,
-          error: None,
-          state: StateWrite::Set { persist: None },
-          recall: None,
-          items: None,
-          items_checked: false,
-        },
-        _ => HookReply {
-          status: HookStatus::Ok,
-          error: None,
-          state: StateWrite::Unchanged,
-          recall: None,
-          items: None,
-          items_checked: false,
-        },
+        HookArgs::Init { .. } => {
+          HookReply { state: StateWrite::Set { persist: None }, ..HookReply::of(HookStatus::Ok) }
+        }
+        _ => HookReply::of(HookStatus::Ok),
       };
       replies.push(reply);
     }

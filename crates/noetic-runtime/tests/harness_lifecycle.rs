@@ -34,14 +34,7 @@ impl Host for ScriptHost {
     for call in &batch.calls {
       self.calls.lock().unwrap().push(format!("{}:{}", batch.phase, call.layer_id));
       if batch.phase == "init" && *self.failing_init.lock().unwrap() == Some(call.layer) {
-        replies.push(HookReply {
-          status: HookStatus::Threw("boom".into()),
-          error: Some(99),
-          state: StateWrite::Unchanged,
-          recall: None,
-          items: None,
-          items_checked: false,
-        });
+        replies.push(HookReply { error: Some(99), ..HookReply::of(HookStatus::Threw("boom".into())) });
         if call.stop_on_error {
           break;
         }
@@ -57,7 +50,7 @@ impl Host for ScriptHost {
         }
         _ => (StateWrite::Unchanged, None),
       };
-      replies.push(HookReply { status: HookStatus::Ok, error: None, state, recall, items: None, items_checked: false });
+      replies.push(HookReply { state, recall, ..HookReply::of(HookStatus::Ok) });
     }
     replies
   }

@@ -37,12 +37,8 @@ impl Host for VectorHost {
       .calls
       .iter()
       .map(|_| HookReply {
-        status: HookStatus::Ok,
-        error: None,
-        state: StateWrite::Unchanged,
         recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0), checked: false }),
-        items: None,
-        items_checked: false,
+        ..HookReply::of(HookStatus::Ok)
       })
       .collect()
   }

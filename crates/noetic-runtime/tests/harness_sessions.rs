@@ -27,18 +27,7 @@ struct GateHost {
 #[async_trait]
 impl Host for GateHost {
   async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply> {
-    batch
-      .calls
-      .iter()
-      .map(|_| HookReply {
-        status: HookStatus::Ok,
-        error: None,
-        state: StateWrite::Unchanged,
-        recall: None,
-        items: None,
-        items_checked: false,
-      })
-      .collect()
+    batch.calls.iter().map(|_| HookReply::of(HookStatus::Ok)).collect()
   }
   async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError> {
     let n = {

@@ -110,14 +110,8 @@ impl MemoryEnv {
     }
     let expected = batch.calls.len();
     let mut replies = self.host.run_hooks(batch).await;
-    replies.resize_with(expected, || HookReply {
-      status: HookStatus::Threw("the host returned no result for this hook".into()),
-      error: None,
-      state: StateWrite::Unchanged,
-      recall: None,
-      items: None,
-      items_checked: false,
-    });
+    replies
+      .resize_with(expected, || HookReply::of(HookStatus::Threw("the host returned no result for this hook".into())));
     replies
   }
 }
