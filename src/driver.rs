@@ -27,7 +27,6 @@ type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// starve JS).
 const POLLS_PER_DRIVE: usize = 4096;
 
-#[derive(Clone)]
 pub struct Driver {
   shared: Arc<Shared>,
 }
@@ -87,16 +86,8 @@ impl Driver {
 
   fn poll_ready(&self) {
     for _ in 0..POLLS_PER_DRIVE {
-      let task = {
-        let mut state = self.shared.state();
-        match state.ready.pop_front() {
-          Some(task) => task,
-          None => {
-            state.driving = false;
-            return;
-          }
-        }
-      };
+      // `StopDriving` clears `driving` under the same lock as its look at `ready`, so no wake is missed.
+      let Some(task) = self.shared.state().ready.pop_front() else { return };
       task.queued.store(false, Ordering::Release);
       if task.poll() {
         self.shared.state().live.remove(&task.id);

@@ -165,12 +165,12 @@ impl Harness {
       }));
       (from, state.log.len(), state.log.total_cost())
     };
-    let usage = LayerUsage::new(&UsageInputs {
+    let usage = LayerUsage::new(UsageInputs {
       execution_id: &ctx.id,
       model_id: &step.model,
       instructions: step.instructions.as_deref(),
       tools: &tools,
-      recalled: &recalled,
+      recalled,
       history_tokens,
     });
     ctx.state().last_layer_usage = Some(usage);

@@ -38,7 +38,7 @@ pub struct UsageInputs<'a> {
   pub model_id: &'a str,
   pub instructions: Option<&'a str>,
   pub tools: &'a [ToolDef],
-  pub recalled: &'a [RecallEntry],
+  pub recalled: Vec<RecallEntry>,
   /// Cost of the whole log: layer items never enter it, so this is exactly the non-layer history (D17).
   pub history_tokens: u64,
 }
@@ -57,8 +57,8 @@ pub struct LayerUsage {
 }
 
 impl LayerUsage {
-  pub fn new(inputs: &UsageInputs<'_>) -> Self {
-    let mut layers = inputs.recalled.to_vec();
+  pub fn new(inputs: UsageInputs<'_>) -> Self {
+    let mut layers = inputs.recalled;
     layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
     let tools_tokens = if inputs.tools.is_empty() {
       0
@@ -74,10 +74,6 @@ impl LayerUsage {
       tools_tokens,
       history_tokens: inputs.history_tokens,
     }
-  }
-
-  pub fn history_tokens(&self) -> u64 {
-    self.history_tokens
   }
 
   /// Upstream's `LastLayerUsage` object.
