@@ -2071,14 +2071,14 @@ declare class NativeHarness {
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
    */
-  constructor(config: string, dispatcher: (arg0: number, arg1: string, arg2: boolean) => void, storage?: NativeStorage | undefined | null)
+  constructor(config: string, dispatcher: (arg0: string) => void, storage?: NativeStorage | undefined | null)
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.
    */
-  reply(id: number, ok: boolean, text: string): Array<JsRequest> | null
+  reply(id: number, ok: boolean, text: string): string | null
   /** Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS. */
-  drive(): Array<JsRequest> | null
+  drive(): string | null
   /**
    * Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once
    * when the run cannot start (a bad step or layer list); otherwise it arrives later (see `start_run`). Either
@@ -2208,13 +2208,6 @@ interface BudgetInput {
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
-}
-
-/** A request returned to JS by a native call rather than posted through the dispatcher. */
-interface JsRequest {
-  id: number
-  text: string
-  foreground: boolean
 }
 
 /** `stat`'s answer; the JS wrapper turns it into upstream's `FsStats`. */

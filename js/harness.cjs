@@ -77,7 +77,7 @@ function storageTimeout(ms) {
 // here, away from the constructor's other closures, so that it captures nothing else.)
 function dispatcherFor(runtime) {
   const ref = new WeakRef(runtime);
-  return (id, text, foreground) => ref.deref()?.receive(id, text, foreground);
+  return (batch) => ref.deref()?.pump(batch);
 }
 
 class AgentHarness {

@@ -161,17 +161,18 @@ class Runtime {
     this.pump(requests);
   }
 
-  // Requests returned by a native call are answered in order, iteratively: a request answered at once returns the
-  // next ones from its reply, and a long run of those must not grow the stack.
-  pump(requests) {
-    if (!requests) return;
-    for (const request of requests) this.inbox.push(request);
+  // Requests from a native call (or the dispatcher) come as one JSON text, `[[id, foreground, message], ...]`, and are
+  // answered in order, iteratively: a request answered at once returns the next ones from its reply, and a long run
+  // of those must not grow the stack.
+  pump(batch) {
+    if (!batch) return;
+    for (const request of JSON.parse(batch)) this.inbox.push(request);
     if (this.pumping) return;
     this.pumping = true;
     try {
       for (let i = 0; i < this.inbox.length; i++) {
-        const { id, text, foreground } = this.inbox[i];
-        this.receive(id, text, foreground);
+        const [id, foreground, message] = this.inbox[i];
+        this.receive(id, message, foreground);
       }
     } finally {
       this.inbox.length = 0;
@@ -351,7 +352,7 @@ class Runtime {
   // Every request from the native side arrives here; request `id` is answered through `native.reply` as soon as it
   // settles (id 0 is a notification). `foreground`: a run waits on this answer, so Rust holds Node open no longer
   // (see liveness.cjs). Nothing thrown here, however unprintable, may escape into the native callback.
-  receive(id, text, foreground) {
+  receive(id, message, foreground) {
     const reply = (ok, answer) => {
       if (id === 0) return;
       let next;
@@ -366,7 +367,7 @@ class Runtime {
     const fail = (e) => reply(false, messageOf(e));
     let answer;
     try {
-      answer = this.dispatch(text);
+      answer = this.dispatch(message);
     } catch (e) {
       return fail(e);
     }
@@ -385,9 +386,8 @@ class Runtime {
     );
   }
 
-  // The dispatcher: every request is JSON and is answered as JSON text (or a Promise of it).
-  dispatch(text) {
-    const message = JSON.parse(text);
+  // The dispatcher: every request is answered as JSON text (or a Promise of it).
+  dispatch(message) {
     switch (message.op) {
       case 'hooks':
         return runHooks(this, message.call).then(repliesJson);
@@ -420,12 +420,22 @@ class Runtime {
       case 'contextState':
         this.context(message.context).state = this.handles.get(message.state);
         return '';
+      case 'model':
+        // The items are JSON texts already: they go in as they are, not as strings to escape here and unescape natively.
+        return this.callTestModel(message.call).then(
+          ({ items, ...rest }) => `${JSON.stringify({ ok: true, ...rest }).slice(0, -1)},"items":[${items.join(',')}]}`,
+          (e) => this.failureJson(e),
+        );
       default:
         return this.answer(message).then(
           (value) => JSON.stringify({ ok: true, ...value }),
-          (e) => JSON.stringify({ ok: false, error: toFailure(e, (v) => this.keepValue(v)) }),
+          (e) => this.failureJson(e),
         );
     }
+  }
+
+  failureJson(e) {
+    return JSON.stringify({ ok: false, error: toFailure(e, (v) => this.keepValue(v)) });
   }
 
   async answer(message) {
@@ -462,8 +472,6 @@ class Runtime {
         return this.resolveLazy(message.call);
       case 'tool':
         return this.runTool(message.call);
-      case 'model':
-        return this.callTestModel(message.call);
       case 'storage': {
         const { method, key, value } = message;
         const result = await this.storage[method](key, ...(method === 'set' ? [value] : []));
@@ -550,7 +558,7 @@ class Runtime {
     const items = [];
     for (const entry of call.view) {
       if (entry.from === 'log') for (let pos = entry.start; pos < entry.end; pos++) items.push(log[pos]);
-      else items.push(JSON.parse(entry.json));
+      else items.push(entry.item);
     }
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));

@@ -93,12 +93,22 @@ function toResponse(runtime, value) {
   } catch {
     // The context was replaced before this was read (a later turn with other options); its items are gone.
   }
+  const usageText = value.lastLayerUsage;
+  // `lastLayerUsage` arrives as JSON text and is parsed when first read: most responses' usage never is.
+  const settle = (self, v) => Object.defineProperty(self, 'lastLayerUsage', { value: v, writable: true, enumerable: true, configurable: true });
   return {
     items,
     usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
     cost: value.cost,
     text: value.text,
-    lastLayerUsage: value.lastLayerUsage ?? undefined,
+    get lastLayerUsage() {
+      const usage = typeof usageText === 'string' ? JSON.parse(usageText) : undefined;
+      settle(this, usage);
+      return usage;
+    },
+    set lastLayerUsage(v) {
+      settle(this, v);
+    },
   };
 }
 

@@ -16,6 +16,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,9 +26,8 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use tokio::sync::oneshot;
 
-/// `(id, message, foreground)`; id 0 is a notification that expects no reply.
-pub type Dispatcher =
-  ThreadsafeFunction<FnArgs<(u32, String, bool)>, (), FnArgs<(u32, String, bool)>, Status, false, true>;
+/// A batch of requests as one JSON text (see [`batch_text`]).
+pub type Dispatcher = ThreadsafeFunction<FnArgs<(String,)>, (), FnArgs<(String,)>, Status, false, true>;
 
 tokio::task_local! {
   /// Set for the task of a run that JS awaits; background work (eventual recall, mirror writes) runs without it.
@@ -41,12 +41,28 @@ pub fn foreground<F: Future>(work: F) -> impl Future<Output = F::Output> {
 
 type Reply = Result<String, String>;
 
-/// A request returned to JS by a native call rather than posted through the dispatcher.
-#[napi_derive::napi(object)]
+/// A request for JS: `id` 0 is a notification that expects no reply.
 pub struct JsRequest {
-  pub id: u32,
-  pub text: String,
-  pub foreground: bool,
+  id: u32,
+  text: String,
+  foreground: bool,
+}
+
+/// Requests as one JSON text, `[[id, foreground, message], ...]`, or `None` for none: one string crosses and JS
+/// parses it once, where an object per request would cost a property definition each.
+pub fn batch_text(requests: &[JsRequest]) -> Option<String> {
+  if requests.is_empty() {
+    return None;
+  }
+  let mut text = String::with_capacity(requests.iter().map(|r| r.text.len() + 16).sum::<usize>() + 2);
+  for (i, JsRequest { id, text: message, foreground }) in requests.iter().enumerate() {
+    text.push_str(if i == 0 { "[[" } else { ",[" });
+    let _ = write!(text, "{id},{foreground},");
+    text.push_str(message);
+    text.push(']');
+  }
+  text.push(']');
+  Some(text)
 }
 
 /// The requests of the dispatch whose runs this thread is polling now.
@@ -156,8 +172,9 @@ impl Dispatch {
     self.post(request)
   }
 
-  fn post(&self, JsRequest { id, text, foreground }: JsRequest) -> Status {
-    self.inner.callback.call((id, text, foreground).into(), ThreadsafeFunctionCallMode::NonBlocking)
+  fn post(&self, request: JsRequest) -> Status {
+    let text = batch_text(std::slice::from_ref(&request)).unwrap_or_default();
+    self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking)
   }
 
   /// Runs `work` with this thread's requests for this dispatch collected (after those deferred), and returns them.

@@ -23,7 +23,7 @@ use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
 use crate::describe;
-use crate::dispatcher::{Dispatch, Dispatcher, JsRequest, foreground};
+use crate::dispatcher::{Dispatch, Dispatcher, batch_text, foreground};
 use crate::driver::Driver;
 use crate::guard::guarded;
 use crate::js_host::JsHost;
@@ -154,7 +154,7 @@ impl NativeHarness {
   #[napi(constructor, catch_unwind)]
   pub fn new(
     config: String,
-    dispatcher: Function<FnArgs<(u32, String, bool)>, ()>,
+    dispatcher: Function<FnArgs<(String,)>, ()>,
     storage: Option<&NativeStorage>,
   ) -> Result<Self> {
     let config = parse(&config)?;
@@ -212,16 +212,14 @@ impl NativeHarness {
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
   /// on it goes on at once, here; returns what it asks of JS next.
   #[napi(catch_unwind)]
-  pub fn reply(&self, id: u32, ok: bool, text: String) -> Option<Vec<JsRequest>> {
-    let requests = self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) }));
-    (!requests.is_empty()).then_some(requests)
+  pub fn reply(&self, id: u32, ok: bool, text: String) -> Option<String> {
+    batch_text(&self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) })))
   }
 
   /// Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS.
   #[napi(catch_unwind)]
-  pub fn drive(&self) -> Option<Vec<JsRequest>> {
-    let requests = self.driver.drive(|| ());
-    (!requests.is_empty()).then_some(requests)
+  pub fn drive(&self) -> Option<String> {
+    batch_text(&self.driver.drive(|| ()))
   }
 
   /// Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once
@@ -398,7 +396,7 @@ impl NativeHarness {
       "cost" => json!(state.cost),
       "elapsed" => json!(elapsed),
       "lastStepMeta" => json!(state.last_step_meta),
-      "lastLayerUsage" => state.last_layer_usage.as_ref().map_or(Value::Null, |usage| usage.to_json()),
+      "lastLayerUsage" => return Ok(state.last_layer_usage.as_ref().map_or_else(|| "null".to_owned(), |usage| usage.to_json_text())),
       "completed" => json!(state.completion.is_some()),
       "completionValue" => json!(state.completion.as_ref().map(step_value_json)),
       "aborted" => json!(state.abort_reason.is_some()),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::Dispatch;
-use crate::protocol::{malformed, open, step_value_from};
+use crate::protocol::{JsFailure, malformed, open, step_value_from};
 
 pub struct JsHost {
   pub dispatch: Dispatch,
@@ -142,7 +142,11 @@ struct JsValue {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsModelReply {
-  items: Vec<String>,
+  /// Not under `open`'s envelope: a flattened field cannot hold raw JSON.
+  ok: bool,
+  error: Option<JsFailure>,
+  #[serde(default)]
+  items: Vec<Box<RawValue>>,
   #[serde(default)]
   checked: bool,
   usage: Option<Value>,
@@ -187,12 +191,22 @@ impl Host for JsHost {
   }
 
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
-    let text = self.request("model", call).await?;
-    let reply: JsModelReply = open(&text)?;
+    // The call's own fields, then its view, whose layer items go in as the JSON texts they are.
+    let mut message = serde_json::to_string(&Request { op: "model", call: &call }).map_err(|e| malformed(&e.to_string()))?;
+    debug_assert!(message.ends_with("}}"), "a model call serializes as an object with fields");
+    message.truncate(message.len() - 2);
+    message.push_str(r#","view":"#);
+    ViewEntry::write_json(&call.view, &mut message);
+    message.push_str("}}");
+    let text = self.dispatch.call(message).await.map_err(|message| HostError::Thrown { message, error: None })?;
+    let reply: JsModelReply = from_js_json(&text).map_err(|e| malformed(&e.to_string()))?;
+    if !reply.ok {
+      return Err(reply.error.map_or_else(|| malformed("neither a value nor an error"), HostError::from));
+    }
     let usage = reply.usage.unwrap_or(Value::Null);
     let count = |key| usage.get(key).and_then(Value::as_f64);
     Ok(ModelReply {
-      items: reply.items,
+      items: reply.items.iter().map(|item| item.get().to_owned()).collect(),
       items_checked: reply.checked,
       input_tokens: count("inputTokens").unwrap_or(0.0),
       output_tokens: count("outputTokens").unwrap_or(0.0),

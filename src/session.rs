@@ -31,7 +31,8 @@ fn response_json(response: &TurnResponse) -> Value {
     "logLen": response.log_len,
     "text": response.text,
     "usage": usage,
-    "lastLayerUsage": response.last_layer_usage.as_ref().map(|usage| usage.to_json()),
+    // As a JSON text, which JS parses only if the response's `lastLayerUsage` is read.
+    "lastLayerUsage": response.last_layer_usage.as_ref().map(|usage| usage.to_json_text()),
   });
   if response.cost > 0.0 {
     value["cost"] = json!(response.cost);

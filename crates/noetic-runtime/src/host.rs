@@ -2,12 +2,16 @@
 //! and timeout, and what a result means; the host runs the user's functions (JS hooks, step functions, tools, a test
 //! model) and reports back. Calls are batched: one `run_hooks` per hook phase covers every JS layer in it.
 
+use std::fmt::Write as _;
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ConfigError, NoeticError};
 use crate::harness::ToolDef;
+use crate::items::Item;
 use crate::memory::{HookKind, StateWrite};
 use crate::steps::LazyField;
 
@@ -216,6 +220,8 @@ pub struct ModelCall {
   pub model: String,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub instructions: Option<String>,
+  /// Not serialized: a host writes the layer items as the JSON texts they are (see [`ViewEntry::write_json`]).
+  #[serde(skip)]
   pub view: Vec<ViewEntry>,
   pub tools: Vec<ToolRef>,
   #[serde(skip_serializing_if = "Option::is_none")]
@@ -224,11 +230,34 @@ pub struct ModelCall {
 
 /// Part of the context window sent to a model: a run of consecutive log positions `[start, end)` the host
 /// already holds (a kept history is mostly one run, so a long view costs a few entries), or a layer item.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "from", rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub enum ViewEntry {
   Log { start: usize, end: usize },
-  Layer { json: String },
+  Layer { item: Arc<Item> },
+}
+
+impl ViewEntry {
+  /// The entries as a JSON array, `{from: 'log', start, end}` or `{from: 'layer', item}`, each layer item written
+  /// as its own JSON text.
+  pub fn write_json(entries: &[ViewEntry], out: &mut String) {
+    out.push('[');
+    for (i, entry) in entries.iter().enumerate() {
+      if i > 0 {
+        out.push(',');
+      }
+      match entry {
+        Self::Log { start, end } => {
+          let _ = write!(out, r#"{{"from":"log","start":{start},"end":{end}}}"#);
+        }
+        Self::Layer { item } => {
+          out.push_str(r#"{"from":"layer","item":"#);
+          out.push_str(item.json_text());
+          out.push('}');
+        }
+      }
+    }
+    out.push(']');
+  }
 }
 
 /// A tool as the host knows it.

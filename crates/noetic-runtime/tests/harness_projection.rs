@@ -50,8 +50,8 @@ impl Host for VectorHost {
       .view
       .iter()
       .flat_map(|entry| match entry {
-        ViewEntry::Layer { json } => {
-          vec![serde_json::from_str::<Value>(json).unwrap()["id"].as_str().unwrap().to_owned()]
+        ViewEntry::Layer { item } => {
+          vec![serde_json::from_str::<Value>(item.json_text()).unwrap()["id"].as_str().unwrap().to_owned()]
         }
         ViewEntry::Log { start, end } => (*start..*end).map(|pos| format!("log{pos}")).collect(),
       })

@@ -292,7 +292,7 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   }
   for &i in &plan.layers_kept {
     let item = layer_items[i];
-    view.entries.push(ViewEntry::Layer { json: item.to_json_text() });
+    view.entries.push(ViewEntry::Layer { item: Arc::clone(item) });
     view.items.push(Arc::clone(item));
   }
   for &i in &plan.history_kept {

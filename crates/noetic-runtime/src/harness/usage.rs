@@ -1,9 +1,11 @@
 //! `LastLayerUsage`: the per-layer breakdown of the last model call's context window (§18, D17).
 
 use std::cmp::Ordering;
+use std::fmt::Write as _;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use crate::items::{write_js_number, write_js_string};
 use crate::memory::lifecycle::RecallEntry;
 use crate::tokens::estimate_tokens;
 
@@ -78,22 +80,50 @@ impl LayerUsage {
 
   /// Upstream's `LastLayerUsage` object.
   pub fn to_json(&self) -> Value {
+    crate::js_text::from_js_json(&self.to_json_text()).unwrap_or(Value::Null)
+  }
+
+  /// [`LayerUsage::to_json`] as JSON text, written directly: the layers' items go in as the JSON texts they are.
+  pub fn to_json_text(&self) -> String {
     let layer_tokens: f64 = self.layers.iter().filter_map(|entry| entry.token_count).sum();
     let total = self.system_tokens as f64 + self.tools_tokens as f64 + self.history_tokens as f64 + layer_tokens;
-    json!({
-      "executionId": self.execution_id,
-      "modelId": self.model_id,
-      "layers": self.layers.iter().map(|entry| json!({
-        "layerId": entry.layer_id,
-        "tokenCount": entry.token_count,
-        "items": entry.items.iter().map(|item| Value::Object(item.fields().into_owned())).collect::<Vec<_>>(),
-      })).collect::<Vec<_>>(),
-      "systemPromptTokens": self.system_tokens,
-      "toolsTokens": self.tools_tokens,
-      "historyTokens": self.history_tokens,
-      "totalUsedTokens": total,
-    })
+    let item_bytes: usize = self.layers.iter().flat_map(|entry| &entry.items).map(|item| item.json_text().len() + 1).sum();
+    let mut out = String::with_capacity(item_bytes + 64 * self.layers.len() + 160);
+    out.push_str(r#"{"executionId":"#);
+    write_js_string(&mut out, &self.execution_id);
+    out.push_str(r#","modelId":"#);
+    write_js_string(&mut out, &self.model_id);
+    out.push_str(r#","layers":["#);
+    for (i, entry) in self.layers.iter().enumerate() {
+      out.push_str(if i == 0 { r#"{"layerId":"# } else { r#",{"layerId":"# });
+      write_js_string(&mut out, &entry.layer_id);
+      out.push_str(r#","tokenCount":"#);
+      match entry.token_count {
+        Some(count) => number(&mut out, count),
+        None => out.push_str("null"),
+      }
+      out.push_str(r#","items":["#);
+      for (j, item) in entry.items.iter().enumerate() {
+        if j > 0 {
+          out.push(',');
+        }
+        out.push_str(item.json_text());
+      }
+      out.push_str("]}");
+    }
+    let _ = write!(
+      out,
+      r#"],"systemPromptTokens":{},"toolsTokens":{},"historyTokens":{},"totalUsedTokens":"#,
+      self.system_tokens, self.tools_tokens, self.history_tokens
+    );
+    number(&mut out, total);
+    out.push('}');
+    out
   }
+}
+
+fn number(out: &mut String, x: f64) {
+  let _ = write_js_number(out, x);
 }
 
 #[cfg(test)]

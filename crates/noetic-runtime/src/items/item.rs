@@ -75,6 +75,29 @@ fn parse_known(text: &str) -> Map<String, Value> {
   }
 }
 
+/// The few fields an item's facts come from, read without building the rest: other fields are skipped unparsed.
+/// `None` for anything unusual (not an object, a field of another type, a duplicate key, a lone surrogate), which the
+/// full parse then decides.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+  #[serde(rename = "type", borrow)]
+  ty: Cow<'a, str>,
+  #[serde(default, borrow)]
+  role: Option<Cow<'a, str>>,
+  #[serde(rename = "callId", default, borrow)]
+  call_id: Option<Cow<'a, str>>,
+}
+
+impl<'a> Head<'a> {
+  fn read(text: &'a str) -> Option<Self> {
+    // A struct also reads from an array; an item is only ever an object.
+    if !text.trim_start().starts_with('{') {
+      return None;
+    }
+    serde_json::from_str::<Head<'a>>(text).ok().filter(|head| !head.ty.is_empty())
+  }
+}
+
 /// Why a value is not an item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ItemError {
@@ -99,8 +122,12 @@ impl Item {
   /// An item from the text JS's `JSON.stringify(item)` produced. The cost comes from the text itself, so it is
   /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`crate::js_text::from_js_json`]).
   pub fn from_json_text(text: &str) -> Result<Item, ItemError> {
+    let cost = tokens_for_units(utf16_len(text));
+    if let Some(head) = Head::read(text) {
+      return Ok(Self::with_facts(text.into(), cost, &head.ty, head.role.as_deref(), head.call_id.as_deref()));
+    }
     let map = base_check(crate::js_text::from_js_json(text).map_err(|e| ItemError::Json(e.to_string()))?)?;
-    Ok(Self::build(&map, text.into(), tokens_for_units(utf16_len(text))))
+    Ok(Self::build(&map, text.into(), cost))
   }
 
   /// An item made in Rust. The cost is measured on the JS JSON form without building it.
@@ -122,15 +149,18 @@ impl Item {
   }
 
   fn build(json: &Map<String, Value>, text: Box<str>, cost: u64) -> Item {
-    let ty = json.get("type").and_then(Value::as_str).unwrap_or("");
-    let call_id = || json.get("callId").and_then(Value::as_str).map(str::to_owned);
+    let field = |key| json.get(key).and_then(Value::as_str);
+    Self::with_facts(text, cost, field("type").unwrap_or(""), field("role"), field("callId"))
+  }
+
+  fn with_facts(text: Box<str>, cost: u64, ty: &str, role: Option<&str>, call_id: Option<&str>) -> Item {
+    let call_id = || call_id.map(str::to_owned);
     let link = match ty {
       "function_call" => call_id().map_or(ToolLink::None, ToolLink::Call),
       "function_call_output" => call_id().map_or(ToolLink::None, ToolLink::Output),
       _ => ToolLink::None,
     };
-    let role = (ty == "message").then(|| json.get("role").and_then(Value::as_str)).flatten();
-    let role = role.map(|role| Name::of(role, &ROLES));
+    let role = role.filter(|_| ty == "message").map(|role| Name::of(role, &ROLES));
     Item { text, ty: Name::of(ty, &BASE_TYPES), cost, link, role, parsed: OnceLock::new() }
   }
 
@@ -284,6 +314,23 @@ mod tests {
       Value::Object(m) => m,
       _ => Map::new(),
     }
+  }
+
+  #[test]
+  fn unusual_texts_get_the_facts_the_full_parse_gives() {
+    // A repeated key: the last one wins, as in JS.
+    let item = Item::from_json_text(r#"{"type":"reasoning","type":"message","role":"user"}"#).expect("item");
+    assert_eq!((item.item_type(), item.role()), ("message", Some("user")));
+    // A call id that is not a string links nothing; a role off a message is no role.
+    let call = Item::from_json_text(r#"{"type":"function_call","callId":7}"#).expect("item");
+    assert_eq!(call.link(), &ToolLink::None);
+    let output = Item::from_json_text(r#"{"type":"function_call_output","callId":"c1","role":"user"}"#).expect("item");
+    assert_eq!((output.link(), output.role()), (&ToolLink::Output("c1".into()), None));
+    // Escapes in the read fields are decoded; a lone surrogate in one still makes an item.
+    let escaped = Item::from_json_text(r#"{"type":"mess\u0061ge","role":"\ud835"}"#).expect("item");
+    assert_eq!((escaped.item_type(), escaped.role()), ("message", Some("\u{fffd}")));
+    // An array is not an item, though a struct could be read from one.
+    assert_eq!(Item::from_json_text(r#"["message"]"#), Err(ItemError::NotAnItem));
   }
 
   #[test]

@@ -11,15 +11,49 @@ pub enum ToolLink {
   Output(String),
 }
 
+/// How far after a call its output is looked for first: a model's calls are answered right after them.
+const NEAR: usize = 16;
+/// Past this many items the quick pairing leaves undecided, the rest are decided with sets rather than by scanning.
+const FEW: usize = 32;
+
 /// Which of `links` survive `stripUnresolvedToolCalls`: a call survives when some output in the list has its call
 /// id, an output when some call does. Pairing is by membership only; position and count are ignored.
+///
+/// Runs every model step over the kept history, so the usual shape is decided without hashing: each call is paired
+/// with a matching output shortly after it; what that leaves (a pair cut by the window, an output before its call)
+/// is decided by membership over the whole list.
 pub fn strip_unresolved_mask<'a, I>(links: I) -> Vec<bool>
 where
   I: IntoIterator<Item = &'a ToolLink> + Clone,
 {
+  let links: Vec<&ToolLink> = links.into_iter().collect();
+  let mut keep: Vec<bool> = links.iter().map(|link| matches!(link, ToolLink::None)).collect();
+  for (i, link) in links.iter().enumerate() {
+    let ToolLink::Call(id) = link else { continue };
+    let near = links.iter().enumerate().skip(i + 1).take(NEAR);
+    if let Some((j, _)) = near.filter(|(j, _)| !keep[*j]).find(|(_, later)| matches!(later, ToolLink::Output(o) if o == id)) {
+      keep[i] = true;
+      keep[j] = true;
+    }
+  }
+  let undecided: Vec<usize> = (0..links.len()).filter(|&i| !keep[i]).collect();
+  if undecided.len() > FEW {
+    return by_membership(&links);
+  }
+  for i in undecided {
+    keep[i] = match links[i] {
+      ToolLink::Call(id) => links.iter().any(|other| matches!(other, ToolLink::Output(o) if o == id)),
+      ToolLink::Output(id) => links.iter().any(|other| matches!(other, ToolLink::Call(c) if c == id)),
+      ToolLink::None => true,
+    };
+  }
+  keep
+}
+
+fn by_membership(links: &[&ToolLink]) -> Vec<bool> {
   let mut calls = FxHashSet::default();
   let mut outputs = FxHashSet::default();
-  for link in links.clone() {
+  for link in links {
     match link {
       ToolLink::Call(id) => {
         calls.insert(id.as_str());
@@ -31,7 +65,7 @@ where
     }
   }
   links
-    .into_iter()
+    .iter()
     .map(|link| match link {
       ToolLink::Call(id) => outputs.contains(id.as_str()),
       ToolLink::Output(id) => calls.contains(id.as_str()),
@@ -55,5 +89,30 @@ mod tests {
       ToolLink::Output("z".into()),
     ];
     assert_eq!(strip_unresolved_mask(links.iter()), vec![false, true, false, true, true]);
+  }
+
+  /// The quick pairing and the membership rule agree on every arrangement: outputs before calls, duplicates, pairs
+  /// far apart, and more undecided items than the scan takes.
+  #[test]
+  fn quick_pairing_matches_membership() {
+    let call = |id: &str| ToolLink::Call(id.into());
+    let output = |id: &str| ToolLink::Output(id.into());
+    let mut far: Vec<ToolLink> = vec![call("far")];
+    far.extend((0..40).map(|_| ToolLink::None));
+    far.push(output("far"));
+    let mut many: Vec<ToolLink> = (0..50).map(|i| output(&format!("o{i}"))).collect();
+    many.extend((0..50).map(|i| call(&format!("o{}", i * 2))));
+    let cases = [
+      vec![output("a"), call("a")],
+      vec![call("a"), call("a"), output("a")],
+      vec![call("a"), output("a"), output("a"), output("b")],
+      vec![call("a"), call("b"), output("b"), output("a"), call("c")],
+      far,
+      many,
+    ];
+    for links in cases {
+      let expected = by_membership(&links.iter().collect::<Vec<_>>());
+      assert_eq!(strip_unresolved_mask(links.iter()), expected, "{links:?}");
+    }
   }
 }

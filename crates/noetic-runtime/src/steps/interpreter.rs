@@ -70,7 +70,7 @@ async fn dispatch(
   // A session's steps report to its stream, as upstream's do to the session broadcaster.
   let report = |event: &str| {
     if let Some(events) = &ctx.events {
-      events.framework(&harness.name, event, json!({ "stepId": step.id(), "kind": step.kind() }));
+      events.step(&harness.name, event, step.id(), step.kind());
     }
   };
   report("step_started");

@@ -49,12 +49,17 @@ impl EventLog {
   }
 
   pub fn emit(&self, event: &Value) {
+    self.emit_with(|| event.to_string());
+  }
+
+  /// [`EventLog::emit`] for an event rendered as JSON text by `render`, which is not called when nobody listens.
+  pub fn emit_with(&self, render: impl FnOnce() -> String) {
     let wakes = {
       let mut buffer = self.lock();
       if buffer.had_readers && buffer.readers == 0 {
         return;
       }
-      buffer.events.push_back(Arc::from(event.to_string()));
+      buffer.events.push_back(Arc::from(render()));
       if buffer.events.len() > Self::CAPACITY {
         buffer.events.pop_front();
         buffer.first += 1;

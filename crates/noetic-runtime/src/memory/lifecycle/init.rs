@@ -65,7 +65,7 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
           StateWrite::Unchanged => StateWrite::Cleared,
           other => other,
         };
-        env.apply_host_write(&exec, layer.id(), &write);
+        env.apply_host_write(&exec, layer.id(), write);
       }
       Some(message) => fail(env, &exec, layer.id(), layer.spec.on_init_error, message, reply.error)?,
     }

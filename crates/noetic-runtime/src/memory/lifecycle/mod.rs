@@ -82,11 +82,11 @@ impl MemoryEnv {
   }
 
   /// Applies a host hook's state write to the store (and so to the durable mirror).
-  fn apply_host_write(&self, exec: &str, layer: &str, write: &StateWrite) {
+  fn apply_host_write(&self, exec: &str, layer: &str, write: StateWrite) {
     match write {
       StateWrite::Unchanged => {}
       StateWrite::Set { persist } => {
-        let persist = persist.clone().map(Persist::Write);
+        let persist = persist.map(Persist::Write);
         self.states.set(exec, layer, StateValue::Host, persist, &self.sink);
       }
       StateWrite::Cleared => self.states.set(exec, layer, StateValue::Undefined, None, &self.sink),
@@ -97,7 +97,7 @@ impl MemoryEnv {
   fn settle(&self, exec: &str, hook: HookKind, layers: Vec<&Arc<Layer>>, replies: Vec<HookReply>) {
     for (layer, reply) in layers.into_iter().zip(replies) {
       match failure(&reply.status) {
-        None => self.apply_host_write(exec, layer.id(), &reply.state),
+        None => self.apply_host_write(exec, layer.id(), reply.state),
         Some(message) => self.diagnose(layer.id(), hook, &message),
       }
     }

@@ -66,7 +66,7 @@ pub async fn recall_layers(
   let target = RecallTarget { exec, context: scope.context, info: &scope.info, item_types: scope.item_types };
   let results = recall_each(env, &target, &targets, query, WriteRule::IfDefined).await;
   for ((index, layer, _), (recalled, write)) in atomic.into_iter().zip(results) {
-    env.apply_host_write(exec, layer.id(), &write);
+    env.apply_host_write(exec, layer.id(), write);
     if let Recalled::Entry(entry) = recalled {
       slots[index] = Some(entry);
     }
