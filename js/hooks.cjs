@@ -12,47 +12,88 @@ class HookTimeout extends Error {
   }
 }
 
-// setTimeout fires at once for delays of 2^31 ms or more, so a longer timeout is waited for in chunks.
+// setTimeout fires at once for delays of 2^31 ms or more, so a longer wait is made in chunks.
 const MAX_TIMER_MS = 2 ** 31 - 1;
-function startTimer(ms, onExpire) {
-  let timer;
-  const arm = (left) => {
-    timer = setTimeout(() => (left > MAX_TIMER_MS ? arm(left - MAX_TIMER_MS) : onExpire()), Math.min(left, MAX_TIMER_MS));
-  };
-  arm(ms);
-  return () => clearTimeout(timer);
+
+// Every pending hook's deadline, watched by one timer armed for the earliest. Hooks almost always settle long before
+// their timeout, so a timer of their own each (armed, then cleared) would be most of what calling one costs. The
+// timer holds Node open only while some hook is pending, as a hook's own timer would.
+const deadlines = {
+  pending: new Set(),
+  timer: undefined,
+  at: Infinity,
+  add(ms, onExpire) {
+    const entry = { at: performance.now() + ms, onExpire };
+    this.pending.add(entry);
+    if (entry.at < this.at) this.arm(entry.at);
+    else if (!this.timer.hasRef()) this.timer.ref();
+    return entry;
+  },
+  remove(entry) {
+    this.pending.delete(entry);
+    if (this.pending.size === 0) this.timer?.unref();
+  },
+  arm(at) {
+    clearTimeout(this.timer);
+    this.at = at;
+    this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, at - performance.now()), MAX_TIMER_MS));
+  },
+  fire() {
+    this.timer = undefined;
+    this.at = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const entry of this.pending) {
+      if (entry.at <= now) {
+        this.pending.delete(entry);
+        entry.onExpire();
+      } else if (entry.at < next) {
+        next = entry.at;
+      }
+    }
+    if (next < Infinity) this.arm(next);
+  },
+};
+
+// What a hook's `signal` reads: the AbortController is made only if the hook reads it.
+class HookGuard {
+  constructor(ms) {
+    this.ms = ms;
+    this.controller = undefined;
+    this.expired = undefined;
+  }
+
+  get signal() {
+    return this.expired ? AbortSignal.abort(this.expired) : (this.controller ??= new AbortController()).signal;
+  }
 }
 
-// Races the hook against its timeout (none when ms <= 0, or Infinity, which arrives as null). The hook is not
-// cancelled, but its `signal` aborts.
-// The AbortController is made only if the hook reads `signal`, and a hook that returns a plain value needs no
-// timer: both are most of what calling a hook costs.
-function callWithTimeout(fn, params, ms) {
-  let controller;
-  let expired;
-  const signal = () => (expired ? AbortSignal.abort(expired) : (controller ??= new AbortController()).signal);
+// Races the hook `invoke` calls against its guard's timeout (none when ms <= 0, or Infinity, which arrives as
+// null). The hook is not cancelled, but its `signal` aborts. A hook that returns a plain value needs no deadline.
+function callWithTimeout(guard, invoke) {
   let result;
   try {
-    result = fn(Object.defineProperty({ ...params }, 'signal', { get: signal, enumerable: true }));
+    result = invoke();
   } catch (e) {
     return Promise.reject(e);
   }
   if (typeof result?.then !== 'function') return Promise.resolve(result);
+  const ms = guard.ms;
   // A hook that loses the race may still reject later; that must never become an unhandled rejection.
   if (!(ms > 0 && ms < Infinity)) return Promise.resolve(result);
   return new Promise((resolve, reject) => {
-    const stopTimer = startTimer(ms, () => {
-      expired = new HookTimeout(ms);
-      controller?.abort(expired);
-      reject(expired);
+    const entry = deadlines.add(ms, () => {
+      guard.expired = new HookTimeout(ms);
+      guard.controller?.abort(guard.expired);
+      reject(guard.expired);
     });
     result.then(
       (value) => {
-        stopTimer();
+        deadlines.remove(entry);
         resolve(value);
       },
       (error) => {
-        stopTimer();
+        deadlines.remove(entry);
         reject(error);
       },
     );
@@ -92,22 +133,70 @@ function recallOf(result, schemas, layer) {
   return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount, checked };
 }
 
-function paramsFor(phase, args, { state, log, exec, runtime }) {
+// Each hook's parameters, with a `signal` getter written into the literal (defining it afterwards would cost more
+// than the rest of the call).
+function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
   switch (phase) {
     case 'init':
-      return { storage: runtime.scopedStorage(args.storagePrefix), scopeKey: args.scopeKey, ctx: exec };
+      return {
+        storage: runtime.scopedStorage(args.storagePrefix),
+        scopeKey: args.scopeKey,
+        ctx: exec,
+        get signal() {
+          return guard.signal;
+        },
+      };
     case 'recall':
-      return { log, query: args.query, ctx: exec, state, budget: args.budget };
+      return {
+        log,
+        query: args.query,
+        ctx: exec,
+        state,
+        budget: args.budget,
+        get signal() {
+          return guard.signal;
+        },
+      };
     case 'store': {
       const newItems = log._objects.slice(args.responseFrom, args.responseTo);
-      return { newItems, log, response: { items: newItems, usage: args.usage }, ctx: exec, state };
+      return {
+        newItems,
+        log,
+        response: { items: newItems, usage: args.usage },
+        ctx: exec,
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
     }
     case 'onItemAppend':
-      return { items: args.items, log, ctx: exec, state };
+      return {
+        items: args.items,
+        log,
+        ctx: exec,
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
     case 'onComplete':
-      return { log, ctx: exec, state, outcome: args.outcome };
+      return {
+        log,
+        ctx: exec,
+        state,
+        outcome: args.outcome,
+        get signal() {
+          return guard.signal;
+        },
+      };
     default:
-      return { state };
+      return {
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
   }
 }
 
@@ -155,9 +244,10 @@ async function runHooks(runtime, batch) {
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
-    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log, exec, runtime });
+    const guard = new HookGuard(c.timeoutMs);
+    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log, exec, runtime }, guard);
     try {
-      const result = await callWithTimeout((p) => layer.hooks[batch.phase](p), params, c.timeoutMs);
+      const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
       const reply = { status: 'ok', next: stateOf(c.write, result) };
       if (batch.phase === 'recall') reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
       if (batch.phase === 'onItemAppend') {
@@ -200,22 +290,27 @@ function repliesJson(replies) {
   return `[${replies.map(replyJson).join(',')}]`;
 }
 
+// Written field by field: a reply has few, and spreading it to set the raw ones apart cost more than the writing.
 function replyJson(reply) {
-  const { persist, recall, items, ...plain } = reply;
-  const raw = [];
+  let text = `{"status":${JSON.stringify(reply.status)}`;
+  if (reply.state !== undefined) text += `,"state":${JSON.stringify(reply.state)}`;
+  if (reply.message !== undefined) text += `,"message":${JSON.stringify(reply.message)}`;
+  if (reply.ms !== undefined) text += `,"ms":${JSON.stringify(reply.ms)}`;
+  if (reply.error !== undefined) text += `,"error":${JSON.stringify(reply.error)}`;
   // In a one-element array, so that a state of null is a write of null, not no write.
-  if (persist !== undefined) raw.push(`"persist":[${persist}]`);
-  if (recall?.kind === 'items') {
-    const { items: texts, ...rest } = recall;
-    const head = JSON.stringify(rest);
-    raw.push(`"recall":${head.slice(0, -1)},"items":[${texts.join(',')}]}`);
-  } else if (recall !== undefined) {
-    raw.push(`"recall":${JSON.stringify(recall)}`);
-  }
-  if (items !== undefined) raw.push(`"items":[${items.join(',')}]`);
-  const text = JSON.stringify(plain);
-  if (raw.length === 0) return text;
-  return text === '{}' ? `{${raw.join(',')}}` : `${text.slice(0, -1)},${raw.join(',')}}`;
+  if (reply.persist !== undefined) text += `,"persist":[${reply.persist}]`;
+  if (reply.recall !== undefined) text += `,"recall":${recallJson(reply.recall)}`;
+  if (reply.items !== undefined) text += `,"items":[${reply.items.join(',')}]`;
+  if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
+  return `${text}}`;
+}
+
+function recallJson(recall) {
+  if (recall.kind !== 'items') return JSON.stringify(recall);
+  let text = `{"kind":"items","items":[${recall.items.join(',')}]`;
+  const count = JSON.stringify(recall.tokenCount);
+  if (count !== undefined) text += `,"tokenCount":${count}`;
+  return `${text},"checked":${recall.checked === true}}`;
 }
 
 module.exports = { runHooks, callWithTimeout, repliesJson };
