@@ -396,7 +396,9 @@ impl NativeHarness {
       "cost" => json!(state.cost),
       "elapsed" => json!(elapsed),
       "lastStepMeta" => json!(state.last_step_meta),
-      "lastLayerUsage" => return Ok(state.last_layer_usage.as_ref().map_or_else(|| "null".to_owned(), |usage| usage.to_json_text())),
+      "lastLayerUsage" => {
+        return Ok(state.last_layer_usage.as_ref().map_or_else(|| "null".to_owned(), |usage| usage.to_json_text()));
+      }
       "completed" => json!(state.completion.is_some()),
       "completionValue" => json!(state.completion.as_ref().map(step_value_json)),
       "aborted" => json!(state.abort_reason.is_some()),

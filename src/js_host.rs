@@ -192,7 +192,8 @@ impl Host for JsHost {
 
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
     // The call's own fields, then its view, whose layer items go in as the JSON texts they are.
-    let mut message = serde_json::to_string(&Request { op: "model", call: &call }).map_err(|e| malformed(&e.to_string()))?;
+    let mut message =
+      serde_json::to_string(&Request { op: "model", call: &call }).map_err(|e| malformed(&e.to_string()))?;
     debug_assert!(message.ends_with("}}"), "a model call serializes as an object with fields");
     message.truncate(message.len() - 2);
     message.push_str(r#","view":"#);

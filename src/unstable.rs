@@ -4,7 +4,9 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::items::ToolLink;
+use std::collections::HashMap;
+
+use noetic_runtime::items::Pairing;
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
 use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::{
@@ -72,14 +74,19 @@ pub struct ViewOutput {
 /// Cost and tool link of an item from its JSON text; a value that is not an item still costs its length.
 /// The tool link of a history item, from JS's `kinds` (0 none, 1 a call, 2 an output) and the call ids of the
 /// linked items, in order.
-fn links(kinds: &[u8], call_ids: &str) -> Vec<ToolLink> {
+fn links<'a>(kinds: &[u8], call_ids: &'a str) -> Vec<Pairing<u32>> {
   let mut ids = call_ids.split('\0');
+  let mut numbers: HashMap<&'a str, u32> = HashMap::new();
+  let mut number = |id: Option<&'a str>| {
+    let next = numbers.len() as u32;
+    *numbers.entry(id.unwrap_or_default()).or_insert(next)
+  };
   kinds
     .iter()
     .map(|kind| match kind {
-      1 => ToolLink::Call(ids.next().unwrap_or_default().to_owned()),
-      2 => ToolLink::Output(ids.next().unwrap_or_default().to_owned()),
-      _ => ToolLink::None,
+      1 => Pairing::Call(number(ids.next())),
+      2 => Pairing::Output(number(ids.next())),
+      _ => Pairing::Unlinked,
     })
     .collect()
 }
@@ -97,7 +104,7 @@ pub fn assemble_view_costs(
 ) -> ViewOutput {
   let system: Vec<u64> = system.iter().map(|&c| u64::from(c)).collect();
   let layers: Vec<u64> = layers.iter().map(|&c| u64::from(c)).collect();
-  let history: Vec<(u64, ToolLink)> =
+  let history: Vec<(u64, Pairing<u32>)> =
     history.iter().map(|&c| u64::from(c)).zip(links(&history_kinds, &history_call_ids)).collect();
   let policy = policy.map(|p| ProjectionPolicy {
     token_budget: p.token_budget,

@@ -8,14 +8,14 @@ use async_trait::async_trait;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model};
 use noetic_runtime::host::*;
-use noetic_runtime::items::ToolLink;
+use noetic_runtime::items::Pairing;
 use noetic_runtime::items::{
   Item, ItemLog, assistant_message, create_message_with_id, function_call, function_call_output,
 };
 use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
-use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
+use noetic_runtime::memory::state::{DiagnosticSink, StateStore};
 use noetic_runtime::memory::{DEFAULT_PROJECTION, HistoryView, assemble_view};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;
@@ -174,9 +174,8 @@ fn projection_only(c: &mut Criterion) {
     fn cost(&self, i: usize) -> u64 {
       self.0.get(i).map_or(0, |item| item.cost())
     }
-    fn link(&self, i: usize) -> &ToolLink {
-      static NONE: ToolLink = ToolLink::None;
-      self.0.get(i).map_or(&NONE, |item| item.link())
+    fn link(&self, i: usize) -> Pairing<u32> {
+      self.0.pairing(i)
     }
   }
   let mut group = c.benchmark_group("assemble_view");

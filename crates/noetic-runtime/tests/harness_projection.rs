@@ -9,7 +9,7 @@ use noetic_runtime::host::*;
 use noetic_runtime::items::Item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
-use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
+use noetic_runtime::memory::state::{DiagnosticSink, StateStore};
 use noetic_runtime::memory::{Overflow, ProjectionPolicy};
 use noetic_runtime::steps::{LlmStep, ModelParams, Step};
 use noetic_runtime::storage::InMemoryStorage;

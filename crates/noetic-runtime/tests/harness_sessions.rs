@@ -7,7 +7,6 @@ use noetic_runtime::harness::session::{DeliveryMode, QueuedMessage, Status, Turn
 use noetic_runtime::harness::{Harness, HarnessConfig, Model, ScriptedModel, ScriptedTurn};
 use noetic_runtime::host::*;
 use noetic_runtime::items::{Item, create_message};
-use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::registry::LayerSet;
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore};

@@ -15,7 +15,7 @@ use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::ConfigError;
 use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
-use crate::items::{Item, ItemLog, ToolLink, create_message, extract_assistant_text, parse_js_item};
+use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
@@ -60,9 +60,35 @@ impl HistoryView for HistoryOfLog<'_> {
     self.log.get(self.position(i)).map_or(0, |item| item.cost())
   }
 
-  fn link(&self, i: usize) -> &ToolLink {
-    static NONE: ToolLink = ToolLink::None;
-    self.log.get(self.position(i)).map_or(&NONE, |item| item.link())
+  fn link(&self, i: usize) -> Pairing<u32> {
+    self.log.pairing(self.position(i))
+  }
+
+  /// Suffix costs only shrink as the run starts later, so the first start that fits is found by bisection over the
+  /// log's prefix sums: a step reads a few costs, not one per kept item.
+  fn newest_run_within(&self, start: usize, budget: f64) -> usize {
+    // Not `<=`: a NaN budget fits everything, as the walk's `used + cost > budget` never stops it.
+    let fits = |i: usize| (self.suffix_cost(i) as f64).partial_cmp(&budget) != Some(std::cmp::Ordering::Greater);
+    let (mut low, mut high) = (start, self.len());
+    while low < high {
+      let mid = low + (high - low) / 2;
+      if fits(mid) {
+        high = mid;
+      } else {
+        low = mid + 1;
+      }
+    }
+    low
+  }
+}
+
+impl HistoryOfLog<'_> {
+  /// The cost of history items `i..`: their stretch of the log less the system messages in it.
+  fn suffix_cost(&self, i: usize) -> u64 {
+    let pos = self.position(i);
+    let system: u64 =
+      self.system.iter().filter(|&&p| p >= pos).map(|&p| self.log.get(p).map_or(0, |item| item.cost())).sum();
+    self.log.range_cost(pos..) - system
   }
 }
 
@@ -299,4 +325,45 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
     push_log(history.position(i), &mut view);
   }
   view
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use crate::items::input_message;
+
+  /// The walk the bisection stands for, over the same history.
+  struct Walk<'a>(&'a HistoryOfLog<'a>);
+
+  impl HistoryView for Walk<'_> {
+    fn len(&self) -> usize {
+      self.0.len()
+    }
+    fn cost(&self, i: usize) -> u64 {
+      self.0.log.get(self.0.position(i)).map_or(0, |item| item.cost())
+    }
+    fn link(&self, i: usize) -> Pairing<u32> {
+      self.0.link(i)
+    }
+  }
+
+  #[test]
+  fn bisecting_suffix_costs_finds_where_the_walk_stops() {
+    let mut log = ItemLog::new();
+    for i in 0..60 {
+      let role = if i % 17 == 3 { "system" } else { "user" };
+      log.push(Arc::new(input_message(format!("m{i}"), role, "x".repeat(i * 7 % 50))));
+    }
+    let history = HistoryOfLog { log: &log, system: log.system_positions() };
+    assert!(!history.system.is_empty());
+    for start in [0, 5, 30, history.len()] {
+      for budget in [0.0, 1.0, 25.0, 100.0, 333.0, 1e9, f64::NAN] {
+        assert_eq!(
+          history.newest_run_within(start, budget),
+          Walk(&history).newest_run_within(start, budget),
+          "start {start}, budget {budget}"
+        );
+      }
+    }
+  }
 }

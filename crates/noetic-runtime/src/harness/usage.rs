@@ -87,7 +87,8 @@ impl LayerUsage {
   pub fn to_json_text(&self) -> String {
     let layer_tokens: f64 = self.layers.iter().filter_map(|entry| entry.token_count).sum();
     let total = self.system_tokens as f64 + self.tools_tokens as f64 + self.history_tokens as f64 + layer_tokens;
-    let item_bytes: usize = self.layers.iter().flat_map(|entry| &entry.items).map(|item| item.json_text().len() + 1).sum();
+    let item_bytes: usize =
+      self.layers.iter().flat_map(|entry| &entry.items).map(|item| item.json_text().len() + 1).sum();
     let mut out = String::with_capacity(item_bytes + 64 * self.layers.len() + 160);
     out.push_str(r#"{"executionId":"#);
     write_js_string(&mut out, &self.execution_id);

@@ -1,5 +1,7 @@
 //! How an item takes part in tool-call pairing: the only thing orphan stripping needs to know about it.
 
+use std::hash::Hash;
+
 use rustc_hash::FxHashSet;
 
 /// A `function_call` or `function_call_output` names its call id; every other item is unlinked.
@@ -9,6 +11,26 @@ pub enum ToolLink {
   None,
   Call(String),
   Output(String),
+}
+
+impl ToolLink {
+  /// This link as a pairing keyed by the call id itself.
+  pub fn pairing(&self) -> Pairing<&str> {
+    match self {
+      Self::None => Pairing::Unlinked,
+      Self::Call(id) => Pairing::Call(id),
+      Self::Output(id) => Pairing::Output(id),
+    }
+  }
+}
+
+/// How an item takes part in pairing, by a key that stands for its call id: the id itself, or a number a log
+/// gave it once, so that pairing compares numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pairing<K> {
+  Unlinked,
+  Call(K),
+  Output(K),
 }
 
 /// How far after a call its output is looked for first: a model's calls are answered right after them.
@@ -22,54 +44,50 @@ const FEW: usize = 32;
 /// Runs every model step over the kept history, so the usual shape is decided without hashing: each call is paired
 /// with a matching output shortly after it; what that leaves (a pair cut by the window, an output before its call)
 /// is decided by membership over the whole list.
-pub fn strip_unresolved_mask<'a, I>(links: I) -> Vec<bool>
-where
-  I: IntoIterator<Item = &'a ToolLink> + Clone,
-{
-  let links: Vec<&ToolLink> = links.into_iter().collect();
-  let mut keep: Vec<bool> = links.iter().map(|link| matches!(link, ToolLink::None)).collect();
+pub fn strip_unresolved_mask<K: Copy + Eq + Hash>(links: &[Pairing<K>]) -> Vec<bool> {
+  let mut keep: Vec<bool> = links.iter().map(|link| matches!(link, Pairing::Unlinked)).collect();
   for (i, link) in links.iter().enumerate() {
-    let ToolLink::Call(id) = link else { continue };
-    let near = links.iter().enumerate().skip(i + 1).take(NEAR);
-    if let Some((j, _)) = near.filter(|(j, _)| !keep[*j]).find(|(_, later)| matches!(later, ToolLink::Output(o) if o == id)) {
+    let Pairing::Call(id) = *link else { continue };
+    let near = (i + 1..links.len().min(i + 1 + NEAR)).find(|&j| !keep[j] && links[j] == Pairing::Output(id));
+    if let Some(j) = near {
       keep[i] = true;
       keep[j] = true;
     }
   }
   let undecided: Vec<usize> = (0..links.len()).filter(|&i| !keep[i]).collect();
   if undecided.len() > FEW {
-    return by_membership(&links);
+    return by_membership(links);
   }
   for i in undecided {
     keep[i] = match links[i] {
-      ToolLink::Call(id) => links.iter().any(|other| matches!(other, ToolLink::Output(o) if o == id)),
-      ToolLink::Output(id) => links.iter().any(|other| matches!(other, ToolLink::Call(c) if c == id)),
-      ToolLink::None => true,
+      Pairing::Call(id) => links.contains(&Pairing::Output(id)),
+      Pairing::Output(id) => links.contains(&Pairing::Call(id)),
+      Pairing::Unlinked => true,
     };
   }
   keep
 }
 
-fn by_membership(links: &[&ToolLink]) -> Vec<bool> {
+fn by_membership<K: Copy + Eq + Hash>(links: &[Pairing<K>]) -> Vec<bool> {
   let mut calls = FxHashSet::default();
   let mut outputs = FxHashSet::default();
   for link in links {
-    match link {
-      ToolLink::Call(id) => {
-        calls.insert(id.as_str());
+    match *link {
+      Pairing::Call(id) => {
+        calls.insert(id);
       }
-      ToolLink::Output(id) => {
-        outputs.insert(id.as_str());
+      Pairing::Output(id) => {
+        outputs.insert(id);
       }
-      ToolLink::None => {}
+      Pairing::Unlinked => {}
     }
   }
   links
     .iter()
     .map(|link| match link {
-      ToolLink::Call(id) => outputs.contains(id.as_str()),
-      ToolLink::Output(id) => calls.contains(id.as_str()),
-      ToolLink::None => true,
+      Pairing::Call(id) => outputs.contains(id),
+      Pairing::Output(id) => calls.contains(id),
+      Pairing::Unlinked => true,
     })
     .collect()
 }
@@ -88,7 +106,8 @@ mod tests {
       ToolLink::Call("z".into()),
       ToolLink::Output("z".into()),
     ];
-    assert_eq!(strip_unresolved_mask(links.iter()), vec![false, true, false, true, true]);
+    let pairs: Vec<Pairing<&str>> = links.iter().map(ToolLink::pairing).collect();
+    assert_eq!(strip_unresolved_mask(&pairs), vec![false, true, false, true, true]);
   }
 
   /// The quick pairing and the membership rule agree on every arrangement: outputs before calls, duplicates, pairs
@@ -111,8 +130,8 @@ mod tests {
       many,
     ];
     for links in cases {
-      let expected = by_membership(&links.iter().collect::<Vec<_>>());
-      assert_eq!(strip_unresolved_mask(links.iter()), expected, "{links:?}");
+      let pairs: Vec<Pairing<&str>> = links.iter().map(ToolLink::pairing).collect();
+      assert_eq!(strip_unresolved_mask(&pairs), by_membership(&pairs), "{links:?}");
     }
   }
 }

@@ -7,7 +7,10 @@
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use super::item::Item;
+use super::link::{Pairing, ToolLink};
 
 #[derive(Debug, Clone)]
 pub struct ItemLog {
@@ -16,6 +19,10 @@ pub struct ItemLog {
   prefix: Vec<u64>,
   /// Positions of system-role messages, ascending.
   system: Vec<usize>,
+  /// Each item's tool-call pairing, its call id numbered once here: projection pairs every step's kept history,
+  /// and this way does so over one dense array, comparing numbers.
+  pairings: Vec<Pairing<u32>>,
+  call_ids: FxHashMap<Box<str>, u32>,
 }
 
 impl Default for ItemLog {
@@ -26,7 +33,13 @@ impl Default for ItemLog {
 
 impl ItemLog {
   pub fn new() -> Self {
-    Self { items: Vec::new(), prefix: vec![0], system: Vec::new() }
+    Self {
+      items: Vec::new(),
+      prefix: vec![0],
+      system: Vec::new(),
+      pairings: Vec::new(),
+      call_ids: FxHashMap::default(),
+    }
   }
 
   /// Appends an item and returns its position.
@@ -36,8 +49,24 @@ impl ItemLog {
     if item.is_system_message() {
       self.system.push(pos);
     }
+    let pairing = match item.link() {
+      ToolLink::None => Pairing::Unlinked,
+      ToolLink::Call(id) => Pairing::Call(self.call_number(id)),
+      ToolLink::Output(id) => Pairing::Output(self.call_number(id)),
+    };
+    self.pairings.push(pairing);
     self.items.push(item);
     pos
+  }
+
+  fn call_number(&mut self, id: &str) -> u32 {
+    let next = self.call_ids.len() as u32;
+    *self.call_ids.entry(id.into()).or_insert(next)
+  }
+
+  /// The tool-call pairing of the item at `pos` (unlinked past the end).
+  pub fn pairing(&self, pos: usize) -> Pairing<u32> {
+    self.pairings.get(pos).copied().unwrap_or(Pairing::Unlinked)
   }
 
   pub fn len(&self) -> usize {

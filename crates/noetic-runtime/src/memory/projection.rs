@@ -6,7 +6,7 @@
 //! with the number of items kept, never with the length of the log.
 
 use super::budget::js_max;
-use crate::items::{ToolLink, strip_unresolved_mask};
+use crate::items::{Pairing, strip_unresolved_mask};
 
 /// `ProjectionPolicy.overflow`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,18 +62,35 @@ impl Default for ProjectionPolicy {
   }
 }
 
-/// The conversation history as projection sees it: each item's cached cost and its tool-call link, by position.
+/// The conversation history as projection sees it: each item's cached cost and its tool-call pairing, by position.
 pub trait HistoryView {
   fn len(&self) -> usize;
   fn cost(&self, i: usize) -> u64;
-  fn link(&self, i: usize) -> &ToolLink;
+  fn link(&self, i: usize) -> Pairing<u32>;
 
   fn is_empty(&self) -> bool {
     self.len() == 0
   }
+
+  /// Index of the oldest item of the longest run ending at the newest item, not reaching before `start`, whose
+  /// costs fit in `budget`: the walk from the newest item that stops at the first that does not fit. A history
+  /// that knows its suffix costs answers without the walk.
+  fn newest_run_within(&self, start: usize, budget: f64) -> usize {
+    let mut first = self.len();
+    let mut used = 0.0;
+    while first > start {
+      let cost = self.cost(first - 1) as f64;
+      if used + cost > budget {
+        break;
+      }
+      used += cost;
+      first -= 1;
+    }
+    first
+  }
 }
 
-impl HistoryView for [(u64, ToolLink)] {
+impl HistoryView for [(u64, Pairing<u32>)] {
   fn len(&self) -> usize {
     <[_]>::len(self)
   }
@@ -82,8 +99,8 @@ impl HistoryView for [(u64, ToolLink)] {
     self[i].0
   }
 
-  fn link(&self, i: usize) -> &ToolLink {
-    &self[i].1
+  fn link(&self, i: usize) -> Pairing<u32> {
+    self[i].1
   }
 }
 
@@ -130,9 +147,10 @@ pub fn assemble_view<H: HistoryView + ?Sized>(
     Overflow::SlidingWindow => window_start(history.len(), policy.window_size),
     Overflow::Truncate | Overflow::Summarize => 0,
   };
-  let first = newest_run_within(history, start, after_layers);
+  let first = history.newest_run_within(start, after_layers);
   let len = history.len();
-  let mask = strip_unresolved_mask((first..len).map(|i| history.link(i)));
+  let pairings: Vec<Pairing<u32>> = (first..len).map(|i| history.link(i)).collect();
+  let mask = strip_unresolved_mask(&pairings);
   let history_kept = (first..len).zip(mask).filter_map(|(i, keep)| keep.then_some(i)).collect();
 
   ViewPlan { layers_kept, history_kept }
@@ -157,22 +175,6 @@ fn window_start(len: usize, window_size: Option<f64>) -> usize {
   }
 }
 
-/// Index of the oldest item of the longest run ending at the newest item, not reaching before `start`, whose
-/// costs fit in `budget`. Stops at the first item that does not fit.
-fn newest_run_within<H: HistoryView + ?Sized>(history: &H, start: usize, budget: f64) -> usize {
-  let mut first = history.len();
-  let mut used = 0.0;
-  while first > start {
-    let cost = history.cost(first - 1) as f64;
-    if used + cost > budget {
-      break;
-    }
-    used += cost;
-    first -= 1;
-  }
-  first
-}
-
 #[cfg(test)]
 mod tests {
   use std::cell::Cell;
@@ -183,13 +185,13 @@ mod tests {
   const SYSTEM: [u64; 1] = [28];
   const LAYERS: [u64; 2] = [78, 33];
 
-  fn history() -> Vec<(u64, ToolLink)> {
+  fn history() -> Vec<(u64, Pairing<u32>)> {
     vec![
-      (28, ToolLink::None),
-      (29, ToolLink::None),
-      (19, ToolLink::Call("c1".into())),
-      (23, ToolLink::Output("c1".into())),
-      (28, ToolLink::None),
+      (28, Pairing::Unlinked),
+      (29, Pairing::Unlinked),
+      (19, Pairing::Call(1)),
+      (23, Pairing::Output(1)),
+      (28, Pairing::Unlinked),
     ]
   }
 
@@ -221,7 +223,7 @@ mod tests {
 
   #[test]
   fn no_policy_keeps_everything_unstripped() {
-    let orphan = [(19, ToolLink::Call("c9".into()))];
+    let orphan = [(19, Pairing::Call(9))];
     assert_eq!(assemble_view(&SYSTEM, &LAYERS, orphan.as_slice(), None), plan(&[0, 1], &[0]));
   }
 
@@ -310,8 +312,6 @@ mod tests {
     reads: Cell<usize>,
   }
 
-  static UNLINKED: ToolLink = ToolLink::None;
-
   impl HistoryView for HugeLog {
     fn len(&self) -> usize {
       1_000_000_000_000
@@ -322,8 +322,8 @@ mod tests {
       10
     }
 
-    fn link(&self, _: usize) -> &ToolLink {
-      &UNLINKED
+    fn link(&self, _: usize) -> Pairing<u32> {
+      Pairing::Unlinked
     }
   }
 
