@@ -383,6 +383,30 @@ test('from CommonJS: the whole session API', () => {
   assert.deepEqual(JSON.parse(result.stdout), { a: 'one', b: 'two', items: 4, status: 'idle', events: 8 });
 });
 
+test('harnesses a program drops are collected even when it never yields to the event loop', () => {
+  // Everything here runs on promises alone (a test model answering at once), so the microtask queue never drains
+  // until the end. Each harness holds a megabyte of history; none of it may outlive the harness.
+  const flags = globalThis.Bun ? [] : ['--expose-gc'];
+  const result = spawnSync(process.execPath, [...flags, '-e', `
+    const { AgentHarness, step } = require(${JSON.stringify(entry)});
+    const big = 'x'.repeat(1 << 20);
+    const reply = { items: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }], usage: { inputTokens: 1, outputTokens: 1 } };
+    (async () => {
+      const heap = [];
+      for (let i = 0; i < 16; i++) {
+        const h = new AgentHarness({ name: 'a', params: {}, initialStep: step.llm({ id: 'c', model: 'm' }), _testCallModel: async () => reply });
+        await h.execute(big + i);
+        await h.getAgentResponse();
+        globalThis.gc ? gc() : Bun.gc(true);
+        heap.push(process.memoryUsage().heapUsed);
+      }
+      console.log(JSON.stringify({ grew: (heap[15] - heap[3]) / (1 << 20) }));
+    })();`], { encoding: 'utf8', timeout: 20_000 });
+  assert.equal(result.status, 0, result.stderr);
+  const { grew } = JSON.parse(result.stdout);
+  assert.ok(grew < 6, `the heap grew by ${grew.toFixed(1)} MB over 12 dropped harnesses`);
+});
+
 test('turns of different sessions reach the model in the order of their execute calls, as upstream', async () => {
   for (let round = 0; round < 20; round++) {
     const order = [];

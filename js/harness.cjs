@@ -72,12 +72,10 @@ function storageTimeout(ms) {
   });
 }
 
-// The function the native side calls into. It holds its runtime weakly: the native side holds this function for
-// as long as the harness lives, so a strong reference here would keep every harness alive forever. (It is made
-// here, away from the constructor's other closures, so that it captures nothing else.)
-function dispatcherFor(runtime) {
-  const ref = new WeakRef(runtime);
-  return (batch) => ref.deref()?.pump(batch);
+// The function the native side calls into, with the runtime it holds weakly (`undefined` once collected) and a
+// batch of requests. It captures nothing: the native side holds it for as long as the harness lives.
+function dispatchTo(runtime, batch) {
+  runtime?.pump(batch);
 }
 
 class AgentHarness {
@@ -132,7 +130,7 @@ class AgentHarness {
     Object.defineProperty(this, '_layers', { value: memory });
     Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), dispatcherFor(runtime), nativeStoreOf(storage) ?? null),
+      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();

@@ -17,7 +17,7 @@ function release() {
   if (--held === 0) timer.unref();
 }
 
-// Harnesses with runs in flight. The dispatcher reaches a harness only through a WeakRef (so an unused harness can
+// Harnesses with runs in flight. The dispatcher reaches a harness only through a weak reference (so an unused harness can
 // be collected), which means one that is awaited but no longer referenced must be kept here until its runs end.
 const busy = new Set();
 

@@ -26,8 +26,11 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use tokio::sync::oneshot;
 
-/// A batch of requests as one JSON text (see [`batch_text`]).
-pub type Dispatcher = ThreadsafeFunction<FnArgs<(String,)>, (), FnArgs<(String,)>, Status, false, true>;
+use crate::weak_runtime::MaybeRuntime;
+
+/// Called with the runtime (or `undefined` once it is gone) and a batch of requests as one JSON text (see
+/// [`batch_text`]).
+pub type Dispatcher = ThreadsafeFunction<FnArgs<(String,)>, (), FnArgs<(MaybeRuntime, String)>, Status, false, true>;
 
 tokio::task_local! {
   /// Set for the task of a run that JS awaits; background work (eventual recall, mirror writes) runs without it.
@@ -74,6 +77,18 @@ struct Outbox {
 thread_local! {
   static OUTBOX: RefCell<Option<Outbox>> = const { RefCell::new(None) };
   static JS_THREAD: Cell<bool> = const { Cell::new(false) };
+  static JS_POLLS_NEXT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `work`, a native call after which JS polls anyway (it kicks a drive): requests `work` makes are deferred
+/// to that poll without posting one. A posted poll is not just a wasted crossing: JS reaches its harness through a
+/// WeakRef, and a `deref` keeps the harness alive until the microtask queue drains, which a program driven only by
+/// promises (a scripted model) may never let it do.
+pub fn js_polls_next<T>(work: impl FnOnce() -> T) -> T {
+  let outer = JS_POLLS_NEXT.replace(true);
+  let result = work();
+  JS_POLLS_NEXT.set(outer);
+  result
 }
 
 /// Marks the calling thread as a JS thread (the addon's init runs on it).
@@ -147,6 +162,9 @@ impl Dispatch {
 
   /// Asks JS to poll this harness's runs (once until it does).
   pub fn request_poll(&self) {
+    if JS_POLLS_NEXT.get() {
+      return;
+    }
     if !self.inner.poll_posted.swap(true, Ordering::AcqRel) && !self.inner.closed.load(Ordering::Acquire) {
       self.post(JsRequest { id: 0, text: POLL_REQUEST.to_owned(), foreground: false });
     }

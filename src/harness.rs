@@ -23,12 +23,13 @@ use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
 use crate::describe;
-use crate::dispatcher::{Dispatch, Dispatcher, batch_text, foreground};
+use crate::dispatcher::{Dispatch, Dispatcher, batch_text, foreground, js_polls_next};
 use crate::driver::Driver;
 use crate::guard::guarded;
 use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
+use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
 
 /// Validates layer descriptions where they are registered (DECISIONS D1).
 #[napi(catch_unwind, skip_typescript)]
@@ -153,13 +154,19 @@ impl NativeHarness {
   /// forceAtomicRecall: bool}`.
   #[napi(constructor, catch_unwind)]
   pub fn new(
+    env: Env,
     config: String,
-    dispatcher: Function<FnArgs<(String,)>, ()>,
+    runtime: Object,
+    dispatcher: Function<FnArgs<(MaybeRuntime, String)>, ()>,
     storage: Option<&NativeStorage>,
   ) -> Result<Self> {
     let config = parse(&config)?;
-    let dispatcher: Dispatcher =
-      dispatcher.build_threadsafe_function().weak::<true>().callee_handled::<false>().build()?;
+    let runtime = WeakRuntime::new(&env, &runtime)?;
+    let dispatcher: Dispatcher = dispatcher
+      .build_threadsafe_function::<FnArgs<(String,)>>()
+      .weak::<true>()
+      .callee_handled::<false>()
+      .build_callback(move |call| Ok((runtime.get(&call.env), call.value.data.0).into()))?;
     let dispatch = Dispatch::new(dispatcher);
     let layers = describe::layer_set(config.get("layers").unwrap_or(&Value::Null), Some(&dispatch))
       .map_err(|e| to_napi(config_json(&e)))?;
@@ -419,7 +426,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn abort(&self, context: String, reason: Option<String>) -> Result<()> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    ctx.abort(reason.unwrap_or_else(|| "aborted".into()));
+    js_polls_next(|| ctx.abort(reason.unwrap_or_else(|| "aborted".into())));
     Ok(())
   }
 

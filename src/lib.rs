@@ -17,6 +17,7 @@ mod session;
 mod storage;
 mod subprocess;
 mod unstable;
+mod weak_runtime;
 
 use napi_derive::napi;
 

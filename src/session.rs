@@ -11,7 +11,7 @@ use noetic_runtime::items::parse_js_item;
 use serde_json::{Value, json};
 
 use crate::describe;
-use crate::dispatcher::{Dispatch, foreground};
+use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
 use crate::harness::{NativeHarness, parse};
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
@@ -124,7 +124,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn execute(&self, thread: String, message: String) -> Result<bool> {
     let message = queued_message(self, &message)?;
-    let drain = self.inner.execute_message(&thread, message).map_err(|e| to_napi(config_json(&e)))?;
+    let drain = js_polls_next(|| self.inner.execute_message(&thread, message)).map_err(|e| to_napi(config_json(&e)))?;
     let Some(drain) = drain else { return Ok(false) };
     let dispatch = self.dispatch.clone();
     self.driver.spawn(async move {
@@ -148,7 +148,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn session_abort(&self, thread: String, reason: String, waiter: u32) -> Option<String> {
     let answer = Answer::new();
-    self.inner.abort_session(&thread, &reason, answer.waiter(&self.dispatch, waiter));
+    js_polls_next(|| self.inner.abort_session(&thread, &reason, answer.waiter(&self.dispatch, waiter)));
     answer.now()
   }
 
