@@ -2087,10 +2087,10 @@ declare class NativeHarness {
   run(run: number, step: string, input: string, options: string): string | null
   /**
    * Opens a context that outlives runs (`harness.createContext()`); returns its id.
-   * `options`: `{threadId?, resourceId?, memory?, items?: string[], checked?}`; `checked`: JS put the items to the
-   * context's item schemas.
+   * `options`: `{threadId?, resourceId?, memory?, checked?}`; `checked`: JS put the items to the context's item
+   * schemas. `items`: its first items, as one JSON array of their texts.
    */
-  createContext(options: string): string
+  createContext(options: string, items: string): string
   /**
    * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
    * outcome is returned or arrives as for `run`.
@@ -2141,10 +2141,10 @@ declare class NativeHarness {
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
   /**
-   * Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. `checked`:
+   * Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds it. `checked`:
    * JS put the items to the harness's item schemas.
    */
-  seedSession(thread: string, items: Array<string>, checked?: boolean | undefined | null): string
+  seedSession(thread: string, items: string, checked?: boolean | undefined | null): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
   /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */

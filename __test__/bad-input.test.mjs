@@ -173,6 +173,9 @@ test('a malformed item in a 100k-item history is named by its index', async () =
   const items = Array.from({ length: 100_000 }, (_, i) => ({ id: `m${i}`, type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }));
   items[54_321] = { id: 'bad', kind: 'no type' };
   assert.throws(() => h.createContext({ items }), (e) => /items\[54321\]/.test(e.message));
+  // Something with no JSON form at all is named too, not lost in the array the items cross in.
+  items[54_321] = () => {};
+  assert.throws(() => h.createContext({ items }), (e) => /createContext items\[54321\]: not an item/.test(e.message));
   items[54_321] = 42;
   assert.throws(() => h.seedSessionHistory('T', items), (e) => e instanceof ConfigError && /items\[54321\]/.test(e.message));
 });

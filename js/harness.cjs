@@ -7,6 +7,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
+const { itemsJson } = require('./items.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
@@ -156,12 +157,11 @@ class AgentHarness {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
       memory: layers?.map((l) => describeLayer(l, keep)),
-      items: items.map((item) => JSON.stringify(item)),
       checked,
     };
     let id;
     try {
-      id = callNative(() => runtime.native.createContext(JSON.stringify(options)));
+      id = callNative(() => runtime.native.createContext(JSON.stringify(options), itemsJson(items)));
     } catch (e) {
       handles.release();
       throw e;
@@ -192,8 +192,10 @@ class AgentHarness {
     const description = describeStep(step, keep, describeLayer);
     const inputRef = JSON.stringify(runtime.toRef(input));
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
-      const ctx = contextOrOptions.id;
-      return this._settle((run) => runtime.native.runInContext(run, ctx, JSON.stringify(description), inputRef));
+      const ctx = contextOrOptions;
+      runtime.enterContext(ctx);
+      const settled = this._settle((run) => runtime.native.runInContext(run, ctx.id, JSON.stringify(description), inputRef));
+      return settled.finally(() => runtime.leaveContext(ctx));
     }
     const options = runOptionsOf(contextOrOptions, contextOrOptions instanceof ContextImpl);
     const runOptions = {

@@ -48,4 +48,10 @@ function findFunctionCall(items, name) {
   return null;
 }
 
-module.exports = { estimateTokens, createMessage, stripUnresolvedToolCalls, findFunctionCall };
+// Items as one JSON array of their own texts: one string crosses, and the native side reads each item's text as
+// JSON.stringify wrote it. What has no JSON form goes as null, which the native side names as not an item.
+function itemsJson(items) {
+  return `[${items.map((item) => JSON.stringify(item) ?? 'null').join(',')}]`;
+}
+
+module.exports = { estimateTokens, createMessage, stripUnresolvedToolCalls, findFunctionCall, itemsJson };

@@ -23,7 +23,9 @@ class Runtime {
     this.lasting = this.scope();
     this.contexts = new Map();
     // Contexts from createContext, held weakly: they live as long as the caller keeps them.
-    this.kept = new Map();
+    // createContext contexts: their ids, and those with a run in flight (the only time a request names them), held.
+    this.kept = new Set();
+    this.active = new Map();
     this.contextHandles = new Map();
     this.states = new Map();
     this.activeRuns = 0;
@@ -95,12 +97,26 @@ class Runtime {
     }
   }
 
-  // Keeps a createContext context weakly; when it is collected, its state goes on both sides.
+  // A createContext context is the caller's to keep; when it is collected, its state goes on both sides. It is not
+  // looked up through a WeakRef: JS keeps a WeakRef's target until the microtask queue drains, which a program
+  // driven only by promises may never let happen, so no context it made would be freed.
   keepContext(ctx, handles) {
     this.contexts.delete(ctx.id);
-    this.kept.set(ctx.id, new WeakRef(ctx));
+    this.kept.add(ctx.id);
     this.contextHandles.set(ctx.id, handles);
     this.collected.register(ctx, ctx.id);
+  }
+
+  // A run in a kept context: requests name it while the run is in flight, so it is held until then.
+  enterContext(ctx) {
+    const entry = this.active.get(ctx.id);
+    if (entry) entry.runs++;
+    else this.active.set(ctx.id, { ctx, runs: 1 });
+  }
+
+  leaveContext(ctx) {
+    const entry = this.active.get(ctx.id);
+    if (entry && --entry.runs === 0) this.active.delete(ctx.id);
   }
 
   forgetContext(id) {
@@ -236,7 +252,7 @@ class Runtime {
   }
 
   context(id) {
-    let ctx = this.contexts.get(id) ?? this.kept.get(id)?.deref();
+    let ctx = this.contexts.get(id) ?? this.active.get(id)?.ctx;
     if (!ctx) {
       ctx = new ContextImpl(this, id);
       this.contexts.set(id, ctx);

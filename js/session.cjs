@@ -6,6 +6,7 @@ const { randomUUID } = require('node:crypto');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
+const { itemsJson } = require('./items.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
@@ -157,7 +158,7 @@ function seedSessionHistory(harness, threadId, items) {
   const runtime = harness._runtime;
   // Put to the schemas of the harness and its own layers: a turn's context has them unless a message names others.
   const checked = harness._admitItems(items, undefined, (i) => `seedSessionHistory items[${i}]`);
-  const id = callNative(() => runtime.native.seedSession(threadId, items.map((item) => JSON.stringify(item)), checked));
+  const id = callNative(() => runtime.native.seedSession(threadId, itemsJson(items), checked));
   // The caller's objects stand for the seeded history, so reading it converts nothing.
   runtime.context(id).itemLog._adopt(items);
 }

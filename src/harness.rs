@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
 use noetic_runtime::host::StepValue;
-use noetic_runtime::items::{ItemTypes, parse_js_item};
+use noetic_runtime::items::{Item, ItemTypes, parse_js_item};
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
@@ -20,6 +20,7 @@ use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
 use noetic_runtime::provider::OpenRouter;
 use noetic_runtime::steps::Step;
 use noetic_runtime::storage::{InMemoryStorage, Storage};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::describe;
@@ -249,10 +250,10 @@ impl NativeHarness {
   }
 
   /// Opens a context that outlives runs (`harness.createContext()`); returns its id.
-  /// `options`: `{threadId?, resourceId?, memory?, items?: string[], checked?}`; `checked`: JS put the items to the
-  /// context's item schemas.
+  /// `options`: `{threadId?, resourceId?, memory?, checked?}`; `checked`: JS put the items to the context's item
+  /// schemas. `items`: its first items, as one JSON array of their texts.
   #[napi(catch_unwind)]
-  pub fn create_context(&self, options: String) -> Result<String> {
+  pub fn create_context(&self, options: String, items: String) -> Result<String> {
     let options = parse(&options)?;
     let layers = match options.get("memory") {
       Some(layers @ Value::Array(_)) => {
@@ -266,18 +267,16 @@ impl NativeHarness {
     let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), 0, None, layers);
     let ctx = self.inner.open_context(ctx);
     let types = self.inner.item_types.unless_checked(options.get("checked").and_then(Value::as_bool) == Some(true));
-    let texts = options.get("items").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-    for (index, text) in texts.enumerate() {
-      match parse_js_item(text, types) {
-        Ok(item) => {
-          ctx.state().log.push(Arc::new(item));
+    match parse_item_batch(&items, types, "createContext") {
+      Ok(items) => {
+        let mut state = ctx.state();
+        for item in items {
+          state.log.push(item);
         }
-        Err(mut error) => {
-          // In a long history, which item is wrong is most of the message.
-          error.message = format!("createContext items[{index}]: {}", error.message);
-          self.inner.drop_context(&ctx.id);
-          return Err(to_napi(noetic_json(&error)));
-        }
+      }
+      Err(error) => {
+        self.inner.drop_context(&ctx.id);
+        return Err(error);
       }
     }
     Ok(id)
@@ -486,4 +485,22 @@ impl NativeHarness {
   pub fn live_executions(&self) -> u32 {
     self.inner.env.states.live_executions() as u32
   }
+}
+
+/// Items JS sent as one JSON array of their texts (`[item, item, ...]`, each as `JSON.stringify` wrote it): read in
+/// one pass, each item's own text kept as it is. A bad one is named by its index, as `what items[i]`.
+pub(crate) fn parse_item_batch(text: &str, types: ItemTypes, what: &str) -> Result<Vec<Arc<Item>>> {
+  let raw: Vec<&RawValue> = serde_json::from_str(text)
+    .map_err(|e| Error::new(Status::InvalidArg, format!("{what}: the items are not a JSON array: {e}")))?;
+  raw
+    .iter()
+    .enumerate()
+    .map(|(index, item)| {
+      parse_js_item(item.get(), types).map(Arc::new).map_err(|mut e| {
+        // In a long history, which item is wrong is most of the message.
+        e.message = format!("{what} items[{index}]: {}", e.message);
+        to_napi(noetic_json(&e))
+      })
+    })
+    .collect()
 }

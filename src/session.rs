@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::describe;
 use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
-use crate::harness::{NativeHarness, parse};
+use crate::harness::{NativeHarness, parse, parse_item_batch};
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -163,21 +163,12 @@ impl NativeHarness {
     self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
   }
 
-  /// Replaces `thread`'s history with `items` (JSON texts); returns the id of the context that holds it. `checked`:
+  /// Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds it. `checked`:
   /// JS put the items to the harness's item schemas.
   #[napi(catch_unwind)]
-  pub fn seed_session(&self, thread: String, items: Vec<String>, checked: Option<bool>) -> Result<String> {
+  pub fn seed_session(&self, thread: String, items: String, checked: Option<bool>) -> Result<String> {
     let types = self.inner.item_types.unless_checked(checked == Some(true));
-    let items = items
-      .iter()
-      .enumerate()
-      .map(|(index, item)| {
-        parse_js_item(item, types).map(Arc::new).map_err(|mut e| {
-          e.message = format!("seedSessionHistory items[{index}]: {}", e.message);
-          to_napi(noetic_json(&e))
-        })
-      })
-      .collect::<Result<Vec<_>>>()?;
+    let items = parse_item_batch(&items, types, "seedSessionHistory")?;
     Ok(self.inner.seed_session(&thread, items))
   }
 
