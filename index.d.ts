@@ -1953,8 +1953,8 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   /** A model provider; `{ provider: 'scripted' }` is the built-in offline model. */
   llm?: LlmProviderConfig | ScriptedModelConfig;
   /**
-   * Token counting for `ctx.tokenize`, layer costs and projection (default `'estimate'`). `'o200k'` and `'cl100k'`
-   * are planned; this build rejects them with `INVALID_TOKENIZER`.
+   * Token counting for item costs, projection, layer items and `ctx.tokenize` (default `'estimate'`, upstream's
+   * ⌈length / 4⌉). `'o200k'` and `'cl100k'` count real BPE tokens offline (the GPT-4o and GPT-4 vocabularies).
    */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
   /**
@@ -2117,6 +2117,8 @@ declare class NativeHarness {
   contextField(context: string, field: string): string
   complete(context: string, value: string): void
   abort(context: string, reason?: string | undefined | null): void
+  /** `text`'s token count with the harness's tokenizer (`ctx.tokenize` when the harness has one). */
+  countTokens(text: string): number
   /** A built-in layer's state (JSON text), for `ctx.memory` and `readLayerState`. */
   nativeState(context: string, layer: string): string | null
   /** A JS layer's state changed outside a hook phase (a `provides` function): mirror it durably. */

@@ -67,11 +67,12 @@ test('memory must be an array of layers or memory([...]) everywhere it is accept
   react({ model: 'm', memory: memory([workingMemory()]) });
 });
 
-test('tokenizer: none is built yet, so anything but the estimate is rejected', async () => {
-  await rejects(() => harness({ tokenizer: 'bogus' }), 'INVALID_TOKENIZER', '"bogus"');
-  await rejects(() => harness({ tokenizer: 'o200k' }), 'INVALID_TOKENIZER', "'o200k'", 'not available');
-  await rejects(() => harness({ tokenizer: 'cl100k' }), 'INVALID_TOKENIZER', "'cl100k'", 'not available');
+test('tokenizer: anything but the estimate and the two real vocabularies is rejected, and named', async () => {
+  await rejects(() => harness({ tokenizer: 'bogus' }), 'INVALID_TOKENIZER', '"bogus"', "'o200k'");
+  await rejects(() => harness({ tokenizer: 42 }), 'INVALID_TOKENIZER', '42');
   harness({ tokenizer: 'estimate' });
+  harness({ tokenizer: 'o200k' });
+  harness({ tokenizer: 'cl100k' });
 });
 
 test('storage must be a storage adapter, and the error says what is missing', async () => {

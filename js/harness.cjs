@@ -116,6 +116,7 @@ class AgentHarness {
       jsStorage: nativeStoreOf(storage) === undefined,
       storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
       strictItemSchemas: this.config.strictItemSchemas,
+      tokenizer: opts.tokenizer === 'estimate' ? undefined : opts.tokenizer,
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
       tools: (opts.tools ?? []).map((t) => describeTool(t, (v) => runtime.keep(v))),
     };
@@ -134,6 +135,8 @@ class AgentHarness {
       () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
+    // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.
+    if (config.tokenizer !== undefined) runtime.tokenize = (text) => runtime.native.countTokens(String(text));
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
   }
 

@@ -1953,8 +1953,8 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   /** A model provider; `{ provider: 'scripted' }` is the built-in offline model. */
   llm?: LlmProviderConfig | ScriptedModelConfig;
   /**
-   * Token counting for `ctx.tokenize`, layer costs and projection (default `'estimate'`). `'o200k'` and `'cl100k'`
-   * are planned; this build rejects them with `INVALID_TOKENIZER`.
+   * Token counting for item costs, projection, layer items and `ctx.tokenize` (default `'estimate'`, upstream's
+   * ⌈length / 4⌉). `'o200k'` and `'cl100k'` count real BPE tokens offline (the GPT-4o and GPT-4 vocabularies).
    */
   tokenizer?: 'estimate' | 'o200k' | 'cl100k';
   /**

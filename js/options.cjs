@@ -68,16 +68,14 @@ function checkAdapters(opts) {
   });
 }
 
-// Upstream has no tokenizer option; DECISIONS plans real tokenizers, which this build does not have yet.
+// Upstream has no tokenizer option: 'estimate' is its count; 'o200k' and 'cl100k' are real BPE counts (DECISIONS).
+const TOKENIZERS = ['estimate', 'o200k', 'cl100k'];
 function checkTokenizer(tokenizer) {
-  if (tokenizer === undefined || tokenizer === 'estimate') return;
-  const planned = tokenizer === 'o200k' || tokenizer === 'cl100k';
+  if (tokenizer === undefined || TOKENIZERS.includes(tokenizer)) return;
   fail(
     'INVALID_TOKENIZER',
-    planned
-      ? `AgentHarness tokenizer '${tokenizer}' is not available in this build yet.`
-      : `AgentHarness tokenizer is ${describeValue(tokenizer)}; the only tokenizer is 'estimate'.`,
-    "Leave `tokenizer` out (or pass 'estimate'): token counts use upstream's estimate.",
+    `AgentHarness tokenizer is ${describeValue(tokenizer)}; expected one of ${TOKENIZERS.map((t) => `'${t}'`).join(', ')}.`,
+    "Leave `tokenizer` out for upstream's estimate, or pass 'o200k' (GPT-4o) or 'cl100k' (GPT-4) for real token counts.",
   );
 }
 

@@ -17,12 +17,13 @@ class Runtime {
     this.storage = storage;
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
+    // What `ctx.tokenize` counts with (the harness sets a native count when it has a tokenizer).
+    this.tokenize = estimateTokens;
     this.handles = new Map();
     this.values = new Map();
     this.next = 1;
     this.lasting = this.scope();
     this.contexts = new Map();
-    // Contexts from createContext, held weakly: they live as long as the caller keeps them.
     // createContext contexts: their ids, and those with a run in flight (the only time a request names them), held.
     this.kept = new Set();
     this.active = new Map();
@@ -295,7 +296,7 @@ class Runtime {
       cost: info.cost,
       fs: this.harness.fs,
       shell: this.harness.shell,
-      tokenize: estimateTokens,
+      tokenize: this.tokenize,
       trace: { setAttribute() {}, addEvent() {} },
       // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
       ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : {}),

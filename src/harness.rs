@@ -20,6 +20,7 @@ use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
 use noetic_runtime::provider::OpenRouter;
 use noetic_runtime::steps::Step;
 use noetic_runtime::storage::{InMemoryStorage, Storage};
+use noetic_runtime::tokens::Tokenizer;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -212,7 +213,8 @@ impl NativeHarness {
       },
       env,
     )
-    .with_item_types(item_types(&config));
+    .with_item_types(item_types(&config))
+    .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());
     Ok(Self { inner: Arc::new(harness), dispatch, driver })
   }
@@ -427,6 +429,12 @@ impl NativeHarness {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     js_polls_next(|| ctx.abort(reason.unwrap_or_else(|| "aborted".into())));
     Ok(())
+  }
+
+  /// `text`'s token count with the harness's tokenizer (`ctx.tokenize` when the harness has one).
+  #[napi(catch_unwind)]
+  pub fn count_tokens(&self, text: String) -> f64 {
+    self.inner.count_tokens(&text) as f64
   }
 
   /// A built-in layer's state (JSON text), for `ctx.memory` and `readLayerState`.

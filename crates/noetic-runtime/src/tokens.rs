@@ -1,4 +1,4 @@
-//! Token estimates, exactly as upstream: ⌈UTF-16 length / 4⌉.
+//! Token counts: upstream's estimate, exactly (⌈UTF-16 length / 4⌉), and the optional real BPE tokenizers.
 
 /// Number of UTF-16 code units in `text`, the unit JS's `String.prototype.length` counts.
 pub fn utf16_len(text: &str) -> usize {
@@ -16,6 +16,40 @@ pub fn estimate_tokens(text: &str) -> u64 {
   tokens_for_units(utf16_len(text))
 }
 
+/// A real tokenizer a harness may be given (`tokenizer: 'o200k' | 'cl100k'`), counting BPE tokens offline with
+/// `tiktoken-rs`: its vocabularies ship inside the crate, and each is loaded once, when first used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tokenizer {
+  O200k,
+  Cl100k,
+}
+
+impl Tokenizer {
+  pub const NAMES: [&'static str; 2] = ["o200k", "cl100k"];
+
+  pub fn parse(name: &str) -> Option<Self> {
+    match name {
+      "o200k" => Some(Self::O200k),
+      "cl100k" => Some(Self::Cl100k),
+      _ => None,
+    }
+  }
+
+  /// The number of tokens `text` encodes to, special-token names counted as plain text.
+  pub fn count(self, text: &str) -> u64 {
+    let bpe = match self {
+      Self::O200k => tiktoken_rs::o200k_base_singleton(),
+      Self::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+    };
+    bpe.count_ordinary(text) as u64
+  }
+}
+
+/// What a harness counts with: its tokenizer when it has one, upstream's estimate otherwise.
+pub fn count_tokens(tokenizer: Option<Tokenizer>, text: &str) -> u64 {
+  tokenizer.map_or_else(|| estimate_tokens(text), |tokenizer| tokenizer.count(text))
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -30,5 +64,22 @@ mod tests {
     // 'é' is two UTF-8 bytes but one UTF-16 unit.
     assert_eq!(utf16_len("éééé"), 4);
     assert_eq!(estimate_tokens("éééé"), 1);
+  }
+
+  #[test]
+  fn the_real_tokenizers_count_bpe_tokens() {
+    // Reference counts of these texts under each vocabulary (as tiktoken gives them).
+    assert_eq!(Tokenizer::O200k.count("hello world"), 2);
+    assert_eq!(Tokenizer::Cl100k.count("hello world"), 2);
+    assert_eq!(Tokenizer::O200k.count(""), 0);
+    // Special-token names are plain text here, never an error.
+    assert!(Tokenizer::Cl100k.count("<|endoftext|>") > 1);
+    // The two vocabularies differ: o200k encodes non-Latin text more tightly.
+    let text = "東京の天気は晴れです。データを読み込みます。";
+    assert!(Tokenizer::O200k.count(text) < Tokenizer::Cl100k.count(text));
+    assert_eq!(count_tokens(None, "abcde"), 2);
+    assert_eq!(count_tokens(Some(Tokenizer::O200k), "hello world"), 2);
+    assert_eq!(Tokenizer::parse("o200k"), Some(Tokenizer::O200k));
+    assert_eq!(Tokenizer::parse("gpt2"), None);
   }
 }

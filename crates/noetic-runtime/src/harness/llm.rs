@@ -20,7 +20,6 @@ use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
-use crate::tokens::estimate_tokens;
 
 pub(super) fn no_provider() -> ConfigError {
   ConfigError::new(
@@ -57,7 +56,7 @@ impl HistoryView for HistoryOfLog<'_> {
   }
 
   fn cost(&self, i: usize) -> u64 {
-    self.log.get(self.position(i)).map_or(0, |item| item.cost())
+    self.log.cost_at(self.position(i))
   }
 
   fn link(&self, i: usize) -> Pairing<u32> {
@@ -86,8 +85,7 @@ impl HistoryOfLog<'_> {
   /// The cost of history items `i..`: their stretch of the log less the system messages in it.
   fn suffix_cost(&self, i: usize) -> u64 {
     let pos = self.position(i);
-    let system: u64 =
-      self.system.iter().filter(|&&p| p >= pos).map(|&p| self.log.get(p).map_or(0, |item| item.cost())).sum();
+    let system: u64 = self.system.iter().filter(|&&p| p >= pos).map(|&p| self.log.cost_at(p)).sum();
     self.log.range_cost(pos..) - system
   }
 }
@@ -146,7 +144,7 @@ impl Harness {
       None => layer_tools(&ctx.layers),
     };
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);
-    let system_tokens = step.instructions.as_deref().map_or(0, estimate_tokens) as f64;
+    let system_tokens = step.instructions.as_deref().map_or(0, |text| self.count_tokens(text)) as f64;
     let view_policy =
       ProjectionPolicy { token_budget: (policy.token_budget - system_tokens).max(0.0), ..policy.clone() };
 
@@ -198,6 +196,7 @@ impl Harness {
       tools: &tools,
       recalled,
       history_tokens,
+      tokenizer: self.tokenizer,
     });
     ctx.state().last_layer_usage = Some(usage);
 
@@ -299,8 +298,9 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   let system = log.system_positions();
   let history = HistoryOfLog { log, system };
   let layer_items: Vec<&Arc<Item>> = recalled.iter().flat_map(|entry| &entry.items).collect();
-  let system_costs: Vec<u64> = system.iter().filter_map(|&pos| log.get(pos)).map(|item| item.cost()).collect();
-  let layer_costs: Vec<u64> = layer_items.iter().map(|item| item.cost()).collect();
+  let system_costs: Vec<u64> = system.iter().map(|&pos| log.cost_at(pos)).collect();
+  // Layer items are costed as the log would cost them (with the harness's tokenizer, when it has one).
+  let layer_costs: Vec<u64> = layer_items.iter().map(|item| log.cost_of(item)).collect();
   let plan = assemble_view(&system_costs, &layer_costs, &history, Some(policy));
 
   let mut view = View { entries: Vec::new(), items: Vec::new() };
@@ -340,7 +340,7 @@ mod tests {
       self.0.len()
     }
     fn cost(&self, i: usize) -> u64 {
-      self.0.log.get(self.0.position(i)).map_or(0, |item| item.cost())
+      self.0.log.cost_at(self.0.position(i))
     }
     fn link(&self, i: usize) -> Pairing<u32> {
       self.0.link(i)

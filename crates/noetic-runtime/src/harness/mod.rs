@@ -23,6 +23,7 @@ use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
 use crate::steps::{ModelParams, Step, execute};
+use crate::tokens::{Tokenizer, count_tokens};
 
 pub use self::context::{ContextState, ExecContext, Usage};
 pub use self::error::{RunError, RunResult};
@@ -52,6 +53,8 @@ pub struct Harness {
   pub force_atomic_recall: bool,
   /// The item types its contexts admit (`strictItemSchemas`); set with [`Harness::with_item_types`].
   pub item_types: ItemTypes,
+  /// The real tokenizer its logs, projection and `ctx.tokenize` count with; `None` counts upstream's estimate.
+  pub tokenizer: Option<Tokenizer>,
   /// Eventual layers' recall entries, shared by the executions of this harness (D6).
   pub recall_cache: Arc<RecallCache>,
   pub initial_step: Option<Arc<Step>>,
@@ -91,6 +94,7 @@ impl Harness {
       model: config.model,
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
+      tokenizer: None,
       recall_cache: Arc::new(RecallCache::new()),
       session_tools: Arc::new(merge_tools(
         config.initial_step.as_deref().map(collect_tools).unwrap_or_default(),
@@ -107,6 +111,16 @@ impl Harness {
     self
   }
 
+  pub fn with_tokenizer(mut self, tokenizer: Option<Tokenizer>) -> Self {
+    self.tokenizer = tokenizer;
+    self
+  }
+
+  /// `text`'s token count as this harness counts (its tokenizer, or upstream's estimate).
+  pub fn count_tokens(&self, text: &str) -> u64 {
+    count_tokens(self.tokenizer, text)
+  }
+
   /// A live context by id, for the binding's reads and appends.
   pub fn context(&self, id: &str) -> Option<Arc<ExecContext>> {
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
@@ -117,6 +131,7 @@ impl Harness {
   }
 
   pub fn open_context(&self, ctx: ExecContext) -> Arc<ExecContext> {
+    ctx.state().log.use_tokenizer(self.tokenizer);
     let ctx = Arc::new(ctx);
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).insert(ctx.id.clone(), Arc::clone(&ctx));
     ctx

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::items::{write_js_number, write_js_string};
 use crate::memory::lifecycle::RecallEntry;
-use crate::tokens::estimate_tokens;
+use crate::tokens::{Tokenizer, count_tokens};
 
 use super::tools::ToolDef;
 
@@ -43,6 +43,8 @@ pub struct UsageInputs<'a> {
   pub recalled: Vec<RecallEntry>,
   /// Cost of the whole log: layer items never enter it, so this is exactly the non-layer history (D17).
   pub history_tokens: u64,
+  /// What the harness counts with (its tokenizer, or upstream's estimate).
+  pub tokenizer: Option<Tokenizer>,
 }
 
 /// The last model call's breakdown, kept as facts and rendered as upstream's JSON only when read: most steps'
@@ -66,13 +68,16 @@ impl LayerUsage {
       0
     } else {
       let descriptors: Vec<Value> = inputs.tools.iter().map(ToolDef::descriptor).collect();
-      estimate_tokens(&crate::items::to_js_json(&Value::Array(descriptors)))
+      count_tokens(inputs.tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
     };
     Self {
       execution_id: inputs.execution_id.to_owned(),
       model_id: inputs.model_id.to_owned(),
       layers,
-      system_tokens: inputs.instructions.filter(|text| !text.is_empty()).map_or(0, estimate_tokens),
+      system_tokens: inputs
+        .instructions
+        .filter(|text| !text.is_empty())
+        .map_or(0, |text| count_tokens(inputs.tokenizer, text)),
       tools_tokens,
       history_tokens: inputs.history_tokens,
     }

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::item::Item;
 use super::link::{Pairing, ToolLink};
+use crate::tokens::Tokenizer;
 
 #[derive(Debug, Clone)]
 pub struct ItemLog {
@@ -23,6 +24,9 @@ pub struct ItemLog {
   /// and this way does so over one dense array, comparing numbers.
   pairings: Vec<Pairing<u32>>,
   call_ids: FxHashMap<Box<str>, u32>,
+  /// The harness's real tokenizer, when it has one: then an item's cost here is its token count, not the estimate
+  /// the item carries (DECISIONS A3).
+  tokenizer: Option<Tokenizer>,
 }
 
 impl Default for ItemLog {
@@ -39,13 +43,14 @@ impl ItemLog {
       system: Vec::new(),
       pairings: Vec::new(),
       call_ids: FxHashMap::default(),
+      tokenizer: None,
     }
   }
 
   /// Appends an item and returns its position.
   pub fn push(&mut self, item: Arc<Item>) -> usize {
     let pos = self.items.len();
-    self.prefix.push(self.total_cost() + item.cost());
+    self.prefix.push(self.total_cost() + self.cost_of(&item));
     if item.is_system_message() {
       self.system.push(pos);
     }
@@ -57,6 +62,33 @@ impl ItemLog {
     self.pairings.push(pairing);
     self.items.push(item);
     pos
+  }
+
+  /// What an item costs in this log.
+  pub fn cost_of(&self, item: &Item) -> u64 {
+    self.tokenizer.map_or_else(|| item.cost(), |tokenizer| tokenizer.count(item.json_text()))
+  }
+
+  /// The cost of the item at `pos` (0 past the end).
+  pub fn cost_at(&self, pos: usize) -> u64 {
+    self.range_cost(pos..pos + 1)
+  }
+
+  /// Counts this log's costs with `tokenizer` (the harness's), recounting the items already in it.
+  pub fn use_tokenizer(&mut self, tokenizer: Option<Tokenizer>) {
+    if self.tokenizer == tokenizer {
+      return;
+    }
+    self.tokenizer = tokenizer;
+    let mut total = 0;
+    for (i, item) in self.items.iter().enumerate() {
+      total += self.tokenizer.map_or_else(|| item.cost(), |t| t.count(item.json_text()));
+      self.prefix[i + 1] = total;
+    }
+  }
+
+  pub fn tokenizer(&self) -> Option<Tokenizer> {
+    self.tokenizer
   }
 
   fn call_number(&mut self, id: &str) -> u32 {
