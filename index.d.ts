@@ -2071,7 +2071,7 @@ declare class NativeHarness {
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
    */
-  constructor(config: string, runtime: object, dispatcher: (arg0: MaybeRuntime, arg1: string) => void, storage?: NativeStorage | undefined | null)
+  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null)
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.

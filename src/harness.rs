@@ -159,7 +159,10 @@ impl NativeHarness {
     env: Env,
     config: String,
     runtime: Object,
-    dispatcher: Function<FnArgs<(MaybeRuntime, String)>, ()>,
+    #[napi(ts_arg_type = "(runtime: object | undefined, batch: string) => void")] dispatcher: Function<
+      FnArgs<(MaybeRuntime, String)>,
+      (),
+    >,
     storage: Option<&NativeStorage>,
   ) -> Result<Self> {
     let config = parse(&config)?;
