@@ -2108,6 +2108,11 @@ declare class NativeHarness {
    * put the item to the context's item schemas.
    */
   appendItem(context: string, item: string, checked?: boolean | undefined | null): number
+  /**
+   * Appends items JS held back (a JSON array of their texts, all of known types) to a context's log; returns its
+   * new length.
+   */
+  appendItems(context: string, items: string): number
   logLength(context: string): number
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>

@@ -195,3 +195,36 @@ test("a loop's predicate sees the latest maxHistorySize outputs (100 by default)
   assert.deepEqual(three.lengths, [1, 2, 3, 3, 3, 3, 3, 3, 3, 3]);
   assert.deepEqual(three.last, [8, 9, 10]);
 });
+
+// Appends to a createContext context with no run in flight are held in JS and sent when a run needs the log.
+const note = (id, text) => ({ id, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] });
+const readLog = step.run({ id: 'read', execute: async (_input, ctx) => ctx.itemLog.items.map((item) => item.id) });
+
+test('appends between runs are read at once, in order, and the next run finds every one in its log', async () => {
+  const harness = new AgentHarness({ name: 't', params: {} });
+  const ctx = harness.createContext({ items: [note('a', 'first')] });
+  const b = note('b', 'second');
+  ctx.itemLog.append(b);
+  ctx.itemLog.append(note('c', 'third'));
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.id), ['a', 'b', 'c']);
+  assert.equal(ctx.itemLog.items[1], b);
+  assert.deepEqual(await harness.run(readLog, 'x', ctx), ['a', 'b', 'c']);
+  // An append inside a run goes straight in; one after it is held again, and both are in the log of the run after.
+  const appendInRun = step.run({ id: 'add', execute: async (_input, inner) => (inner.itemLog.append(note('d', 'in run')), 'ok') });
+  await harness.run(appendInRun, 'x', ctx);
+  ctx.itemLog.append(note('e', 'after'));
+  assert.deepEqual(await harness.run(readLog, 'x', ctx), ['a', 'b', 'c', 'd', 'e']);
+  assert.equal(ctx.itemLog.items.length, 5);
+});
+
+test('a held item with no JSON form is named when the log is next needed, and taken out with the ones after it', async () => {
+  const harness = new AgentHarness({ name: 't', params: {} });
+  const ctx = harness.createContext({ items: [note('a', 'first')] });
+  ctx.itemLog.append(note('b', 'fine'));
+  ctx.itemLog.append({ ...note('c', 'bad'), size: 10n });
+  ctx.itemLog.append(note('d', 'after'));
+  assert.equal(ctx.itemLog.items.length, 4);
+  await assert.rejects(harness.run(readLog, 'x', ctx), /position 2 has no JSON form.*BigInt.*1 appended after it/s);
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.id), ['a', 'b']);
+  assert.deepEqual(await harness.run(readLog, 'x', ctx), ['a', 'b']);
+});

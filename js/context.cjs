@@ -2,7 +2,7 @@
 // The Context a step function receives. Live fields come from the native context; the log's items are JS objects
 // JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
-const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
+const { extendedBy, gateOf, admit, isKnownBaseType } = require('./item-schemas.cjs');
 
 const UNSET = Symbol('unset');
 
@@ -31,6 +31,8 @@ function prefixView(backing, length) {
   });
 }
 
+const isPlainItem = (item) => typeof item === 'object' && item !== null && !Array.isArray(item) && typeof item.type === 'string' && item.type !== '';
+
 class ItemLogImpl {
   constructor(runtime, contextId, owner) {
     this._rt = runtime;
@@ -42,6 +44,9 @@ class ItemLogImpl {
     // Every position below `_filled` holds its JS object.
     this._filled = 0;
     this._view = undefined;
+    // Appends held back while the context is idle (see `_holds`), and the native log's length while it is known.
+    this._held = [];
+    this._known = undefined;
   }
 
   // Items the caller already holds, placed at the front of a new context's log, keep their identity.
@@ -75,9 +80,65 @@ class ItemLogImpl {
     return admit(this._gate, items);
   }
 
+  // While a createContext context has no run in flight, nothing but JS changes its log: appends of items of known
+  // types are held here and sent in one batch when the native side next needs the log (a run in it, or a read
+  // while one is in flight), so an append costs no crossing and no serialization (issue 8).
+  _holds(item) {
+    return this._rt.kept.has(this._id) && !this._rt.active.has(this._id) && isPlainItem(item) && isKnownBaseType(item.type);
+  }
+
+  // The native log's length, asked once per change.
+  _nativeLength() {
+    this._known ??= this._rt.native.logLength(this._id);
+    return this._known;
+  }
+
+  // Sends the held items. One that JSON cannot carry (a BigInt, a cycle) cannot enter the log: it and the items
+  // held after it are taken out again, and the error names its position.
+  _flush() {
+    const held = this._held;
+    if (held.length === 0) return;
+    this._held = [];
+    const base = this._nativeLength();
+    const texts = [];
+    let failure;
+    for (const item of held) {
+      try {
+        texts.push(JSON.stringify(item));
+      } catch (e) {
+        failure = e;
+        break;
+      }
+    }
+    if (texts.length > 0) this._known = callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`));
+    if (failure !== undefined) {
+      const at = base + texts.length;
+      this._objects.length = at;
+      this._filled = Math.min(this._filled, at);
+      throw new TypeError(
+        `ctx.itemLog.append: the item at position ${at} has no JSON form (${failure?.message ?? failure}); it and the ${held.length - texts.length - 1} appended after it were taken out of the log.`,
+      );
+    }
+  }
+
+  // Before the native side reads or changes this log (a run enters the context, or leaves it having changed it).
+  _sync() {
+    this._flush();
+    this._known = undefined;
+  }
+
   append(item) {
+    if (this._holds(item)) {
+      const pos = this._nativeLength() + this._held.length;
+      this._held.push(item);
+      this._objects[pos] = item;
+      if (pos === this._filled) this._filled = pos + 1;
+      return;
+    }
+    this._flush();
     const checked = this._admit([item]);
     const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item), checked));
+    this._known = undefined;
     this._objects[pos] = item;
     if (pos === this._filled) this._filled = pos + 1;
   }
@@ -85,12 +146,15 @@ class ItemLogImpl {
   // The backing array with every position up to the log's length filled (made-in-Rust items converted once).
   // Positions past the returned length may hold items appended since; callers read up to a length they know.
   _all() {
-    const length = this._rt.native.logLength(this._id);
+    const idle = this._rt.kept.has(this._id) && !this._rt.active.has(this._id);
+    if (!idle) this._sync();
+    const native = idle ? this._nativeLength() : this._rt.native.logLength(this._id);
+    const length = native + this._held.length;
     const objects = this._objects;
-    if (this._filled < length) {
+    if (this._filled < native) {
       const from = this._filled;
-      const texts = this._rt.native.itemsJson(this._id, from, length);
-      for (let i = from; i < length; i++) if (objects[i] === undefined) objects[i] = JSON.parse(texts[i - from]);
+      const texts = this._rt.native.itemsJson(this._id, from, native);
+      for (let i = from; i < native; i++) if (objects[i] === undefined) objects[i] = JSON.parse(texts[i - from]);
       this._filled = length;
     }
     this._length = length;

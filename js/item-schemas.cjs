@@ -128,6 +128,7 @@ function admit(gate, items, where) {
 }
 
 module.exports = {
+  isKnownBaseType,
   ItemSchema,
   ItemSchemaRegistry,
   defaultItemSchemaRegistry,

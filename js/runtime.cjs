@@ -110,6 +110,7 @@ class Runtime {
 
   // A run in a kept context: requests name it while the run is in flight, so it is held until then.
   enterContext(ctx) {
+    ctx.itemLog._sync();
     const entry = this.active.get(ctx.id);
     if (entry) entry.runs++;
     else this.active.set(ctx.id, { ctx, runs: 1 });
@@ -118,6 +119,7 @@ class Runtime {
   leaveContext(ctx) {
     const entry = this.active.get(ctx.id);
     if (entry && --entry.runs === 0) this.active.delete(ctx.id);
+    ctx.itemLog._sync();
   }
 
   forgetContext(id) {

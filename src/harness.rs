@@ -352,6 +352,19 @@ impl NativeHarness {
     Ok(ctx.state().log.push(Arc::new(item)) as u32)
   }
 
+  /// Appends items JS held back (a JSON array of their texts, all of known types) to a context's log; returns its
+  /// new length.
+  #[napi(catch_unwind)]
+  pub fn append_items(&self, context: String, items: String) -> Result<u32> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let items = parse_item_batch(&items, self.inner.item_types, "itemLog.append")?;
+    let mut state = ctx.state();
+    for item in items {
+      state.log.push(item);
+    }
+    Ok(state.log.len() as u32)
+  }
+
   #[napi(catch_unwind)]
   pub fn log_length(&self, context: String) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
