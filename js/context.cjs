@@ -7,28 +7,52 @@ const { extendedBy, gateOf, admit, isKnownBaseType } = require('./item-schemas.c
 const UNSET = Symbol('unset');
 
 // A read-only view of the first `length` items of an append-only array: O(1) to make, so reading `items` after
-// every append stays linear (upstream copies the whole log on each such read).
-const isIndex = (key) => typeof key === 'string' && String(Number(key)) === key && Number.isInteger(Number(key));
+// every append stays linear (upstream copies the whole log on each such read). The traps live on a shared
+// prototype, so a new view (one per append) costs one small object and the Proxy.
+function indexOf(key) {
+  if (typeof key !== 'string' || key.length === 0) return -1;
+  const first = key.charCodeAt(0);
+  if (first < 48 || first > 57) return -1;
+  const n = Number(key);
+  return Number.isInteger(n) && String(n) === key ? n : -1;
+}
+
+const reject = () => false;
+
+class PrefixTraps {
+  constructor(length) {
+    this.length = length;
+  }
+
+  get(target, key, receiver) {
+    if (key === 'length') return this.length;
+    const i = indexOf(key);
+    if (i >= 0) return i < this.length ? target[i] : undefined;
+    return Reflect.get(target, key, receiver);
+  }
+
+  has(target, key) {
+    const i = indexOf(key);
+    return i >= 0 ? i < this.length : Reflect.has(target, key);
+  }
+
+  ownKeys() {
+    return [...Array.from({ length: this.length }, (_, i) => String(i)), 'length'];
+  }
+
+  getOwnPropertyDescriptor(target, key) {
+    if (key === 'length') return { value: this.length, writable: true, enumerable: false, configurable: false };
+    const i = indexOf(key);
+    if (i >= 0) return i < this.length ? { value: target[i], writable: false, enumerable: true, configurable: true } : undefined;
+    return Reflect.getOwnPropertyDescriptor(target, key);
+  }
+}
+PrefixTraps.prototype.set = reject;
+PrefixTraps.prototype.defineProperty = reject;
+PrefixTraps.prototype.deleteProperty = reject;
 
 function prefixView(backing, length) {
-  const reject = () => false;
-  return new Proxy(backing, {
-    get(target, key, receiver) {
-      if (key === 'length') return length;
-      if (isIndex(key)) return Number(key) < length ? target[key] : undefined;
-      return Reflect.get(target, key, receiver);
-    },
-    has: (target, key) => (isIndex(key) ? Number(key) < length : Reflect.has(target, key)),
-    ownKeys: () => [...Array.from({ length }, (_, i) => String(i)), 'length'],
-    getOwnPropertyDescriptor(target, key) {
-      if (key === 'length') return { value: length, writable: true, enumerable: false, configurable: false };
-      if (isIndex(key) && Number(key) < length) return { value: target[key], writable: false, enumerable: true, configurable: true };
-      return isIndex(key) ? undefined : Reflect.getOwnPropertyDescriptor(target, key);
-    },
-    set: reject,
-    defineProperty: reject,
-    deleteProperty: reject,
-  });
+  return new Proxy(backing, new PrefixTraps(length));
 }
 
 const isPlainItem = (item) => typeof item === 'object' && item !== null && !Array.isArray(item) && typeof item.type === 'string' && item.type !== '';
