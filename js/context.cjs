@@ -81,6 +81,13 @@ class ItemLogImpl {
     this._filled = items.length;
   }
 
+  // A new context's first items, held in JS like appends between runs (see `_holds`): sent when a run needs them.
+  _hold(items) {
+    this._adopt(items);
+    this._held = items.slice();
+    this._known = 0;
+  }
+
   // Items JS already holds, placed where the native log put them (a session turn's input).
   _place(from, items) {
     items.forEach((item, i) => {
@@ -300,4 +307,4 @@ class ContextImpl {
   }
 }
 
-module.exports = { ContextImpl, ItemLogImpl, prefixView };
+module.exports = { ContextImpl, ItemLogImpl, prefixView, isPlainItem };

@@ -4,10 +4,11 @@ const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
-const { ContextImpl } = require('./context.cjs');
+const { ContextImpl, isPlainItem } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { itemsJson } = require('./items.cjs');
+const { isKnownBaseType } = require('./item-schemas.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
@@ -162,15 +163,19 @@ class AgentHarness {
       memory: layers?.map((l) => describeLayer(l, keep)),
       checked,
     };
+    // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
+    // context converts nothing. Others go now, so that the native check names a bad one at once.
+    const hold = items.every((item) => isPlainItem(item) && isKnownBaseType(item.type));
     let id;
     try {
-      id = callNative(() => runtime.native.createContext(JSON.stringify(options), itemsJson(items)));
+      id = callNative(() => runtime.native.createContext(JSON.stringify(options), hold ? '[]' : itemsJson(items)));
     } catch (e) {
       handles.release();
       throw e;
     }
     const ctx = runtime.context(id);
-    ctx.itemLog._adopt(items);
+    if (hold) ctx.itemLog._hold(items);
+    else ctx.itemLog._adopt(items);
     if (opts.state !== undefined) ctx.state = opts.state;
     if (opts.cwdInit !== undefined) ctx.cwdState = { cwd: opts.cwdInit };
     runtime.keepContext(ctx, handles);
