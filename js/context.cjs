@@ -131,6 +131,24 @@ class ItemLogImpl {
     if (held.length === 0) return;
     this._held = [];
     const base = this._nativeLength();
+    let batch;
+    try {
+      batch = JSON.stringify(held);
+    } catch {
+      batch = undefined;
+    }
+    if (batch !== undefined) {
+      try {
+        this._known = callNative(() => this._rt.native.appendItems(this._id, batch));
+      } catch (e) {
+        // The native check refused one (an object whose toJSON is not an item): none of them entered.
+        this._objects.length = base;
+        this._filled = Math.min(this._filled, base);
+        throw e;
+      }
+      return;
+    }
+    // Some item has no JSON form: find the first, and send the ones before it.
     const texts = [];
     let failure;
     for (const item of held) {

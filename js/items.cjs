@@ -49,9 +49,10 @@ function findFunctionCall(items, name) {
 }
 
 // Items as one JSON array of their own texts: one string crosses, and the native side reads each item's text as
-// JSON.stringify wrote it. What has no JSON form goes as null, which the native side names as not an item.
+// JSON.stringify wrote it (an array's elements are written exactly as each on its own, and at once this is about
+// half again as fast). What has no JSON form goes as null, which the native side names as not an item.
 function itemsJson(items) {
-  return `[${items.map((item) => JSON.stringify(item) ?? 'null').join(',')}]`;
+  return JSON.stringify(items);
 }
 
 module.exports = { estimateTokens, createMessage, stripUnresolvedToolCalls, findFunctionCall, itemsJson };
