@@ -157,7 +157,9 @@ impl Harness {
       Vec::new()
     };
 
-    let view = project(ctx, &recalled, &view_policy);
+    // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
+    let with_items = !matches!(self.model, Model::Host);
+    let view = project(ctx, &recalled, &view_policy, with_items);
     let response = self.call_model(step, &tools, view, ctx).await?;
 
     let from_host = matches!(self.model, Model::Host);
@@ -291,8 +293,9 @@ impl Harness {
 }
 
 /// Hoists system messages, then assembles the view under the policy from cached costs (D10: with or without
-/// layers). Work is proportional to what is kept, not to the log's length.
-fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolicy) -> View {
+/// layers). Work is proportional to what is kept, not to the log's length. `with_items`: the view also lists the
+/// items themselves, which only a native model reads.
+fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolicy, with_items: bool) -> View {
   let state = ctx.state();
   let log = &state.log;
   let system = log.system_positions();
@@ -310,7 +313,9 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
         Some(ViewEntry::Log { end, .. }) if *end == pos => *end += 1,
         _ => view.entries.push(ViewEntry::Log { start: pos, end: pos + 1 }),
       }
-      view.items.push(Arc::clone(item));
+      if with_items {
+        view.items.push(Arc::clone(item));
+      }
     }
   };
   for &pos in system {
@@ -319,7 +324,9 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   for &i in &plan.layers_kept {
     let item = layer_items[i];
     view.entries.push(ViewEntry::Layer { item: Arc::clone(item) });
-    view.items.push(Arc::clone(item));
+    if with_items {
+      view.items.push(Arc::clone(item));
+    }
   }
   for &i in &plan.history_kept {
     push_log(history.position(i), &mut view);
