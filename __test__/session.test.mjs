@@ -432,3 +432,31 @@ test("a test model's reply items are the very objects in the log and in store ho
   assert.equal(ctx.itemLog.items.at(-1), answer.items[0]);
   assert.equal(h._runtime.replies.size, 0);
 });
+
+test("a test model receives the very objects a recall hook returned, and nothing is kept for them once the step is done", async () => {
+  const recalled = [];
+  const notes = {
+    id: 'notes', slot: 1, scope: 'thread',
+    hooks: { recall: async () => { const item = createMessage(`note ${recalled.length}`, 'developer'); recalled.push(item); return { items: [item], tokenCount: 5 }; } },
+  };
+  const broken = { id: 'broken', slot: 2, scope: 'thread', hooks: { recall: async () => ({ items: [{ type: '' }], tokenCount: 1 }) } };
+  let calls = 0;
+  const seen = [];
+  const h = new AgentHarness({
+    name: 'agent', params: {}, initialStep: chat, memory: [notes, broken], onDiagnostic: () => {},
+    _testCallModel: async (request) => {
+      seen.push(request.items);
+      if (++calls === 2) throw new Error('model down');
+      return reply('ok');
+    },
+  });
+  await h.execute('one', { threadId: 'T' });
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(seen[0][0], recalled[0]);
+  assert.equal(h._runtime.recalled.size, 0);
+  // A step whose model call fails lets go of what it kept too.
+  await h.execute('two', { threadId: 'T' });
+  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), /model down/);
+  assert.equal(seen[1][0], recalled[1]);
+  assert.equal(h._runtime.recalled.size, 0);
+});

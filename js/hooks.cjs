@@ -249,7 +249,11 @@ async function runHooks(runtime, batch) {
     try {
       const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
       const reply = { status: 'ok', next: stateOf(c.write, result) };
-      if (batch.phase === 'recall') reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
+      if (batch.phase === 'recall') {
+        reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
+        // Kept for the model call of this step, which names them instead of sending them back (released after it).
+        if (batch.keepRecalled && reply.recall.kind === 'items') reply.recall.key = runtime.keepRecalled(result.items);
+      }
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
@@ -310,6 +314,7 @@ function recallJson(recall) {
   let text = `{"kind":"items","items":[${recall.items.join(',')}]`;
   const count = JSON.stringify(recall.tokenCount);
   if (count !== undefined) text += `,"tokenCount":${count}`;
+  if (recall.key !== undefined) text += `,"key":${recall.key}`;
   return `${text},"checked":${recall.checked === true}}`;
 }
 

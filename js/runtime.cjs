@@ -17,6 +17,9 @@ class Runtime {
     this.storage = storage;
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
+    // Recalled items kept for the model call of their step (see keepRecalled).
+    this.recalled = new Map();
+    this.nextRecalled = 1;
     // What `ctx.tokenize` counts with (the harness sets a native count when it has a tokenizer).
     this.tokenize = estimateTokens;
     this.handles = new Map();
@@ -427,6 +430,9 @@ class Runtime {
       case 'poll':
         this.drive();
         return '';
+      case 'releaseRecalled':
+        for (const key of message.keys) this.recalled.delete(key);
+        return '';
       case 'modelItems': {
         const items = this.replies.get(message.context) ?? [];
         this.replies.delete(message.context);
@@ -451,6 +457,14 @@ class Runtime {
           (e) => this.failureJson(e),
         );
     }
+  }
+
+  // A recall hook's items, kept under a key the native side names in the step's model call, until it releases it.
+  keepRecalled(items) {
+    const key = this.nextRecalled;
+    this.nextRecalled = key >= 0xffffffff ? 1 : key + 1;
+    this.recalled.set(key, items);
+    return key;
   }
 
   failureJson(e) {
@@ -577,6 +591,7 @@ class Runtime {
     const items = [];
     for (const entry of call.view) {
       if (entry.from === 'log') for (let pos = entry.start; pos < entry.end; pos++) items.push(log[pos]);
+      else if (entry.from === 'recalled') items.push(this.recalled.get(entry.key)[entry.index]);
       else items.push(entry.item);
     }
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));

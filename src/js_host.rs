@@ -84,6 +84,8 @@ struct JsRecall {
   token_count: Option<f64>,
   #[serde(default)]
   checked: bool,
+  /// Where JS keeps these items, when the batch asked it to (`keepRecalled`).
+  key: Option<u32>,
 }
 
 fn texts(raw: Vec<Box<RawValue>>) -> Vec<String> {
@@ -98,6 +100,7 @@ impl From<JsRecall> for RecallReply {
         items: texts(recall.items.unwrap_or_default()),
         token_count: recall.token_count,
         checked: recall.checked,
+        key: recall.key,
       },
       _ => RecallReply::Nothing,
     }
@@ -247,6 +250,10 @@ impl Host for JsHost {
   fn set_context_state(&self, context: &str, state: HostRef) {
     // A notification: it reaches JS before any request the turn makes next, as the dispatcher's queue is in order.
     self.dispatch.notify(json!({ "op": "contextState", "context": context, "state": state }).to_string());
+  }
+
+  fn release_recalled(&self, keys: &[u32]) {
+    self.dispatch.notify(json!({ "op": "releaseRecalled", "keys": keys }).to_string());
   }
 
   fn model_items_placed(&self, context: &str, from: usize) {

@@ -111,6 +111,10 @@ pub struct HookBatch {
   /// onItemAppend: the items about to be appended, as JSON texts.
   #[serde(skip_serializing_if = "Option::is_none")]
   pub items: Option<Vec<String>>,
+  /// recall: the host keeps the items each hook returned, under a key in its reply, until told to let them go
+  /// ([`Host::release_recalled`]), so that the model call after it can name them instead of sending them back.
+  #[serde(skip_serializing_if = "std::ops::Not::not")]
+  pub keep_recalled: bool,
 }
 
 /// The JSON texts of the log items at positions `from..from + items.len()`.
@@ -122,7 +126,7 @@ pub struct NewItems {
 
 impl HookBatch {
   pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
-    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None, items: None }
+    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None, items: None, keep_recalled: false }
   }
 }
 
@@ -147,6 +151,8 @@ pub enum RecallReply {
     token_count: Option<f64>,
     /// The host put the items to the layer's item schemas, so their types are admitted as they are.
     checked: bool,
+    /// Under which key the host keeps these very items (when the batch asked it to keep them).
+    key: Option<u32>,
   },
 }
 
@@ -232,13 +238,21 @@ pub struct ModelCall {
 /// already holds (a kept history is mostly one run, so a long view costs a few entries), or a layer item.
 #[derive(Debug, Clone)]
 pub enum ViewEntry {
-  Log { start: usize, end: usize },
-  Layer { item: Arc<Item> },
+  Log {
+    start: usize,
+    end: usize,
+  },
+  /// A layer item; `kept`: the host holds it, as item `index` of what it keeps under `key` (see
+  /// [`HookBatch::keep_recalled`]), so it is named rather than sent.
+  Layer {
+    item: Arc<Item>,
+    kept: Option<(u32, usize)>,
+  },
 }
 
 impl ViewEntry {
-  /// The entries as a JSON array, `{from: 'log', start, end}` or `{from: 'layer', item}`, each layer item written
-  /// as its own JSON text.
+  /// The entries as a JSON array: `{from: 'log', start, end}`, `{from: 'recalled', key, index}` for a layer item
+  /// the host keeps, or `{from: 'layer', item}` with the item written as its own JSON text.
   pub fn write_json(entries: &[ViewEntry], out: &mut String) {
     out.push('[');
     for (i, entry) in entries.iter().enumerate() {
@@ -249,7 +263,10 @@ impl ViewEntry {
         Self::Log { start, end } => {
           let _ = write!(out, r#"{{"from":"log","start":{start},"end":{end}}}"#);
         }
-        Self::Layer { item } => {
+        Self::Layer { kept: Some((key, index)), .. } => {
+          let _ = write!(out, r#"{{"from":"recalled","key":{key},"index":{index}}}"#);
+        }
+        Self::Layer { item, kept: None } => {
           out.push_str(r#"{"from":"layer","item":"#);
           out.push_str(item.json_text());
           out.push('}');
@@ -393,6 +410,8 @@ pub trait Host: Send + Sync {
   /// The items the host's model just answered with (`call_model`) are in `context`'s log from position `from`, as
   /// the host gave them: it may use its own objects for them, and they are not sent back to it.
   fn model_items_placed(&self, _context: &str, _from: usize) {}
+  /// The recalled items kept under `keys` (see [`HookBatch::keep_recalled`]) are no longer named by any request.
+  fn release_recalled(&self, _keys: &[u32]) {}
   /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
   /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
   fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}

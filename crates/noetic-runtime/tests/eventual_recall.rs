@@ -102,7 +102,7 @@ impl Host for VersionHost {
       .view
       .iter()
       .filter_map(|entry| match entry {
-        ViewEntry::Layer { item } => serde_json::from_str::<Value>(item.json_text()).ok(),
+        ViewEntry::Layer { item, .. } => serde_json::from_str::<Value>(item.json_text()).ok(),
         ViewEntry::Log { .. } => None,
       })
       .map(|item| item["content"][0]["text"].as_str().unwrap_or_default().to_owned())

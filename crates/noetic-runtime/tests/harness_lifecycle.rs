@@ -62,7 +62,7 @@ impl Host for ScriptHost {
       .view
       .iter()
       .filter_map(|entry| match entry {
-        ViewEntry::Layer { item } => Some(item.to_json_text()),
+        ViewEntry::Layer { item, .. } => Some(item.to_json_text()),
         ViewEntry::Log { .. } => None,
       })
       .collect();

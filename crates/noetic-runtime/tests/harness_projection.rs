@@ -37,7 +37,7 @@ impl Host for VectorHost {
       .calls
       .iter()
       .map(|_| HookReply {
-        recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0), checked: false }),
+        recall: Some(RecallReply::Items { items: items.clone(), token_count: Some(10.0), checked: false, key: None }),
         ..HookReply::of(HookStatus::Ok)
       })
       .collect()
@@ -50,7 +50,7 @@ impl Host for VectorHost {
       .view
       .iter()
       .flat_map(|entry| match entry {
-        ViewEntry::Layer { item } => {
+        ViewEntry::Layer { item, .. } => {
           vec![serde_json::from_str::<Value>(item.json_text()).unwrap()["id"].as_str().unwrap().to_owned()]
         }
         ViewEntry::Log { start, end } => (*start..*end).map(|pos| format!("log{pos}")).collect(),

@@ -152,11 +152,17 @@ impl Harness {
     let recalled = if has_layers {
       budgets = layer_budgets(&ctx.layers, &policy, system_tokens)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
-      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache).await
+      // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
+      let keep_recalled = matches!(self.model, Model::Host);
+      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache, keep_recalled).await
     } else {
       Vec::new()
     };
 
+    let _released = ReleaseRecalled {
+      host: Arc::clone(&self.env.host),
+      keys: recalled.iter().filter_map(|entry| entry.host_key).collect(),
+    };
     // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
     let with_items = !matches!(self.model, Model::Host);
     let view = project(ctx, &recalled, &view_policy, with_items);
@@ -292,6 +298,24 @@ impl Harness {
   }
 }
 
+/// Where the host keeps a recalled item: its recall's key and the item's index there.
+type Kept = Option<(u32, usize)>;
+
+/// Tells the host, when a step is done with them, that the recalled items it kept may go (see
+/// [`crate::host::HookBatch::keep_recalled`]); on any way out of the step.
+struct ReleaseRecalled {
+  host: Arc<dyn crate::host::Host>,
+  keys: Vec<u32>,
+}
+
+impl Drop for ReleaseRecalled {
+  fn drop(&mut self) {
+    if !self.keys.is_empty() {
+      self.host.release_recalled(&self.keys);
+    }
+  }
+}
+
 /// Hoists system messages, then assembles the view under the policy from cached costs (D10: with or without
 /// layers). Work is proportional to what is kept, not to the log's length. `with_items`: the view also lists the
 /// items themselves, which only a native model reads.
@@ -300,10 +324,16 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   let log = &state.log;
   let system = log.system_positions();
   let history = HistoryOfLog { log, system };
-  let layer_items: Vec<&Arc<Item>> = recalled.iter().flat_map(|entry| &entry.items).collect();
+  // Each layer item, with where the host keeps it when it does.
+  let layer_items: Vec<(&Arc<Item>, Kept)> = recalled
+    .iter()
+    .flat_map(|entry| {
+      entry.items.iter().enumerate().map(|(index, item)| (item, entry.host_key.map(|key| (key, index))))
+    })
+    .collect();
   let system_costs: Vec<u64> = system.iter().map(|&pos| log.cost_at(pos)).collect();
   // Layer items are costed as the log would cost them (with the harness's tokenizer, when it has one).
-  let layer_costs: Vec<u64> = layer_items.iter().map(|item| log.cost_of(item)).collect();
+  let layer_costs: Vec<u64> = layer_items.iter().map(|(item, _)| log.cost_of(item)).collect();
   let plan = assemble_view(&system_costs, &layer_costs, &history, Some(policy));
 
   let mut view = View { entries: Vec::new(), items: Vec::new() };
@@ -322,8 +352,8 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
     push_log(pos, &mut view);
   }
   for &i in &plan.layers_kept {
-    let item = layer_items[i];
-    view.entries.push(ViewEntry::Layer { item: Arc::clone(item) });
+    let (item, kept) = layer_items[i];
+    view.entries.push(ViewEntry::Layer { item: Arc::clone(item), kept });
     if with_items {
       view.items.push(Arc::clone(item));
     }

@@ -271,7 +271,7 @@ impl Harness {
     let budgets = layer_budgets(&self.layers, &policy, 0.0)?;
     let id = uuid::Uuid::new_v4().to_string();
     let ctx = self.open_context(ExecContext::new(id, thread.to_owned(), None, 0, None, Arc::clone(&self.layers)));
-    let recalled = lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None).await;
+    let recalled = lifecycle::recall_layers(&self.env, &self.scope(&ctx), &budgets, "", None, false).await;
     self.drop_context(&ctx.id);
     let mut items: Vec<Arc<Item>> = recalled.into_iter().flat_map(|entry| entry.items).collect();
     if items.is_empty() {

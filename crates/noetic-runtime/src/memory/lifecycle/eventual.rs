@@ -225,7 +225,7 @@ pub fn refresh_eventual(
       (scope.context.to_owned(), scope.info.clone(), exec.to_owned(), scope.item_types);
     let durable = layer.spec.scope.is_durable();
     let task = tokio::spawn(async move {
-      let target = RecallTarget { exec: &exec_id, context: &context, info: &info, item_types };
+      let target = RecallTarget { exec: &exec_id, context: &context, info: &info, item_types, keep_recalled: false };
       let outcome = recall_each(&env, &target, &[(&layer, budget)], "", WriteRule::Never).await;
       if let Some((recalled, _state)) = outcome.into_iter().next() {
         owner.keep(&key, generation, recalled);
@@ -280,7 +280,13 @@ mod tests {
     cache.serve("E", "T:a", &a, 1.0);
     let recalled = |text: &str| {
       let item = crate::items::create_message(text, "developer").unwrap();
-      Recalled::Entry(RecallEntry { layer_id: "a".into(), slot: 1.0, items: vec![Arc::new(item)], token_count: None })
+      Recalled::Entry(RecallEntry {
+        layer_id: "a".into(),
+        slot: 1.0,
+        items: vec![Arc::new(item)],
+        token_count: None,
+        host_key: None,
+      })
     };
     let text = |cache: &RecallCache| {
       cache.serve("E", "T:a", &a, 1.0).map(|entry| entry.items[0].to_json_text()).unwrap_or_default()

@@ -22,6 +22,8 @@ pub struct RecallEntry {
   pub slot: f64,
   pub items: Vec<Arc<Item>>,
   pub token_count: Option<f64>,
+  /// The host keeps these very items under this key (a recall made with `keep_recalled`).
+  pub host_key: Option<u32>,
 }
 
 /// How one layer's recall ended. A failure has already been reported as a diagnostic.
@@ -37,6 +39,8 @@ pub(super) struct RecallTarget<'a> {
   pub context: &'a str,
   pub info: &'a ExecInfo,
   pub item_types: ItemTypes,
+  /// Ask the host to keep the items its hooks return (see [`HookBatch::keep_recalled`]).
+  pub keep_recalled: bool,
 }
 
 /// Recalls every layer with a `recall` hook that passes the gate. Entries come back in slot order, ties in array
@@ -48,6 +52,7 @@ pub async fn recall_layers(
   budgets: &HashMap<String, f64>,
   query: &str,
   cache: Option<&RecallCache>,
+  keep_recalled: bool,
 ) -> Vec<RecallEntry> {
   let exec = scope.exec_id();
   let layers = env.participants(scope, HookKind::Recall);
@@ -63,7 +68,8 @@ pub async fn recall_layers(
     }
   }
   let targets: Vec<(&Layer, f64)> = atomic.iter().map(|&(_, layer, budget)| (layer, budget)).collect();
-  let target = RecallTarget { exec, context: scope.context, info: &scope.info, item_types: scope.item_types };
+  let target =
+    RecallTarget { exec, context: scope.context, info: &scope.info, item_types: scope.item_types, keep_recalled };
   let results = recall_each(env, &target, &targets, query, WriteRule::IfDefined).await;
   for ((index, layer, _), (recalled, write)) in atomic.into_iter().zip(results) {
     env.apply_host_write(exec, layer.id(), write);
@@ -86,6 +92,7 @@ pub(super) async fn recall_each(
   let mut outcomes: Vec<(Recalled, StateWrite)> =
     layers.iter().map(|_| (Recalled::Failed, StateWrite::Unchanged)).collect();
   let mut batch = HookBatch::new(HookKind::Recall, target.context.to_owned(), target.info.clone());
+  batch.keep_recalled = target.keep_recalled;
   let mut batch_index = Vec::new();
   for (index, &(layer, budget)) in layers.iter().enumerate() {
     match &layer.imp {
@@ -106,10 +113,20 @@ pub(super) async fn recall_each(
       env.diagnose(layer.id(), HookKind::Recall, &message);
       continue;
     }
+    let kept = match &reply.recall {
+      Some(RecallReply::Items { key, .. }) => *key,
+      _ => None,
+    };
     let recalled = match normalise(reply.recall, target.item_types) {
-      Ok(Some((items, token_count))) => Recalled::Entry(entry(layer, items, token_count)),
+      Ok(Some((items, token_count, host_key))) => {
+        Recalled::Entry(RecallEntry { host_key, ..entry(layer, items, token_count) })
+      }
       Ok(None) => Recalled::Nothing,
       Err(message) => {
+        // What the host kept for items that never became an entry is let go at once.
+        if let Some(key) = kept {
+          env.host.release_recalled(&[key]);
+        }
         env.diagnose(layer.id(), HookKind::Recall, &message);
         Recalled::Failed
       }
@@ -150,11 +167,11 @@ async fn recall_native(
 }
 
 fn entry(layer: &Layer, items: Vec<Arc<Item>>, token_count: Option<f64>) -> RecallEntry {
-  RecallEntry { layer_id: layer.spec.id.clone(), slot: layer.spec.slot, items, token_count }
+  RecallEntry { layer_id: layer.spec.id.clone(), slot: layer.spec.slot, items, token_count, host_key: None }
 }
 
-/// A layer's recalled items and its self-reported token count.
-type RecalledItems = (Vec<Arc<Item>>, Option<f64>);
+/// A layer's recalled items, its self-reported token count, and the key the host keeps the items under.
+type RecalledItems = (Vec<Arc<Item>>, Option<f64>, Option<u32>);
 
 /// Turns a recall reply into items: the string shorthand becomes one developer message costed by its raw text.
 fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<RecalledItems>, String> {
@@ -163,9 +180,9 @@ fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<Reca
     Some(RecallReply::Text(text)) if text.is_empty() => Ok(None),
     Some(RecallReply::Text(text)) => {
       let item = create_message(&text, "developer").map_err(|e| e.message)?;
-      Ok(Some((vec![Arc::new(item)], Some(estimate_tokens(&text) as f64))))
+      Ok(Some((vec![Arc::new(item)], Some(estimate_tokens(&text) as f64), None)))
     }
-    Some(RecallReply::Items { items, token_count, checked }) => {
+    Some(RecallReply::Items { items, token_count, checked, key }) => {
       let types = types.unless_checked(checked);
       let mut parsed = Vec::with_capacity(items.len());
       for text in items {
@@ -173,7 +190,7 @@ fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<Reca
         check_item_type(&item, types).map_err(|e| e.message)?;
         parsed.push(Arc::new(item));
       }
-      Ok(Some((parsed, token_count)))
+      Ok(Some((parsed, token_count, key)))
     }
   }
 }
