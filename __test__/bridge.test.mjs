@@ -1,11 +1,11 @@
 // The bridge between JS and the native runtime under hostile but realistic use (issue 6): strings JS can hold and
 // Rust cannot, harnesses dropped by the thousand, adapters and steps that never settle, unprintable throws, and
 // values JSON cannot hold.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -17,6 +17,17 @@ import {
   step,
 } from '../js/index.mjs';
 import { recordingModel } from './helpers.mjs';
+
+// Database files in directories of their own, removed when this file's tests are done.
+const scratchDirs = [];
+function scratchDb(name) {
+  const dir = mkdtempSync(join(tmpdir(), 'noetic-'));
+  scratchDirs.push(dir);
+  return join(dir, name);
+}
+after(() => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 const entry = fileURLToPath(new URL('../js/index.mjs', import.meta.url));
 const LONE = '\ud83d'; // half of an emoji, as `'😀'.slice(0, 1)` leaves it
@@ -268,7 +279,7 @@ test('the process survives unprintable throws everywhere (no unhandled rejection
 
 for (const [name, make] of [
   ['createInMemoryStorage', () => createInMemoryStorage()],
-  ['createSqliteStorage', () => createSqliteStorage(join(mkdtempSync(join(tmpdir(), 'noetic-')), 'values.db'))],
+  ['createSqliteStorage', () => createSqliteStorage(scratchDb('values.db'))],
 ]) {
   test(`${name} keeps what JSON.stringify keeps and names the key of what it cannot hold`, async () => {
     const storage = make();

@@ -102,16 +102,32 @@ mod tests {
 
   use super::*;
 
-  fn scratch(name: &str) -> std::path::PathBuf {
+  /// A database file in a directory of its own, removed with everything in it when the test is done.
+  struct Scratch(std::path::PathBuf);
+
+  impl Scratch {
+    fn db(&self) -> std::path::PathBuf {
+      self.0.join("store.db")
+    }
+  }
+
+  impl Drop for Scratch {
+    fn drop(&mut self) {
+      let _ = std::fs::remove_dir_all(&self.0);
+    }
+  }
+
+  fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("noetic-sqlite-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("store.db")
+    Scratch(dir)
   }
 
   #[tokio::test]
   async fn values_round_trip_and_survive_reopening() {
-    let path = scratch("reopen");
+    let dir = scratch("reopen");
+    let path = dir.db();
     let store = SqliteStorage::open(&path).unwrap();
     let value = json!({ "entries": ["tea", "é\u{1F600}"], "n": 1.5, "nested": { "ok": true, "none": null } });
     store.set("layers/a/T/state", value.clone()).await.unwrap();
@@ -130,7 +146,8 @@ mod tests {
 
   #[tokio::test]
   async fn list_returns_exactly_the_keys_under_a_prefix() {
-    let store = SqliteStorage::open(scratch("list")).unwrap();
+    let dir = scratch("list");
+    let store = SqliteStorage::open(dir.db()).unwrap();
     for key in ["layers/a/T/state", "layers/a/T/notes", "layers/ab/T/state", "layers/a", "other"] {
       store.set(key, json!(1)).await.unwrap();
     }
@@ -145,7 +162,8 @@ mod tests {
 
   #[tokio::test]
   async fn two_connections_to_one_file_see_each_others_writes() {
-    let path = scratch("shared");
+    let dir = scratch("shared");
+    let path = dir.db();
     let (first, second) = (SqliteStorage::open(&path).unwrap(), SqliteStorage::open(&path).unwrap());
     for i in 0..50 {
       let store = if i % 2 == 0 { &first } else { &second };
