@@ -1,13 +1,10 @@
 // The bridge between JS and the native runtime under hostile but realistic use (issue 6): strings JS can hold and
 // Rust cannot, harnesses dropped by the thousand, adapters and steps that never settle, unprintable throws, and
 // values JSON cannot hold.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   AgentHarness,
   NoeticConfigError,
@@ -16,18 +13,8 @@ import {
   loop,
   step,
 } from '../js/index.mjs';
-import { recordingModel } from './helpers.mjs';
+import { recordingModel, scratchDb } from './helpers.mjs';
 
-// Database files in directories of their own, removed when this file's tests are done.
-const scratchDirs = [];
-function scratchDb(name) {
-  const dir = mkdtempSync(join(tmpdir(), 'noetic-'));
-  scratchDirs.push(dir);
-  return join(dir, name);
-}
-after(() => {
-  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
-});
 
 const entry = fileURLToPath(new URL('../js/index.mjs', import.meta.url));
 const LONE = '\ud83d'; // half of an emoji, as `'😀'.slice(0, 1)` leaves it

@@ -1,24 +1,12 @@
 // Random JS values through every crossing into the native runtime and back (issue 6). Each value comes back as
 // JSON keeps it, with U+FFFD for a lone surrogate where Rust holds the text (DECISIONS B1), or it stays the very JS
 // object, or it is refused with an error that says why. The generator is seeded: a failure names its seed.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, createSqliteStorage, step, tool } from '../js/index.mjs';
+import { scratchDb } from './helpers.mjs';
 
-// Database files in directories of their own, removed when this file's tests are done.
-const scratchDirs = [];
-function scratchDb(name) {
-  const dir = mkdtempSync(join(tmpdir(), 'noetic-fuzz-'));
-  scratchDirs.push(dir);
-  return join(dir, name);
-}
-after(() => {
-  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
-});
 
 const SEED = Number(process.env.NOETIC_FUZZ_SEED ?? 20261122);
 

@@ -1,5 +1,8 @@
 // Shared fixtures for the JS tests: seed 002's custom layer, written as a user would.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { createMessage, isNoeticError, layerData, layerFn } from '../js/index.mjs';
 
@@ -78,3 +81,18 @@ export function isMismatch(payload, fragment) {
     return true;
   };
 }
+
+// A database path in a directory of its own under the temp folder; every such directory is removed when the
+// process exits (under Node each test file is a process of its own, under Bun all of them are one).
+const scratchDirs = [];
+export function scratchDb(name = 'store.db') {
+  if (scratchDirs.length === 0) {
+    process.once('exit', () => {
+      for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+    });
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'noetic-test-'));
+  scratchDirs.push(dir);
+  return join(dir, name);
+}
+

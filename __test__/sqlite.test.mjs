@@ -1,23 +1,12 @@
 // createSqliteStorage: the embedded durable store, as an agent uses it.
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createSqliteStorage, isNoeticConfigError } from '../js/index.mjs';
+import { scratchDb } from './helpers.mjs';
 
-// Each database in a directory of its own, all removed when the file's tests are done.
-const scratchDirs = [];
-const scratch = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'noetic-sqlite-'));
-  scratchDirs.push(dir);
-  return join(dir, 'agent.db');
-};
-after(() => {
-  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
-});
+const scratch = () => scratchDb('agent.db');
 
 test('the adapter contract: get, set, delete and list by prefix, values as JSON', async () => {
   const storage = createSqliteStorage(scratch());
