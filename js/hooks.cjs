@@ -245,7 +245,8 @@ async function runHooks(runtime, batch) {
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard(c.timeoutMs);
-    const params = paramsFor(batch.phase, c.args, { state: states.get(c.layerId), log, exec, runtime }, guard);
+    // A call's own args, or those every call of the batch shares.
+    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime }, guard);
     try {
       const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
       const reply = { status: 'ok', next: stateOf(c.write, result) };

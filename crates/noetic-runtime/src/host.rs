@@ -55,7 +55,7 @@ pub enum WriteRule {
 }
 
 /// The per-phase arguments of one hook call.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum HookArgs {
   #[serde(rename_all = "camelCase")]
@@ -96,8 +96,7 @@ pub struct HookCall {
   pub args: HookArgs,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct HookBatch {
   pub phase: &'static str,
   /// The context whose log the hooks receive.
@@ -106,14 +105,11 @@ pub struct HookBatch {
   pub calls: Vec<HookCall>,
   /// Log items the host has never seen (a model response made here), sent along so that reading them costs the
   /// host no request of its own.
-  #[serde(skip_serializing_if = "Option::is_none")]
   pub new_items: Option<NewItems>,
   /// onItemAppend: the items about to be appended, as JSON texts.
-  #[serde(skip_serializing_if = "Option::is_none")]
   pub items: Option<Vec<String>>,
   /// recall: the host keeps the items each hook returned, under a key in its reply, until told to let them go
   /// ([`Host::release_recalled`]), so that the model call after it can name them instead of sending them back.
-  #[serde(skip_serializing_if = "std::ops::Not::not")]
   pub keep_recalled: bool,
 }
 
@@ -122,6 +118,67 @@ pub struct HookBatch {
 pub struct NewItems {
   pub from: usize,
   pub items: Vec<String>,
+}
+
+impl Serialize for HookBatch {
+  /// Arguments every call shares (a recall's query, a store's response) are written once, as the batch's `args`;
+  /// a call's own `args` are written only when they differ.
+  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Call<'a> {
+      layer: HostRef,
+      layer_id: &'a str,
+      timeout_ms: f64,
+      write: WriteRule,
+      persist: bool,
+      stop_on_error: bool,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      args: Option<&'a HookArgs>,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Batch<'a> {
+      phase: &'a str,
+      context: &'a str,
+      exec: &'a ExecInfo,
+      calls: Vec<Call<'a>>,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      args: Option<&'a HookArgs>,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      new_items: Option<&'a NewItems>,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      items: Option<&'a Vec<String>>,
+      #[serde(skip_serializing_if = "std::ops::Not::not")]
+      keep_recalled: bool,
+    }
+    let first = self.calls.first().map(|call| &call.args);
+    let shared = first.filter(|first| self.calls.iter().all(|call| &call.args == *first));
+    let calls = self
+      .calls
+      .iter()
+      .map(|call| Call {
+        layer: call.layer,
+        layer_id: &call.layer_id,
+        timeout_ms: call.timeout_ms,
+        write: call.write,
+        persist: call.persist,
+        stop_on_error: call.stop_on_error,
+        args: if shared.is_some() { None } else { Some(&call.args) },
+      })
+      .collect();
+    Batch {
+      phase: self.phase,
+      context: &self.context,
+      exec: &self.exec,
+      calls,
+      args: shared,
+      new_items: self.new_items.as_ref(),
+      items: self.items.as_ref(),
+      keep_recalled: self.keep_recalled,
+    }
+    .serialize(serializer)
+  }
 }
 
 impl HookBatch {
@@ -421,5 +478,46 @@ pub trait Host: Send + Sync {
       message: format!("step '{}' has getter fields this host cannot run", call.step),
       error: None,
     })
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn batch(queries: &[&str]) -> serde_json::Value {
+    let info = ExecInfo {
+      execution_id: "E".into(),
+      thread_id: "T".into(),
+      resource_id: None,
+      depth: 0,
+      step_number: 1,
+      token_usage: TokenCounts::default(),
+      cost: 0.0,
+      has_model: false,
+    };
+    let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info);
+    for (i, query) in queries.iter().enumerate() {
+      batch.calls.push(HookCall {
+        layer: i as HostRef,
+        layer_id: format!("l{i}"),
+        timeout_ms: 5000.0,
+        write: WriteRule::IfDefined,
+        persist: true,
+        stop_on_error: false,
+        args: HookArgs::Recall { budget: 100.0, query: (*query).into() },
+      });
+    }
+    serde_json::to_value(&batch).unwrap()
+  }
+
+  #[test]
+  fn arguments_every_call_shares_are_written_once() {
+    let shared = batch(&["q", "q", "q"]);
+    assert_eq!(shared["args"], serde_json::json!({ "kind": "recall", "budget": 100.0, "query": "q" }));
+    assert!(shared["calls"].as_array().unwrap().iter().all(|call| call.get("args").is_none()));
+    let own = batch(&["q", "other"]);
+    assert!(own.get("args").is_none());
+    assert_eq!(own["calls"][1]["args"]["query"], "other");
   }
 }
