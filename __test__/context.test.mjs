@@ -228,3 +228,21 @@ test('a held item with no JSON form is named when the log is next needed, and ta
   assert.deepEqual(ctx.itemLog.items.map((item) => item.id), ['a', 'b']);
   assert.deepEqual(await harness.run(readLog, 'x', ctx), ['a', 'b']);
 });
+
+test('held items with unusual JSON reach the native log as the very text JSON.stringify gives them', async () => {
+  const unusual = [
+    { id: 'u1', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: `half ${'\ud83d'} emoji, ${'x'.repeat(20_000)}` }] },
+    { id: 'u2', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'numbers' }], meta: { big: 1e21, negZero: -0, tiny: 5e-324, nested: [[1, [2, [3]]], {}] } },
+    { id: 'u3', type: 'reasoning', summary: [{ type: 'summary_text', text: 'é😀\u2028\u0000' }] },
+  ];
+  const harness = new AgentHarness({ name: 't', params: {}, llm: { provider: 'scripted', script: [{ text: 'ok' }] } });
+  const ctx = harness.createContext({ items: unusual.slice(0, 2) });
+  ctx.itemLog.append(unusual[2]);
+  await harness.run(step.llm({ id: 'ask', model: 'scripted' }), 'go', ctx);
+  // The native log costs each item from its text; the sum is exactly upstream's estimate of what JS holds.
+  const items = ctx.itemLog.items;
+  const estimate = items.reduce((sum, item) => sum + Math.ceil(JSON.stringify(item).length / 4), 0);
+  assert.equal(ctx.lastLayerUsage.historyTokens, estimate);
+  assert.deepEqual(items.slice(0, 3), unusual);
+  assert.equal(items[1].meta.negZero, -0);
+});
