@@ -100,3 +100,23 @@ test('a built-in layer can be made eventual, and the next turn sees the state it
   assert.match(developerTexts(requests[1]).join('\n'), /"turn": 1/);
   assert.equal(harness.liveExecutions, 0);
 });
+
+test('recalled items are kept in JS only for a JS model in the step that recalled them: not for a native model, not for background recalls', async () => {
+  const itemsLayer = (recallMode) => ({
+    id: `items-${recallMode}`, slot: 10, scope: 'thread', recallMode,
+    hooks: { recall: async () => ({ items: [{ type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'kept?' }] }], tokenCount: 3 }) },
+  });
+  // A native (scripted) model: nothing is kept.
+  const scripted = new AgentHarness({ name: 't', params: {}, memory: [itemsLayer('atomic')], llm: { provider: 'scripted', script: [{ text: 'a' }] } });
+  await scripted.run(ask, 'hi', { threadId: 'T' });
+  assert.equal(scripted._runtime.recalled.size, 0);
+  assert.equal(scripted._runtime.nextRecalled, 1);
+  // A JS model: the eventual layer's background recall keeps nothing; the atomic one's are let go after the step.
+  const { model } = recordingModel();
+  const js = new AgentHarness({ name: 't', params: {}, memory: [itemsLayer('eventual'), itemsLayer('atomic')], _testCallModel: model });
+  const ctx = js.createContext({ threadId: 'T' });
+  for (let i = 0; i < 3; i++) await js.run(ask, `turn ${i}`, ctx);
+  await sleep(50);
+  assert.equal(js._runtime.recalled.size, 0);
+  assert.equal(js._runtime.nextRecalled, 4, 'one key a step, for the atomic layer only');
+});
