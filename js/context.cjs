@@ -56,6 +56,8 @@ function prefixView(backing, length) {
 }
 
 const isPlainItem = (item) => typeof item === 'object' && item !== null && !Array.isArray(item) && typeof item.type === 'string' && item.type !== '';
+// An item that can be held in JS until a run needs it: a plain object of a type the native check admits as is.
+const isHoldable = (item) => isPlainItem(item) && isKnownBaseType(item.type);
 
 class ItemLogImpl {
   constructor(runtime, contextId, owner) {
@@ -112,10 +114,22 @@ class ItemLogImpl {
   }
 
   // While a createContext context has no run in flight, nothing but JS changes its log: appends of items of known
-  // types are held here and sent in one batch when the native side next needs the log (a run in it, or a read
-  // while one is in flight), so an append costs no crossing and no serialization (issue 8).
-  _holds(item) {
-    return this._rt.kept.has(this._id) && !this._rt.active.has(this._id) && isPlainItem(item) && isKnownBaseType(item.type);
+  // types (`isHoldable`) are held here and sent in one batch when the native side next needs the log (a run in it,
+  // or a read while one is in flight), so an append costs no crossing and no serialization (issue 8).
+  _idle() {
+    return this._rt.kept.has(this._id) && !this._rt.active.has(this._id);
+  }
+
+  // Puts `item` at `pos` of the JS mirror.
+  _put(pos, item) {
+    this._objects[pos] = item;
+    if (pos === this._filled) this._filled = pos + 1;
+  }
+
+  // Takes positions from `pos` on out of the JS mirror (held items that never entered the native log).
+  _dropFrom(pos) {
+    this._objects.length = pos;
+    this._filled = Math.min(this._filled, pos);
   }
 
   // The native log's length, asked once per change.
@@ -142,8 +156,7 @@ class ItemLogImpl {
         this._known = callNative(() => this._rt.native.appendItems(this._id, batch));
       } catch (e) {
         // The native check refused one (an object whose toJSON is not an item): none of them entered.
-        this._objects.length = base;
-        this._filled = Math.min(this._filled, base);
+        this._dropFrom(base);
         throw e;
       }
       return;
@@ -162,8 +175,7 @@ class ItemLogImpl {
     if (texts.length > 0) this._known = callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`));
     if (failure !== undefined) {
       const at = base + texts.length;
-      this._objects.length = at;
-      this._filled = Math.min(this._filled, at);
+      this._dropFrom(at);
       throw new TypeError(
         `ctx.itemLog.append: the item at position ${at} has no JSON form (${failure?.message ?? failure}); it and the ${held.length - texts.length - 1} appended after it were taken out of the log.`,
       );
@@ -177,25 +189,22 @@ class ItemLogImpl {
   }
 
   append(item) {
-    if (this._holds(item)) {
-      const pos = this._nativeLength() + this._held.length;
+    if (this._idle() && isHoldable(item)) {
+      this._put(this._nativeLength() + this._held.length, item);
       this._held.push(item);
-      this._objects[pos] = item;
-      if (pos === this._filled) this._filled = pos + 1;
       return;
     }
     this._flush();
     const checked = this._admit([item]);
     const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item), checked));
     this._known = undefined;
-    this._objects[pos] = item;
-    if (pos === this._filled) this._filled = pos + 1;
+    this._put(pos, item);
   }
 
   // The backing array with every position up to the log's length filled (made-in-Rust items converted once).
   // Positions past the returned length may hold items appended since; callers read up to a length they know.
   _all() {
-    const idle = this._rt.kept.has(this._id) && !this._rt.active.has(this._id);
+    const idle = this._idle();
     if (!idle) this._sync();
     const native = idle ? this._nativeLength() : this._rt.native.logLength(this._id);
     const length = native + this._held.length;
@@ -325,4 +334,4 @@ class ContextImpl {
   }
 }
 
-module.exports = { ContextImpl, ItemLogImpl, prefixView, isPlainItem };
+module.exports = { ContextImpl, ItemLogImpl, prefixView, isHoldable };

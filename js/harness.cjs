@@ -4,11 +4,10 @@ const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
-const { ContextImpl, isPlainItem } = require('./context.cjs');
+const { ContextImpl, isHoldable } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { itemsJson } = require('./items.cjs');
-const { isKnownBaseType } = require('./item-schemas.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
@@ -165,7 +164,7 @@ class AgentHarness {
     };
     // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
     // context converts nothing. Others go now, so that the native check names a bad one at once.
-    const hold = items.every((item) => isPlainItem(item) && isKnownBaseType(item.type));
+    const hold = items.every(isHoldable);
     let id;
     try {
       id = callNative(() => runtime.native.createContext(JSON.stringify(options), hold ? '[]' : itemsJson(items)));

@@ -82,8 +82,8 @@ pub enum HookArgs {
   Dispose,
 }
 
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One hook call of a batch (written by [`HookBatch`]'s serialization).
+#[derive(Debug, Clone)]
 pub struct HookCall {
   pub layer: HostRef,
   pub layer_id: String,

@@ -83,12 +83,8 @@ impl LayerUsage {
     }
   }
 
-  /// Upstream's `LastLayerUsage` object.
-  pub fn to_json(&self) -> Value {
-    crate::js_text::from_js_json(&self.to_json_text()).unwrap_or(Value::Null)
-  }
-
-  /// [`LayerUsage::to_json`] as JSON text, written directly: the layers' items go in as the JSON texts they are.
+  /// Upstream's `LastLayerUsage` object as JSON text, written directly: the layers' items go in as the JSON texts
+  /// they are.
   pub fn to_json_text(&self) -> String {
     let layer_tokens: f64 = self.layers.iter().filter_map(|entry| entry.token_count).sum();
     let total = self.system_tokens as f64 + self.tools_tokens as f64 + self.history_tokens as f64 + layer_tokens;

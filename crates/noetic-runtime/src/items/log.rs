@@ -29,6 +29,11 @@ pub struct ItemLog {
   tokenizer: Option<Tokenizer>,
 }
 
+/// An item's cost counted with `tokenizer`, or the estimate it carries.
+fn cost_with(tokenizer: Option<Tokenizer>, item: &Item) -> u64 {
+  tokenizer.map_or_else(|| item.cost(), |tokenizer| tokenizer.count(item.json_text()))
+}
+
 impl Default for ItemLog {
   fn default() -> Self {
     Self::new()
@@ -66,7 +71,7 @@ impl ItemLog {
 
   /// What an item costs in this log.
   pub fn cost_of(&self, item: &Item) -> u64 {
-    self.tokenizer.map_or_else(|| item.cost(), |tokenizer| tokenizer.count(item.json_text()))
+    cost_with(self.tokenizer, item)
   }
 
   /// The cost of the item at `pos` (0 past the end).
@@ -82,13 +87,9 @@ impl ItemLog {
     self.tokenizer = tokenizer;
     let mut total = 0;
     for (i, item) in self.items.iter().enumerate() {
-      total += self.tokenizer.map_or_else(|| item.cost(), |t| t.count(item.json_text()));
+      total += cost_with(tokenizer, item);
       self.prefix[i + 1] = total;
     }
-  }
-
-  pub fn tokenizer(&self) -> Option<Tokenizer> {
-    self.tokenizer
   }
 
   fn call_number(&mut self, id: &str) -> u32 {
