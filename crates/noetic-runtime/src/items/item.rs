@@ -2,39 +2,69 @@
 //! system-ness), computed once because items never change (DECISIONS A3).
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
+use std::convert::Infallible;
+
+use once_cell::race::OnceBox;
 
 use serde_json::{Map, Value, json};
 
 use super::js_json::object_to_js_json;
-use super::link::ToolLink;
+use super::link::Pairing;
 use crate::error::NoeticError;
 use crate::tokens::{tokens_for_units, utf16_len};
 
-/// An immutable conversation item.
-/// An item as the log keeps it: its compact JSON text and the few facts projection reads (type, cost, tool link,
-/// whether it is a system message). The fields themselves are parsed only when asked for, so an item that just sits
-/// in a long history costs about its JSON text (issue 8), and one that came from JS keeps JS's very text (lone
-/// surrogates included) for when JS reads it back.
+/// An item as the log keeps it: its compact JSON text and the few facts projection reads (type, role, cost, tool
+/// link), packed into a few bytes beside the text. The fields themselves are parsed only when asked for, so an item
+/// that just sits in a long history costs about its JSON text (issue 8: a 300-byte item takes about 1.4x its
+/// text), and one that came from JS keeps JS's very text (lone surrogates included) for when JS reads it back.
 #[derive(Debug, Clone)]
 pub struct Item {
   text: Box<str>,
-  ty: Name,
-  cost: u64,
-  link: ToolLink,
-  /// A message's `role`, kept so that finding the last user or assistant message parses nothing.
-  role: Option<Name>,
-  /// The parsed fields, made on the first `json`/`get` and kept (boxed: most items never have them, and an empty
-  /// map is large). [`Item::fields`] reads without keeping them.
-  parsed: OnceLock<Box<Map<String, Value>>>,
+  /// The parsed fields, made on the first `json`/`get` and kept. [`Item::fields`] reads without keeping them.
+  parsed: OnceBox<Map<String, Value>>,
+  cost: u32,
+  /// Index into [`BASE_TYPES`], or [`UNUSUAL`]: the type is then read at `fact`.
+  ty: u8,
+  /// A message's role: index into [`ROLES`], [`UNUSUAL`] (read at `fact`) or [`NONE`].
+  role: u8,
+  /// The one string fact that is not a known name: a call's or output's call id, an unusual role, an unusual type
+  /// (an item has at most one of them).
+  fact: Span,
 }
 
-/// An item's `type` or a message's `role`: the usual ones are named without an allocation per item.
-#[derive(Debug, Clone)]
-enum Name {
-  Base(&'static str),
-  Other(Box<str>),
+/// A string fact of an item: where it sits in the item's text (the JSON string had no escapes, so its text is its
+/// value), or [`Span::PARSED`] to read it from the parsed fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+  at: u32,
+  len: u32,
 }
+
+impl Span {
+  const NONE: Span = Span { at: 0, len: u32::MAX };
+  const PARSED: Span = Span { at: u32::MAX, len: u32::MAX };
+
+  /// `value`'s place in `text` when it is a slice of it; otherwise the value is read from the parsed fields.
+  #[allow(clippy::ptr_arg, reason = "whether the value was borrowed from the text is the point")]
+  fn of(text: &str, value: &Cow<'_, str>) -> Span {
+    let Cow::Borrowed(value) = value else { return Span::PARSED };
+    let at = (value.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    match (u32::try_from(at), u32::try_from(value.len())) {
+      (Ok(at), Ok(len)) if at as usize + value.len() <= text.len() && len != u32::MAX => Span { at, len },
+      _ => Span::PARSED,
+    }
+  }
+}
+
+/// An item's packed type, role and string fact.
+struct Facts {
+  ty: u8,
+  role: u8,
+  fact: Span,
+}
+
+const UNUSUAL: u8 = u8::MAX;
+const NONE: u8 = u8::MAX - 1;
 
 const BASE_TYPES: [&str; 7] = [
   "message",
@@ -45,20 +75,16 @@ const BASE_TYPES: [&str; 7] = [
   "file_search_call",
   "image_generation_call",
 ];
+const MESSAGE: u8 = 0;
+const FUNCTION_CALL: u8 = 1;
+const FUNCTION_CALL_OUTPUT: u8 = 2;
 
 const ROLES: [&str; 4] = ["user", "assistant", "system", "developer"];
+const SYSTEM: u8 = 2;
 
-impl Name {
-  fn of(name: &str, usual: &[&'static str]) -> Self {
-    usual.iter().find(|base| **base == name).map_or_else(|| Self::Other(name.into()), |base| Self::Base(base))
-  }
-
-  fn as_str(&self) -> &str {
-    match self {
-      Self::Base(ty) => ty,
-      Self::Other(ty) => ty,
-    }
-  }
+/// `name`'s index among `usual`, or [`UNUSUAL`].
+fn code_of(name: &str, usual: &[&str]) -> u8 {
+  usual.iter().position(|known| *known == name).map_or(UNUSUAL, |i| i as u8)
 }
 
 impl PartialEq for Item {
@@ -83,10 +109,15 @@ struct Head<'a> {
   #[serde(rename = "type", borrow)]
   ty: Cow<'a, str>,
   #[serde(default, borrow)]
-  role: Option<Cow<'a, str>>,
+  role: Option<Borrowed<'a>>,
   #[serde(rename = "callId", default, borrow)]
-  call_id: Option<Cow<'a, str>>,
+  call_id: Option<Borrowed<'a>>,
 }
+
+/// A string borrowed from the text when it has no escapes (serde borrows a `Cow` directly in a field, but not one
+/// inside an `Option`).
+#[derive(serde::Deserialize)]
+struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
 
 impl<'a> Head<'a> {
   fn read(text: &'a str) -> Option<Self> {
@@ -122,12 +153,9 @@ impl Item {
   /// An item from the text JS's `JSON.stringify(item)` produced. The cost comes from the text itself, so it is
   /// exactly upstream's even where the parsed copy cannot hold the value bit for bit (see [`crate::js_text::from_js_json`]).
   pub fn from_json_text(text: &str) -> Result<Item, ItemError> {
-    let cost = tokens_for_units(utf16_len(text));
-    if let Some(head) = Head::read(text) {
-      return Ok(Self::with_facts(text.into(), cost, &head.ty, head.role.as_deref(), head.call_id.as_deref()));
-    }
-    let map = base_check(crate::js_text::from_js_json(text).map_err(|e| ItemError::Json(e.to_string()))?)?;
-    Ok(Self::build(&map, text.into(), cost))
+    Self::with_text(text.into(), |text| {
+      base_check(crate::js_text::from_js_json(text).map_err(|e| ItemError::Json(e.to_string()))?)
+    })
   }
 
   /// An item made in Rust. The cost is measured on the JS JSON form without building it.
@@ -143,35 +171,83 @@ impl Item {
 
   /// For maps whose `type` the caller has just set to a non-empty string.
   pub(crate) fn from_checked_map(map: Map<String, Value>) -> Item {
-    let text = object_to_js_json(&map);
-    let cost = tokens_for_units(utf16_len(&text));
-    Self::build(&map, text.into_boxed_str(), cost)
+    let text = object_to_js_json(&map).into_boxed_str();
+    let Ok(item) = Self::with_text(text, |_| Ok::<_, Infallible>(map));
+    item
   }
 
-  fn build(json: &Map<String, Value>, text: Box<str>, cost: u64) -> Item {
-    let field = |key| json.get(key).and_then(Value::as_str);
-    Self::with_facts(text, cost, field("type").unwrap_or(""), field("role"), field("callId"))
+  /// The item of `text`. Its facts are read from the text where they can be (most items); otherwise from the
+  /// fields `parse` gives, which are then kept as the parsed fields.
+  fn with_text<E>(text: Box<str>, parse: impl FnOnce(&str) -> Result<Map<String, Value>, E>) -> Result<Item, E> {
+    let cost = u32::try_from(tokens_for_units(utf16_len(&text))).unwrap_or(u32::MAX);
+    let mut item = Item { text, parsed: OnceBox::new(), cost, ty: UNUSUAL, role: NONE, fact: Span::NONE };
+    let facts = Head::read(&item.text).map(|head| item.facts_of(&head));
+    match facts {
+      Some(facts) if facts.fact != Span::PARSED => (item.ty, item.role, item.fact) = (facts.ty, facts.role, facts.fact),
+      _ => {
+        let map = parse(&item.text)?;
+        let field = |key| map.get(key).and_then(Value::as_str).map(Cow::Borrowed);
+        let head = Head {
+          ty: field("type").unwrap_or_default(),
+          role: field("role").map(Borrowed),
+          call_id: field("callId").map(Borrowed),
+        };
+        // Facts only: the map's strings are not in the text, so their places in it mean nothing.
+        let facts = item.facts_of(&head);
+        let fact = if facts.fact == Span::NONE { Span::NONE } else { Span::PARSED };
+        (item.ty, item.role, item.fact) = (facts.ty, facts.role, fact);
+        let _ = item.parsed.set(Box::new(map));
+      }
+    }
+    Ok(item)
   }
 
-  fn with_facts(text: Box<str>, cost: u64, ty: &str, role: Option<&str>, call_id: Option<&str>) -> Item {
-    let call_id = || call_id.map(str::to_owned);
-    let link = match ty {
-      "function_call" => call_id().map_or(ToolLink::None, ToolLink::Call),
-      "function_call_output" => call_id().map_or(ToolLink::None, ToolLink::Output),
-      _ => ToolLink::None,
+  /// The packed facts of `head`, read from this item's text.
+  fn facts_of(&self, head: &Head<'_>) -> Facts {
+    let ty = code_of(&head.ty, &BASE_TYPES);
+    let (role, fact) = match (ty, head.role.as_ref().map(|r| &r.0), head.call_id.as_ref().map(|c| &c.0)) {
+      (MESSAGE, Some(role), _) => match code_of(role, &ROLES) {
+        UNUSUAL => (UNUSUAL, Span::of(&self.text, role)),
+        known => (known, Span::NONE),
+      },
+      (FUNCTION_CALL | FUNCTION_CALL_OUTPUT, _, Some(id)) => (NONE, Span::of(&self.text, id)),
+      (UNUSUAL, _, _) => (NONE, Span::of(&self.text, &head.ty)),
+      _ => (NONE, Span::NONE),
     };
-    let role = role.filter(|_| ty == "message").map(|role| Name::of(role, &ROLES));
-    Item { text, ty: Name::of(ty, &BASE_TYPES), cost, link, role, parsed: OnceLock::new() }
+    Facts { ty, role, fact }
+  }
+
+  /// The string fact at `fact`.
+  fn fact(&self) -> Option<&str> {
+    match self.fact {
+      Span::NONE => None,
+      Span::PARSED => {
+        let key = match self.ty {
+          MESSAGE => "role",
+          UNUSUAL => "type",
+          _ => "callId",
+        };
+        self.json().get(key).and_then(Value::as_str)
+      }
+      Span { at, len } => self.text.get(at as usize..at as usize + len as usize),
+    }
   }
 
   /// The `type` discriminant (never empty).
   pub fn item_type(&self) -> &str {
-    self.ty.as_str()
+    match self.ty {
+      UNUSUAL => self.fact().unwrap_or_default(),
+      known => BASE_TYPES[known as usize],
+    }
   }
 
   /// The role of a `message` item; `None` for other types.
   pub fn role(&self) -> Option<&str> {
-    self.role.as_ref().map(Name::as_str)
+    match self.role {
+      NONE => None,
+      UNUSUAL => self.fact(),
+      known => Some(ROLES[known as usize]),
+    }
   }
 
   pub fn id(&self) -> Option<&str> {
@@ -201,18 +277,22 @@ impl Item {
   }
 
   /// How the item pairs up in tool calls: a `function_call` or `function_call_output` with a string `callId`.
-  pub fn link(&self) -> &ToolLink {
-    &self.link
+  pub fn link(&self) -> Pairing<&str> {
+    match (self.ty, self.fact()) {
+      (FUNCTION_CALL, Some(id)) => Pairing::Call(id),
+      (FUNCTION_CALL_OUTPUT, Some(id)) => Pairing::Output(id),
+      _ => Pairing::Unlinked,
+    }
   }
 
   /// A `message` with role `system`.
   pub fn is_system_message(&self) -> bool {
-    self.role() == Some("system")
+    self.role == SYSTEM
   }
 
   /// ⌈UTF-16 length of the compact JS JSON / 4⌉: upstream's `estimateTokens(JSON.stringify(item))`.
   pub fn cost(&self) -> u64 {
-    self.cost
+    u64::from(self.cost)
   }
 
   /// The fields, parsed on first use and kept for the item's life: for items a step works on, not for reading
@@ -230,8 +310,7 @@ impl Item {
   }
 
   pub fn into_json(self) -> Map<String, Value> {
-    let Self { text, parsed, .. } = self;
-    parsed.into_inner().map_or_else(|| parse_known(&text), |map| *map)
+    self.fields().into_owned()
   }
 
   /// The compact JSON text: JS's own for an item from JS, `JSON.stringify`'s form for one made here.
@@ -323,14 +402,52 @@ mod tests {
     assert_eq!((item.item_type(), item.role()), ("message", Some("user")));
     // A call id that is not a string links nothing; a role off a message is no role.
     let call = Item::from_json_text(r#"{"type":"function_call","callId":7}"#).expect("item");
-    assert_eq!(call.link(), &ToolLink::None);
+    assert_eq!(call.link(), Pairing::Unlinked);
     let output = Item::from_json_text(r#"{"type":"function_call_output","callId":"c1","role":"user"}"#).expect("item");
-    assert_eq!((output.link(), output.role()), (&ToolLink::Output("c1".into()), None));
+    assert_eq!((output.link(), output.role()), (Pairing::Output("c1"), None));
     // Escapes in the read fields are decoded; a lone surrogate in one still makes an item.
     let escaped = Item::from_json_text(r#"{"type":"mess\u0061ge","role":"\ud835"}"#).expect("item");
     assert_eq!((escaped.item_type(), escaped.role()), ("message", Some("\u{fffd}")));
     // An array is not an item, though a struct could be read from one.
     assert_eq!(Item::from_json_text(r#"["message"]"#), Err(ItemError::NotAnItem));
+  }
+
+  #[test]
+  fn facts_are_read_in_place_and_the_fields_parsed_only_when_needed() {
+    // The packed facts keep an item about its text's size; the fields of a usual item are not kept.
+    assert!(std::mem::size_of::<Item>() <= 40, "{}", std::mem::size_of::<Item>());
+    let texts = [
+      r#"{"type":"function_call","callId":"call-7","name":"t","arguments":"{}"}"#,
+      r#"{"type":"function_call_output","output":"x","callId":"call-7"}"#,
+      r#"{"type":"message","role":"tool","content":"é"}"#,
+      r#"{"type":"acme:note","role":"system","callId":"c"}"#,
+      r#"{"type":"message","role":"system"}"#,
+    ];
+    let items: Vec<Item> = texts.iter().map(|text| Item::from_json_text(text).expect("item")).collect();
+    assert!(items.iter().all(|item| item.parsed.get().is_none()));
+    assert_eq!(items[0].link(), Pairing::Call("call-7"));
+    assert_eq!(items[1].link(), Pairing::Output("call-7"));
+    assert_eq!((items[2].item_type(), items[2].role(), items[2].link()), ("message", Some("tool"), Pairing::Unlinked));
+    assert_eq!((items[3].item_type(), items[3].role(), items[3].link()), ("acme:note", None, Pairing::Unlinked));
+    assert!(!items[3].is_system_message() && items[4].is_system_message());
+    assert!(items.iter().all(|item| item.parsed.get().is_none()), "reading the facts parses nothing");
+
+    // Escaped names cannot be read in place: they come from the parsed fields, which are then kept.
+    let escaped = [
+      (r#"{"type":"function_call","callId":"c\"1"}"#, "function_call", None, Pairing::Call("c\"1")),
+      (r#"{"type":"message","role":"r\u00f4le"}"#, "message", Some("rôle"), Pairing::Unlinked),
+      (r#"{"type":"acme:n\u00f6te"}"#, "acme:nöte", None, Pairing::Unlinked),
+    ];
+    for (text, ty, role, link) in escaped {
+      let item = Item::from_json_text(text).expect("item");
+      assert_eq!((item.item_type(), item.role(), item.link()), (ty, role, link), "{text}");
+      assert!(item.parsed.get().is_some(), "{text}");
+    }
+    // Items made in Rust read their facts from the text written for them, too.
+    let made = Item::from_value(json!({"type": "function_call_output", "callId": "k", "output": "o"})).expect("item");
+    assert_eq!((made.link(), made.parsed.get().is_none()), (Pairing::Output("k"), true));
+    let odd = Item::from_value(json!({"type": "function_call", "callId": "a\nb"})).expect("item");
+    assert_eq!(odd.link(), Pairing::Call("a\nb"));
   }
 
   #[test]
@@ -385,7 +502,7 @@ mod tests {
   fn accessors_and_links() {
     let call = Item::from_json_text(r#"{"type":"function_call","callId":"c1","name":"t","arguments":"{}","id":"x"}"#)
       .expect("item");
-    assert_eq!(call.link(), &ToolLink::Call("c1".into()));
+    assert_eq!(call.link(), Pairing::Call("c1"));
     assert_eq!(
       (call.call_id(), call.name(), call.arguments(), call.id()),
       (Some("c1"), Some("t"), Some("{}"), Some("x"))
@@ -393,11 +510,11 @@ mod tests {
     assert_eq!(call.role(), None);
 
     let out = Item::from_value(json!({"type": "function_call_output", "callId": "c1", "output": "ok"})).expect("item");
-    assert_eq!(out.link(), &ToolLink::Output("c1".into()));
+    assert_eq!(out.link(), Pairing::Output("c1"));
 
     // A non-string callId does not link.
     let odd = Item::from_value(json!({"type": "function_call", "callId": 7})).expect("item");
-    assert_eq!(odd.link(), &ToolLink::None);
+    assert_eq!(odd.link(), Pairing::Unlinked);
 
     let sys = Item::from_value(json!({"type": "message", "role": "system"})).expect("item");
     assert!(sys.is_system_message());

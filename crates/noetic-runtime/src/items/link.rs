@@ -4,26 +4,6 @@ use std::hash::Hash;
 
 use rustc_hash::FxHashSet;
 
-/// A `function_call` or `function_call_output` names its call id; every other item is unlinked.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ToolLink {
-  #[default]
-  None,
-  Call(String),
-  Output(String),
-}
-
-impl ToolLink {
-  /// This link as a pairing keyed by the call id itself.
-  pub fn pairing(&self) -> Pairing<&str> {
-    match self {
-      Self::None => Pairing::Unlinked,
-      Self::Call(id) => Pairing::Call(id),
-      Self::Output(id) => Pairing::Output(id),
-    }
-  }
-}
-
 /// How an item takes part in pairing, by a key that stands for its call id: the id itself, or a number a log
 /// gave it once, so that pairing compares numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -99,14 +79,7 @@ mod tests {
   #[test]
   fn drops_calls_without_outputs_and_outputs_without_calls() {
     // [output(x), user, call(y), call(z), output(z)] keeps [user, call(z), output(z)].
-    let links = [
-      ToolLink::Output("x".into()),
-      ToolLink::None,
-      ToolLink::Call("y".into()),
-      ToolLink::Call("z".into()),
-      ToolLink::Output("z".into()),
-    ];
-    let pairs: Vec<Pairing<&str>> = links.iter().map(ToolLink::pairing).collect();
+    let pairs = [Pairing::Output("x"), Pairing::Unlinked, Pairing::Call("y"), Pairing::Call("z"), Pairing::Output("z")];
     assert_eq!(strip_unresolved_mask(&pairs), vec![false, true, false, true, true]);
   }
 
@@ -114,23 +87,29 @@ mod tests {
   /// far apart, and more undecided items than the scan takes.
   #[test]
   fn quick_pairing_matches_membership() {
-    let call = |id: &str| ToolLink::Call(id.into());
-    let output = |id: &str| ToolLink::Output(id.into());
-    let mut far: Vec<ToolLink> = vec![call("far")];
-    far.extend((0..40).map(|_| ToolLink::None));
-    far.push(output("far"));
-    let mut many: Vec<ToolLink> = (0..50).map(|i| output(&format!("o{i}"))).collect();
-    many.extend((0..50).map(|i| call(&format!("o{}", i * 2))));
+    let (call, output) = (Pairing::Call, Pairing::Output);
+    let mut far = vec![call("far".to_owned())];
+    far.extend((0..40).map(|_| Pairing::Unlinked));
+    far.push(output("far".to_owned()));
+    let mut many: Vec<_> = (0..50).map(|i| output(format!("o{i}"))).collect();
+    many.extend((0..50).map(|i| call(format!("o{}", i * 2))));
     let cases = [
-      vec![output("a"), call("a")],
-      vec![call("a"), call("a"), output("a")],
-      vec![call("a"), output("a"), output("a"), output("b")],
-      vec![call("a"), call("b"), output("b"), output("a"), call("c")],
+      vec![output("a".into()), call("a".into())],
+      vec![call("a".into()), call("a".into()), output("a".into())],
+      vec![call("a".into()), output("a".into()), output("a".into()), output("b".into())],
+      vec![call("a".into()), call("b".into()), output("b".into()), output("a".into()), call("c".into())],
       far,
       many,
     ];
     for links in cases {
-      let pairs: Vec<Pairing<&str>> = links.iter().map(ToolLink::pairing).collect();
+      let pairs: Vec<Pairing<&str>> = links
+        .iter()
+        .map(|link: &Pairing<String>| match link {
+          Pairing::Call(id) => Pairing::Call(id.as_str()),
+          Pairing::Output(id) => Pairing::Output(id.as_str()),
+          Pairing::Unlinked => Pairing::Unlinked,
+        })
+        .collect();
       assert_eq!(strip_unresolved_mask(&pairs), by_membership(&pairs), "{links:?}");
     }
   }

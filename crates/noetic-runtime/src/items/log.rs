@@ -4,13 +4,16 @@
 //!
 //! Validation is the caller's job (the context's schema registry decides what may enter).
 
+use std::hash::BuildHasher;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
+use rustc_hash::FxBuildHasher;
 
 use super::item::Item;
-use super::link::{Pairing, ToolLink};
+use super::link::Pairing;
 use crate::tokens::Tokenizer;
 
 #[derive(Debug, Clone)]
@@ -23,7 +26,9 @@ pub struct ItemLog {
   /// Each item's tool-call pairing, its call id numbered once here: projection pairs every step's kept history,
   /// and this way does so over one dense array, comparing numbers.
   pairings: Vec<Pairing<u32>>,
-  call_ids: FxHashMap<Box<str>, u32>,
+  /// A call id's number is the position of the first item naming it; only that position is kept, and the id read
+  /// back from its item, so numbering costs a few bytes per call, not a copy of every id.
+  call_ids: HashTable<u32>,
   /// The harness's real tokenizer, when it has one: then an item's cost here is its token count, not the estimate
   /// the item carries (DECISIONS A3).
   tokenizer: Option<Tokenizer>,
@@ -47,7 +52,7 @@ impl ItemLog {
       prefix: vec![0],
       system: Vec::new(),
       pairings: Vec::new(),
-      call_ids: FxHashMap::default(),
+      call_ids: HashTable::new(),
       tokenizer: None,
     }
   }
@@ -60,9 +65,9 @@ impl ItemLog {
       self.system.push(pos);
     }
     let pairing = match item.link() {
-      ToolLink::None => Pairing::Unlinked,
-      ToolLink::Call(id) => Pairing::Call(self.call_number(id)),
-      ToolLink::Output(id) => Pairing::Output(self.call_number(id)),
+      Pairing::Unlinked => Pairing::Unlinked,
+      Pairing::Call(id) => Pairing::Call(self.call_number(id, pos)),
+      Pairing::Output(id) => Pairing::Output(self.call_number(id, pos)),
     };
     self.pairings.push(pairing);
     self.items.push(item);
@@ -92,9 +97,18 @@ impl ItemLog {
     }
   }
 
-  fn call_number(&mut self, id: &str) -> u32 {
-    let next = self.call_ids.len() as u32;
-    *self.call_ids.entry(id.into()).or_insert(next)
+  /// The number of call id `id`, named by the item about to be pushed at `pos`.
+  fn call_number(&mut self, id: &str, pos: usize) -> u32 {
+    let items = &self.items;
+    let id_at = |number: u32| match items[number as usize].link() {
+      Pairing::Call(id) | Pairing::Output(id) => id,
+      Pairing::Unlinked => "",
+    };
+    let hash = |id: &str| FxBuildHasher.hash_one(id);
+    match self.call_ids.entry(hash(id), |&number| id_at(number) == id, |&number| hash(id_at(number))) {
+      Entry::Occupied(entry) => *entry.get(),
+      Entry::Vacant(entry) => *entry.insert(pos as u32).get(),
+    }
   }
 
   /// The tool-call pairing of the item at `pos` (unlinked past the end).
@@ -192,6 +206,31 @@ mod tests {
     assert_eq!(log.iter_from(3).count(), 1);
     assert_eq!(log.iter_from(10).count(), 0);
     assert_eq!(log.items().len(), 4);
+  }
+
+  #[test]
+  fn call_ids_are_numbered_by_their_first_item() {
+    let linked = |ty: &str, id: &str| Arc::new(Item::from_value(json!({"type": ty, "callId": id})).expect("item"));
+    let mut log = ItemLog::new();
+    log.push(item("user", "go"));
+    // Enough ids that the table grows (and rehashes by reading ids back from their items) several times.
+    for i in 0..1_000 {
+      log.push(linked("function_call", &format!("c{i}")));
+    }
+    for i in (0..1_000).rev() {
+      log.push(linked("function_call_output", &format!("c{i}")));
+    }
+    log.push(linked("function_call_output", "c\"escaped"));
+    log.push(linked("function_call", "c\"escaped"));
+    assert_eq!(log.pairing(0), Pairing::Unlinked);
+    for i in 0..1_000 {
+      let number = (i + 1) as u32;
+      assert_eq!(log.pairing(i + 1), Pairing::Call(number));
+      assert_eq!(log.pairing(2_000 - i), Pairing::Output(number));
+    }
+    assert_eq!(log.pairing(2_001), Pairing::Output(2_001));
+    assert_eq!(log.pairing(2_002), Pairing::Call(2_001));
+    assert_eq!(log.pairing(9_999), Pairing::Unlinked);
   }
 
   #[test]

@@ -109,7 +109,7 @@ mod tests {
   use std::sync::Arc;
 
   use super::*;
-  use crate::items::{ItemLog, ToolLink};
+  use crate::items::{ItemLog, Pairing};
   use crate::tokens::{estimate_tokens, tokens_for_units, utf16_len};
 
   // The §23 fixtures, built as JSON text in exactly the documented key order.
@@ -209,7 +209,7 @@ mod tests {
       c.to_json_text(),
       r#"{"arguments":"{\"q\":\"x\"}","callId":"call_1","id":"fc_1","name":"search","status":"completed","type":"function_call"}"#
     );
-    assert_eq!(c.link(), &ToolLink::Call("call_1".into()));
+    assert_eq!(c.link(), Pairing::Call("call_1"));
     assert_eq!(c.cost(), tokens_for_units(utf16_len(&c.to_json_text())));
     let o = function_call_output("out_1", "call_1", Some("done".into()));
     let silent = function_call_output("out_2", "call_2", None);
@@ -221,7 +221,7 @@ mod tests {
       o.to_json_text(),
       r#"{"id":"out_1","status":"completed","type":"function_call_output","callId":"call_1","output":"done"}"#
     );
-    assert_eq!(o.link(), &ToolLink::Output("call_1".into()));
+    assert_eq!(o.link(), Pairing::Output("call_1"));
     assert_eq!(o.cost(), tokens_for_units(utf16_len(&o.to_json_text())));
   }
 }

@@ -15,7 +15,7 @@ pub(crate) use self::js_json::write_string as write_js_string;
 pub use self::js_json::{
   js_json_utf16_len, js_number_string, object_js_json_utf16_len, object_to_js_json, to_js_json, write_js_number,
 };
-pub use self::link::{Pairing, ToolLink, strip_unresolved_mask};
+pub use self::link::{Pairing, strip_unresolved_mask};
 pub use self::log::ItemLog;
 pub use self::message::{
   assistant_message, create_message, create_message_with_id, function_call, function_call_output, input_message,

@@ -13,7 +13,7 @@ use super::link::strip_unresolved_mask;
 /// Calls and outputs are paired by string `callId` only. An item of either type without a string `callId` is
 /// kept (upstream would pair such items by the raw value, so two items lacking it would match each other).
 pub fn strip_unresolved_tool_calls(items: &[Arc<Item>]) -> Vec<Arc<Item>> {
-  let pairs: Vec<_> = items.iter().map(|item| item.link().pairing()).collect();
+  let pairs: Vec<_> = items.iter().map(|item| item.link()).collect();
   let keep = strip_unresolved_mask(&pairs);
   items.iter().zip(keep).filter(|(_, keep)| *keep).map(|(item, _)| Arc::clone(item)).collect()
 }
