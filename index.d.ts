@@ -2093,9 +2093,10 @@ declare class NativeHarness {
   createContext(options: string, items: string): string
   /**
    * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
-   * outcome is returned or arrives as for `run`.
+   * outcome is returned or arrives as for `run`. `held`: JS holds items of the log it has not sent (DECISIONS L1),
+   * which the first step that reads the log natively asks for.
    */
-  runInContext(run: number, context: string, step: string, input: string): string | null
+  runInContext(run: number, context: string, step: string, input: string, held?: boolean | undefined | null): string | null
   /**
    * One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
    * the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.

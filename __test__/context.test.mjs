@@ -246,3 +246,55 @@ test('held items with unusual JSON reach the native log as the very text JSON.st
   assert.deepEqual(items.slice(0, 3), unusual);
   assert.equal(items[1].meta.negZero, -0);
 });
+
+// Held items are sent only when a step reads the log natively: a run of JS steps alone converts none of them.
+const nativeLength = (ctx) => ctx.itemLog._rt.native.logLength(ctx.id);
+
+test('a run that never reads the log natively leaves the held items in JS; the first model step takes them all', async () => {
+  const seed = Array.from({ length: 50 }, (_, i) => note(`s${i}`, `seeded ${i}`));
+  const { model, requests } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
+  const ctx = harness.createContext({ items: seed });
+  assert.equal(await harness.run(step.run({ id: 'js', execute: async () => 'done' }), 'x', ctx), 'done');
+  assert.equal(nativeLength(ctx), 0, 'nothing was converted for a JS step');
+  ctx.itemLog.append(note('late', 'held after the run'));
+  await harness.run(step.llm({ id: 'ask', model: 'm' }), 'question', ctx);
+  // The model saw the seed, the late append and the input, in order; the native log holds them and the answer.
+  const seen = requests.at(-1).items.map((item) => item.id ?? item.role);
+  assert.deepEqual(seen.slice(0, 51), [...seed.map((item) => item.id), 'late']);
+  assert.equal(nativeLength(ctx), 53);
+  const items = ctx.itemLog.items;
+  assert.equal(items.length, 53);
+  assert.equal(items[0], seed[0], 'the held objects keep their identity');
+  const estimate = items.reduce((sum, item) => sum + Math.ceil(JSON.stringify(item).length / 4), 0);
+  assert.equal(ctx.lastLayerUsage.historyTokens, estimate);
+});
+
+test('two runs started together in a context with held items both see every item once', async () => {
+  const seed = Array.from({ length: 20 }, (_, i) => note(`s${i}`, `seeded ${i}`));
+  const { model, requests } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
+  const ctx = harness.createContext({ items: seed });
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  await Promise.all([harness.run(ask, 'one', ctx), harness.run(ask, 'two', ctx)]);
+  for (const request of requests) {
+    const ids = request.items.map((item) => item.id).filter((id) => id?.startsWith('s'));
+    assert.deepEqual(ids, seed.map((item) => item.id));
+  }
+  // The seed, then each run's input and answer.
+  assert.equal(nativeLength(ctx), 24);
+  assert.equal(ctx.itemLog.items.length, 24);
+});
+
+test('a held item with no JSON form fails the model step that needed the log, and the context keeps working', async () => {
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
+  const ctx = harness.createContext({ items: [note('a', 'first')] });
+  ctx.itemLog.append({ ...note('b', 'bad'), size: 10n });
+  ctx.itemLog.append(note('c', 'after'));
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  await assert.rejects(harness.run(ask, 'x', ctx), /position 1 has no JSON form.*BigInt.*1 appended after it/s);
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.id), ['a']);
+  await harness.run(ask, 'again', ctx);
+  assert.equal(ctx.itemLog.items.length, 3);
+});

@@ -182,10 +182,16 @@ class ItemLogImpl {
     }
   }
 
-  // Before the native side reads or changes this log (a run enters the context, or leaves it having changed it).
+  // Before JS reads this log while a run may be changing it natively.
   _sync() {
     this._flush();
     this._known = undefined;
+  }
+
+  // After a run: the native log is as JS last knew it unless the run took the held items (only then can it have
+  // changed the log natively).
+  _ranNatively() {
+    if (this._held.length === 0) this._known = undefined;
   }
 
   append(item) {

@@ -200,8 +200,8 @@ class AgentHarness {
     const inputRef = JSON.stringify(runtime.toRef(input));
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
       const ctx = contextOrOptions;
-      runtime.enterContext(ctx);
-      const settled = this._settle((run) => runtime.native.runInContext(run, ctx.id, JSON.stringify(description), inputRef));
+      const held = runtime.enterContext(ctx);
+      const settled = this._settle((run) => runtime.native.runInContext(run, ctx.id, JSON.stringify(description), inputRef, held));
       return settled.finally(() => runtime.leaveContext(ctx));
     }
     const options = runOptionsOf(contextOrOptions, contextOrOptions instanceof ContextImpl);

@@ -111,18 +111,19 @@ class Runtime {
     this.collected.register(ctx, ctx.id);
   }
 
-  // A run in a kept context: requests name it while the run is in flight, so it is held until then.
+  // A run in a kept context: requests name it while the run is in flight, so it is held until then. Items the log
+  // holds stay here until the run reads the log (`heldItems`); true when there are some.
   enterContext(ctx) {
-    ctx.itemLog._sync();
     const entry = this.active.get(ctx.id);
     if (entry) entry.runs++;
     else this.active.set(ctx.id, { ctx, runs: 1 });
+    return ctx.itemLog._held.length > 0;
   }
 
   leaveContext(ctx) {
     const entry = this.active.get(ctx.id);
     if (entry && --entry.runs === 0) this.active.delete(ctx.id);
-    ctx.itemLog._sync();
+    ctx.itemLog._ranNatively();
   }
 
   forgetContext(id) {
@@ -503,6 +504,9 @@ class Runtime {
       }
       case 'lazy':
         return this.resolveLazy(message.call);
+      case 'heldItems':
+        this.context(message.call.context).itemLog._flush();
+        return {};
       case 'tool':
         return this.runTool(message.call);
       case 'storage': {

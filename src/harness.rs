@@ -11,7 +11,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
 use noetic_runtime::host::StepValue;
-use noetic_runtime::items::{Item, ItemTypes, parse_js_item};
+use noetic_runtime::items::{Item, ItemTypes, parse_js_item, parse_js_items};
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
@@ -288,14 +288,25 @@ impl NativeHarness {
   }
 
   /// Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
-  /// outcome is returned or arrives as for `run`.
+  /// outcome is returned or arrives as for `run`. `held`: JS holds items of the log it has not sent (DECISIONS L1),
+  /// which the first step that reads the log natively asks for.
   #[napi(catch_unwind)]
-  pub fn run_in_context(&self, run: u32, context: String, step: String, input: String) -> Result<Option<String>> {
+  pub fn run_in_context(
+    &self,
+    run: u32,
+    context: String,
+    step: String,
+    input: String,
+    held: Option<bool>,
+  ) -> Result<Option<String>> {
     let (step, input, _) = match parse_run(&self.dispatch, &step, &input, "{}")? {
       Ok(parsed) => parsed,
       Err(error) => return Ok(Some(failed(&error))),
     };
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    if held == Some(true) {
+      ctx.set_held_by_host(true);
+    }
     let harness = Arc::clone(&self.inner);
     self.start_run(run, async move { harness.run_existing(&ctx, &step, input).await });
     Ok(None)
@@ -358,6 +369,7 @@ impl NativeHarness {
   pub fn append_items(&self, context: String, items: String) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let items = parse_item_batch(&items, self.inner.item_types, "itemLog.append")?;
+    ctx.set_held_by_host(false);
     let mut state = ctx.state();
     for item in items {
       state.log.push(item);
@@ -516,15 +528,13 @@ impl NativeHarness {
 pub(crate) fn parse_item_batch(text: &str, types: ItemTypes, what: &str) -> Result<Vec<Arc<Item>>> {
   let raw: Vec<&RawValue> = serde_json::from_str(text)
     .map_err(|e| Error::new(Status::InvalidArg, format!("{what}: the items are not a JSON array: {e}")))?;
-  raw
-    .iter()
-    .enumerate()
-    .map(|(index, item)| {
-      parse_js_item(item.get(), types).map(Arc::new).map_err(|mut e| {
-        // In a long history, which item is wrong is most of the message.
-        e.message = format!("{what} items[{index}]: {}", e.message);
-        to_napi(noetic_json(&e))
-      })
-    })
-    .collect()
+  let texts: Vec<&str> = raw.iter().map(|item| item.get()).collect();
+  match parse_js_items(&texts, types) {
+    Ok(items) => Ok(items),
+    Err((index, mut e)) => {
+      // In a long history, which item is wrong is most of the message.
+      e.message = format!("{what} items[{index}]: {}", e.message);
+      Err(to_napi(noetic_json(&e)))
+    }
+  }
 }

@@ -219,6 +219,11 @@ impl Host for JsHost {
     })
   }
 
+  async fn send_held_items(&self, context: &str) -> Result<(), HostError> {
+    let text = self.request("heldItems", json!({ "context": context })).await?;
+    open::<Value>(&text).map(drop)
+  }
+
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     let text = self.request("lazy", call).await?;
     let reply: Value = open(&text)?;

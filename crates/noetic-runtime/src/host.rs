@@ -472,6 +472,11 @@ pub trait Host: Send + Sync {
   /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
   /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
   fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
+  /// Appends the items the host holds of `context`'s log and has not sent yet (DECISIONS L1) to that log, before
+  /// a step reads it. Only a host that holds items is ever asked.
+  async fn send_held_items(&self, _context: &str) -> Result<(), HostError> {
+    Ok(())
+  }
   /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     Err(HostError::Thrown {

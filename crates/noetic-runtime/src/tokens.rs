@@ -2,8 +2,9 @@
 
 /// Number of UTF-16 code units in `text`, the unit JS's `String.prototype.length` counts.
 pub fn utf16_len(text: &str) -> usize {
-  // ASCII is one unit per byte; only non-ASCII needs the slower count.
-  if text.is_ascii() { text.len() } else { text.chars().map(char::len_utf16).sum() }
+  // Every character but a continuation byte starts one unit, and a four-byte one (outside the BMP) a second: counted
+  // byte by byte, without decoding, which the compiler vectorises.
+  text.bytes().map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0)).sum()
 }
 
 /// Tokens for a number of UTF-16 units.
@@ -64,6 +65,12 @@ mod tests {
     // 'é' is two UTF-8 bytes but one UTF-16 unit.
     assert_eq!(utf16_len("éééé"), 4);
     assert_eq!(estimate_tokens("éééé"), 1);
+    // Characters of every UTF-8 length, at every alignment, count as decoding them would.
+    let mixed: String = "a\u{7f}\u{80}é\u{7ff}\u{800}北\u{ffff}\u{10000}😀\u{10ffff}".repeat(37);
+    for start in mixed.char_indices().map(|(i, _)| i).take(40) {
+      let text = &mixed[start..];
+      assert_eq!(utf16_len(text), text.chars().map(char::len_utf16).sum::<usize>(), "from byte {start}");
+    }
   }
 
   #[test]

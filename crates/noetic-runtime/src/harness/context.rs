@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::session::{Session, Streams};
-use crate::host::{ExecInfo, StepValue, TokenCounts};
+use crate::host::{ExecInfo, Host, HostError, StepValue, TokenCounts};
 use crate::items::ItemLog;
 use crate::memory::registry::LayerSet;
 
@@ -51,6 +51,10 @@ pub struct ExecContext {
   /// The session whose `between-rounds` messages this context's tool rounds take in (a session's own context
   /// only, not its children's, as upstream). Weak: the session holds its context.
   pub inbox: Option<Weak<Session>>,
+  /// Whether the host still holds items of this log that the native side has not been sent (DECISIONS L1): a run
+  /// that reads the log natively asks for them first. An async lock, so that a second run waits for the items the
+  /// first asked for instead of reading the log before they arrive.
+  held_by_host: tokio::sync::Mutex<bool>,
 }
 
 impl ExecContext {
@@ -74,7 +78,28 @@ impl ExecContext {
       abort_signal: watch::Sender::new(false),
       events: None,
       inbox: None,
+      held_by_host: tokio::sync::Mutex::new(false),
     }
+  }
+
+  /// Whether the host holds items of this log that it has not sent yet: it does when a run starts with some, and
+  /// does not once it has sent them.
+  pub fn set_held_by_host(&self, held_now: bool) {
+    // Locked only while a run is asking for the held items: the host has not answered yet, and sends every item it
+    // holds when it does.
+    if let Ok(mut held) = self.held_by_host.try_lock() {
+      *held = held_now;
+    }
+  }
+
+  /// Has the host send the items it holds of this log, if it holds any: before a step reads the log natively.
+  pub async fn take_held_items(&self, host: &dyn Host) -> Result<(), HostError> {
+    let mut held = self.held_by_host.lock().await;
+    if *held {
+      host.send_held_items(&self.id).await?;
+      *held = false;
+    }
+    Ok(())
   }
 
   /// Whether this context serves a session (or is a child of one): its steps report to the session's streams.

@@ -121,6 +121,8 @@ impl Harness {
         .into(),
       );
     }
+    // The step reads the whole log (its projection, and `historyTokens` as upstream counts them).
+    ctx.take_held_items(&*self.env.host).await?;
     let has_layers = !ctx.layers.is_empty();
     let query = input.as_text().unwrap_or_default().to_owned();
     if !query.is_empty() {

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use once_cell::race::OnceBox;
 
@@ -382,6 +383,39 @@ pub fn parse_js_item(text: &str, types: ItemTypes) -> Result<Item, NoeticError> 
     .map_err(|error| NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), error.to_string()))?;
   check_item_type(&item, types)?;
   Ok(item)
+}
+
+/// [`parse_js_item`] for a batch (a long history JS hands over at once), on several threads when it is long: the
+/// items, or the index of the first bad one and why.
+pub fn parse_js_items(texts: &[&str], types: ItemTypes) -> Result<Vec<Arc<Item>>, (usize, NoeticError)> {
+  /// Below this many items a thread costs more than it saves.
+  const PER_THREAD: usize = 4_096;
+  let threads = std::thread::available_parallelism().map_or(1, usize::from).min(texts.len() / PER_THREAD).max(1);
+  let parse_run = |from: usize, run: &[&str]| -> Result<Vec<Arc<Item>>, (usize, NoeticError)> {
+    run
+      .iter()
+      .enumerate()
+      .map(|(i, text)| parse_js_item(text, types).map(Arc::new).map_err(|e| (from + i, e)))
+      .collect()
+  };
+  if threads == 1 {
+    return parse_run(0, texts);
+  }
+  let chunk = texts.len().div_ceil(threads);
+  let runs: Vec<_> = std::thread::scope(|scope| {
+    let handles: Vec<_> =
+      texts.chunks(chunk).enumerate().map(|(i, run)| scope.spawn(move || parse_run(i * chunk, run))).collect();
+    handles.into_iter().map(|handle| handle.join()).collect()
+  });
+  let mut items = Vec::with_capacity(texts.len());
+  for run in runs {
+    // A panic in a parse thread is not expected; it is reported as the item it stopped at could not be.
+    let run = run.unwrap_or_else(|_| {
+      Err((items.len(), NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), "unreadable item")))
+    })?;
+    items.extend(run);
+  }
+  Ok(items)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ mod text;
 mod tool_calls;
 
 pub use self::item::{
-  Item, ItemError, ItemTypes, check_item_type, check_known_type, is_known_base_type, parse_js_item,
+  Item, ItemError, ItemTypes, check_item_type, check_known_type, is_known_base_type, parse_js_item, parse_js_items,
 };
 pub(crate) use self::js_json::write_string as write_js_string;
 pub use self::js_json::{
