@@ -2149,10 +2149,11 @@ declare class NativeHarness {
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
   /**
-   * Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds it. `checked`:
-   * JS put the items to the harness's item schemas.
+   * Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds
+   * it. `checked`: JS put the items to the harness's item schemas. `held`: JS holds the history instead (the array
+   * is empty) and sends it when a turn first reads the log (DECISIONS L1).
    */
-  seedSession(thread: string, items: string, checked?: boolean | undefined | null): string
+  seedSession(thread: string, items: string, checked?: boolean | undefined | null, held?: boolean | undefined | null): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
   /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */

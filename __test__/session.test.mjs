@@ -190,6 +190,44 @@ test('seedSessionHistory and seedFromItems give the next turn a history, per thr
   assert.throws(() => h.seedSessionHistory('T', [42]), (e) => e.code === 'INVALID_SEED_ITEMS');
 });
 
+// A seeded history of known item types is held in JS (as createContext's items are) until a turn reads it.
+const seededContext = (h, threadId) => [...h._runtime.contexts.values()].find((c) => c.threadId === threadId);
+
+test('a seeded history stays in JS until a turn or a preview reads it, then arrives whole, in order, once', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  const seed = Array.from({ length: 300 }, (_, i) => i % 2 ? reply(`seeded ${i}`).items[0] : createMessage(`seeded ${i}`, 'user'));
+  h.seedSessionHistory('T', seed);
+  const ctx = seededContext(h, 'T');
+  assert.equal(h._runtime.native.logLength(ctx.id), 0, 'seeding converted nothing');
+  const preview = await h.previewRequestItems({ threadId: 'T' });
+  assert.deepEqual(preview, seed);
+  assert.equal(h._runtime.native.logLength(ctx.id), 300);
+  assert.equal(ctx.itemLog.items[299], seed[299], 'the caller\'s objects stand for the history');
+  await h.execute('now', { threadId: 'T' });
+  const response = await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(m.seen[0].length, 301);
+  assert.equal(response.items.length, 302);
+  assert.equal(response.items[0], seed[0]);
+  // A second seed replaces the first before any turn reads it; the next turn sees only it.
+  const again = [createMessage('fresh start', 'user')];
+  h.seedSessionHistory('T', again);
+  await h.execute('next', { threadId: 'T' });
+  assert.equal((await h.getAgentResponse({ threadId: 'T' })).items.length, 3);
+  assert.equal(m.seen[1].length, 2);
+});
+
+test('a held seed item with no JSON form fails the turn that reads it; the session goes on without it', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  h.seedSessionHistory('T', [createMessage('fine', 'user'), { ...createMessage('bad', 'user'), n: 1n }, createMessage('after', 'user')]);
+  await h.execute('first', { threadId: 'T' });
+  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), /position 1 has no JSON form.*BigInt/s);
+  await h.execute('second', { threadId: 'T' });
+  const response = await h.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(response.items.map((item) => item.content[0].text), ['fine', 'second', `${m.seen.length}:2`]);
+});
+
 test('several readers each get every event; a reader that stops reading stalls nothing', async () => {
   const h = harnessWith(model());
   // A reader that asks once and never again. (Awaiting it here would wait for a turn: a reader waiting on a quiet

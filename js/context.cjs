@@ -70,23 +70,23 @@ class ItemLogImpl {
     // Every position below `_filled` holds its JS object.
     this._filled = 0;
     this._view = undefined;
-    // Appends held back while the context is idle (see `_holds`), and the native log's length while it is known.
-    this._held = [];
+    // How many items at the end of the mirror are held back while the context is idle (see `_idle`), and the
+    // native log's length while it is known: the held items are `_objects[_known .. _known + _heldCount]`.
+    this._heldCount = 0;
     this._known = undefined;
   }
 
   // Items the caller already holds, placed at the front of a new context's log, keep their identity.
   _adopt(items) {
-    items.forEach((item, i) => {
-      this._objects[i] = item;
-    });
+    if (this._objects.length === 0) this._objects = items.slice();
+    else items.forEach((item, i) => (this._objects[i] = item));
     this._filled = items.length;
   }
 
   // A new context's first items, held in JS like appends between runs (see `_holds`): sent when a run needs them.
   _hold(items) {
     this._adopt(items);
-    this._held = items.slice();
+    this._heldCount = items.length;
     this._known = 0;
   }
 
@@ -141,10 +141,11 @@ class ItemLogImpl {
   // Sends the held items. One that JSON cannot carry (a BigInt, a cycle) cannot enter the log: it and the items
   // held after it are taken out again, and the error names its position.
   _flush() {
-    const held = this._held;
-    if (held.length === 0) return;
-    this._held = [];
+    const count = this._heldCount;
+    if (count === 0) return;
+    this._heldCount = 0;
     const base = this._nativeLength();
+    const held = base === 0 && count === this._objects.length ? this._objects : this._objects.slice(base, base + count);
     let batch;
     try {
       batch = JSON.stringify(held);
@@ -191,13 +192,13 @@ class ItemLogImpl {
   // After a run: the native log is as JS last knew it unless the run took the held items (only then can it have
   // changed the log natively).
   _ranNatively() {
-    if (this._held.length === 0) this._known = undefined;
+    if (this._heldCount === 0) this._known = undefined;
   }
 
   append(item) {
     if (this._idle() && isHoldable(item)) {
-      this._put(this._nativeLength() + this._held.length, item);
-      this._held.push(item);
+      this._put(this._nativeLength() + this._heldCount, item);
+      this._heldCount++;
       return;
     }
     this._flush();
@@ -213,7 +214,7 @@ class ItemLogImpl {
     const idle = this._idle();
     if (!idle) this._sync();
     const native = idle ? this._nativeLength() : this._rt.native.logLength(this._id);
-    const length = native + this._held.length;
+    const length = native + this._heldCount;
     const objects = this._objects;
     if (this._filled < native) {
       const from = this._filled;

@@ -117,7 +117,7 @@ class Runtime {
     const entry = this.active.get(ctx.id);
     if (entry) entry.runs++;
     else this.active.set(ctx.id, { ctx, runs: 1 });
-    return ctx.itemLog._held.length > 0;
+    return ctx.itemLog._heldCount > 0;
   }
 
   leaveContext(ctx) {

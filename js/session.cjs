@@ -7,6 +7,7 @@ const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
 const { itemsJson } = require('./items.cjs');
+const { isHoldable } = require('./context.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
@@ -151,16 +152,23 @@ function seedSessionHistory(harness, threadId, items) {
   if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
   }
-  const bad = items.findIndex((item) => !isItem(item));
-  if (bad >= 0) {
-    throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${bad}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
+  // One pass: the first non-item, and whether every item can be held in JS.
+  let hold = true;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (!isItem(item)) {
+      throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${i}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
+    }
+    if (hold && !isHoldable(item)) hold = false;
   }
   const runtime = harness._runtime;
   // Put to the schemas of the harness and its own layers: a turn's context has them unless a message names others.
   const checked = harness._admitItems(items, undefined, (i) => `seedSessionHistory items[${i}]`);
-  const id = callNative(() => runtime.native.seedSession(threadId, itemsJson(items), checked));
-  // The caller's objects stand for the seeded history, so reading it converts nothing.
-  runtime.context(id).itemLog._adopt(items);
+  // Items of known types stay in JS until a turn reads the history (as createContext's do); others go now, so that
+  // the native check names a bad one at once. Either way the caller's objects stand for the seeded history.
+  const id = callNative(() => runtime.native.seedSession(threadId, hold ? '[]' : itemsJson(items), checked, hold));
+  if (hold) runtime.context(id).itemLog._hold(items);
+  else runtime.context(id).itemLog._adopt(items);
 }
 
 // Upstream's durable-resume helper: seeds a thread's history unless there is nothing to seed.

@@ -531,7 +531,8 @@ pub(crate) fn parse_item_batch(text: &str, types: ItemTypes, what: &str) -> Resu
   let texts: Vec<&str> = raw.iter().map(|item| item.get()).collect();
   match parse_js_items(&texts, types) {
     Ok(items) => Ok(items),
-    Err((index, mut e)) => {
+    Err(failure) => {
+      let (index, mut e) = *failure;
       // In a long history, which item is wrong is most of the message.
       e.message = format!("{what} items[{index}]: {}", e.message);
       Err(to_napi(noetic_json(&e)))

@@ -163,13 +163,24 @@ impl NativeHarness {
     self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
   }
 
-  /// Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds it. `checked`:
-  /// JS put the items to the harness's item schemas.
+  /// Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds
+  /// it. `checked`: JS put the items to the harness's item schemas. `held`: JS holds the history instead (the array
+  /// is empty) and sends it when a turn first reads the log (DECISIONS L1).
   #[napi(catch_unwind)]
-  pub fn seed_session(&self, thread: String, items: String, checked: Option<bool>) -> Result<String> {
+  pub fn seed_session(
+    &self,
+    thread: String,
+    items: String,
+    checked: Option<bool>,
+    held: Option<bool>,
+  ) -> Result<String> {
     let types = self.inner.item_types.unless_checked(checked == Some(true));
     let items = parse_item_batch(&items, types, "seedSessionHistory")?;
-    Ok(self.inner.seed_session(&thread, items))
+    let id = self.inner.seed_session(&thread, items);
+    if let (Some(true), Some(ctx)) = (held, self.inner.context(&id)) {
+      ctx.set_held_by_host(true);
+    }
+    Ok(id)
   }
 
   /// The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`).

@@ -387,35 +387,35 @@ pub fn parse_js_item(text: &str, types: ItemTypes) -> Result<Item, NoeticError> 
 
 /// [`parse_js_item`] for a batch (a long history JS hands over at once), on several threads when it is long: the
 /// items, or the index of the first bad one and why.
-pub fn parse_js_items(texts: &[&str], types: ItemTypes) -> Result<Vec<Arc<Item>>, (usize, NoeticError)> {
+pub fn parse_js_items(texts: &[&str], types: ItemTypes) -> Result<Vec<Arc<Item>>, Box<(usize, NoeticError)>> {
   /// Below this many items a thread costs more than it saves.
   const PER_THREAD: usize = 4_096;
-  let threads = std::thread::available_parallelism().map_or(1, usize::from).min(texts.len() / PER_THREAD).max(1);
-  let parse_run = |from: usize, run: &[&str]| -> Result<Vec<Arc<Item>>, (usize, NoeticError)> {
-    run
-      .iter()
-      .enumerate()
-      .map(|(i, text)| parse_js_item(text, types).map(Arc::new).map_err(|e| (from + i, e)))
-      .collect()
+  // Each run gives its items, or the index of its first bad one (whose error is made again below: it is one item).
+  let parse_run = |from: usize, run: &[&str]| -> Result<Vec<Arc<Item>>, usize> {
+    run.iter().enumerate().map(|(i, text)| parse_js_item(text, types).map(Arc::new).map_err(|_| from + i)).collect()
   };
-  if threads == 1 {
-    return parse_run(0, texts);
-  }
-  let chunk = texts.len().div_ceil(threads);
-  let runs: Vec<_> = std::thread::scope(|scope| {
-    let handles: Vec<_> =
-      texts.chunks(chunk).enumerate().map(|(i, run)| scope.spawn(move || parse_run(i * chunk, run))).collect();
-    handles.into_iter().map(|handle| handle.join()).collect()
-  });
-  let mut items = Vec::with_capacity(texts.len());
-  for run in runs {
-    // A panic in a parse thread is not expected; it is reported as the item it stopped at could not be.
-    let run = run.unwrap_or_else(|_| {
-      Err((items.len(), NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), "unreadable item")))
-    })?;
-    items.extend(run);
-  }
-  Ok(items)
+  let threads = std::thread::available_parallelism().map_or(1, usize::from).min(texts.len() / PER_THREAD).max(1);
+  let parsed = if threads == 1 {
+    parse_run(0, texts)
+  } else {
+    let chunk = texts.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+      let handles: Vec<_> =
+        texts.chunks(chunk).enumerate().map(|(i, run)| scope.spawn(move || parse_run(i * chunk, run))).collect();
+      let mut items = Vec::with_capacity(texts.len());
+      for (i, handle) in handles.into_iter().enumerate() {
+        // A parse thread is not expected to panic; if one did, its first item is the one reported.
+        items.extend(handle.join().unwrap_or(Err(i * chunk))?);
+      }
+      Ok(items)
+    })
+  };
+  parsed.map_err(|index| {
+    let error = parse_js_item(texts[index], types).err().unwrap_or_else(|| {
+      NoeticError::new("item_schema_mismatch", json!({ "category": "items" }), "the item could not be read")
+    });
+    Box::new((index, error))
+  })
 }
 
 #[cfg(test)]
@@ -482,6 +482,25 @@ mod tests {
     assert_eq!((made.link(), made.parsed.get().is_none()), (Pairing::Output("k"), true));
     let odd = Item::from_value(json!({"type": "function_call", "callId": "a\nb"})).expect("item");
     assert_eq!(odd.link(), Pairing::Call("a\nb"));
+  }
+
+  #[test]
+  fn a_long_batch_keeps_its_order_and_names_its_first_bad_item() {
+    let texts: Vec<String> =
+      (0..20_000).map(|i| format!(r#"{{"type":"message","role":"user","id":"m{i}"}}"#)).collect();
+    let mut refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let items = parse_js_items(&refs, ItemTypes::Known).expect("every item is good");
+    assert!(items.iter().enumerate().all(|(i, item)| item.id() == Some(format!("m{i}").as_str())));
+    // Bad items in two different stretches: the first one is named, with the check's own reason.
+    refs[15_000] = r#"{"type":"acme:x"}"#;
+    refs[12_345] = "[1]";
+    let failure = parse_js_items(&refs, ItemTypes::Known).map(drop).unwrap_err();
+    assert_eq!(failure.0, 12_345);
+    assert!(failure.1.message.contains("not an item"), "{}", failure.1.message);
+    refs[12_345] = texts[12_345].as_str();
+    let failure = parse_js_items(&refs, ItemTypes::Known).map(drop).unwrap_err();
+    assert_eq!((failure.0, failure.1.kind.as_str()), (15_000, "item_schema_mismatch"));
+    assert!(parse_js_items(&refs, ItemTypes::Any).is_ok());
   }
 
   #[test]

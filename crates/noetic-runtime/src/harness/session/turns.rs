@@ -9,7 +9,7 @@ use super::{
   DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, Waiter, now_ms,
 };
 use crate::error::{ConfigError, NoeticError};
-use crate::harness::{ExecContext, Harness, RunResult, layer_budgets};
+use crate::harness::{ExecContext, Harness, RunError, RunResult, layer_budgets};
 use crate::host::StepValue;
 use crate::items::Item;
 use crate::memory::lifecycle;
@@ -121,6 +121,11 @@ impl Harness {
     messages: Vec<QueuedMessage>,
   ) -> TurnOutcome {
     let started = std::time::Instant::now();
+    // A seeded history the host still holds comes over before the turn reads it (or a new context copies it).
+    let held = match session.context() {
+      Some(current) => current.take_held_items(&*self.env.host).await.map_err(RunError::from),
+      None => Ok(()),
+    };
     let ctx = self.turn_context(session, &messages[0]);
     ctx.begin_turn();
     // As upstream, the first message's options set up the turn.
@@ -129,7 +134,10 @@ impl Harness {
     }
     let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
     let items: Vec<Arc<Item>> = messages.iter().flat_map(|m| m.items.iter().cloned()).collect();
-    let mut result = self.turn_in(&ctx, step, items, &ids).await;
+    let mut result = match held {
+      Ok(()) => self.turn_in(&ctx, step, items, &ids).await,
+      Err(error) => Err(error),
+    };
     // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
     if let (Ok(_), Some(reason)) = (&result, ctx.aborted()) {
       result = Err(NoeticError::cancelled(&reason).into());
@@ -259,11 +267,11 @@ impl Harness {
   /// harness's layers recalled over a throwaway context holding the session's history, their items before the
   /// history. Read-only: it makes no session, runs no init, and a layer whose recall fails is a diagnostic.
   pub async fn preview_request(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
-    let history: Vec<Arc<Item>> = self
-      .existing_session(thread)
-      .and_then(|session| session.context())
-      .map(|ctx| ctx.state().log.items().to_vec())
-      .unwrap_or_default();
+    let current = self.existing_session(thread).and_then(|session| session.context());
+    if let Some(ctx) = &current {
+      ctx.take_held_items(&*self.env.host).await?;
+    }
+    let history: Vec<Arc<Item>> = current.map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
     if self.layers.is_empty() {
       return Ok(history);
     }
