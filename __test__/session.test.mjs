@@ -459,6 +459,22 @@ test('turns of different sessions reach the model in the order of their execute 
   }
 });
 
+test('a test model is handed the same history objects turn after turn: no item is converted for it twice', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  h.seedSessionHistory('T', [createMessage('seeded', 'user')]);
+  for (const text of ['one', 'two', 'three']) {
+    await h.execute(text, { threadId: 'T' });
+    await h.getAgentResponse({ threadId: 'T' });
+  }
+  assert.deepEqual(m.seen.map((items) => items.length), [2, 4, 6]);
+  for (let turn = 1; turn < m.seen.length; turn++) {
+    const before = m.seen[turn - 1];
+    // The user messages made from text, the seed and the model's own replies: each the object it was the turn before.
+    before.forEach((item, i) => assert.equal(m.seen[turn][i], item, `turn ${turn}, item ${i}`));
+  }
+});
+
 test("a test model's reply items are the very objects in the log and in store hooks' newItems (nothing converted back)", async () => {
   const answer = reply('as given');
   let stored;
