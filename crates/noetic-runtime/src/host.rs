@@ -10,10 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ConfigError, NoeticError};
-use crate::harness::ToolDef;
 use crate::items::Item;
 use crate::memory::{HookKind, StateWrite};
-use crate::steps::LazyField;
+use crate::tools::ToolDef;
 
 /// An opaque reference to a value the host keeps (a JS layer object, a step function, a JS value).
 pub type HostRef = u64;
@@ -445,6 +444,15 @@ pub struct LazyValues {
 pub struct Verdict {
   pub stop: bool,
   pub reason: Option<String>,
+}
+
+/// An LLM step field given as a getter (`(ctx) => value`), resolved by the host each time the step runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum LazyField {
+  Model,
+  Instructions,
+  Tools,
 }
 
 /// Everything the runtime asks of user code.

@@ -16,6 +16,7 @@ pub mod provider;
 pub mod steps;
 pub mod storage;
 pub mod tokens;
+pub mod tools;
 
 pub use error::{ConfigError, NoeticError};
 

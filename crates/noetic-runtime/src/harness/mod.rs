@@ -3,6 +3,7 @@
 
 mod context;
 mod error;
+mod interpreter;
 mod llm;
 mod model;
 mod round_model;
@@ -22,11 +23,12 @@ use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache}
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
-use crate::steps::{ModelParams, Step, execute};
+use crate::steps::{ModelParams, Step};
 use crate::tokens::{Tokenizer, count_tokens};
 
 pub use self::context::{ContextState, ExecContext, Usage};
 pub use self::error::{RunError, RunResult};
+pub use self::interpreter::execute;
 pub use self::model::Model;
 pub use self::scripted::{ScriptedModel, ScriptedToolCall, ScriptedTurn};
 pub use self::tools::{ToolDef, ToolImpl, collect_tools, layer_tools, merge_tools, wire_name};

@@ -6,43 +6,12 @@ use serde_json::Value;
 
 use super::Harness;
 use super::context::ExecContext;
-use crate::host::{HostRef, ToolCall, ToolRef};
+use crate::host::{ToolCall, ToolRef};
 use crate::memory::native::NativeWrite;
-use crate::memory::registry::{Layer, LayerImpl, LayerSet};
+use crate::memory::registry::{LayerImpl, LayerSet};
 use crate::memory::state::{StateValue, StateWrite};
 use crate::steps::Step;
-
-#[derive(Debug, Clone)]
-pub enum ToolImpl {
-  Host(HostRef),
-  LayerFn { layer: Arc<Layer>, name: String },
-}
-
-#[derive(Debug, Clone)]
-pub struct ToolDef {
-  pub name: String,
-  pub description: String,
-  pub input_schema: Value,
-  pub imp: ToolImpl,
-}
-
-impl ToolDef {
-  /// The name providers receive (see [`wire_name`]).
-  pub fn wire_name(&self) -> String {
-    wire_name(&self.name)
-  }
-
-  /// The descriptor models see, also what `toolsTokens` counts.
-  pub fn descriptor(&self) -> Value {
-    serde_json::json!({ "name": self.name, "description": self.description, "parameters": self.input_schema })
-  }
-}
-
-/// A tool name as providers accept it: every character outside `[A-Za-z0-9_-]` becomes `_` (`notes/add` is sent
-/// as `notes_add`). The model answers with that name; the tool loop matches either form.
-pub fn wire_name(name: &str) -> String {
-  name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
-}
+pub use crate::tools::{ToolDef, ToolImpl, wire_name};
 
 /// The tools of a context's layers, in layer order (D19).
 pub fn layer_tools(layers: &LayerSet) -> Vec<ToolDef> {

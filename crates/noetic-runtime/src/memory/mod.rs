@@ -14,7 +14,6 @@ pub mod state;
 pub use self::budget::{BudgetAllocation, BudgetLimits, BudgetUsage, LayerAllocation, allocate_budgets, check_budget};
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
 pub use self::projection::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, ViewPlan, assemble_view};
-pub use self::scope::{
-  GLOBAL_SCOPE_KEY, STATE_KEY, resolve_scope_key, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key,
-};
+pub use self::scope::{GLOBAL_SCOPE_KEY, STATE_KEY, resolve_scope_key};
 pub use self::state::StateWrite;
+pub use crate::storage::{scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};

@@ -1,9 +1,11 @@
-//! Scope keys and the storage keys of a layer's scoped storage (§4).
+//! Scope keys (§4); the storage keys of a layer's scoped storage are the storage's own (`storage::scoped`).
 //!
 //! Nothing is escaped: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share `layers/a/b/c/`, as
 //! upstream. Keys must stay byte-identical to upstream's so existing stores rehydrate.
 
 use super::layer::Scope;
+#[cfg(test)]
+use crate::storage::{scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 
 /// The scope key of every `global` layer.
 pub const GLOBAL_SCOPE_KEY: &str = "__global__";
@@ -21,28 +23,6 @@ pub fn resolve_scope_key(scope: Scope, thread_id: &str, resource_id: Option<&str
     Scope::Execution => execution_id,
   }
   .to_owned()
-}
-
-/// `layers/<layerId>/<scopeKey>/`: every key of the layer's scoped storage starts with it.
-pub fn scoped_prefix(layer_id: &str, scope_key: &str) -> String {
-  format!("layers/{layer_id}/{scope_key}/")
-}
-
-/// The adapter key that scoped `get`/`set`/`delete` of `key` touch.
-pub fn scoped_key(layer_id: &str, scope_key: &str, key: &str) -> String {
-  format!("layers/{layer_id}/{scope_key}/{key}")
-}
-
-/// The adapter prefix that scoped `list(key_prefix)` asks for: the scoped prefix alone when `key_prefix` is absent
-/// or empty.
-pub fn scoped_list_prefix(prefix: &str, key_prefix: Option<&str>) -> String {
-  format!("{prefix}{}", key_prefix.unwrap_or(""))
-}
-
-/// Maps one key returned by the adapter's `list` back to the layer's view: the scoped prefix is removed (the list
-/// prefix is not, so `list("sub/")` yields `sub/a`), and a key that does not start with it passes through as is.
-pub fn unscope_listed_key(prefix: &str, key: &str) -> String {
-  key.strip_prefix(prefix).unwrap_or(key).to_owned()
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::openrouter::{OpenRouter, OpenRouterConfig, Timeouts};
-use crate::harness::ToolDef;
 use crate::items::Item;
 use crate::steps::ModelParams;
+use crate::tools::ToolDef;
 
 /// What one model round is asked: the conversation so far and the tools it may call.
 #[derive(Clone, Copy)]

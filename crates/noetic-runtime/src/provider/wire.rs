@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{ProviderRequest, Round};
-use crate::harness::wire_name;
 use crate::items::{Item, assistant_message, check_known_type};
+use crate::tools::wire_name;
 
 /// What upstream's loop sends after a round that produced nothing usable, to nudge the model on.
 const CONTINUE_NUDGE: &str = "continue";

@@ -1,18 +1,17 @@
-//! The step tree as Rust data, and the interpreter that runs it. User callbacks (step functions, JS predicates,
-//! tools) are host references; everything else is decided here.
+//! The step tree as Rust data (the harness's interpreter runs it). User callbacks (step functions, JS predicates,
+//! tools) are host references; the built-in predicates are evaluated here.
 
-mod interpreter;
-mod until;
+pub(crate) mod until;
 
 use std::sync::Arc;
 
-use crate::harness::ToolDef;
 use crate::host::HostRef;
 use crate::memory::ProjectionPolicy;
 use crate::memory::registry::LayerSet;
+use crate::tools::ToolDef;
 
-pub use self::interpreter::execute;
 pub use self::until::Until;
+pub use crate::host::LazyField;
 
 /// Upstream's default `maxHistorySize`.
 pub const DEFAULT_LOOP_HISTORY: usize = 100;
@@ -67,14 +66,6 @@ pub struct LlmStep {
 pub struct LazyFields {
   pub step: HostRef,
   pub fields: Vec<LazyField>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum LazyField {
-  Model,
-  Instructions,
-  Tools,
 }
 
 /// `step.params`: sampling settings forwarded to the model provider when set.

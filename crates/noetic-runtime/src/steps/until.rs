@@ -24,7 +24,7 @@ pub struct LoopFacts {
 }
 
 /// A verdict, or `None` when the predicate is the host's to evaluate.
-pub(super) fn evaluate_native(until: &Until, facts: &LoopFacts) -> Option<(bool, Option<String>)> {
+pub(crate) fn evaluate_native(until: &Until, facts: &LoopFacts) -> Option<(bool, Option<String>)> {
   let verdict = |stop: bool, reason: String| Some((stop, stop.then_some(reason)));
   match until {
     Until::MaxSteps(n) => {

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::in_memory::InMemoryStorage;
-pub use self::scoped::ScopedStorage;
+pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 pub use self::sqlite::SqliteStorage;
 
 /// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.

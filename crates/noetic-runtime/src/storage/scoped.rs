@@ -5,7 +5,31 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{Storage, StorageResult};
-use crate::memory::{scoped_list_prefix, scoped_prefix, unscope_listed_key};
+
+// Nothing is escaped: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share `layers/a/b/c/`, as upstream.
+// Keys must stay byte-identical to upstream's so existing stores rehydrate.
+
+/// `layers/<layerId>/<scopeKey>/`: every key of the layer's scoped storage starts with it.
+pub fn scoped_prefix(layer_id: &str, scope_key: &str) -> String {
+  format!("layers/{layer_id}/{scope_key}/")
+}
+
+/// The adapter key that scoped `get`/`set`/`delete` of `key` touch.
+pub fn scoped_key(layer_id: &str, scope_key: &str, key: &str) -> String {
+  format!("layers/{layer_id}/{scope_key}/{key}")
+}
+
+/// The adapter prefix that scoped `list(key_prefix)` asks for: the scoped prefix alone when `key_prefix` is absent
+/// or empty.
+pub fn scoped_list_prefix(prefix: &str, key_prefix: Option<&str>) -> String {
+  format!("{prefix}{}", key_prefix.unwrap_or(""))
+}
+
+/// Maps one key returned by the adapter's `list` back to the layer's view: the scoped prefix is removed (the list
+/// prefix is not, so `list("sub/")` yields `sub/a`), and a key that does not start with it passes through as is.
+pub fn unscope_listed_key(prefix: &str, key: &str) -> String {
+  key.strip_prefix(prefix).unwrap_or(key).to_owned()
+}
 
 #[derive(Clone)]
 pub struct ScopedStorage {

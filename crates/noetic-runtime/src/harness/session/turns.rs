@@ -9,12 +9,13 @@ use super::{
   DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, Waiter, now_ms,
 };
 use crate::error::{ConfigError, NoeticError};
+use crate::harness::execute;
 use crate::harness::{ExecContext, Harness, RunError, RunResult, layer_budgets};
 use crate::host::StepValue;
 use crate::items::Item;
 use crate::memory::lifecycle;
 use crate::memory::registry::LayerSet;
-use crate::steps::{Step, execute};
+use crate::steps::Step;
 
 /// Takes every queued message for the next turn and marks the session generating; `None` when none is queued.
 fn begin_turn(state: &mut SessionState) -> Option<(String, Vec<QueuedMessage>)> {

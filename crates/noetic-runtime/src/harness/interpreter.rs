@@ -1,4 +1,5 @@
-//! The step interpreter: dispatches each step kind, counts steps, honours abort and `ctx.complete`.
+//! The step interpreter: runs a step tree in a context, dispatching each step kind; counts steps, honours abort
+//! and `ctx.complete`.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -7,11 +8,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::Step;
-use super::until::{LoopFacts, Until, evaluate_native};
+use super::{ExecContext, Harness, RunResult};
 use crate::error::NoeticError;
-use crate::harness::{ExecContext, Harness, RunResult};
 use crate::host::{StepCall, StepValue, StepValueRef, UntilCall};
+use crate::steps::Step;
+use crate::steps::until::{LoopFacts, Until, evaluate_native};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
