@@ -1603,6 +1603,40 @@ export declare function spawn<TMemory = ContextMemory, I = unknown, O = unknown>
   opts: SpawnOptions<TMemory, I, O>,
 ): StepSpawn<TMemory, I, O>;
 
+/** Picks the next step at run time; a route returning null passes the input through unchanged. */
+export declare function branch<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  route: (input: I, ctx: Context<TMemory>) => Step<TMemory, I, O> | null | Promise<Step<TMemory, I, O> | null>;
+  _optimizable?: Step<TMemory>[];
+}): StepBranch<TMemory, I, O>;
+
+/** Runs paths side by side in child contexts; the first to succeed wins. */
+export declare function fork<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  mode: 'race';
+  paths: (input: I, ctx: Context<TMemory>) => Step<TMemory, I, O>[];
+  concurrency?: number;
+  _optimizable?: Step<TMemory>[];
+}): StepForkRace<TMemory, I, O>;
+/** Runs paths side by side in child contexts; every one must succeed, and `merge` combines their values. */
+export declare function fork<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  mode: 'all';
+  paths: (input: I, ctx: Context<TMemory>) => Step<TMemory, I, O>[];
+  merge: (results: O[], ctx: Context<TMemory>) => O;
+  concurrency?: number;
+  _optimizable?: Step<TMemory>[];
+}): StepForkAll<TMemory, I, O>;
+/** Runs paths side by side in child contexts; `merge` gets every path's outcome. */
+export declare function fork<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  mode: 'settle';
+  paths: (input: I, ctx: Context<TMemory>) => Step<TMemory, I, O>[];
+  merge: (results: SettleResult<O>[], ctx: Context<TMemory>) => O;
+  concurrency?: number;
+  _optimizable?: Step<TMemory>[];
+}): StepForkSettle<TMemory, I, O>;
+
 // =============================================================================
 // Until
 // =============================================================================

@@ -211,8 +211,8 @@ test('an unprintable value thrown by a step, a hook, a tool or an until predicat
       throw thrown;
     };
     const { h, diagnostics } = harness({ _testCallModel: recordingModel().model });
-    // A step: the run rejects with the very value.
-    await assert.rejects(h.run(step.run({ id: 's', execute: raise }), 'x'), (e) => e === thrown);
+    // A step: the run rejects with a step_failed whose cause is the very value.
+    await assert.rejects(h.run(step.run({ id: 's', execute: raise }), 'x'), (e) => e.noeticError?.kind === 'step_failed' && e.noeticError.cause === thrown && typeof e.message === 'string');
     // A hook: a diagnostic that says what happened, and the run goes on.
     const layer = { id: 'l', slot: 1, scope: 'execution', hooks: { recall: raise, store: raise } };
     assert.equal(await h.run(step.llm({ id: 'llm', model: 'm', memory: undefined }), 'x', { memory: [layer] }), 'ok');
@@ -230,7 +230,7 @@ test('the process survives unprintable throws everywhere (no unhandled rejection
     const bad = { toString() { throw new Error('no'); } };
     const raise = () => { throw bad; };
     const outcomes = [];
-    const settle = (p) => p.then(() => outcomes.push('ok'), (e) => outcomes.push(e === bad ? 'same' : 'other'));
+    const settle = (p) => p.then(() => outcomes.push('ok'), (e) => outcomes.push(e === bad ? 'same' : e?.noeticError?.cause === bad ? 'cause' : 'other'));
     const quiet = { onDiagnostic: () => {} };
     const h = new lib.AgentHarness({ name: 'h', params: {}, ...quiet, _testCallModel: async () => ({ items: [], usage: {} }) });
     const layer = { id: 'l', slot: 1, scope: 'execution', hooks: { init: async () => ({ state: {} }), recall: raise, store: raise, onComplete: raise, dispose: raise } };
@@ -256,10 +256,10 @@ test('the process survives unprintable throws everywhere (no unhandled rejection
     await new Promise((r) => setTimeout(r, 100));
     console.log('alive', outcomes.join(','));`);
   assert.equal(result.status, 0, result.stderr);
-  // A step, a getter and the test model hand back the very value thrown; hooks, tools and a throwing until predicate
-  // (a stop, as upstream) end normally; a storage adapter's throw, met by a built-in layer's init in Rust, rejects
-  // the run with a readable Error.
-  assert.match(result.stdout, /alive same,ok,ok,same,ok,same,other/);
+  // A step's throw is the cause of its step_failed; a getter and the test model hand back the very value thrown;
+  // hooks, tools and a throwing until predicate (a stop, as upstream) end normally; a storage adapter's throw, met
+  // by a built-in layer's init in Rust, rejects the run with a readable Error.
+  assert.match(result.stdout, /alive cause,ok,ok,same,ok,same,other/);
 });
 
 // ---- 7. Values in storage -----------------------------------------------------------------------------------------------

@@ -86,10 +86,14 @@ test('an init that throws rejects the run with the very error it threw; onInitEr
   assert.deepEqual(requests[0].items.map((i) => i.content[0].text), ['hi']);
 });
 
-test('a step function that throws rejects the run with its own error', async () => {
+test('a step function that throws fails its step: step_failed, with the very error as its cause (as upstream)', async () => {
   const oops = new TypeError('bad input');
   const harness = harnessWith([]);
-  await assert.rejects(harness.run(step.run({ id: 'r', execute: () => { throw oops; } }), 'x'), (e) => e === oops);
+  await assert.rejects(harness.run(step.run({ id: 'r', execute: () => { throw oops; } }), 'x'), (e) => {
+    assert.equal(e.message, "Step 'r' failed: bad input");
+    assert.deepEqual({ ...e.noeticError, cause: undefined }, { kind: 'step_failed', stepId: 'r', cause: undefined, retriesExhausted: false });
+    return e.noeticError.cause === oops;
+  });
 });
 
 test('an LLM step without a provider is a NoeticConfigError NO_LLM_PROVIDER', async () => {

@@ -50,5 +50,6 @@ test('ctx.itemLog: appended items are read back as the same objects; reads never
 test('appending an unknown item type is an item_schema_mismatch error', async () => {
   const harness = new AgentHarness({ name: 't', params: {} });
   const run = harness.run(step.run({ id: 'bad', execute: async (_i, ctx) => ctx.itemLog.append({ type: 'noetic:unknown' }) }), '');
-  await assert.rejects(run, (e) => e.noeticError?.kind === 'item_schema_mismatch');
+  // The append's error fails the step, as its cause.
+  await assert.rejects(run, (e) => e.noeticError?.kind === 'step_failed' && e.noeticError.cause.noeticError?.kind === 'item_schema_mismatch');
 });

@@ -102,12 +102,35 @@ function fromNative(error, lookup) {
     case 'config':
       return new NoeticConfigError(error);
     case 'noetic':
-      return new NoeticErrorImpl(error.payload, error.message);
+      return new NoeticErrorImpl(revivePayload(error.payload, lookup), error.message);
     default: {
       const original = error.handle != null ? lookup(error.handle) : undefined;
       return original !== undefined ? original : new Error(error.message);
     }
   }
+}
+
+// A NoeticError payload from the native side with its JS values back: a `cause` becomes the very object thrown
+// (when JS kept it) or an Error with its message, and a `$stepValue` (a fork path's value) the value it names.
+function revivePayload(value, lookup) {
+  if (Array.isArray(value)) return value.map((v) => revivePayload(v, lookup));
+  if (value === null || typeof value !== 'object') return value;
+  if ('$stepValue' in value) {
+    const ref = value.$stepValue;
+    return ref?.t === 'host' ? lookup(ref.v) : ref?.v;
+  }
+  const out = {};
+  for (const [key, v] of Object.entries(value)) {
+    out[key] = key === 'cause' && typeof v?.message === 'string' ? reviveCause(v, lookup) : revivePayload(v, lookup);
+  }
+  return out;
+}
+
+function reviveCause(cause, lookup) {
+  const original = cause.handle != null ? lookup(cause.handle) : undefined;
+  if (original !== undefined) return original;
+  if (cause.noeticError) return new NoeticErrorImpl(revivePayload(cause.noeticError, lookup), cause.message);
+  return new Error(cause.message);
 }
 
 // Sync native functions report errors as `NOETIC_ERROR:{json}` messages.
@@ -151,6 +174,7 @@ module.exports = {
   isNoeticError,
   isNoeticConfigError,
   fromNative,
+  revivePayload,
   rethrowNative,
   callNative,
   toFailure,

@@ -32,6 +32,8 @@ module.exports = {
   tool: steps.tool,
   loop: steps.loop,
   spawn: steps.spawn,
+  branch: steps.branch,
+  fork: steps.fork,
   until: steps.until,
   any: steps.any,
   all: steps.all,

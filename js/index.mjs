@@ -25,6 +25,8 @@ export const {
   tool,
   loop,
   spawn,
+  branch,
+  fork,
   until,
   any,
   all,

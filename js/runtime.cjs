@@ -3,12 +3,12 @@
 // objects user code receives (contexts, execution contexts, scoped storage).
 const native = require('./native.cjs');
 const { estimateTokens } = require('./items.cjs');
-const { toFailure, callNative, fromNative, messageOf } = require('./errors.cjs');
+const { NoeticConfigError, toFailure, callNative, fromNative, messageOf, describeValue, revivePayload } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { runHooks, repliesJson } = require('./hooks.cjs');
-const { NATIVE } = require('./memory.cjs');
-const { describeTool } = require('./steps.cjs');
+const { NATIVE, describeLayer } = require('./memory.cjs');
+const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
@@ -443,6 +443,12 @@ class Runtime {
       case 'turnInput':
         this.turnInput(message);
         return '';
+      case 'adoptState': {
+        // A race's winner: its state becomes the fork's. A winner no JS code touched kept the fork's state as it was.
+        const winner = this.contexts.get(message.from) ?? this.active.get(message.from)?.ctx;
+        if (winner) this.context(message.into).state = winner.state;
+        return '';
+      }
       case 'contextState':
         this.context(message.context).state = this.handles.get(message.state);
         return '';
@@ -504,6 +510,35 @@ class Runtime {
       }
       case 'lazy':
         return this.resolveLazy(message.call);
+      case 'toolStep':
+        return { value: this.toRef(await this.runToolStep(message.call)) };
+      case 'route': {
+        const { call } = message;
+        const chosen = await this.handles.get(call.func)(this.fromRef(call.input), this.context(call.context));
+        return { step: chosen === null ? null : this.describeChosen(chosen, 'a branch route returned') };
+      }
+      case 'forkPaths': {
+        const { call } = message;
+        const paths = await this.handles.get(call.func)(this.fromRef(call.input), this.context(call.context));
+        if (!Array.isArray(paths)) {
+          throw new NoeticConfigError({ code: 'INVALID_FORK_PATHS', message: `A fork's paths function returned ${describeValue(paths)}; expected an array of steps.`, hint: 'Return the steps to run side by side, e.g. paths: () => [stepA, stepB].' });
+        }
+        return { paths: paths.map((path, i) => this.describeChosen(path, `a fork's paths[${i}] is`)) };
+      }
+      case 'merge': {
+        const { call } = message;
+        const results = call.results.map((r) => {
+          switch (r.t) {
+            case 'value':
+              return this.fromRef(r.value);
+            case 'fulfilled':
+              return { stepId: r.stepId, status: 'fulfilled', value: this.fromRef(r.value) };
+            default:
+              return { stepId: r.stepId, status: 'rejected', error: revivePayload(r.error, (h) => this.handles.get(h)) };
+          }
+        });
+        return { value: this.toRef(await this.handles.get(call.merge)(results, this.context(call.context))) };
+      }
       case 'heldItems':
         this.context(message.call.context).itemLog._flush();
         return {};
@@ -517,6 +552,38 @@ class Runtime {
       default:
         throw new Error(`unknown request '${message.op}'`);
     }
+  }
+
+  // A step a route or paths function chose at run time, described as the steps of a run are; its functions are kept
+  // until the runs end. Anything but a step is named.
+  describeChosen(chosen, what) {
+    if (typeof chosen !== 'object' || chosen === null || typeof chosen.kind !== 'string') {
+      throw new NoeticConfigError({ code: 'INVALID_STEP', message: `${what} ${describeValue(chosen)}, not a step.`, hint: 'Return a step built with step.run, step.llm, loop, branch, fork, spawn... (or null from a route to pass the input through).' });
+    }
+    return describeStep(chosen, (v) => this.keepValue(v), describeLayer);
+  }
+
+  // A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
+  // that yields (toolWithGenerator) is run to its end; its return value is the step's output.
+  async runToolStep({ tool, args, context, input }) {
+    const t = this.handles.get(tool);
+    const value = this.fromRef(input);
+    const extra = args == null ? undefined : this.handles.get(args);
+    let parsed = extra ? { ...value, ...extra } : value;
+    if (typeof t.input?.safeParse === 'function') {
+      const checked = t.input.safeParse(parsed);
+      if (!checked.success) throw new Error(`Tool input validation failed: ${checked.error.message}`);
+      parsed = checked.data;
+    }
+    const result = await t.execute(parsed, this.toolContext(this.context(context)));
+    if (result !== null && typeof result === 'object' && typeof result[Symbol.asyncIterator] === 'function') {
+      const iterator = result[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) return next.value;
+      }
+    }
+    return result;
   }
 
   // An LLM step's getter fields, run with the live context. Tools they return live as long as the run.

@@ -12,47 +12,82 @@ function need(condition, code, message, hint) {
   if (!condition) throw new NoeticConfigError({ code, message, hint });
 }
 
-function checkId(opts, what) {
-  need(typeof opts?.id === 'string' && opts.id.length > 0, 'MISSING_STEP_ID', `${what} needs a non-empty string id.`, 'Pass `id` in the step options.');
+// Upstream's builder checks, with its codes and texts: the id first, then what the step cannot run without.
+function requireId(opts, builder, example) {
+  need(
+    typeof opts?.id === 'string' && opts.id.trim() !== '',
+    'EMPTY_STEP_ID',
+    `${builder}() requires a non-empty id.`,
+    `Pass a unique string as the id field, e.g. ${builder}({ id: "${example}", ... }).`,
+  );
 }
 
 const step = {
   run(opts) {
-    checkId(opts, 'step.run');
-    need(typeof opts.execute === 'function', 'MISSING_EXECUTE', `step.run '${opts.id}' needs an execute function.`, 'Pass `execute: async (input, ctx) => …`.');
+    requireId(opts, 'step.run', 'my-step');
+    need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'step.run() requires an execute function.', 'Provide an async execute function, e.g. execute: async (input, ctx) => result.');
     return { kind: 'run', ...opts };
   },
   llm(opts) {
-    checkId(opts, 'step.llm');
-    need(typeof opts.model === 'string' || typeof opts.model === 'function', 'MISSING_MODEL', `step.llm '${opts.id}' needs a model.`, "Pass `model`, for example 'openai/gpt-4o'.");
+    requireId(opts, 'step.llm', 'my-llm');
+    need(
+      (typeof opts.model === 'string' && opts.model.trim() !== '') || typeof opts.model === 'function',
+      'MISSING_MODEL',
+      'step.llm() requires a non-empty model.',
+      "Pass a model identifier, e.g. model: 'anthropic/claude-sonnet-4-20250514'.",
+    );
     checkProjection(opts.projection, `step.llm '${opts.id}'`);
     return { kind: 'llm', ...opts };
   },
   tool(opts) {
-    checkId(opts, 'step.tool');
-    need(typeof opts.tool === 'object' && opts.tool !== null, 'MISSING_TOOL', `step.tool '${opts.id}' needs a tool.`, 'Pass a tool built with tool().');
+    requireId(opts, 'step.tool', 'my-tool');
+    need(typeof opts.tool === 'object' && opts.tool !== null, 'MISSING_TOOL', 'step.tool() requires a tool.', 'Provide a tool definition created with the tool() builder.');
     return { kind: 'tool', ...opts };
   },
 };
 
 function tool(opts) {
-  need(typeof opts?.name === 'string' && opts.name.length > 0, 'MISSING_TOOL_NAME', 'tool() needs a non-empty name.', 'Pass `name`.');
-  need(typeof opts.execute === 'function', 'MISSING_TOOL_EXECUTE', `tool '${opts.name}' needs an execute function.`, 'Pass `execute: async (args, toolCtx) => …`.');
+  need(typeof opts?.name === 'string' && opts.name.trim() !== '', 'EMPTY_TOOL_NAME', 'tool() requires a non-empty name.', "Pass a unique name for the tool, e.g. tool({ name: 'greet', ... }).");
+  need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'tool() requires an execute function.', 'Provide an async execute function, e.g. execute: async (args, toolCtx) => result.');
   return { description: '', ...opts };
 }
 
 function loop(opts) {
-  checkId(opts, 'loop');
-  need(Array.isArray(opts.steps) && opts.steps.length > 0, 'EMPTY_LOOP', `loop '${opts.id}' needs at least one step.`, 'Pass `steps: [...]`.');
-  need(typeof opts.until === 'function', 'MISSING_UNTIL', `loop '${opts.id}' needs an until predicate.`, 'Pass `until: until.maxSteps(10)` or your own function.');
+  requireId(opts, 'loop', 'my-loop');
+  need(Array.isArray(opts.steps) && opts.steps.length > 0, 'MISSING_LOOP_BODY', 'loop() requires at least one body step.', 'Add at least one step to the steps array.');
+  need(typeof opts.until === 'function', 'MISSING_UNTIL_PREDICATE', 'loop() requires an until predicate.', 'Provide an until predicate, e.g. until.maxSteps(10).');
   return { kind: 'loop', ...opts };
 }
 
 function spawn(opts) {
-  checkId(opts, 'spawn');
-  need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD', `spawn '${opts.id}' needs a child step.`, 'Pass `child`.');
+  requireId(opts, 'spawn', 'my-spawn');
+  need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
   return { kind: 'spawn', ...opts };
+}
+
+function branch(opts) {
+  requireId(opts, 'branch', 'my-branch');
+  need(typeof opts.route === 'function', 'MISSING_ROUTE_FUNCTION', 'branch() requires a route function.', 'Provide a route function that selects the next step at runtime.');
+  return { kind: 'branch', ...opts };
+}
+
+const FORK_MODES = ['race', 'all', 'settle'];
+
+function fork(opts) {
+  requireId(opts, 'fork', 'my-fork');
+  need(FORK_MODES.includes(opts.mode), 'INVALID_FORK_MODE', `fork() mode must be 'race', 'all' or 'settle', got ${describeValue(opts.mode)}.`, "Pass mode: 'race' (first success), 'all' (every value) or 'settle' (every outcome).");
+  if (opts.mode !== 'race') {
+    need(typeof opts.merge === 'function', 'MISSING_MERGE_FUNCTION', `fork() mode '${opts.mode}' requires a merge function.`, 'Provide a merge function that combines path results into a single output.');
+  }
+  need(typeof opts.paths === 'function', 'MISSING_PATHS_FUNCTION', 'fork() requires a paths function.', 'Provide paths: (input, ctx) => [step, ...], the steps to run side by side.');
+  need(
+    opts.concurrency === undefined || (Number.isInteger(opts.concurrency) && opts.concurrency >= 1),
+    'INVALID_CONCURRENCY',
+    `fork() concurrency must be a positive integer, got ${describeValue(opts.concurrency)}.`,
+    'Leave concurrency out to run every path at once, or pass a whole number of at least 1.',
+  );
+  return { kind: 'fork', ...opts };
 }
 
 function predicate(fn, description) {
@@ -115,12 +150,32 @@ function describeUntil(fn, keep) {
   return fn?.[PREDICATE] ?? { kind: 'host', handle: keep(fn) };
 }
 
+// `step.run`'s retry policy, checked where a wrong one would otherwise retry forever or never.
+function describeRetry(retry) {
+  if (retry == null) return undefined;
+  need(typeof retry === 'object', 'INVALID_RETRY_POLICY', `retry must be { maxAttempts, backoff, initialDelay, maxDelay? }, got ${describeValue(retry)}.`, "Pass retry: { maxAttempts: 3, backoff: 'exponential', initialDelay: 100 }.");
+  need(typeof retry.maxAttempts === 'number' && !Number.isNaN(retry.maxAttempts), 'INVALID_RETRY_POLICY', `retry.maxAttempts must be a number, got ${describeValue(retry.maxAttempts)}.`, 'Pass the total number of attempts, the first included.');
+  return { maxAttempts: num(retry.maxAttempts), backoff: retry.backoff, initialDelay: num(retry.initialDelay ?? 0), maxDelay: retry.maxDelay === undefined ? undefined : num(retry.maxDelay) };
+}
+
 // The step tree as the native interpreter reads it; user functions become handles.
 function describeStep(s, keep, describeLayer) {
   const base = { kind: s?.kind, id: s?.id };
   switch (s?.kind) {
     case 'run':
-      return { ...base, execute: typeof s.execute === 'function' ? keep(s.execute) : undefined };
+      return { ...base, execute: typeof s.execute === 'function' ? keep(s.execute) : undefined, retry: describeRetry(s.retry) };
+    case 'tool':
+      return { ...base, tool: s.tool ? keep(s.tool) : undefined, args: s.args ? keep(s.args) : undefined };
+    case 'branch':
+      return { ...base, route: typeof s.route === 'function' ? keep(s.route) : undefined };
+    case 'fork':
+      return {
+        ...base,
+        mode: s.mode,
+        paths: typeof s.paths === 'function' ? keep(s.paths) : undefined,
+        merge: typeof s.merge === 'function' ? keep(s.merge) : undefined,
+        concurrency: s.concurrency,
+      };
     case 'llm': {
       // Getter fields (`(ctx) => value`) are resolved by the host each time the step runs.
       const fields = ['model', 'instructions', 'tools'].filter((key) => typeof s[key] === 'function');
@@ -154,4 +209,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, until, any, all, react, describeStep, describeTool, PREDICATE };
+module.exports = { step, tool, loop, spawn, branch, fork, until, any, all, react, describeStep, describeTool, PREDICATE };

@@ -15,7 +15,7 @@ use noetic_runtime::memory::registry::{
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
-use noetic_runtime::steps::{LazyFields, LlmStep, ModelParams, Step, Until};
+use noetic_runtime::steps::{Backoff, ForkMode, LazyFields, LlmStep, ModelParams, RetryPolicy, Step, Until};
 use serde_json::Value;
 
 use crate::dispatcher::Dispatch;
@@ -221,6 +221,30 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
   Ok(match value.get("kind").and_then(Value::as_str) {
     Some("run") => Step::Run {
       execute: handle("execute").ok_or_else(|| describe_error(format!("step.run '{id}' has no execute function.")))?,
+      retry: value.get("retry").and_then(retry_policy),
+      id,
+    },
+    Some("tool") => Step::Tool {
+      tool: handle("tool").ok_or_else(|| describe_error(format!("step.tool '{id}' has no tool.")))?,
+      args: handle("args"),
+      id,
+    },
+    Some("branch") => Step::Branch {
+      route: handle("route").ok_or_else(|| describe_error(format!("branch '{id}' has no route function.")))?,
+      id,
+    },
+    Some("fork") => Step::Fork {
+      mode: match value.get("mode").and_then(Value::as_str) {
+        Some("race") => ForkMode::Race,
+        Some("all") => ForkMode::All,
+        Some("settle") => ForkMode::Settle,
+        other => {
+          return Err(describe_error(format!("fork '{id}' has mode {other:?}; expected 'race', 'all' or 'settle'.")));
+        }
+      },
+      paths: handle("paths").ok_or_else(|| describe_error(format!("fork '{id}' has no paths function.")))?,
+      merge: handle("merge"),
+      concurrency: value.get("concurrency").and_then(number).map(|n| n.clamp(1.0, usize::MAX as f64) as usize),
       id,
     },
     Some("llm") => Step::Llm(Box::new(LlmStep {
@@ -263,6 +287,21 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       return Err(describe_error(format!("Step '{id}' has kind '{other}', which this version cannot run yet.")));
     }
     None => return Err(describe_error("A step has no `kind`.")),
+  })
+}
+
+/// `step.run`'s `retry`; anything unreadable is no retry.
+fn retry_policy(value: &Value) -> Option<RetryPolicy> {
+  let backoff = match value.get("backoff").and_then(Value::as_str) {
+    Some("linear") => Backoff::Linear,
+    Some("exponential") => Backoff::Exponential,
+    _ => Backoff::Fixed,
+  };
+  Some(RetryPolicy {
+    max_attempts: value.get("maxAttempts").and_then(number)?,
+    backoff,
+    initial_delay_ms: value.get("initialDelay").and_then(number).unwrap_or(0.0).max(0.0),
+    max_delay_ms: value.get("maxDelay").and_then(number).unwrap_or(30_000.0).max(0.0),
   })
 }
 

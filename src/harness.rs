@@ -216,6 +216,7 @@ impl NativeHarness {
       },
       env,
     )
+    .with_step_source(Arc::new(JsHost { dispatch: dispatch.clone() }))
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());

@@ -1,10 +1,12 @@
 //! The runtime's `Host`, implemented by sending requests through the dispatcher to the JS side.
 
 use async_trait::async_trait;
+use noetic_runtime::harness::StepSource;
 use noetic_runtime::host::*;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
+use noetic_runtime::steps::Step;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -224,6 +226,20 @@ impl Host for JsHost {
     open::<Value>(&text).map(drop)
   }
 
+  async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
+    let text = self.request("toolStep", call).await?;
+    Ok(step_value_from(&open::<JsValue>(&text)?.value))
+  }
+
+  async fn merge(&self, call: MergeCall) -> Result<StepValue, HostError> {
+    let text = self.request("merge", call).await?;
+    Ok(step_value_from(&open::<JsValue>(&text)?.value))
+  }
+
+  fn adopt_state(&self, from_context: &str, into_context: &str) {
+    self.dispatch.notify(json!({ "op": "adoptState", "from": from_context, "into": into_context }).to_string());
+  }
+
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     let text = self.request("lazy", call).await?;
     let reply: Value = open(&text)?;
@@ -272,5 +288,25 @@ impl Host for JsHost {
 
   fn release_context(&self, context: &str) {
     self.dispatch.notify(json!({ "op": "release", "context": context }).to_string());
+  }
+}
+
+/// The steps a route or a fork's paths return, described by JS as the steps of a run are.
+#[async_trait]
+impl StepSource for JsHost {
+  async fn route(&self, call: StepFnCall) -> Result<Option<Step>, HostError> {
+    let text = self.request("route", call).await?;
+    let reply: Value = open(&text)?;
+    match reply.get("step") {
+      None | Some(Value::Null) => Ok(None),
+      Some(step) => describe::step(step, Some(&self.dispatch)).map(Some).map_err(HostError::Config),
+    }
+  }
+
+  async fn fork_paths(&self, call: StepFnCall) -> Result<Vec<Step>, HostError> {
+    let text = self.request("forkPaths", call).await?;
+    let reply: Value = open(&text)?;
+    let paths = reply.get("paths").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    paths.iter().map(|step| describe::step(step, Some(&self.dispatch)).map_err(HostError::Config)).collect()
   }
 }

@@ -5,6 +5,8 @@ import {
   AgentHarness,
   all,
   any,
+  branch,
+  fork,
   loop,
   react,
   spawn,
@@ -16,7 +18,11 @@ import {
   type ContextMemory,
   type LLMResponse,
   type Snapshot,
+  type SettleResult,
   type Step,
+  type StepForkAll,
+  type StepForkRace,
+  type StepForkSettle,
   type StepLLM,
   type StepTool,
   type Tool,
@@ -167,3 +173,23 @@ tool({
   // @ts-expect-error the result must match the output schema
   execute: async ({ a }) => a,
 });
+
+// branch and fork: typed results, merge inputs by mode.
+const toNumber = step.run<ContextMemory, string, number>({ id: 'len', execute: async (text) => text.length });
+const routed = branch<ContextMemory, string, number>({ id: 'route', route: (text) => (text.length > 3 ? toNumber : null) });
+const racing: StepForkRace<ContextMemory, string, number> = fork({ id: 'race', mode: 'race', paths: () => [toNumber, toNumber] });
+const summing: StepForkAll<ContextMemory, string, number> = fork({
+  id: 'all',
+  mode: 'all',
+  paths: () => [toNumber],
+  merge: (values: number[]) => values.reduce((a, b) => a + b, 0),
+});
+const settling: StepForkSettle<ContextMemory, string, number> = fork({
+  id: 'settle',
+  mode: 'settle',
+  paths: () => [toNumber],
+  merge: (results: SettleResult<number>[]) => results.filter((r) => r.status === 'fulfilled').length,
+});
+void [routed, racing, summing, settling];
+// @ts-expect-error a mode that needs a merge
+fork({ id: 'bad', mode: 'all', paths: () => [toNumber] });

@@ -424,6 +424,53 @@ pub struct StepCall {
   pub input: StepValueRef,
 }
 
+/// A `step.tool` step: the tool, the `args` object laid over the input, and the step's input and context.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolStepCall {
+  pub tool: HostRef,
+  pub args: Option<HostRef>,
+  pub step_id: String,
+  pub context: String,
+  pub input: StepValueRef,
+}
+
+/// A step-language function called with a step's input and context: a branch's route or a fork's paths.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepFnCall {
+  pub func: HostRef,
+  pub context: String,
+  pub input: StepValueRef,
+}
+
+/// A fork's `merge`, called with its paths' results in path order and the fork's context.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeCall {
+  pub merge: HostRef,
+  pub context: String,
+  pub results: Vec<MergeInput>,
+}
+
+/// One path's result as `merge` receives it: its value (mode `all`), or its `SettleResult` (mode `settle`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "t", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum MergeInput {
+  Value {
+    value: StepValueRef,
+  },
+  Fulfilled {
+    step_id: String,
+    value: StepValueRef,
+  },
+  /// `error`: the NoeticError payload, as JS revives it (see `NoeticError` causes).
+  Rejected {
+    step_id: String,
+    error: Value,
+  },
+}
+
 /// A request to resolve an LLM step's getter fields with the live context.
 #[derive(Debug, Clone, Serialize)]
 pub struct LazyCall {
@@ -485,6 +532,16 @@ pub trait Host: Send + Sync {
   async fn send_held_items(&self, _context: &str) -> Result<(), HostError> {
     Ok(())
   }
+  /// Runs a `step.tool` step: validates its arguments with the tool's input schema and calls the tool.
+  async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
+    Err(HostError::Thrown { message: format!("step.tool '{}' cannot run on this host", call.step_id), error: None })
+  }
+  /// Calls a fork's `merge`.
+  async fn merge(&self, _call: MergeCall) -> Result<StepValue, HostError> {
+    Err(HostError::Thrown { message: "a fork's merge cannot run on this host".into(), error: None })
+  }
+  /// The winner of a race: its context's state becomes its parent's.
+  fn adopt_state(&self, _from_context: &str, _into_context: &str) {}
   /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
   async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
     Err(HostError::Thrown {

@@ -308,7 +308,10 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),
     other => panic!("expected MISSING_MODEL, got {other:?}"),
   }
-  let out = f.harness.run(&Step::Run { id: "r".into(), execute: 7 }, StepValue::Undefined, RunOptions::default()).await;
+  let out = f
+    .harness
+    .run(&Step::Run { id: "r".into(), execute: 7, retry: None }, StepValue::Undefined, RunOptions::default())
+    .await;
   assert_eq!(out.unwrap(), StepValue::Text("ran r".into()));
   let _: Value = json!(null);
 }

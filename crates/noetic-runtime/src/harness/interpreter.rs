@@ -6,13 +6,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::json;
+use async_trait::async_trait;
+use serde_json::{Value, json};
 
-use super::{ExecContext, Harness, RunResult};
-use crate::error::NoeticError;
-use crate::host::{StepCall, StepValue, StepValueRef, UntilCall};
-use crate::steps::Step;
+use super::fork::{Fork, run_fork};
+use super::{ExecContext, Harness, RunError, RunResult};
+use crate::error::{ConfigError, NoeticError};
+use crate::host::{HostError, HostRef, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall};
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
+use crate::steps::{RetryPolicy, Step};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
@@ -29,7 +31,28 @@ pub fn execute<'a>(
   Box::pin(dispatch(harness, step, input, ctx, 0))
 }
 
-fn nested<'a>(
+/// The step-language functions that give steps at run time: a branch's route and a fork's paths. The host
+/// describes the steps they return, which only it can (they hold its functions).
+#[async_trait]
+pub trait StepSource: Send + Sync {
+  /// The step a route chose, or none to pass the input through.
+  async fn route(&self, call: StepFnCall) -> Result<Option<Step>, HostError>;
+  /// A fork's paths, in order.
+  async fn fork_paths(&self, call: StepFnCall) -> Result<Vec<Step>, HostError>;
+}
+
+pub(super) fn step_source<'a>(harness: &'a Harness, step_id: &str) -> RunResult<&'a dyn StepSource> {
+  harness.step_source.as_deref().ok_or_else(|| {
+    ConfigError::new(
+      "NO_STEP_SOURCE",
+      format!("Step '{step_id}' chooses its steps at run time, which this host cannot do."),
+      "Run it through the JS package, whose host describes the steps a route or paths function returns.",
+    )
+    .into()
+  })
+}
+
+pub(super) fn nested<'a>(
   harness: &'a Harness,
   step: &'a Step,
   input: StepValue,
@@ -45,6 +68,48 @@ fn step_failed(step_id: &str, cause: String) -> NoeticError {
     json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": false }),
     format!("Step '{step_id}' failed: {cause}"),
   )
+}
+
+/// Whether a failure is a cancellation (which nothing retries or wraps).
+pub(super) fn is_cancelled(error: &RunError) -> bool {
+  matches!(error, RunError::Noetic(e) if e.kind == "cancelled")
+}
+
+/// A failure as a `step_failed` cause, which JS revives as the very object thrown when it kept one.
+fn cause_of(error: &RunError) -> Value {
+  match error {
+    RunError::Host(HostError::Thrown { message, error: Some(handle) }) => {
+      json!({ "message": message, "handle": handle })
+    }
+    RunError::Noetic(e) => json!({ "message": e.message, "noeticError": e.payload }),
+    other => json!({ "message": other.to_string() }),
+  }
+}
+
+/// `step_failed` with `error` as its cause.
+fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
+  NoeticError::new(
+    "step_failed",
+    json!({ "stepId": step_id, "cause": cause_of(error), "retriesExhausted": retries_exhausted }),
+    format!("Step '{step_id}' failed: {error}"),
+  )
+}
+
+/// A path's failure as a NoeticError payload: its own, or a `step_failed` of the path around anything else.
+pub(super) fn failure_payload(step_id: &str, error: &RunError) -> Value {
+  match error {
+    RunError::Noetic(e) => e.payload.clone(),
+    other => step_failed_by(step_id, other, false).payload,
+  }
+}
+
+/// A step value inside an error payload: JSON as it is, anything else as a reference JS revives.
+pub(super) fn value_json(value: &StepValue) -> Value {
+  match value {
+    StepValue::Text(text) => Value::String(text.clone()),
+    StepValue::Json(json) => json.clone(),
+    other => json!({ "$stepValue": StepValueRef::from(other) }),
+  }
 }
 
 /// A loop's limits: iterations, and outputs kept for its predicate.
@@ -90,9 +155,27 @@ async fn run_step(
   depth: usize,
 ) -> RunResult<StepValue> {
   match step {
-    Step::Run { id, execute } => {
-      let call = StepCall { step: *execute, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
-      Ok(harness.env.host.run_step(call).await?)
+    Step::Run { id, execute, retry } => run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx).await,
+    Step::Tool { id, tool, args } => {
+      let call =
+        ToolStepCall { tool: *tool, args: *args, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
+      // A NoeticError (a cancellation, say) passes through; anything else fails the step.
+      harness.env.host.run_tool_step(call).await.map_err(|error| match RunError::from(error) {
+        noetic @ RunError::Noetic(_) => noetic,
+        other => step_failed_by(id, &other, false).into(),
+      })
+    }
+    Step::Branch { id, route } => {
+      let call = StepFnCall { func: *route, context: ctx.id.clone(), input: (&input).into() };
+      // The route's own error propagates as it is, as upstream's does.
+      match step_source(harness, id)?.route(call).await? {
+        None => Ok(input),
+        Some(chosen) => nested(harness, &chosen, input, ctx, depth + 1).await,
+      }
+    }
+    Step::Fork { id, mode, paths, merge, concurrency } => {
+      let fork = Fork { id, mode: *mode, paths: *paths, merge: *merge, concurrency: *concurrency };
+      run_fork(harness, fork, input, ctx, depth).await
     }
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
     Step::Loop { id, steps, until, max_iterations, max_history } => {
@@ -128,6 +211,46 @@ async fn run_step(
       result
     }
   }
+}
+
+/// `step.run`: the function, tried again after a failure as `retry` says. A cancellation ends it at once; every
+/// other failure, after the last attempt, is `step_failed` (upstream's `executeRun`).
+async fn run_with_retry(
+  harness: &Harness,
+  id: &str,
+  execute: HostRef,
+  retry: Option<&RetryPolicy>,
+  input: &StepValue,
+  ctx: &Arc<ExecContext>,
+) -> RunResult<StepValue> {
+  let attempts = retry.map_or(1.0, |policy| policy.max_attempts);
+  let mut last = None;
+  let mut attempt: u32 = 0;
+  while f64::from(attempt) < attempts {
+    if let Some(reason) = ctx.aborted() {
+      return Err(NoeticError::cancelled(&reason).into());
+    }
+    let call = StepCall { step: execute, step_id: id.to_owned(), context: ctx.id.clone(), input: input.into() };
+    match harness.env.host.run_step(call).await.map_err(RunError::from) {
+      Ok(value) => return Ok(value),
+      Err(error) if is_cancelled(&error) => return Err(error),
+      Err(error) => last = Some(error),
+    }
+    if let Some(policy) = retry.filter(|_| f64::from(attempt + 1) < attempts) {
+      let ms = policy.delay_ms(attempt);
+      if ms > 0.0 {
+        tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+      }
+    }
+    attempt += 1;
+  }
+  Err(
+    match last {
+      Some(error) => step_failed_by(id, &error, attempts > 1.0),
+      None => step_failed(id, "No attempts executed".to_owned()),
+    }
+    .into(),
+  )
 }
 
 #[expect(clippy::too_many_arguments, reason = "the loop's own fields plus where it runs")]

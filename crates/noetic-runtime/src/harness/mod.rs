@@ -3,6 +3,7 @@
 
 mod context;
 mod error;
+mod fork;
 mod interpreter;
 mod llm;
 mod model;
@@ -28,7 +29,7 @@ use crate::tokens::{Tokenizer, count_tokens};
 
 pub use self::context::{ContextState, ExecContext, Usage};
 pub use self::error::{RunError, RunResult};
-pub use self::interpreter::execute;
+pub use self::interpreter::{StepSource, execute};
 pub use self::model::Model;
 pub use self::scripted::{ScriptedModel, ScriptedToolCall, ScriptedTurn};
 pub use self::tools::{ToolDef, ToolImpl, collect_tools, layer_tools, merge_tools, wire_name};
@@ -62,6 +63,8 @@ pub struct Harness {
   pub initial_step: Option<Arc<Step>>,
   /// What a session's step without tools of its own is offered: the step tree's tools, then the harness's.
   pub session_tools: Arc<Vec<ToolDef>>,
+  /// Where routes and fork paths get their steps from (the host's step language); none on a host without one.
+  pub step_source: Option<Arc<dyn StepSource>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   sessions: Mutex<HashMap<String, Arc<session::Session>>>,
 }
@@ -97,6 +100,7 @@ impl Harness {
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       tokenizer: None,
+      step_source: None,
       recall_cache: Arc::new(RecallCache::new()),
       session_tools: Arc::new(merge_tools(
         config.initial_step.as_deref().map(collect_tools).unwrap_or_default(),
@@ -110,6 +114,11 @@ impl Harness {
 
   pub fn with_item_types(mut self, item_types: ItemTypes) -> Self {
     self.item_types = item_types;
+    self
+  }
+
+  pub fn with_step_source(mut self, source: Arc<dyn StepSource>) -> Self {
+    self.step_source = Some(source);
     self
   }
 

@@ -36,7 +36,8 @@ pub fn collect_tools(step: &Step) -> Vec<ToolDef> {
     Step::Llm(llm) => llm.tools.clone().unwrap_or_default(),
     Step::Loop { steps, .. } => steps.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step))),
     Step::Spawn { child, .. } => collect_tools(child),
-    Step::Run { .. } => Vec::new(),
+    // Routes and paths are chosen at run time; upstream's `_optimizable` hints are not read yet.
+    Step::Run { .. } | Step::Tool { .. } | Step::Branch { .. } | Step::Fork { .. } => Vec::new(),
   }
 }
 

@@ -18,8 +18,14 @@ pub const DEFAULT_LOOP_HISTORY: usize = 100;
 
 #[derive(Debug, Clone)]
 pub enum Step {
-  /// `step.run`: a user function.
-  Run { id: String, execute: HostRef },
+  /// `step.run`: a user function, tried again as `retry` says.
+  Run { id: String, execute: HostRef, retry: Option<RetryPolicy> },
+  /// `step.tool`: one tool call as a step; its arguments are the input, with `args` (kept by the host) over it.
+  Tool { id: String, tool: HostRef, args: Option<HostRef> },
+  /// `branch`: a route picks the next step at run time; none passes the input through.
+  Branch { id: String, route: HostRef },
+  /// `fork`: the paths a function gives run in child contexts, as `mode` says, and `merge` combines them.
+  Fork { id: String, mode: ForkMode, paths: HostRef, merge: Option<HostRef>, concurrency: Option<usize> },
   /// `step.llm`: one model step with memory, projection and tools.
   Llm(Box<LlmStep>),
   /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
@@ -32,7 +38,12 @@ pub enum Step {
 impl Step {
   pub fn id(&self) -> &str {
     match self {
-      Self::Run { id, .. } | Self::Loop { id, .. } | Self::Spawn { id, .. } => id,
+      Self::Run { id, .. }
+      | Self::Tool { id, .. }
+      | Self::Branch { id, .. }
+      | Self::Fork { id, .. }
+      | Self::Loop { id, .. }
+      | Self::Spawn { id, .. } => id,
       Self::Llm(llm) => &llm.id,
     }
   }
@@ -41,10 +52,51 @@ impl Step {
   pub fn kind(&self) -> &'static str {
     match self {
       Self::Run { .. } => "run",
+      Self::Tool { .. } => "tool",
+      Self::Branch { .. } => "branch",
+      Self::Fork { .. } => "fork",
       Self::Llm(_) => "llm",
       Self::Loop { .. } => "loop",
       Self::Spawn { .. } => "spawn",
     }
+  }
+}
+
+/// How a fork's paths decide its output: the first to succeed, all of them (failing fast), or each one's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForkMode {
+  Race,
+  All,
+  Settle,
+}
+
+/// `step.run`'s `retry`: how many attempts in all, and the wait before each next one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+  pub max_attempts: f64,
+  pub backoff: Backoff,
+  pub initial_delay_ms: f64,
+  /// Upstream's default cap is 30 s.
+  pub max_delay_ms: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backoff {
+  Fixed,
+  Linear,
+  Exponential,
+}
+
+impl RetryPolicy {
+  /// The wait after failed attempt `attempt` (0-based): upstream's delays, without jitter.
+  pub fn delay_ms(&self, attempt: u32) -> f64 {
+    let base = self.initial_delay_ms;
+    let delay = match self.backoff {
+      Backoff::Fixed => base,
+      Backoff::Linear => base * f64::from(attempt + 1),
+      Backoff::Exponential => base * 2f64.powi(attempt.min(1_000) as i32),
+    };
+    delay.min(self.max_delay_ms)
   }
 }
 
@@ -74,4 +126,25 @@ pub struct ModelParams {
   pub temperature: Option<f64>,
   pub max_tokens: Option<f64>,
   pub top_p: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn delays(backoff: Backoff, initial: f64, max: f64, attempts: u32) -> Vec<f64> {
+    let policy =
+      RetryPolicy { max_attempts: f64::from(attempts), backoff, initial_delay_ms: initial, max_delay_ms: max };
+    (0..attempts - 1).map(|attempt| policy.delay_ms(attempt)).collect()
+  }
+
+  #[test]
+  fn retry_delays_grow_as_upstream_s_backoffs_do() {
+    assert_eq!(delays(Backoff::Fixed, 10.0, 30_000.0, 3), [10.0, 10.0]);
+    assert_eq!(delays(Backoff::Linear, 10.0, 30_000.0, 3), [10.0, 20.0]);
+    assert_eq!(delays(Backoff::Exponential, 10.0, 30_000.0, 3), [10.0, 20.0]);
+    assert_eq!(delays(Backoff::Exponential, 100.0, 500.0, 5), [100.0, 200.0, 400.0, 500.0]);
+    // A huge attempt number stays finite and capped.
+    assert_eq!(delays(Backoff::Exponential, 1.0, 30_000.0, 3_000).last(), Some(&30_000.0));
+  }
 }

@@ -1,0 +1,211 @@
+// The step language beyond run/llm/loop/spawn: step.tool, branch, fork, and step.run's retry (issue 9).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { z } from 'zod';
+import { AgentHarness, NoeticErrorImpl, branch, fork, loop, step, tool, until } from '../js/index.mjs';
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const harness = () => new AgentHarness({ name: 'steps', params: {} });
+const value = (id, v) => step.run({ id, execute: async () => v });
+const later = (id, ms, v) => step.run({ id, execute: () => sleep(ms).then(() => v) });
+const failing = (id, message) => step.run({ id, execute: async () => { throw new Error(message); } });
+const codeOf = (fn) => {
+  try {
+    fn();
+  } catch (e) {
+    return `${e.code}: ${e.message}`;
+  }
+  return 'no error';
+};
+
+test('builders check what upstream checks, with its codes and messages', () => {
+  const s = value('s', 1);
+  assert.equal(codeOf(() => step.run({ id: '  ', execute: async () => 1 })), 'EMPTY_STEP_ID: step.run() requires a non-empty id.');
+  assert.equal(codeOf(() => step.run({ id: 'r' })), 'MISSING_EXECUTE_FUNCTION: step.run() requires an execute function.');
+  assert.equal(codeOf(() => step.llm({ id: 'l', model: ' ' })), 'MISSING_MODEL: step.llm() requires a non-empty model.');
+  assert.equal(codeOf(() => step.tool({ id: 't' })), 'MISSING_TOOL: step.tool() requires a tool.');
+  assert.equal(codeOf(() => tool({ name: '', execute: async () => 1 })), 'EMPTY_TOOL_NAME: tool() requires a non-empty name.');
+  assert.equal(codeOf(() => loop({ id: 'l', steps: [], until: until.never })), 'MISSING_LOOP_BODY: loop() requires at least one body step.');
+  assert.equal(codeOf(() => loop({ id: 'l', steps: [s] })), 'MISSING_UNTIL_PREDICATE: loop() requires an until predicate.');
+  assert.equal(codeOf(() => branch({ id: '' , route: () => null })), 'EMPTY_STEP_ID: branch() requires a non-empty id.');
+  assert.equal(codeOf(() => branch({ id: 'b' })), 'MISSING_ROUTE_FUNCTION: branch() requires a route function.');
+  assert.equal(codeOf(() => fork({ id: 'f', mode: 'all', paths: () => [s] })), "MISSING_MERGE_FUNCTION: fork() mode 'all' requires a merge function.");
+  assert.equal(codeOf(() => fork({ id: 'f', mode: 'settle', paths: () => [s] })), "MISSING_MERGE_FUNCTION: fork() mode 'settle' requires a merge function.");
+  assert.match(codeOf(() => fork({ id: 'f', mode: 'first', paths: () => [s] })), /^INVALID_FORK_MODE: .*"first"/);
+  assert.match(codeOf(() => fork({ id: 'f', mode: 'race' })), /^MISSING_PATHS_FUNCTION/);
+  assert.match(codeOf(() => fork({ id: 'f', mode: 'race', paths: () => [s], concurrency: 0 })), /^INVALID_CONCURRENCY: .*0/);
+  // A race needs no merge; the built step keeps every option as given.
+  const race = fork({ id: 'f', mode: 'race', paths: () => [s], concurrency: 2 });
+  assert.deepEqual({ ...race, paths: undefined }, { kind: 'fork', id: 'f', mode: 'race', paths: undefined, concurrency: 2 });
+  assert.equal(branch({ id: 'b', route: () => null }).kind, 'branch');
+});
+
+test('branch: the route sees the input and the context; null passes the input through, unchanged', async () => {
+  const h = harness();
+  const input = { n: 7 };
+  const seen = [];
+  const double = step.run({ id: 'double', execute: async (x) => x.n * 2 });
+  const route = (x, ctx) => {
+    seen.push([x, typeof ctx.stepCount]);
+    return x.n > 5 ? double : null;
+  };
+  assert.equal(await h.run(branch({ id: 'b', route }), input), 14);
+  assert.equal(await h.run(branch({ id: 'b', route: async () => null }), input), input);
+  assert.deepEqual(seen, [[input, 'number']]);
+  // The branch and the step it chose both count.
+  const counted = step.run({ id: 'count', execute: async (_x, ctx) => ctx.stepCount });
+  assert.equal(await h.run(branch({ id: 'b', route: () => counted }), input), 2);
+});
+
+test("branch: a route's own error propagates as it is; a route returning anything but a step is named", async () => {
+  const h = harness();
+  const exploded = new Error('route exploded');
+  await assert.rejects(h.run(branch({ id: 'b', route: () => { throw exploded; } }), 1), (e) => e === exploded);
+  await assert.rejects(h.run(branch({ id: 'b', route: () => 'next' }), 1), (e) => e.code === 'INVALID_STEP' && /"next", not a step/.test(e.message));
+  await assert.rejects(h.run(branch({ id: 'b', route: () => undefined }), 1), (e) => e.code === 'INVALID_STEP' && /undefined/.test(e.message));
+  // The harness goes on working.
+  assert.equal(await h.run(branch({ id: 'b', route: () => value('v', 'fine') }), 1), 'fine');
+});
+
+test('fork all: values in path order whatever the finish order; merge gets them with the fork context', async () => {
+  const h = harness();
+  const merged = [];
+  const merge = (results, ctx) => {
+    merged.push(typeof ctx.id);
+    return results.join(',');
+  };
+  const paths = () => [later('a', 30, 'a'), later('b', 1, 'b'), value('c', 'c')];
+  assert.equal(await h.run(fork({ id: 'f', mode: 'all', paths, merge }), 'x'), 'a,b,c');
+  assert.deepEqual(merged, ['string']);
+  // concurrency 1 runs the paths one after another, in order.
+  const order = [];
+  const noting = (id) => step.run({ id, execute: async () => { order.push(`${id}+`); await sleep(5); order.push(`${id}-`); return id; } });
+  await h.run(fork({ id: 'f', mode: 'all', paths: () => [noting('p'), noting('q')], merge: (r) => r, concurrency: 1 }), 'x');
+  assert.deepEqual(order, ['p+', 'p-', 'q+', 'q-']);
+  // No paths: merge of nothing.
+  assert.deepEqual(await h.run(fork({ id: 'f', mode: 'all', paths: () => [], merge: (r) => r }), 'x'), []);
+});
+
+test('fork all fails fast: siblings are aborted, queued paths never start, and fork_partial lists both sides in path order', async () => {
+  const h = harness();
+  const ran = [];
+  const slow = loop({
+    id: 'slow',
+    steps: [step.run({ id: 'tick', execute: async (x) => { ran.push('tick'); await sleep(20); return x; } })],
+    until: until.maxSteps(50),
+  });
+  const quick = later('quick', 10, 6);
+  const queued = step.run({ id: 'queued', execute: async () => ran.push('queued') });
+  const paths = () => [quick, slow, failing('bad', 'nope'), queued];
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'all', paths, merge: (r) => r, concurrency: 3 }), 'x'), (e) => {
+    assert.equal(e.message, "Fork 'f' partial failure: 1 succeeded, 3 failed");
+    const { succeeded, failed } = e.noeticError;
+    assert.deepEqual(succeeded, [{ stepId: 'quick', value: 6 }]);
+    assert.deepEqual(failed.map((f) => [f.stepId, f.error.kind]), [['slow', 'cancelled'], ['bad', 'step_failed'], ['queued', 'cancelled']]);
+    assert.equal(failed[0].error.reason, "fork 'f' sibling failed");
+    assert.ok(failed[1].error.cause instanceof Error && failed[1].error.cause.message === 'nope');
+    return true;
+  });
+  assert.ok(ran.filter((r) => r === 'tick').length < 5, 'the slow path stopped at its next step');
+  assert.ok(!ran.includes('queued'));
+});
+
+test('fork settle: every outcome reaches merge as a SettleResult, in path order', async () => {
+  const h = harness();
+  const results = await h.run(fork({ id: 'f', mode: 'settle', paths: () => [later('a', 10, 1), failing('b', 'err-b')], merge: (r) => r }), 'x');
+  assert.deepEqual(results[0], { stepId: 'a', status: 'fulfilled', value: 1 });
+  assert.equal(results[1].status, 'rejected');
+  assert.equal(results[1].stepId, 'b');
+  assert.equal(results[1].error.kind, 'step_failed');
+  assert.equal(results[1].error.cause.message, 'err-b');
+  assert.ok(!('value' in results[1]));
+});
+
+test("fork race: the first success wins, the losers are aborted, and the winner's state becomes the context's", async () => {
+  const h = harness();
+  const ctx = h.createContext({ state: { winner: 'none' } });
+  const ran = [];
+  const loser = loop({
+    id: 'loser',
+    steps: [step.run({ id: 'lose', execute: async (x) => { ran.push('lose'); await sleep(15); return x; } })],
+    until: until.maxSteps(20),
+  });
+  const winner = step.run({ id: 'win', execute: async (_x, inner) => { await sleep(5); inner.state = { winner: 'win' }; return 'won'; } });
+  assert.equal(await h.run(fork({ id: 'f', mode: 'race', paths: () => [loser, failing('early', 'no'), winner] }), 'x', ctx), 'won');
+  await sleep(40);
+  assert.ok(ran.length <= 2, `the loser stopped (${ran.length} steps)`);
+  assert.deepEqual(ctx.state, { winner: 'win' });
+  // Every path failing is fork_partial with the failures; no paths at all is one with none.
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'race', paths: () => [failing('a', 'x'), failing('b', 'y')] }), 'x'), (e) => e.noeticError.kind === 'fork_partial' && e.noeticError.failed.length === 2);
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'race', paths: () => [] }), 'x'), (e) => e.message === "Fork 'f' partial failure: 0 succeeded, 0 failed");
+});
+
+test('fork paths run in child contexts: a copy of the log, their appends stay theirs, one deeper', async () => {
+  const h = harness();
+  const ctx = h.createContext({ items: [{ id: 'seed', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'hi' }] }] });
+  const look = (id) => step.run({
+    id,
+    execute: async (_x, child) => {
+      child.itemLog.append({ id: `from-${id}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: id }] });
+      return [child.depth, child.parent?.id === ctx.id, child.itemLog.items.map((item) => item.id)];
+    },
+  });
+  const [a, b] = await h.run(fork({ id: 'f', mode: 'all', paths: () => [look('a'), look('b')], merge: (r) => r }), 'x', ctx);
+  assert.deepEqual(a, [1, true, ['seed', 'from-a']]);
+  assert.deepEqual(b, [1, true, ['seed', 'from-b']]);
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.id), ['seed']);
+});
+
+test('fork: a paths function that gives no array, or a merge that throws, is a clear error; the harness goes on', async () => {
+  const h = harness();
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'race', paths: () => 'a' }), 'x'), (e) => e.code === 'INVALID_FORK_PATHS');
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'race', paths: () => [42] }), 'x'), (e) => e.code === 'INVALID_STEP' && /paths\[0\]/.test(e.message));
+  const broken = new Error('merge broke');
+  await assert.rejects(h.run(fork({ id: 'f', mode: 'all', paths: () => [value('a', 1)], merge: () => { throw broken; } }), 'x'), (e) => e === broken);
+  assert.equal(await h.run(fork({ id: 'f', mode: 'race', paths: () => [value('a', 'ok')] }), 'x'), 'ok');
+});
+
+test('step.tool: the input with args over it, checked by the tool schema; failures are step_failed', async () => {
+  const h = harness();
+  const seen = [];
+  const search = tool({
+    name: 'search',
+    input: z.object({ query: z.string(), limit: z.number().default(10) }),
+    execute: async (args, toolCtx) => {
+      seen.push([args, typeof toolCtx.ctx.id, Array.isArray(toolCtx.assembledView)]);
+      return `${args.query}:${args.limit}`;
+    },
+  });
+  assert.equal(await h.run(step.tool({ id: 't', tool: search }), { query: 'a' }), 'a:10');
+  assert.equal(await h.run(step.tool({ id: 't', tool: search, args: { limit: 5 } }), { query: 'b', limit: 9 }), 'b:5');
+  assert.deepEqual(seen.map(([args]) => args), [{ query: 'a', limit: 10 }, { query: 'b', limit: 5 }]);
+  assert.deepEqual(seen[0].slice(1), ['string', true]);
+  await assert.rejects(h.run(step.tool({ id: 't', tool: search }), { query: 3 }), (e) => e.noeticError.kind === 'step_failed' && /^Step 't' failed: Tool input validation failed/.test(e.message));
+  const broke = new Error('tool broke');
+  const bad = tool({ name: 'bad', execute: async () => { throw broke; } });
+  await assert.rejects(h.run(step.tool({ id: 'b', tool: bad }), {}), (e) => e.message === "Step 'b' failed: tool broke" && e.noeticError.cause === broke);
+  // A NoeticError from the tool passes through unchanged.
+  const cancelling = tool({ name: 'c', execute: async () => { throw new NoeticErrorImpl({ kind: 'cancelled', reason: 'stop' }); } });
+  await assert.rejects(h.run(step.tool({ id: 'c', tool: cancelling }), {}), (e) => e.noeticError.kind === 'cancelled');
+  // A generator tool runs to its end; its return value is the output.
+  const counting = tool({ name: 'g', execute: async function* () { yield 1; yield 2; return 'done'; } });
+  assert.equal(await h.run(step.tool({ id: 'g', tool: counting }), {}), 'done');
+});
+
+test('step.run retry: tries again with the backoff, then step_failed with retriesExhausted; a cancellation is not retried', async () => {
+  const h = harness();
+  let attempts = 0;
+  const flaky = step.run({ id: 'flaky', retry: { maxAttempts: 3, backoff: 'linear', initialDelay: 5 }, execute: async () => (++attempts < 3 ? Promise.reject(new Error('flaky')) : attempts) });
+  const started = Date.now();
+  assert.equal(await h.run(flaky, 0), 3);
+  assert.ok(Date.now() - started >= 14, 'waited 5 then 10 ms');
+  attempts = 0;
+  const never = step.run({ id: 'never', retry: { maxAttempts: 2, backoff: 'fixed', initialDelay: 0 }, execute: async () => { attempts++; throw new Error('boom'); } });
+  await assert.rejects(h.run(never, 0), (e) => e.message === "Step 'never' failed: boom" && e.noeticError.retriesExhausted === true);
+  assert.equal(attempts, 2);
+  attempts = 0;
+  const cancelled = step.run({ id: 'c', retry: { maxAttempts: 5, backoff: 'fixed', initialDelay: 0 }, execute: async () => { attempts++; throw new NoeticErrorImpl({ kind: 'cancelled', reason: 'shutting down' }); } });
+  await assert.rejects(h.run(cancelled, 0), (e) => e.noeticError.kind === 'cancelled' && e.noeticError.reason === 'shutting down');
+  assert.equal(attempts, 1);
+  await assert.rejects(() => h.run(step.run({ id: 'r', retry: { maxAttempts: 'three' }, execute: async () => 1 }), 0), (e) => e.code === 'INVALID_RETRY_POLICY');
+});
