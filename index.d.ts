@@ -1610,6 +1610,13 @@ export declare function branch<TMemory = ContextMemory, I = unknown, O = unknown
   _optimizable?: Step<TMemory>[];
 }): StepBranch<TMemory, I, O>;
 
+/** Runs `child` in the same context with more memory layers (replacing those of the same ids) while it runs. */
+export declare function provide<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  child: Step<TMemory, I, O>;
+  memory: MemoryConfig | MemoryLayer[];
+}): StepProvide<TMemory, I, O>;
+
 /** Runs paths side by side in child contexts; the first to succeed wins. */
 export declare function fork<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
   id: string;

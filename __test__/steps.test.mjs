@@ -209,3 +209,48 @@ test('step.run retry: tries again with the backoff, then step_failed with retrie
   assert.equal(attempts, 1);
   await assert.rejects(() => h.run(step.run({ id: 'r', retry: { maxAttempts: 'three' }, execute: async () => 1 }), 0), (e) => e.code === 'INVALID_RETRY_POLICY');
 });
+
+test('provide: more layers for the child, in the same context, and only while it runs; no layer hook but theirs runs', async () => {
+  const { provide, createMessage } = await import('../js/index.mjs');
+  assert.equal(codeOf(() => provide({ id: ' ', child: value('c', 1), memory: [] })), 'EMPTY_STEP_ID: provide() requires a non-empty id.');
+  assert.equal(codeOf(() => provide({ id: 'p', memory: [] })), 'MISSING_CHILD_STEP: provide() requires a child step.');
+  const calls = [];
+  const noting = (id, text, withInit = true) => ({
+    id,
+    slot: 10,
+    scope: 'execution',
+    hooks: {
+      ...(withInit ? { init: async () => (calls.push(`init:${id}`), { state: {} }) } : {}),
+      recall: async () => (calls.push(`recall:${id}`), { items: [createMessage(text, 'developer')], tokenCount: 5 }),
+    },
+  });
+  const seen = [];
+  const h = new AgentHarness({
+    name: 'p',
+    params: {},
+    memory: [noting('outer', 'from outer'), noting('shared', 'outer version')],
+    _testCallModel: async (request) => {
+      seen.push(request.items.filter((item) => item.role === 'developer').map((item) => item.content[0].text));
+      return { items: [{ id: `a${seen.length}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }], usage: {} };
+    },
+  });
+  const ctx = h.createContext({ state: { n: 0 } });
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  const inner = step.run({ id: 'inner', execute: async (_x, c) => { c.state = { n: 1 }; return c.id; } });
+  const body = loop({ id: 'body', steps: [ask, inner], until: until.maxSteps(1) });
+  // A provided layer with an init hook never initialised is skipped, by the skip gate as upstream's.
+  const provided = provide({ id: 'p', child: body, memory: [noting('extra', 'from extra', false), noting('shared', 'inner version'), noting('gated', 'never')] });
+  assert.equal(await h.run(provided, 'hi', ctx), ctx.id, 'the child ran in the same context');
+  await h.run(ask, 'again', ctx);
+  // Outer layers less the replaced one, then the provided ones (equal slots keep that order).
+  assert.deepEqual(seen[0], ['from outer', 'from extra', 'inner version']);
+  assert.deepEqual(seen[1], ['from outer', 'outer version'], 'the layers are back as they were');
+  assert.deepEqual(ctx.state, { n: 1 }, 'state changes are the context\'s own');
+  assert.equal(ctx.itemLog.items.length, 4, 'both runs appended to the one log');
+  assert.ok(!calls.includes('init:gated') && !calls.includes('recall:gated'), 'provided layers are not initialised');
+  // A failing child puts the layers back too.
+  const broken = provide({ id: 'p2', child: failing('x', 'child broke'), memory: [noting('extra', 'from extra', false)] });
+  await assert.rejects(h.run(broken, 'x', ctx), /child broke/);
+  await h.run(ask, 'third', ctx);
+  assert.deepEqual(seen[2], ['from outer', 'outer version']);
+});

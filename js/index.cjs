@@ -33,6 +33,7 @@ module.exports = {
   loop: steps.loop,
   spawn: steps.spawn,
   branch: steps.branch,
+  provide: steps.provide,
   fork: steps.fork,
   until: steps.until,
   any: steps.any,

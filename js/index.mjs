@@ -26,6 +26,7 @@ export const {
   loop,
   spawn,
   branch,
+  provide,
   fork,
   until,
   any,

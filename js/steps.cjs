@@ -72,6 +72,16 @@ function branch(opts) {
   return { kind: 'branch', ...opts };
 }
 
+// More layers for a child step, in the same context (no isolation); `memory` is checked when it is given.
+function provide(opts) {
+  if (typeof opts?.id !== 'string' || opts.id.trim() === '') {
+    need(false, 'EMPTY_STEP_ID', 'provide() requires a non-empty id.', 'Pass a unique string as the id field, e.g. provide({ id: "my-provider", ... }).');
+  }
+  need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'provide() requires a child step.', 'Provide a child step to execute with the provided memory layers.');
+  if (opts.memory != null) validateLayers(opts.memory, `provide '${opts.id}'`);
+  return { kind: 'provide', ...opts };
+}
+
 const FORK_MODES = ['race', 'all', 'settle'];
 
 function fork(opts) {
@@ -198,6 +208,12 @@ function describeStep(s, keep, describeLayer) {
         maxIterations: num(s.maxIterations),
         maxHistorySize: num(s.maxHistorySize),
       };
+    case 'provide':
+      return {
+        ...base,
+        child: describeStep(s.child, keep, describeLayer),
+        memory: s.memory == null ? [] : layersOf(s.memory, `provide '${s.id}'`).map((l) => describeLayer(l, keep)),
+      };
     case 'spawn':
       return {
         ...base,
@@ -209,4 +225,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, branch, fork, until, any, all, react, describeStep, describeTool, PREDICATE };
+module.exports = { step, tool, loop, spawn, provide, branch, fork, until, any, all, react, describeStep, describeTool, PREDICATE };

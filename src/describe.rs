@@ -275,6 +275,11 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       ),
       id,
     },
+    Some("provide") => Step::Provide {
+      child: Arc::new(step(value.get("child").unwrap_or(&Value::Null), host)?),
+      memory: Arc::new(layer_set(value.get("memory").unwrap_or(&Value::Array(Vec::new())), host)?),
+      id,
+    },
     Some("spawn") => Step::Spawn {
       child: Arc::new(step(value.get("child").unwrap_or(&Value::Null), host)?),
       memory: match value.get("memory") {

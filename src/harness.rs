@@ -405,7 +405,8 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn context_static(&self, context: String) -> Result<String> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let layers: Vec<Value> = ctx.layers.layers().iter().map(|l| json!({ "id": l.id(), "handle": l.handle })).collect();
+    let layers: Vec<Value> =
+      ctx.layers().layers().iter().map(|l| json!({ "id": l.id(), "handle": l.handle })).collect();
     Ok(
       json!({
         "threadId": ctx.thread_id,
@@ -498,8 +499,11 @@ impl NativeHarness {
     let harness = Arc::clone(&self.inner);
     guarded(async move {
       let ctx = harness.context(&context).ok_or_else(|| missing_context(&context))?;
-      let target =
-        ctx.layers.get(&layer).cloned().ok_or_else(|| Error::new(Status::InvalidArg, format!("no layer '{layer}'")))?;
+      let target = ctx
+        .layers()
+        .get(&layer)
+        .cloned()
+        .ok_or_else(|| Error::new(Status::InvalidArg, format!("no layer '{layer}'")))?;
       let LayerImpl::Native(native) = &target.imp else {
         return Err(Error::new(Status::InvalidArg, format!("layer '{layer}' is not a built-in layer")));
       };

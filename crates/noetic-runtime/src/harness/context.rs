@@ -41,7 +41,8 @@ pub struct ExecContext {
   pub resource_id: Option<String>,
   pub depth: u32,
   pub parent: Option<String>,
-  pub layers: Arc<LayerSet>,
+  /// Its memory layers; `provide` adds some for the time its child runs.
+  layers: Mutex<Arc<LayerSet>>,
   started: Instant,
   state: Mutex<ContextState>,
   /// Flips to true on abort, so that work in flight (a model call) can end instead of only the next step.
@@ -72,7 +73,7 @@ impl ExecContext {
       resource_id,
       depth,
       parent,
-      layers,
+      layers: Mutex::new(layers),
       started: Instant::now(),
       state: Mutex::default(),
       abort_signal: watch::Sender::new(false),
@@ -100,6 +101,16 @@ impl ExecContext {
       *held = false;
     }
     Ok(())
+  }
+
+  /// Its memory layers as they are now.
+  pub fn layers(&self) -> Arc<LayerSet> {
+    Arc::clone(&self.layers.lock().unwrap_or_else(PoisonError::into_inner))
+  }
+
+  /// Replaces its layers, returning the ones it had.
+  pub fn set_layers(&self, layers: Arc<LayerSet>) -> Arc<LayerSet> {
+    std::mem::replace(&mut self.layers.lock().unwrap_or_else(PoisonError::into_inner), layers)
   }
 
   /// Whether this context serves a session (or is a child of one): its steps report to the session's streams.

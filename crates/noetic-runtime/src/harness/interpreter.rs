@@ -112,6 +112,18 @@ pub(super) fn value_json(value: &StepValue) -> Value {
   }
 }
 
+/// Puts a context's layers back when a `provide` ends, however it ends (a race may drop it mid-way).
+struct RestoreLayers<'a> {
+  ctx: &'a ExecContext,
+  layers: Arc<crate::memory::registry::LayerSet>,
+}
+
+impl Drop for RestoreLayers<'_> {
+  fn drop(&mut self) {
+    self.ctx.set_layers(Arc::clone(&self.layers));
+  }
+}
+
 /// A loop's limits: iterations, and outputs kept for its predicate.
 #[derive(Clone, Copy)]
 struct LoopBounds {
@@ -173,6 +185,10 @@ async fn run_step(
         Some(chosen) => nested(harness, &chosen, input, ctx, depth + 1).await,
       }
     }
+    Step::Provide { child, memory, .. } => {
+      let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
+      nested(harness, child, input, ctx, depth + 1).await
+    }
     Step::Fork { id, mode, paths, merge, concurrency } => {
       let fork = Fork { id, mode: *mode, paths: *paths, merge: *merge, concurrency: *concurrency };
       run_fork(harness, fork, input, ctx, depth).await
@@ -183,7 +199,7 @@ async fn run_step(
       run_loop(harness, id, steps, until, bounds, input, ctx, depth).await
     }
     Step::Spawn { child, memory, .. } => {
-      let layers = memory.clone().unwrap_or_else(|| Arc::clone(&ctx.layers));
+      let layers = memory.clone().unwrap_or_else(|| ctx.layers());
       let mut child_exec = ExecContext::new(
         uuid::Uuid::new_v4().to_string(),
         ctx.thread_id.clone(),

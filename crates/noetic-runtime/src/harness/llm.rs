@@ -123,7 +123,8 @@ impl Harness {
     }
     // The step reads the whole log (its projection, and `historyTokens` as upstream counts them).
     ctx.take_held_items(&*self.env.host).await?;
-    let has_layers = !ctx.layers.is_empty();
+    let layers = ctx.layers();
+    let has_layers = !layers.is_empty();
     let query = input.as_text().unwrap_or_default().to_owned();
     if !query.is_empty() {
       let message = Arc::new(create_message(&query, "user")?);
@@ -140,10 +141,10 @@ impl Harness {
 
     let tools = match &step.tools {
       Some(tools) if tools.is_empty() => Vec::new(),
-      Some(tools) => merge_tools(tools.clone(), layer_tools(&ctx.layers)),
+      Some(tools) => merge_tools(tools.clone(), layer_tools(&layers)),
       // In a session, a step without tools of its own is offered the session's (upstream's `unifiedTools`).
-      None if ctx.in_session() => merge_tools(self.session_tools.to_vec(), layer_tools(&ctx.layers)),
-      None => layer_tools(&ctx.layers),
+      None if ctx.in_session() => merge_tools(self.session_tools.to_vec(), layer_tools(&layers)),
+      None => layer_tools(&layers),
     };
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);
     let system_tokens = step.instructions.as_deref().map_or(0, |text| self.count_tokens(text)) as f64;
@@ -152,7 +153,7 @@ impl Harness {
 
     let mut budgets = HashMap::new();
     let recalled = if has_layers {
-      budgets = layer_budgets(&ctx.layers, &policy, system_tokens)?;
+      budgets = layer_budgets(&layers, &policy, system_tokens)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
       let keep_recalled = matches!(self.model, Model::Host);

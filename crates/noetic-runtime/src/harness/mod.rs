@@ -157,7 +157,7 @@ impl Harness {
 
   pub(crate) fn scope<'a>(&self, ctx: &'a ExecContext) -> ExecScope<'a> {
     ExecScope {
-      layers: &ctx.layers,
+      layers: ctx.layers(),
       context: &ctx.id,
       thread_id: &ctx.thread_id,
       resource_id: ctx.resource_id.as_deref(),
@@ -195,7 +195,7 @@ impl Harness {
 
   /// Initialises a long-lived context's layers on its first run (a failed init is tried again on the next).
   async fn ready_layers(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
-    let needs_init = !ctx.layers.is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
+    let needs_init = !ctx.layers().is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
     if needs_init {
       if let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
         ctx.state().layers_ready = false;
@@ -233,7 +233,7 @@ impl Harness {
 
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.
   pub async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
-    if !ctx.layers.is_empty() {
+    if !ctx.layers().is_empty() {
       let scope = self.scope(ctx);
       if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
         // Layers that did initialise still end cleanly.
@@ -245,7 +245,7 @@ impl Harness {
     let result = execute(self, step, input, ctx).await;
     // No refresh may read this execution's state once onComplete and dispose have run.
     self.recall_cache.finish(&ctx.id).await;
-    if !ctx.layers.is_empty() {
+    if !ctx.layers().is_empty() {
       let outcome = match (&result, ctx.aborted()) {
         (_, Some(_)) => Outcome::Aborted,
         (Ok(_), None) => Outcome::Success,
@@ -267,12 +267,12 @@ impl Harness {
   /// execution, so a key that has none recorded gets the harness policy's, with no system prompt.
   fn refresh_after_init(&self, ctx: &ExecContext) {
     let Some(cache) = self.recall_cache_in_use() else { return };
-    if !ctx.layers.layers().iter().any(|layer| layer.spec.recall_mode == RecallMode::Eventual) {
+    if !ctx.layers().layers().iter().any(|layer| layer.spec.recall_mode == RecallMode::Eventual) {
       return;
     }
     let policy = self.projection.clone().unwrap_or(DEFAULT_PROJECTION);
     // A policy allocate_budgets rejects fails the step itself; here it only leaves the budget at 0.
-    let budgets = layer_budgets(&ctx.layers, &policy, 0.0).unwrap_or_default();
+    let budgets = layer_budgets(&ctx.layers(), &policy, 0.0).unwrap_or_default();
     lifecycle::refresh_eventual(&self.env, cache, &self.scope(ctx), &budgets);
   }
 }

@@ -291,6 +291,13 @@ impl LayerSet {
     self.layers.iter().find(|layer| layer.spec.id == id)
   }
 
+  /// These layers with `inner` provided over them (upstream's `provide`): a layer `inner` has replaces the one of
+  /// the same id, and the rest keep their order, `inner`'s after them.
+  pub fn provided(&self, inner: &LayerSet) -> LayerSet {
+    let outer = self.layers.iter().filter(|layer| inner.get(layer.id()).is_none());
+    LayerSet::from_layers(outer.chain(&inner.layers).cloned().collect())
+  }
+
   pub fn any_has(&self, hook: HookKind) -> bool {
     self.layers.iter().any(|layer| layer.has(hook))
   }

@@ -31,6 +31,9 @@ pub enum Step {
   /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
   /// predicate sees (upstream's `maxHistorySize`, default 100), which keeps each check's cost flat.
   Loop { id: String, steps: Vec<Arc<Step>>, until: Until, max_iterations: f64, max_history: usize },
+  /// `provide`: run a child step in the same context with more layers (replacing those of the same ids) while it
+  /// runs; no layer hook runs for them (as upstream).
+  Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
   /// `spawn`: run a child step in an isolated child context, with its own layers if given.
   Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>> },
 }
@@ -43,6 +46,7 @@ impl Step {
       | Self::Branch { id, .. }
       | Self::Fork { id, .. }
       | Self::Loop { id, .. }
+      | Self::Provide { id, .. }
       | Self::Spawn { id, .. } => id,
       Self::Llm(llm) => &llm.id,
     }
@@ -57,6 +61,7 @@ impl Step {
       Self::Fork { .. } => "fork",
       Self::Llm(_) => "llm",
       Self::Loop { .. } => "loop",
+      Self::Provide { .. } => "provide",
       Self::Spawn { .. } => "spawn",
     }
   }

@@ -183,7 +183,7 @@ impl Harness {
   ) -> RunResult<StepValue> {
     self.ready_layers(ctx).await?;
     // `unchanged`: the items are the very ones the host handed over, so it may keep using its own objects.
-    let (items, unchanged) = if ctx.layers.is_empty() || input.is_empty() {
+    let (items, unchanged) = if ctx.layers().is_empty() || input.is_empty() {
       (input, true)
     } else {
       let items = lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?;
@@ -209,7 +209,7 @@ impl Harness {
     let mut state = session.lock();
     let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
     if let Some(ctx) = &state.context {
-      let same_layers = first.layers.is_none() || Arc::ptr_eq(&ctx.layers, &layers);
+      let same_layers = first.layers.is_none() || Arc::ptr_eq(&ctx.layers(), &layers);
       if ctx.resource_id == first.resource_id && same_layers {
         let ctx = Arc::clone(ctx);
         state.running = Some(Arc::clone(&ctx));

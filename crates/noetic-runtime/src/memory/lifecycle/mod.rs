@@ -37,7 +37,7 @@ pub struct MemoryEnv {
 /// The execution a phase runs for.
 #[derive(Clone)]
 pub struct ExecScope<'a> {
-  pub layers: &'a LayerSet,
+  pub layers: Arc<LayerSet>,
   /// The context whose log hooks receive; also the execution id.
   pub context: &'a str,
   pub thread_id: &'a str,
