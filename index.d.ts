@@ -1661,6 +1661,9 @@ export interface ConvergeConfig {
   cache?: StorageAdapter;
 }
 
+/** The cosine of the angle between two vectors of one dimension (0 when either has no length). */
+export declare function cosineSimilarity(a: readonly number[], b: readonly number[]): number;
+
 /** Built-in loop termination predicates. */
 export declare const until: {
   maxSteps(n: number): Until;

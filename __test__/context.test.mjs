@@ -50,7 +50,7 @@ test('ctx.complete ends a loop with its value; ctx.abort cancels the rest of the
   const aborting = loop({
     id: 'l',
     steps: [step.run({ id: 'r', execute: async (_input, ctx) => { ctx.abort('user left'); assert.equal(ctx.aborted, true); return 1; } })],
-    until: until.never,
+    until: until.never(),
   });
   await assert.rejects(harness.run(aborting, ''), (e) => e.noeticError?.kind === 'cancelled' && e.noeticError.reason === 'user left');
 });

@@ -25,7 +25,7 @@ test('builders check what upstream checks, with its codes and messages', () => {
   assert.equal(codeOf(() => step.llm({ id: 'l', model: ' ' })), 'MISSING_MODEL: step.llm() requires a non-empty model.');
   assert.equal(codeOf(() => step.tool({ id: 't' })), 'MISSING_TOOL: step.tool() requires a tool.');
   assert.equal(codeOf(() => tool({ name: '', execute: async () => 1 })), 'EMPTY_TOOL_NAME: tool() requires a non-empty name.');
-  assert.equal(codeOf(() => loop({ id: 'l', steps: [], until: until.never })), 'MISSING_LOOP_BODY: loop() requires at least one body step.');
+  assert.equal(codeOf(() => loop({ id: 'l', steps: [], until: until.never() })), 'MISSING_LOOP_BODY: loop() requires at least one body step.');
   assert.equal(codeOf(() => loop({ id: 'l', steps: [s] })), 'MISSING_UNTIL_PREDICATE: loop() requires an until predicate.');
   assert.equal(codeOf(() => branch({ id: '' , route: () => null })), 'EMPTY_STEP_ID: branch() requires a non-empty id.');
   assert.equal(codeOf(() => branch({ id: 'b' })), 'MISSING_ROUTE_FUNCTION: branch() requires a route function.');
@@ -253,4 +253,54 @@ test('provide: more layers for the child, in the same context, and only while it
   await assert.rejects(h.run(broken, 'x', ctx), /child broke/);
   await h.run(ask, 'third', ctx);
   assert.deepEqual(seen[2], ['from outer', 'outer version']);
+});
+
+test('until: verified, converged (exact, or by embeddings kept in a cache), outputContains, outputEquals, custom, never', async () => {
+  const { cosineSimilarity, createInMemoryStorage } = await import('../js/index.mjs');
+  const snap = (lastText, lastOutput = lastText) => ({ stepCount: 1, cost: 0, elapsed: 0, tokens: {}, lastOutput, lastText, history: [], depth: 0 });
+  const verified = until.verified(async (out) => ({ pass: out === 'good', feedback: `saw ${out}` }));
+  assert.deepEqual(await verified(snap('bad')), { stop: false, reason: undefined, feedback: 'saw bad' });
+  assert.deepEqual(await verified(snap('good')), { stop: true, reason: 'Verification passed', feedback: 'saw good' });
+  const same = until.converged({});
+  assert.deepEqual([same(snap('a')).stop, same(snap('b')).stop, same(snap('b'))], [false, false, { stop: true, reason: 'Output converged' }]);
+  // By embeddings: the previous vector is kept in the cache, so a new predicate resumes from it.
+  const cache = createInMemoryStorage();
+  const vectors = { up: [1, 0], tilted: [0.96, 0.28], side: [0, 1] };
+  const embed = async (texts) => texts.map((t) => vectors[t]);
+  const first = until.converged({ embed, threshold: 0.9, cache });
+  assert.equal((await first(snap('up'))).stop, false);
+  const resumed = until.converged({ embed, threshold: 0.9, cache });
+  assert.deepEqual(await resumed(snap('tilted')), { stop: true, reason: 'Output converged (similarity: 0.960)' });
+  assert.equal((await resumed(snap('side'))).stop, false);
+  assert.deepEqual(await cache.get('converge:previousVector'), [0, 1]);
+  assert.deepEqual(until.outputContains('DONE')(snap('all DONE now')), { stop: true, reason: 'Output contains marker: DONE' });
+  assert.equal(until.outputContains('DONE')(snap('not yet')).stop, false);
+  assert.deepEqual(until.outputEquals('END')(snap('END')), { stop: true, reason: 'Output matched sentinel: END' });
+  assert.equal(until.outputEquals('END')(snap('THE END')).stop, false);
+  const mine = () => ({ stop: true });
+  assert.equal(until.custom(mine), mine);
+  assert.equal(until.never()(snap('x')).stop, false);
+  // In a loop: the body runs until its output carries the marker.
+  const h = harness();
+  const count = step.run({ id: 'count', execute: async (n) => (typeof n === 'number' ? n + 1 : 1) });
+  const toText = step.run({ id: 'text', execute: async (n) => (n >= 3 ? `${n} DONE` : n) });
+  assert.equal(await h.run(loop({ id: 'l', steps: [count, toText], until: until.outputContains('DONE') }), 0), '3 DONE');
+  // cosineSimilarity itself.
+  assert.equal(cosineSimilarity([1, 0], [0, 1]), 0);
+  assert.ok(Math.abs(cosineSimilarity([1, 2, 3], [2, 4, 6]) - 1) < 1e-12);
+  assert.equal(cosineSimilarity([0, 0], [1, 1]), 0);
+  assert.throws(() => cosineSimilarity([1], [1, 2]), /Dimension mismatch: 1 vs 2/);
+});
+
+test("NoeticErrorImpl words each kind's message as upstream does", () => {
+  const message = (payload) => new NoeticErrorImpl(payload).message;
+  assert.equal(message({ kind: 'step_failed', stepId: 's', cause: new Error('boom'), retriesExhausted: false }), "Step 's' failed: boom");
+  assert.equal(message({ kind: 'llm_rate_limit', stepId: 's', retryAfter: 500 }), "LLM rate limited at step 's' (retry after 500ms)");
+  assert.equal(message({ kind: 'llm_rate_limit', stepId: 's' }), "LLM rate limited at step 's'");
+  assert.equal(message({ kind: 'fork_partial', stepId: 'f', succeeded: [{}], failed: [] }), "Fork 'f' partial failure: 1 succeeded, 0 failed");
+  assert.equal(message({ kind: 'channel_timeout', channelName: 'c', timeout: 20 }), "Channel 'c' timed out after 20ms");
+  assert.equal(message({ kind: 'cancelled' }), 'Cancelled');
+  assert.equal(message({ kind: 'cancelled', reason: 'stop' }), 'Cancelled: stop');
+  assert.equal(message({ kind: 'budget_exceeded', field: 'cost', limit: 1, actual: 2 }), 'Budget exceeded: cost limit 1, actual 2');
+  assert.equal(message({ kind: 'surprise' }), 'NoeticError: unknown kind');
 });

@@ -19,18 +19,37 @@ class NoeticErrorImpl extends Error {
   }
 }
 
+// Upstream's message for each kind of NoeticError.
 function describe(e) {
   switch (e.kind) {
+    case 'step_failed':
+      return `Step '${e.stepId}' failed: ${e.cause?.message}`;
+    case 'llm_refused':
+      return `LLM refused at step '${e.stepId}': ${e.refusal}`;
+    case 'llm_parse_error':
+      return `LLM parse error at step '${e.stepId}': failed to parse output`;
+    case 'llm_rate_limit':
+      return `LLM rate limited at step '${e.stepId}'${e.retryAfter ? ` (retry after ${e.retryAfter}ms)` : ''}`;
+    case 'fork_partial':
+      return `Fork '${e.stepId}' partial failure: ${e.succeeded?.length} succeeded, ${e.failed?.length} failed`;
+    case 'channel_timeout':
+      return `Channel '${e.channelName}' timed out after ${e.timeout}ms`;
+    case 'channel_closed':
+      return `Channel '${e.channelName}' is closed`;
+    case 'cancelled':
+      return e.reason ? `Cancelled: ${e.reason}` : 'Cancelled';
+    case 'budget_exceeded':
+      return `Budget exceeded: ${e.field} limit ${e.limit}, actual ${e.actual}`;
     case 'steering_denied':
       return e.guidance ? `Steering denied: ${e.guidance}` : 'Steering denied';
-    case 'cancelled':
-      return `Cancelled: ${e.reason}`;
     case 'item_schema_mismatch':
       return e.itemType
         ? `Item type '${e.itemType}' did not match any registered item extension schema.`
         : `Item did not match any registered ${e.category} extension schema.`;
+    case 'handle_evicted':
+      return `Subprocess handle '${e.handleId}' evicted (step '${e.stepId}'): adapter returned null for ${e.gracePeriodMs}ms`;
     default:
-      return e.message ?? `Noetic error: ${e.kind}`;
+      return 'NoeticError: unknown kind';
   }
 }
 

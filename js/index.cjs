@@ -7,6 +7,7 @@ const steps = require('./steps.cjs');
 const harness = require('./harness.cjs');
 const adapters = require('./adapters.cjs');
 const itemSchemas = require('./item-schemas.cjs');
+const conditions = require('./conditions.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -39,6 +40,7 @@ module.exports = {
   any: steps.any,
   all: steps.all,
   react: steps.react,
+  cosineSimilarity: conditions.cosineSimilarity,
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,

@@ -32,6 +32,7 @@ export const {
   any,
   all,
   react,
+  cosineSimilarity,
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,

@@ -5,6 +5,7 @@
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
 const { checkProjection } = require('./options.cjs');
+const { cosineSimilarity } = require('./conditions.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -116,8 +117,55 @@ const until = {
       if (s.stepCount < 1) return { stop: false };
       return verdict(!(s.lastStepMeta?.toolCalls?.length > 0), 'No tool calls in last response');
     }, { kind: 'noToolCalls' }),
-  never: predicate(() => ({ stop: false }), { kind: 'never' }),
+  never: () => predicate(() => ({ stop: false }), { kind: 'never' }),
+  // Stops when `fn` passes the last output; its feedback rides along on every verdict.
+  verified: (fn) => async (s) => {
+    const result = await fn(s.lastOutput);
+    return { stop: result.pass, reason: result.pass ? 'Verification passed' : undefined, feedback: result.feedback };
+  },
+  converged,
+  outputContains: (marker) => (s) => verdict(s.lastText.includes(marker), `Output contains marker: ${marker}`),
+  outputEquals: (sentinel) => (s) => verdict(s.lastText === sentinel, `Output matched sentinel: ${sentinel}`),
+  custom: (fn) => fn,
 };
+
+const CONVERGE_CACHE_KEY = 'converge:previousVector';
+
+// Stops when the last output text repeats the one before: exactly, or (with `embed` and a threshold below 1) by the
+// cosine similarity of their embeddings, the previous vector kept in `cache` when given so a later run resumes.
+function converged(opts = {}) {
+  const threshold = opts.threshold ?? 1;
+  const { embed, cache } = opts;
+  if (!embed || threshold >= 1) {
+    let previous = null;
+    return (s) => {
+      const current = s.lastText;
+      if (previous === null) {
+        previous = current;
+        return { stop: false };
+      }
+      const same = current === previous;
+      previous = current;
+      return verdict(same, 'Output converged');
+    };
+  }
+  let previousVector = null;
+  const remember = async (vector) => {
+    if (cache) await cache.set(CONVERGE_CACHE_KEY, vector);
+    previousVector = vector;
+  };
+  return async (s) => {
+    const [currentVector] = await embed([s.lastText]);
+    if (!previousVector && cache) previousVector = await cache.get(CONVERGE_CACHE_KEY);
+    if (!previousVector) {
+      await remember(currentVector);
+      return { stop: false };
+    }
+    const similarity = cosineSimilarity(currentVector, previousVector);
+    await remember(currentVector);
+    return verdict(similarity >= threshold, `Output converged (similarity: ${similarity.toFixed(3)})`);
+  };
+}
 
 function any(...predicates) {
   const fn = async (snapshot) => {
