@@ -1610,6 +1610,19 @@ export declare function branch<TMemory = ContextMemory, I = unknown, O = unknown
   _optimizable?: Step<TMemory>[];
 }): StepBranch<TMemory, I, O>;
 
+/** Records a step under its id (every builder does); the latest of an id wins. */
+export declare function registerStep<TMemory, I, O>(step: Step<TMemory, I, O>): void;
+/** The step registered under `id`, or null. */
+export declare function lookupStep(id: string): Step<ContextMemory, unknown, unknown> | null;
+/** Every registered step, by id. */
+export declare function getRegistry(): ReadonlyMap<string, Step<ContextMemory, unknown, unknown>>;
+/** Runs `step` with `input` in `ctx`, the context a running step or tool was given. */
+export declare function execute<TMemory = ContextMemory, I = unknown, O = unknown>(
+  step: Step<TMemory, I, O>,
+  input: I,
+  ctx: Context<TMemory>,
+): Promise<O>;
+
 /** Runs `child` in the same context with more memory layers (replacing those of the same ids) while it runs. */
 export declare function provide<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
   id: string;

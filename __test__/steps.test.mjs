@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { AgentHarness, NoeticErrorImpl, branch, fork, loop, step, tool, until } from '../js/index.mjs';
+import { AgentHarness, NoeticErrorImpl, branch, fork, loop, spawn, step, tool, until } from '../js/index.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const harness = () => new AgentHarness({ name: 'steps', params: {} });
@@ -303,4 +303,26 @@ test("NoeticErrorImpl words each kind's message as upstream does", () => {
   assert.equal(message({ kind: 'cancelled', reason: 'stop' }), 'Cancelled: stop');
   assert.equal(message({ kind: 'budget_exceeded', field: 'cost', limit: 1, actual: 2 }), 'Budget exceeded: cost limit 1, actual 2');
   assert.equal(message({ kind: 'surprise' }), 'NoeticError: unknown kind');
+});
+
+test('the step registry holds every built step by id (the latest wins); execute runs a step in a running context', async () => {
+  const { registerStep, lookupStep, getRegistry, execute, createMessage } = await import('../js/index.mjs');
+  const first = value('registered-id', 1);
+  assert.equal(lookupStep('registered-id'), first);
+  const second = value('registered-id', 2);
+  assert.equal(lookupStep('registered-id'), second);
+  assert.equal(getRegistry().get('registered-id'), second);
+  assert.equal(lookupStep('never-built'), null);
+  assert.throws(() => registerStep({ kind: 'run', id: ' ' }), (e) => e.code === 'EMPTY_STEP_ID');
+  // spawn registers its child too; a child without an id is refused there.
+  assert.throws(() => spawn({ id: 's', child: { kind: 'run', id: '' } }), (e) => e.code === 'EMPTY_STEP_ID');
+  // execute: a step that runs another in its own context, whose layers initialised once.
+  let inits = 0;
+  const layer = { id: 'l', slot: 1, scope: 'execution', hooks: { init: async () => (inits++, { state: {} }) } };
+  const h = new AgentHarness({ name: 'e', params: {}, memory: [layer] });
+  const inner = step.run({ id: 'inner', execute: async (x, ctx) => (ctx.itemLog.append(createMessage(`inner ${x}`, 'user')), `${x}!`) });
+  const outer = step.run({ id: 'outer', execute: async (x, ctx) => [await execute(inner, x, ctx), ctx.itemLog.items.length, ctx.stepCount] });
+  assert.deepEqual(await h.run(outer, 'go'), ['go!', 1, 2]);
+  assert.equal(inits, 1);
+  assert.throws(() => execute(inner, 'x', {}), (e) => e.code === 'INVALID_CONTEXT');
 });

@@ -293,4 +293,13 @@ class AgentHarness {
   }
 }
 
-module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage };
+// Runs `step` in a context a run is already in (from a step or a tool): the same interpreter, the same context,
+// its layers as they are (upstream's `execute` export).
+function execute(step, input, ctx) {
+  if (!(ctx instanceof ContextImpl)) {
+    throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: 'execute(step, input, ctx) needs the ctx a step or tool was given.', hint: 'Call it from inside a step.run or a tool with its ctx, or use harness.run(step, input) at the top level.' });
+  }
+  return ctx.harness.run(step, input, ctx);
+}
+
+module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage, execute };

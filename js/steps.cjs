@@ -13,6 +13,24 @@ function need(condition, code, message, hint) {
   if (!condition) throw new NoeticConfigError({ code, message, hint });
 }
 
+// The step registry: every step a builder makes, by id, the latest of an id winning (as upstream's; subprocess
+// adapters look steps up here).
+const registry = new Map();
+
+function registerStep(s) {
+  need(typeof s?.id === 'string' && s.id.trim() !== '', 'EMPTY_STEP_ID', 'registerStep() requires a step with a non-empty id.', 'Set `id` on the step before constructing it.');
+  registry.set(s.id, s);
+}
+
+const lookupStep = (id) => registry.get(id) ?? null;
+const getRegistry = () => registry;
+
+// A built step, registered.
+function built(s) {
+  registerStep(s);
+  return s;
+}
+
 // Upstream's builder checks, with its codes and texts: the id first, then what the step cannot run without.
 function requireId(opts, builder, example) {
   need(
@@ -27,7 +45,7 @@ const step = {
   run(opts) {
     requireId(opts, 'step.run', 'my-step');
     need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'step.run() requires an execute function.', 'Provide an async execute function, e.g. execute: async (input, ctx) => result.');
-    return { kind: 'run', ...opts };
+    return built({ kind: 'run', ...opts });
   },
   llm(opts) {
     requireId(opts, 'step.llm', 'my-llm');
@@ -38,12 +56,12 @@ const step = {
       "Pass a model identifier, e.g. model: 'anthropic/claude-sonnet-4-20250514'.",
     );
     checkProjection(opts.projection, `step.llm '${opts.id}'`);
-    return { kind: 'llm', ...opts };
+    return built({ kind: 'llm', ...opts });
   },
   tool(opts) {
     requireId(opts, 'step.tool', 'my-tool');
     need(typeof opts.tool === 'object' && opts.tool !== null, 'MISSING_TOOL', 'step.tool() requires a tool.', 'Provide a tool definition created with the tool() builder.');
-    return { kind: 'tool', ...opts };
+    return built({ kind: 'tool', ...opts });
   },
 };
 
@@ -57,20 +75,21 @@ function loop(opts) {
   requireId(opts, 'loop', 'my-loop');
   need(Array.isArray(opts.steps) && opts.steps.length > 0, 'MISSING_LOOP_BODY', 'loop() requires at least one body step.', 'Add at least one step to the steps array.');
   need(typeof opts.until === 'function', 'MISSING_UNTIL_PREDICATE', 'loop() requires an until predicate.', 'Provide an until predicate, e.g. until.maxSteps(10).');
-  return { kind: 'loop', ...opts };
+  return built({ kind: 'loop', ...opts });
 }
 
 function spawn(opts) {
   requireId(opts, 'spawn', 'my-spawn');
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
-  return { kind: 'spawn', ...opts };
+  registerStep(opts.child);
+  return built({ kind: 'spawn', ...opts });
 }
 
 function branch(opts) {
   requireId(opts, 'branch', 'my-branch');
   need(typeof opts.route === 'function', 'MISSING_ROUTE_FUNCTION', 'branch() requires a route function.', 'Provide a route function that selects the next step at runtime.');
-  return { kind: 'branch', ...opts };
+  return built({ kind: 'branch', ...opts });
 }
 
 // More layers for a child step, in the same context (no isolation); `memory` is checked when it is given.
@@ -80,7 +99,7 @@ function provide(opts) {
   }
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'provide() requires a child step.', 'Provide a child step to execute with the provided memory layers.');
   if (opts.memory != null) validateLayers(opts.memory, `provide '${opts.id}'`);
-  return { kind: 'provide', ...opts };
+  return built({ kind: 'provide', ...opts });
 }
 
 const FORK_MODES = ['race', 'all', 'settle'];
@@ -98,7 +117,7 @@ function fork(opts) {
     `fork() concurrency must be a positive integer, got ${describeValue(opts.concurrency)}.`,
     'Leave concurrency out to run every path at once, or pass a whole number of at least 1.',
   );
-  return { kind: 'fork', ...opts };
+  return built({ kind: 'fork', ...opts });
 }
 
 function predicate(fn, description) {
@@ -273,4 +292,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, provide, branch, fork, until, any, all, react, describeStep, describeTool, PREDICATE };
+module.exports = { step, tool, loop, spawn, provide, branch, fork, registerStep, lookupStep, getRegistry, until, any, all, react, describeStep, describeTool, PREDICATE };

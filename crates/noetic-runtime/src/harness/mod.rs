@@ -240,6 +240,8 @@ impl Harness {
         lifecycle::dispose_layers(&self.env, &scope).await;
         return Err(failure.into());
       }
+      // A step the run starts in this context itself (`execute(step, input, ctx)`) finds them ready.
+      ctx.state().layers_ready = true;
       self.refresh_after_init(ctx);
     }
     let result = execute(self, step, input, ctx).await;
