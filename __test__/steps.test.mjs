@@ -326,3 +326,36 @@ test('the step registry holds every built step by id (the latest wins); execute 
   assert.equal(inits, 1);
   assert.throws(() => execute(inner, 'x', {}), (e) => e.code === 'INVALID_CONTEXT');
 });
+
+test('loop: prepareNext makes the next input from the output and the verdict (feedback included); onError retries or skips', async () => {
+  const h = harness();
+  const seen = [];
+  const draft = step.run({ id: 'draft', execute: async (input) => { seen.push(input); return { text: `draft ${seen.length}` }; } });
+  const check = until.verified(async (out) => ({ pass: out.text === 'draft 3', feedback: `not yet: ${out.text}` }));
+  const prepareNext = (output, verdict, ctx) => ({ previous: output.text, feedback: verdict.feedback, stop: verdict.stop, ctx: typeof ctx.id });
+  assert.deepEqual(await h.run(loop({ id: 'l', steps: [draft], until: check, prepareNext }), 'start'), { text: 'draft 3' });
+  assert.deepEqual(seen, ['start', { previous: 'draft 1', feedback: 'not yet: draft 1', stop: false, ctx: 'string' }, { previous: 'draft 2', feedback: 'not yet: draft 2', stop: false, ctx: 'string' }]);
+  // A predicate reads `text` of an object output as its lastText.
+  const texts = [];
+  await h.run(loop({ id: 'l', steps: [draft], until: (s) => (texts.push(s.lastText), { stop: true }) }), 'x');
+  assert.deepEqual(texts, ['draft 4']);
+
+  let calls = 0;
+  const flaky = step.run({ id: 'flaky', execute: async (n) => { calls++; if (calls % 2 === 1) throw new Error(`odd ${calls}`); return n + 1; } });
+  const errors = [];
+  const retrying = loop({ id: 'r', steps: [flaky], until: until.maxSteps(2), onError: (e, ctx) => (errors.push([e.kind, e.cause.message, typeof ctx.id]), 'retry') });
+  assert.equal(await h.run(retrying, 0), 2);
+  assert.deepEqual(errors, [['step_failed', 'odd 1', 'string'], ['step_failed', 'odd 3', 'string']]);
+  // skip keeps the last good output; anything else fails the loop with the error.
+  calls = 1;
+  const skipping = loop({ id: 's', steps: [flaky], until: until.maxSteps(2), onError: () => 'skip', maxIterations: 10 });
+  assert.equal(await h.run(skipping, 0), 2);
+  calls = 0;
+  const failing = loop({ id: 'f', steps: [flaky], until: until.maxSteps(2), onError: () => 'give up' });
+  await assert.rejects(h.run(failing, 0), (e) => e.message === "Step 'flaky' failed: odd 1");
+  // onError never sees a cancellation.
+  const cancelling = step.run({ id: 'c', execute: async () => { throw new NoeticErrorImpl({ kind: 'cancelled', reason: 'bye' }); } });
+  let asked = 0;
+  await assert.rejects(h.run(loop({ id: 'c', steps: [cancelling], until: until.never(), onError: () => (asked++, 'retry') }), 0), (e) => e.noeticError.kind === 'cancelled');
+  assert.equal(asked, 0);
+});

@@ -12,6 +12,13 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
+// A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
+function textOfOutput(output) {
+  if (typeof output === 'string') return output;
+  if (typeof output === 'object' && output !== null && 'text' in output) return String(output.text);
+  return output === undefined ? '' : (JSON.stringify(output) ?? '');
+}
+
 class Runtime {
   constructor({ storage, testModel, onDiagnostic }) {
     this.storage = storage;
@@ -495,13 +502,13 @@ class Runtime {
           elapsed: call.elapsedMs,
           cost: call.cost,
           lastOutput,
-          lastText: typeof lastOutput === 'string' ? lastOutput : (JSON.stringify(lastOutput) ?? ''),
+          lastText: textOfOutput(lastOutput),
           history: call.history.map((ref) => this.fromRef(ref)),
           depth: call.depth,
           lastStepMeta: call.lastStepMeta,
         };
         const verdict = await this.handles.get(call.predicate)(snapshot);
-        return { stop: Boolean(verdict?.stop), reason: verdict?.reason };
+        return { stop: Boolean(verdict?.stop), reason: verdict?.reason, feedback: verdict?.feedback };
       }
       case 'layerCallback': {
         // A built-in layer's schema or observer.
@@ -524,6 +531,13 @@ class Runtime {
           throw new NoeticConfigError({ code: 'INVALID_FORK_PATHS', message: `A fork's paths function returned ${describeValue(paths)}; expected an array of steps.`, hint: 'Return the steps to run side by side, e.g. paths: () => [stepA, stepB].' });
         }
         return { paths: paths.map((path, i) => this.describeChosen(path, `a fork's paths[${i}] is`)) };
+      }
+      case 'fn': {
+        // A loop's prepareNext or onError: values, plain JSON or a NoeticError payload, then the context.
+        const { call } = message;
+        const lookup = (h) => this.handles.get(h);
+        const args = call.args.map((a) => (a.t === 'value' ? this.fromRef(a.v) : a.t === 'noetic' ? revivePayload(a.v, lookup) : a.v));
+        return { value: this.toRef(await this.handles.get(call.func)(...args, this.context(call.context))) };
       }
       case 'merge': {
         const { call } = message;

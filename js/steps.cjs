@@ -274,6 +274,8 @@ function describeStep(s, keep, describeLayer) {
         until: describeUntil(s.until, keep),
         maxIterations: num(s.maxIterations),
         maxHistorySize: num(s.maxHistorySize),
+        prepareNext: typeof s.prepareNext === 'function' ? keep(s.prepareNext) : undefined,
+        onError: typeof s.onError === 'function' ? keep(s.onError) : undefined,
       };
     case 'provide':
       return {

@@ -273,6 +273,8 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
           if n >= 0.0 { n.min(usize::MAX as f64) as usize } else { 0 }
         },
       ),
+      prepare_next: handle("prepareNext"),
+      on_error: handle("onError"),
       id,
     },
     Some("provide") => Step::Provide {

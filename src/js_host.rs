@@ -170,6 +170,7 @@ struct JsToolReply {
 struct JsVerdict {
   stop: bool,
   reason: Option<String>,
+  feedback: Option<Value>,
 }
 
 #[async_trait]
@@ -231,6 +232,11 @@ impl Host for JsHost {
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
   }
 
+  async fn call_fn(&self, call: FnCall) -> Result<StepValue, HostError> {
+    let text = self.request("fn", call).await?;
+    Ok(step_value_from(&open::<JsValue>(&text)?.value))
+  }
+
   async fn merge(&self, call: MergeCall) -> Result<StepValue, HostError> {
     let text = self.request("merge", call).await?;
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
@@ -265,7 +271,7 @@ impl Host for JsHost {
   async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError> {
     let text = self.request("until", call).await?;
     let verdict: JsVerdict = open(&text)?;
-    Ok(Verdict { stop: verdict.stop, reason: verdict.reason })
+    Ok(Verdict { stop: verdict.stop, reason: verdict.reason, feedback: verdict.feedback })
   }
 
   fn set_context_state(&self, context: &str, state: HostRef) {

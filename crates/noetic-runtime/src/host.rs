@@ -491,6 +491,44 @@ pub struct LazyValues {
 pub struct Verdict {
   pub stop: bool,
   pub reason: Option<String>,
+  /// What a predicate adds for the next iteration (`until.verified`'s feedback), handed to `prepareNext`.
+  pub feedback: Option<Value>,
+}
+
+impl Verdict {
+  pub fn of(stop: bool, reason: Option<String>) -> Self {
+    Self { stop, reason, feedback: None }
+  }
+
+  /// The verdict as `prepareNext` receives it.
+  pub fn to_json(&self) -> Value {
+    let mut verdict = serde_json::json!({ "stop": self.stop });
+    if let Some(reason) = &self.reason {
+      verdict["reason"] = Value::String(reason.clone());
+    }
+    if let Some(feedback) = &self.feedback {
+      verdict["feedback"] = feedback.clone();
+    }
+    verdict
+  }
+}
+
+/// A step-language callback with plain arguments and the context last (a loop's `prepareNext` and `onError`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FnCall {
+  pub func: HostRef,
+  pub context: String,
+  pub args: Vec<FnArg>,
+}
+
+/// One argument of an [`FnCall`]: a step value, plain JSON, or a NoeticError payload JS revives.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "t", content = "v", rename_all = "camelCase")]
+pub enum FnArg {
+  Value(StepValueRef),
+  Json(Value),
+  Noetic(Value),
 }
 
 /// An LLM step field given as a getter (`(ctx) => value`), resolved by the host each time the step runs.
@@ -535,6 +573,10 @@ pub trait Host: Send + Sync {
   /// Runs a `step.tool` step: validates its arguments with the tool's input schema and calls the tool.
   async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
     Err(HostError::Thrown { message: format!("step.tool '{}' cannot run on this host", call.step_id), error: None })
+  }
+  /// Calls a step-language callback (a loop's `prepareNext` or `onError`) and gives its result.
+  async fn call_fn(&self, _call: FnCall) -> Result<StepValue, HostError> {
+    Err(HostError::Thrown { message: "this host cannot call step callbacks".into(), error: None })
   }
   /// Calls a fork's `merge`.
   async fn merge(&self, _call: MergeCall) -> Result<StepValue, HostError> {

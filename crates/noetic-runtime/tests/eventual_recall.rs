@@ -124,7 +124,7 @@ impl Host for VersionHost {
     Err(HostError::Thrown { message: "no tools here".into(), error: None })
   }
   async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
-    Ok(Verdict { stop: true, reason: None })
+    Ok(Verdict { stop: true, reason: None, feedback: None })
   }
   fn release_context(&self, _context: &str) {}
 }

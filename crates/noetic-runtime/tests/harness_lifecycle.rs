@@ -81,7 +81,7 @@ impl Host for ScriptHost {
     unreachable!("no JS tools here")
   }
   async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
-    Ok(Verdict { stop: true, reason: None })
+    Ok(Verdict { stop: true, reason: None, feedback: None })
   }
   fn release_context(&self, _context: &str) {}
 }

@@ -43,7 +43,7 @@ impl Host for ToolHost {
     Ok(ToolReply { output: Some("saved".into()), is_error: false, state: StateWrite::Unchanged })
   }
   async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
-    Ok(Verdict { stop: true, reason: None })
+    Ok(Verdict { stop: true, reason: None, feedback: None })
   }
   fn release_context(&self, _context: &str) {}
 }

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use super::fork::{Fork, run_fork};
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
-use crate::host::{HostError, HostRef, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall};
+use crate::host::{
+  FnArg, FnCall, HostError, HostRef, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall, Verdict,
+};
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
 use crate::steps::{RetryPolicy, Step};
 
@@ -124,11 +126,23 @@ impl Drop for RestoreLayers<'_> {
   }
 }
 
-/// A loop's limits: iterations, and outputs kept for its predicate.
-#[derive(Clone, Copy)]
-struct LoopBounds {
+/// A loop's fields: its body and predicate, its limits (iterations, and outputs kept for the predicate), and its
+/// callbacks.
+struct LoopParts<'a> {
+  id: &'a str,
+  steps: &'a [Arc<Step>],
+  until: &'a Until,
   max_iterations: f64,
   max_history: usize,
+  prepare_next: Option<HostRef>,
+  on_error: Option<HostRef>,
+}
+
+/// What a loop's `onError` says to do about a failed iteration.
+enum OnError {
+  Retry,
+  Skip,
+  Fail,
 }
 
 async fn dispatch(
@@ -194,9 +208,17 @@ async fn run_step(
       run_fork(harness, fork, input, ctx, depth).await
     }
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
-    Step::Loop { id, steps, until, max_iterations, max_history } => {
-      let bounds = LoopBounds { max_iterations: *max_iterations, max_history: *max_history };
-      run_loop(harness, id, steps, until, bounds, input, ctx, depth).await
+    Step::Loop { id, steps, until, max_iterations, max_history, prepare_next, on_error } => {
+      let parts = LoopParts {
+        id,
+        steps,
+        until,
+        max_iterations: *max_iterations,
+        max_history: *max_history,
+        prepare_next: *prepare_next,
+        on_error: *on_error,
+      };
+      run_loop(harness, &parts, input, ctx, depth).await
     }
     Step::Spawn { child, memory, .. } => {
       let layers = memory.clone().unwrap_or_else(|| ctx.layers());
@@ -269,22 +291,20 @@ async fn run_with_retry(
   )
 }
 
-#[expect(clippy::too_many_arguments, reason = "the loop's own fields plus where it runs")]
 async fn run_loop(
   harness: &Harness,
-  id: &str,
-  steps: &[Arc<Step>],
-  until: &Until,
-  LoopBounds { max_iterations, max_history }: LoopBounds,
+  parts: &LoopParts<'_>,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
+  let LoopParts { id, steps, until, max_iterations, max_history, .. } = *parts;
   if !max_iterations.is_finite() || max_iterations < 1.0 {
     return Err(step_failed(id, format!("Invalid maxIterations: {}", crate::js_number(max_iterations))).into());
   }
   let started = std::time::Instant::now();
   let mut current = input;
+  let mut last_output: Option<StepValue> = None;
   let mut history: VecDeque<StepValue> = VecDeque::new();
   let mut iterations = 0.0;
   let mut completed = 0u64;
@@ -298,14 +318,23 @@ async fn run_loop(
         step_failed(id, format!("Loop exceeded maximum iterations ({})", crate::js_number(max_iterations))).into(),
       );
     }
-    let mut output = current.clone();
-    for body in steps {
-      output = nested(harness, body, output, ctx, depth + 1).await?;
-      if let Some(value) = ctx.state().completion.clone() {
-        return Ok(value);
+    let output = match run_body(harness, steps, current.clone(), ctx, depth).await {
+      Ok(Body::Completed(value)) => return Ok(value),
+      Ok(Body::Output(output)) => {
+        completed += 1;
+        output
       }
-    }
-    completed += 1;
+      Err(error) => match on_error(harness, parts, &error, ctx).await? {
+        OnError::Retry => continue,
+        // A skip keeps the last good output; before there is one, it is a retry.
+        OnError::Skip => match &last_output {
+          Some(output) => output.clone(),
+          None => continue,
+        },
+        OnError::Fail => return Err(error),
+      },
+    };
+    last_output = Some(output.clone());
     history.push_back(output.clone());
     if history.len() > max_history {
       history.pop_front();
@@ -319,12 +348,61 @@ async fn run_loop(
         last_tool_calls: state.last_tool_calls,
       }
     };
-    let (stop, _reason) = verdict(harness, id, until, &facts, &output, &history, ctx).await;
-    if stop {
+    let verdict = verdict(harness, id, until, &facts, &output, &history, ctx).await;
+    if verdict.stop {
       return Ok(output);
     }
-    current = output;
+    current = match parts.prepare_next {
+      Some(prepare) => {
+        let args = vec![FnArg::Value((&output).into()), FnArg::Json(verdict.to_json())];
+        harness.env.host.call_fn(FnCall { func: prepare, context: ctx.id.clone(), args }).await?
+      }
+      None => output,
+    };
   }
+}
+
+/// How a loop body ended: with an output, or with `ctx.complete(value)` ending the run.
+enum Body {
+  Output(StepValue),
+  Completed(StepValue),
+}
+
+async fn run_body(
+  harness: &Harness,
+  steps: &[Arc<Step>],
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<Body> {
+  let mut output = input;
+  for body in steps {
+    output = nested(harness, body, output, ctx, depth + 1).await?;
+    if let Some(value) = ctx.state().completion.clone() {
+      return Ok(Body::Completed(value));
+    }
+  }
+  Ok(Body::Output(output))
+}
+
+/// A failed iteration: without `onError`, a cancellation or an error that is no NoeticError, the loop fails;
+/// otherwise `onError` decides.
+async fn on_error(
+  harness: &Harness,
+  parts: &LoopParts<'_>,
+  error: &RunError,
+  ctx: &Arc<ExecContext>,
+) -> RunResult<OnError> {
+  let (Some(handler), RunError::Noetic(noetic)) = (parts.on_error, error) else { return Ok(OnError::Fail) };
+  if is_cancelled(error) {
+    return Ok(OnError::Fail);
+  }
+  let call = FnCall { func: handler, context: ctx.id.clone(), args: vec![FnArg::Noetic(noetic.payload.clone())] };
+  Ok(match harness.env.host.call_fn(call).await?.as_text() {
+    Some("retry") => OnError::Retry,
+    Some("skip") => OnError::Skip,
+    _ => OnError::Fail,
+  })
 }
 
 /// Evaluates a predicate tree: built-ins here, JS predicates through the host. A throwing predicate stops the
@@ -337,32 +415,32 @@ fn verdict<'a>(
   output: &'a StepValue,
   history: &'a VecDeque<StepValue>,
   ctx: &'a Arc<ExecContext>,
-) -> Pin<Box<dyn Future<Output = (bool, Option<String>)> + Send + 'a>> {
+) -> Pin<Box<dyn Future<Output = Verdict> + Send + 'a>> {
   Box::pin(async move {
-    if let Some(native) = evaluate_native(until, facts) {
-      return native;
+    if let Some((stop, reason)) = evaluate_native(until, facts) {
+      return Verdict::of(stop, reason);
     }
     match until {
       Until::Any(predicates) => {
         for predicate in predicates {
           let result = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
-          if result.0 {
+          if result.stop {
             return result;
           }
         }
-        (false, None)
+        Verdict::of(false, None)
       }
       Until::All(predicates) => {
         let mut reasons = Vec::new();
         for predicate in predicates {
-          let (stop, reason) = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
+          let Verdict { stop, reason, .. } = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
           if !stop {
-            return (false, None);
+            return Verdict::of(false, None);
           }
           reasons.extend(reason.filter(|r| !r.is_empty()));
         }
         let joined = reasons.join("; ");
-        (true, Some(if joined.is_empty() { "All predicates satisfied".to_owned() } else { joined }))
+        Verdict::of(true, Some(if joined.is_empty() { "All predicates satisfied".to_owned() } else { joined }))
       }
       Until::Host(predicate) => {
         let (tokens, meta) = {
@@ -386,18 +464,18 @@ fn verdict<'a>(
           last_step_meta: meta,
         };
         match harness.env.host.eval_until(call).await {
-          Ok(verdict) => (verdict.stop, verdict.reason),
+          Ok(verdict) => verdict,
           Err(error) => {
             let reason = format!("Predicate error: {error}");
             harness
               .env
               .sink
               .loop_diagnostic(loop_id, &format!("{reason}; the loop stopped, as if it returned stop: true"));
-            (true, Some(reason))
+            Verdict::of(true, Some(reason))
           }
         }
       }
-      _ => (false, None),
+      _ => Verdict::of(false, None),
     }
   })
 }

@@ -30,7 +30,17 @@ pub enum Step {
   Llm(Box<LlmStep>),
   /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
   /// predicate sees (upstream's `maxHistorySize`, default 100), which keeps each check's cost flat.
-  Loop { id: String, steps: Vec<Arc<Step>>, until: Until, max_iterations: f64, max_history: usize },
+  /// `prepare_next` makes the next iteration's input from the output and the verdict (the output by default);
+  /// `on_error` answers a body failure with `retry`, `skip` or anything else (fail).
+  Loop {
+    id: String,
+    steps: Vec<Arc<Step>>,
+    until: Until,
+    max_iterations: f64,
+    max_history: usize,
+    prepare_next: Option<HostRef>,
+    on_error: Option<HostRef>,
+  },
   /// `provide`: run a child step in the same context with more layers (replacing those of the same ids) while it
   /// runs; no layer hook runs for them (as upstream).
   Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
