@@ -239,6 +239,8 @@ fn looped(steps: u32) -> Step {
     until: Until::MaxSteps(f64::from(steps)),
     max_iterations: 100.0,
     max_history: noetic_runtime::steps::DEFAULT_LOOP_HISTORY,
+    prepare_next: None,
+    on_error: None,
   }
 }
 
