@@ -591,6 +591,16 @@ export interface ExternalChannel<T> extends Channel<T> {
   readonly external: true;
 }
 
+/** Describes a channel; its name identifies it in the harness (the first description seen fixes its mode). */
+export declare function channel<T>(
+  name: string,
+  opts: { schema: ZodType<T>; mode: 'value' | 'queue' | 'topic'; capacity?: number; external: true },
+): ExternalChannel<T>;
+export declare function channel<T>(
+  name: string,
+  opts: { schema: ZodType<T>; mode: 'value' | 'queue' | 'topic'; capacity?: number; external?: false },
+): Channel<T>;
+
 export interface ChannelHandle<T> {
   /** Never blocks: a full queue drops its oldest entry. */
   send(value: T): void;
@@ -1249,8 +1259,14 @@ export interface Context<TMemory = ContextMemory, TState = unknown> {
   readonly parent: Context | null;
   /** 0 for the root. */
   readonly depth: number;
-  // Not in this build yet, so not declared (the types promise only what runs): `span` (traces), `recv` / `send` /
-  // `tryRecv` (channels) and `checkpoint()` (durable runs).
+  /** Waits for the channel's next value (30 s by default, then `channel_timeout`); cancelled with the context. */
+  recv<T>(channel: Channel<T>, opts?: { timeout?: number }): Promise<T>;
+  /** Parks while a queue channel is full (30 s, then `channel_timeout`); cancelled with the context. */
+  send<T>(channel: Channel<T>, value: T): Promise<void>;
+  /** The channel's next value if there is one now, else null. */
+  tryRecv<T>(channel: Channel<T>): T | null;
+  // Not in this build yet, so not declared (the types promise only what runs): `span` (traces) and `checkpoint()`
+  // (durable runs).
   readonly threadId: string;
   readonly resourceId?: string;
   readonly itemLog: ItemLog;
@@ -1589,6 +1605,17 @@ export type LoopConfig<TMemory = ContextMemory, I = unknown, O = unknown> = Omit
 export declare function loop<TMemory = ContextMemory, I = unknown, O = unknown>(
   opts: LoopConfig<TMemory, I, O>,
 ): StepLoop<TMemory, I, O>;
+
+/** Runs `step` again and again, `ms` (± `jitter`) apart, woken early by a send on `wakeOn`, until the context is
+ * cancelled (or, under `onError: 'fail'`, a run fails). */
+export declare function every<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  id: string;
+  step: Step<TMemory, I, O>;
+  ms: number;
+  wakeOn?: Channel<unknown>;
+  onError?: EveryErrorPolicy;
+  jitter?: number;
+}): StepEvery<TMemory, I, O>;
 
 interface SpawnOptions<TMemory, I, O> {
   id: string;
@@ -2077,6 +2104,12 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   /** What the next turn's model would be sent as far as memory decides: layer recalls, then the history. */
   previewRequestItems(scope?: SessionScope): Promise<ReadonlyArray<Item>>;
   /** Replaces a session's history (the session is created on demand). */
+  /** The harness's channels (one store for every context it runs); `ctx` lends its abort signal. */
+  send<T>(channel: Channel<T>, value: T, ctx: Context<unknown>): Promise<void>;
+  recv<T>(channel: Channel<T>, ctx: Context<unknown>, opts?: { timeout?: number }): Promise<T>;
+  tryRecv<T>(channel: Channel<T>, ctx: Context<unknown>): T | null;
+  /** A sender for code outside the run; it never waits (a full queue drops its oldest value). */
+  getChannelHandle<T>(channel: ExternalChannel<T>, executionId: string): ChannelHandle<T>;
   seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
   /** `opts.subprocess`, else an adapter of its own from `createInMemorySubprocessAdapter()`. */
   readonly subprocess: SubprocessAdapter;

@@ -317,7 +317,34 @@ class ContextImpl {
       throw new NoeticConfigError({ code: 'INVALID_ABORT_REASON', message: `ctx.abort(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'user cancelled', or nothing." });
     }
     this._rt.native.abort(this.id, reason);
+    this._aborted(reason ?? 'context aborted');
     this._rt.kick();
+  }
+
+  // Fires this context's abort signal: what it parked on a channel ends as cancelled.
+  _aborted(reason) {
+    this._abort?.abort(reason);
+  }
+
+  // The signal channel waits of this context end on; made on first use, aborted already if the context is.
+  get _signal() {
+    if (!this._abort) {
+      this._abort = new AbortController();
+      if (this.aborted) this._abort.abort(this.abortReason ?? 'context aborted');
+    }
+    return this._abort.signal;
+  }
+
+  // Channels (shared by every context of the harness): a receive waits `timeout` ms (30 s by default) and a send
+  // on a full queue parks; both end as cancelled when this context is aborted.
+  recv(ch, opts) {
+    return this._rt.channels.recv(ch, opts?.timeout, this._signal);
+  }
+  send(ch, value) {
+    return this._rt.channels.send(ch, value, { signal: this._signal });
+  }
+  tryRecv(ch) {
+    return this._rt.channels.tryRecv(ch);
   }
 
   // `ctx.memory[layerId]`: data entries read the layer's state live, functions run the layer's `provides`.

@@ -270,6 +270,23 @@ class AgentHarness {
     return admit(gateOf(this.itemSchemas, layers ?? this._layers), items, where);
   }
 
+  // The harness's channels, as a step's ctx reaches them (`ctx` only lends its abort signal).
+  send(channel, value, ctx) {
+    return this._runtime.channels.send(channel, value, { signal: ctx instanceof ContextImpl ? ctx._signal : undefined });
+  }
+
+  recv(channel, ctx, opts) {
+    return this._runtime.channels.recv(channel, opts?.timeout, ctx instanceof ContextImpl ? ctx._signal : undefined);
+  }
+
+  tryRecv(channel, _ctx) {
+    return this._runtime.channels.tryRecv(channel);
+  }
+
+  getChannelHandle(channel, executionId) {
+    return this._runtime.channels.getHandle(channel, executionId);
+  }
+
   // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).
   callModel(request) {
     return this._runtime.callModel(request);

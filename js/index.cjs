@@ -8,6 +8,7 @@ const harness = require('./harness.cjs');
 const adapters = require('./adapters.cjs');
 const itemSchemas = require('./item-schemas.cjs');
 const conditions = require('./conditions.cjs');
+const channels = require('./channels.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -40,11 +41,13 @@ module.exports = {
   getRegistry: steps.getRegistry,
   execute: harness.execute,
   fork: steps.fork,
+  every: steps.every,
   until: steps.until,
   any: steps.any,
   all: steps.all,
   react: steps.react,
   cosineSimilarity: conditions.cosineSimilarity,
+  channel: channels.channel,
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,

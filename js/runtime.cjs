@@ -6,6 +6,7 @@ const { estimateTokens } = require('./items.cjs');
 const { NoeticConfigError, toFailure, callNative, fromNative, messageOf, describeValue, revivePayload } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { ContextImpl } = require('./context.cjs');
+const { ChannelStore } = require('./channels.cjs');
 const { runHooks, repliesJson } = require('./hooks.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
@@ -31,6 +32,8 @@ class Runtime {
     this.tokenize = estimateTokens;
     this.handles = new Map();
     this.values = new Map();
+    // One channel store per harness: every context it runs shares it.
+    this.channels = new ChannelStore();
     this.next = 1;
     this.lasting = this.scope();
     this.contexts = new Map();
@@ -450,6 +453,11 @@ class Runtime {
       case 'turnInput':
         this.turnInput(message);
         return '';
+      case 'aborted': {
+        const ctx = this.contexts.get(message.context) ?? this.active.get(message.context)?.ctx;
+        ctx?._aborted(message.reason);
+        return '';
+      }
       case 'adoptState': {
         // A race's winner: its state becomes the fork's. A winner no JS code touched kept the fork's state as it was.
         const winner = this.contexts.get(message.from) ?? this.active.get(message.from)?.ctx;
@@ -517,6 +525,32 @@ class Runtime {
       }
       case 'lazy':
         return this.resolveLazy(message.call);
+      case 'inbox': {
+        // A loop about to stop reads its inbox: what is there, or (with a park timeout) what comes within it. Only
+        // a cancellation of the context is an error; a timeout is no message.
+        const { channel, context, parkTimeout } = message.call;
+        const ch = this.handles.get(channel);
+        const ctx = this.context(context);
+        let received = null;
+        if (!(parkTimeout > 0)) received = ctx.tryRecv(ch);
+        else {
+          try {
+            received = await ctx.recv(ch, { timeout: parkTimeout });
+          } catch (e) {
+            if (e?.noeticError?.kind === 'cancelled') throw e;
+          }
+        }
+        return { message: received === null ? null : String(received) };
+      }
+      case 'wake': {
+        // An `every` parked: the next send on its channel wakes it, or its own time runs out.
+        const { channel, timeout } = message.call;
+        await new Promise((resolve) => {
+          const timer = setTimeout(() => (unsubscribe(), resolve()), Math.max(timeout, 0));
+          const unsubscribe = this.channels.subscribeWake(this.handles.get(channel), () => (clearTimeout(timer), resolve()));
+        });
+        return {};
+      }
       case 'toolStep':
         return { value: this.toRef(await this.runToolStep(message.call)) };
       case 'route': {

@@ -102,6 +102,15 @@ function provide(opts) {
   return built({ kind: 'provide', ...opts });
 }
 
+// Runs `step` again and again, `ms` (± `jitter`) apart, until its context is cancelled.
+function every(opts) {
+  requireId(opts, 'every', 'my-every');
+  need(opts.step != null && typeof opts.step === 'object', 'MISSING_BODY_STEP', 'every() requires a body step.', 'Provide the step to execute on each scheduled iteration.');
+  need(typeof opts.ms === 'number' && Number.isFinite(opts.ms) && opts.ms >= 0, 'INVALID_INTERVAL_MS', `every() requires a non-negative finite ms, got ${String(opts.ms)}.`, 'Pass a non-negative number of milliseconds for the park interval.');
+  need(opts.jitter === undefined || (typeof opts.jitter === 'number' && Number.isFinite(opts.jitter) && opts.jitter >= 0), 'INVALID_JITTER', `every() requires a non-negative finite jitter, got ${String(opts.jitter)}.`, 'Pass a non-negative number of milliseconds for jitter, or omit it.');
+  return built({ kind: 'every', id: opts.id, step: opts.step, ms: opts.ms, wakeOn: opts.wakeOn, onError: opts.onError ?? 'continue', jitter: opts.jitter ?? 0 });
+}
+
 const FORK_MODES = ['race', 'all', 'settle'];
 
 function fork(opts) {
@@ -276,6 +285,17 @@ function describeStep(s, keep, describeLayer) {
         maxHistorySize: num(s.maxHistorySize),
         prepareNext: typeof s.prepareNext === 'function' ? keep(s.prepareNext) : undefined,
         onError: typeof s.onError === 'function' ? keep(s.onError) : undefined,
+        inbox: s.inbox ? keep(s.inbox) : undefined,
+        parkTimeout: s.parkTimeout === undefined ? undefined : num(s.parkTimeout),
+      };
+    case 'every':
+      return {
+        ...base,
+        step: describeStep(s.step, keep, describeLayer),
+        ms: num(s.ms),
+        jitter: num(s.jitter ?? 0),
+        wakeOn: s.wakeOn ? keep(s.wakeOn) : undefined,
+        onError: s.onError,
       };
     case 'provide':
       return {
@@ -294,4 +314,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, provide, branch, fork, registerStep, lookupStep, getRegistry, until, any, all, react, describeStep, describeTool, PREDICATE };
+module.exports = { step, tool, loop, spawn, provide, branch, fork, every, registerStep, lookupStep, getRegistry, until, any, all, react, describeStep, describeTool, PREDICATE };

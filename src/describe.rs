@@ -275,6 +275,16 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       ),
       prepare_next: handle("prepareNext"),
       on_error: handle("onError"),
+      inbox: handle("inbox"),
+      park_timeout_ms: value.get("parkTimeout").and_then(number).unwrap_or(0.0),
+      id,
+    },
+    Some("every") => Step::Every {
+      step: Arc::new(step(value.get("step").unwrap_or(&Value::Null), host)?),
+      ms: value.get("ms").and_then(number).unwrap_or(0.0),
+      jitter: value.get("jitter").and_then(number).unwrap_or(0.0),
+      wake_on: handle("wakeOn"),
+      fail_on_error: value.get("onError").and_then(Value::as_str) == Some("fail"),
       id,
     },
     Some("provide") => Step::Provide {

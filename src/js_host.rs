@@ -242,6 +242,21 @@ impl Host for JsHost {
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
   }
 
+  async fn recv_inbox(&self, call: InboxCall) -> Result<Option<String>, HostError> {
+    let text = self.request("inbox", call).await?;
+    let reply: Value = open(&text)?;
+    Ok(reply.get("message").and_then(Value::as_str).map(str::to_owned))
+  }
+
+  async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
+    let text = self.request("wake", call).await?;
+    open::<Value>(&text).map(drop)
+  }
+
+  fn context_aborted(&self, context: &str, reason: &str) {
+    self.dispatch.notify(json!({ "op": "aborted", "context": context, "reason": reason }).to_string());
+  }
+
   fn adopt_state(&self, from_context: &str, into_context: &str) {
     self.dispatch.notify(json!({ "op": "adoptState", "from": from_context, "into": into_context }).to_string());
   }

@@ -152,8 +152,8 @@ impl DiagnosticSink for JsDiagnostics {
     self.dispatch.notify(note.to_string());
   }
 
-  fn loop_diagnostic(&self, loop_id: &str, message: &str) {
-    let note = json!({ "op": "diagnostic", "stepId": loop_id, "hook": "until", "message": message });
+  fn step_diagnostic(&self, step_id: &str, hook: &str, message: &str) {
+    let note = json!({ "op": "diagnostic", "stepId": step_id, "hook": hook, "message": message });
     self.dispatch.notify(note.to_string());
   }
 }

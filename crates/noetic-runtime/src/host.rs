@@ -444,6 +444,24 @@ pub struct StepFnCall {
   pub input: StepValueRef,
 }
 
+/// A loop's inbox read when it would stop: what is there, or (with a park timeout) what arrives within it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxCall {
+  pub channel: HostRef,
+  pub context: String,
+  pub park_timeout: f64,
+}
+
+/// An `every` parked between runs, woken by the next send on `channel` or after `timeout` ms.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WakeCall {
+  pub channel: HostRef,
+  pub context: String,
+  pub timeout: f64,
+}
+
 /// A fork's `merge`, called with its paths' results in path order and the fork's context.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -574,6 +592,17 @@ pub trait Host: Send + Sync {
   async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
     Err(HostError::Thrown { message: format!("step.tool '{}' cannot run on this host", call.step_id), error: None })
   }
+  /// The next message of a loop's inbox, if one comes (a cancellation of the context fails it).
+  async fn recv_inbox(&self, _call: InboxCall) -> Result<Option<String>, HostError> {
+    Ok(None)
+  }
+  /// Resolves on the next send to the channel, or once the timeout has passed, whichever is first.
+  async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
+    tokio::time::sleep(std::time::Duration::from_secs_f64(call.timeout.max(0.0) / 1000.0)).await;
+    Ok(())
+  }
+  /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled.
+  fn context_aborted(&self, _context: &str, _reason: &str) {}
   /// Calls a step-language callback (a loop's `prepareNext` or `onError`) and gives its result.
   async fn call_fn(&self, _call: FnCall) -> Result<StepValue, HostError> {
     Err(HostError::Thrown { message: "this host cannot call step callbacks".into(), error: None })

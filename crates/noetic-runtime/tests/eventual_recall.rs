@@ -241,6 +241,8 @@ fn looped(steps: u32) -> Step {
     max_history: noetic_runtime::steps::DEFAULT_LOOP_HISTORY,
     prepare_next: None,
     on_error: None,
+    inbox: None,
+    park_timeout_ms: 0.0,
   }
 }
 

@@ -56,6 +56,8 @@ pub struct ExecContext {
   /// that reads the log natively asks for them first. An async lock, so that a second run waits for the items the
   /// first asked for instead of reading the log before they arrive.
   held_by_host: tokio::sync::Mutex<bool>,
+  /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
+  abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
 }
 
 impl ExecContext {
@@ -80,6 +82,7 @@ impl ExecContext {
       events: None,
       inbox: None,
       held_by_host: tokio::sync::Mutex::new(false),
+      abort_listener: std::sync::OnceLock::new(),
     }
   }
 
@@ -145,10 +148,23 @@ impl ExecContext {
     self.state().abort_reason.clone()
   }
 
-  /// Aborts the execution; the first reason stays.
+  /// Aborts the execution; the first reason stays, and the host hears of the first abort.
   pub fn abort(&self, reason: String) {
-    self.state().abort_reason.get_or_insert(reason);
+    let first = {
+      let mut state = self.state();
+      let first = state.abort_reason.is_none();
+      state.abort_reason.get_or_insert_with(|| reason.clone());
+      first
+    };
     self.abort_signal.send_replace(true);
+    if let (true, Some(host)) = (first, self.abort_listener.get()) {
+      host.context_aborted(&self.id, &reason);
+    }
+  }
+
+  /// The host to tell when this context is aborted.
+  pub fn listen_for_abort(&self, host: Arc<dyn Host>) {
+    let _ = self.abort_listener.set(host);
   }
 
   /// Resolves with the abort reason once the context is aborted (at once if it already is).

@@ -13,7 +13,8 @@ use super::fork::{Fork, run_fork};
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{
-  FnArg, FnCall, HostError, HostRef, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall, Verdict,
+  FnArg, FnCall, HostError, HostRef, InboxCall, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall,
+  Verdict, WakeCall,
 };
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
 use crate::steps::{RetryPolicy, Step};
@@ -136,6 +137,8 @@ struct LoopParts<'a> {
   max_history: usize,
   prepare_next: Option<HostRef>,
   on_error: Option<HostRef>,
+  inbox: Option<HostRef>,
+  park_timeout_ms: f64,
 }
 
 /// What a loop's `onError` says to do about a failed iteration.
@@ -208,7 +211,7 @@ async fn run_step(
       run_fork(harness, fork, input, ctx, depth).await
     }
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
-    Step::Loop { id, steps, until, max_iterations, max_history, prepare_next, on_error } => {
+    Step::Loop { id, steps, until, max_iterations, max_history, prepare_next, on_error, inbox, park_timeout_ms } => {
       let parts = LoopParts {
         id,
         steps,
@@ -217,8 +220,14 @@ async fn run_step(
         max_history: *max_history,
         prepare_next: *prepare_next,
         on_error: *on_error,
+        inbox: *inbox,
+        park_timeout_ms: *park_timeout_ms,
       };
       run_loop(harness, &parts, input, ctx, depth).await
+    }
+    Step::Every { id, step, ms, jitter, wake_on, fail_on_error } => {
+      let every = Every { id, body: step, ms: *ms, jitter: *jitter, wake_on: *wake_on, fail_on_error: *fail_on_error };
+      run_every(harness, &every, input, ctx, depth).await
     }
     Step::Spawn { child, memory, .. } => {
       let layers = memory.clone().unwrap_or_else(|| ctx.layers());
@@ -350,7 +359,10 @@ async fn run_loop(
     };
     let verdict = verdict(harness, id, until, &facts, &output, &history, ctx).await;
     if verdict.stop {
-      return Ok(output);
+      // A message in the inbox keeps the loop going, as a developer message in the log.
+      let Some(message) = inbox_message(harness, parts, ctx).await? else { return Ok(output) };
+      let item = Arc::new(crate::items::create_message(&message, "developer")?);
+      ctx.state().log.push(item);
     }
     current = match parts.prepare_next {
       Some(prepare) => {
@@ -359,6 +371,78 @@ async fn run_loop(
       }
       None => output,
     };
+  }
+}
+
+async fn inbox_message(harness: &Harness, parts: &LoopParts<'_>, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
+  let Some(channel) = parts.inbox else { return Ok(None) };
+  let call = InboxCall { channel, context: ctx.id.clone(), park_timeout: parts.park_timeout_ms };
+  Ok(harness.env.host.recv_inbox(call).await?)
+}
+
+/// An `every` step's fields.
+struct Every<'a> {
+  id: &'a str,
+  body: &'a Step,
+  ms: f64,
+  jitter: f64,
+  wake_on: Option<HostRef>,
+  fail_on_error: bool,
+}
+
+/// `every`: runs the body at once, then again after each park, until the context is cancelled. A failing body
+/// ends it under `fail`; otherwise it is reported and the schedule goes on (a cancellation always ends it).
+async fn run_every(
+  harness: &Harness,
+  every: &Every<'_>,
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
+  loop {
+    if let Some(reason) = ctx.aborted() {
+      return Err(NoeticError::cancelled(&reason).into());
+    }
+    if let Err(error) = nested(harness, every.body, input.clone(), ctx, depth + 1).await {
+      if every.fail_on_error || is_cancelled(&error) {
+        return Err(error);
+      }
+      let message = format!("every '{}': an iteration failed: {error}; the schedule goes on", every.id);
+      harness.env.sink.step_diagnostic(every.id, "every", &message);
+    }
+    if let Some(reason) = ctx.aborted() {
+      return Err(NoeticError::cancelled(&reason).into());
+    }
+    park(harness, every, ctx).await;
+  }
+}
+
+/// Waits `ms` (± `jitter`, drawn afresh each time), or less when the context is aborted or, with `wake_on`, a
+/// value is sent on it meanwhile.
+async fn park(harness: &Harness, every: &Every<'_>, ctx: &Arc<ExecContext>) {
+  let ms = if every.jitter > 0.0 {
+    let unit = (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64;
+    (every.ms + (unit * 2.0 - 1.0) * every.jitter).max(0.0)
+  } else {
+    every.ms.max(0.0)
+  };
+  let timer = tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0));
+  let wake = async {
+    match every.wake_on {
+      Some(channel) => {
+        let call = WakeCall { channel, context: ctx.id.clone(), timeout: ms };
+        // A wait that fails is as good as none: the timer still ends the park.
+        if harness.env.host.wait_wake(call).await.is_err() {
+          std::future::pending::<()>().await;
+        }
+      }
+      None => std::future::pending::<()>().await,
+    }
+  };
+  tokio::select! {
+    () = timer => {}
+    _ = ctx.until_aborted() => {}
+    () = wake => {}
   }
 }
 

@@ -143,6 +143,7 @@ impl Harness {
 
   pub fn open_context(&self, ctx: ExecContext) -> Arc<ExecContext> {
     ctx.state().log.use_tokenizer(self.tokenizer);
+    ctx.listen_for_abort(Arc::clone(&self.env.host));
     let ctx = Arc::new(ctx);
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).insert(ctx.id.clone(), Arc::clone(&ctx));
     ctx

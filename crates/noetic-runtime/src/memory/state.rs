@@ -21,7 +21,13 @@ pub trait DiagnosticSink: Send + Sync {
   /// A loop's `until` predicate threw (the loop stops, as upstream). Sinks that tell loops from layers override
   /// this; by default it is reported under the loop's id with hook `until`.
   fn loop_diagnostic(&self, loop_id: &str, message: &str) {
-    self.diagnostic(loop_id, "until", message);
+    self.step_diagnostic(loop_id, "until", message);
+  }
+
+  /// Something a step went on past (an `every` iteration that failed under `onError: 'continue'`), reported under
+  /// the step's id with `hook` naming what.
+  fn step_diagnostic(&self, step_id: &str, hook: &str, message: &str) {
+    self.diagnostic(step_id, hook, message);
   }
 }
 

@@ -40,7 +40,14 @@ pub enum Step {
     max_history: usize,
     prepare_next: Option<HostRef>,
     on_error: Option<HostRef>,
+    /// A channel (kept by the host) read when the loop would stop: a message continues it, as a developer message
+    /// in the log. `park_timeout_ms`: how long to wait for one (0: only what is there).
+    inbox: Option<HostRef>,
+    park_timeout_ms: f64,
   },
+  /// `every`: the body, again and again with the same input, `ms` (± `jitter`) apart, woken early by a send on
+  /// `wake_on`; it ends only when its context is cancelled, or a failing body under `fail`.
+  Every { id: String, step: Arc<Step>, ms: f64, jitter: f64, wake_on: Option<HostRef>, fail_on_error: bool },
   /// `provide`: run a child step in the same context with more layers (replacing those of the same ids) while it
   /// runs; no layer hook runs for them (as upstream).
   Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
@@ -57,6 +64,7 @@ impl Step {
       | Self::Fork { id, .. }
       | Self::Loop { id, .. }
       | Self::Provide { id, .. }
+      | Self::Every { id, .. }
       | Self::Spawn { id, .. } => id,
       Self::Llm(llm) => &llm.id,
     }
@@ -72,6 +80,7 @@ impl Step {
       Self::Llm(_) => "llm",
       Self::Loop { .. } => "loop",
       Self::Provide { .. } => "provide",
+      Self::Every { .. } => "every",
       Self::Spawn { .. } => "spawn",
     }
   }

@@ -1,0 +1,206 @@
+'use strict';
+// Channels: named mailboxes steps talk through (value, queue with back-pressure, topic). Their values are JS values
+// handed over by identity, so the store lives here, one per harness, shared by every context it runs (DECISIONS
+// C5); the native interpreter reaches it for a loop's inbox and an `every`'s wake-ups.
+const { NoeticErrorImpl } = require('./errors.cjs');
+
+const MAX_TOPIC_TIMEOUT = 300_000;
+const DEFAULT_TIMEOUT = 30_000;
+
+// `channel(name, { schema, mode, capacity?, external? })`: a description only. As upstream's, the schema types the
+// values and is not enforced.
+function channel(name, opts = {}) {
+  const built = { name, schema: opts.schema, mode: opts.mode, capacity: opts.capacity };
+  if (opts.external) built.external = true;
+  return built;
+}
+
+const cancelled = (signal) => new NoeticErrorImpl({ kind: 'cancelled', reason: typeof signal?.reason === 'string' ? signal.reason : undefined });
+const timedOut = (name, timeout) => new NoeticErrorImpl({ kind: 'channel_timeout', channelName: name, timeout });
+
+// Removes `entry` from `list` if it is still there; true when it was (so each waiter settles once).
+function take(list, entry) {
+  const at = list.indexOf(entry);
+  if (at < 0) return false;
+  list.splice(at, 1);
+  return true;
+}
+
+class ChannelStore {
+  constructor() {
+    this._channels = new Map();
+    this._closed = new Set();
+  }
+
+  // A channel's state by name: the first channel object seen under a name fixes its mode and capacity.
+  _state(ch) {
+    let state = this._channels.get(ch.name);
+    if (!state) {
+      state = { mode: ch.mode, hasValue: false, value: undefined, waiters: [], queue: [], capacity: ch.capacity ?? 1000, senders: [], subscribers: new Set(), wakes: new Set() };
+      this._channels.set(ch.name, state);
+    }
+    return state;
+  }
+
+  // A one-shot callback on the next send to `ch` (the value is delivered as usual); returns the unsubscribe.
+  subscribeWake(ch, callback) {
+    const wakes = this._state(ch).wakes;
+    wakes.add(callback);
+    return () => wakes.delete(callback);
+  }
+
+  _fireWakes(state) {
+    const wakes = state.wakes;
+    state.wakes = new Set();
+    for (const wake of wakes) wake();
+  }
+
+  // Delivers at once (a parked receiver, the value slot, the buffer, the topic's current subscribers); a full queue
+  // parks the sender until a receiver makes room, `timeout` passes or `signal` aborts.
+  send(ch, value, opts = {}) {
+    const state = this._state(ch);
+    let result = Promise.resolve();
+    if (state.mode === 'value') {
+      state.value = value;
+      state.hasValue = true;
+      for (const waiter of state.waiters.splice(0)) waiter.resolve(value);
+    } else if (state.mode === 'queue') {
+      const waiter = state.waiters.shift();
+      if (waiter) waiter.resolve(value);
+      else if (state.queue.length < state.capacity) state.queue.push(value);
+      else result = this._park(ch.name, state, value, opts);
+    } else {
+      for (const subscriber of [...state.subscribers]) subscriber(value);
+    }
+    this._fireWakes(state);
+    return result;
+  }
+
+  _park(name, state, value, { timeout = DEFAULT_TIMEOUT, signal } = {}) {
+    if (signal?.aborted) return Promise.reject(cancelled(signal));
+    return new Promise((resolve, reject) => {
+      let timer;
+      const sender = { value };
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => take(state.senders, sender) && (done(), reject(cancelled(signal)));
+      sender.resolve = () => (done(), resolve());
+      state.senders.push(sender);
+      if (timeout > 0) timer = setTimeout(() => take(state.senders, sender) && (done(), reject(timedOut(name, timeout))), timeout);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  // A parked sender moves into the room a receive made.
+  _promote(state) {
+    if (state.senders.length > 0 && state.queue.length < state.capacity) {
+      const sender = state.senders.shift();
+      state.queue.push(sender.value);
+      sender.resolve();
+    }
+  }
+
+  // The next value: at once when there is one, else when one is sent (within `timeout`; 0 waits on, except on a
+  // topic, which waits at most 300 s), unless `signal` aborts. Registered at call time, so a send right after counts.
+  async recv(ch, timeout = DEFAULT_TIMEOUT, signal) {
+    if (signal?.aborted) throw cancelled(signal);
+    const state = this._state(ch);
+    if (state.mode === 'value') {
+      if (state.hasValue) return state.value;
+      return this._wait(ch.name, state, timeout, signal);
+    }
+    if (state.mode === 'queue') {
+      if (state.queue.length > 0) {
+        const head = state.queue.shift();
+        this._promote(state);
+        return head;
+      }
+      const sender = state.senders.shift();
+      if (sender) {
+        sender.resolve();
+        return sender.value;
+      }
+      return this._wait(ch.name, state, timeout, signal);
+    }
+    let limit = timeout;
+    if (!(limit > 0)) {
+      console.warn(`[noetic] Channel '${ch.name}': topic recv with non-positive timeout, clamping to ${MAX_TOPIC_TIMEOUT}ms`);
+      limit = MAX_TOPIC_TIMEOUT;
+    }
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer);
+        state.subscribers.delete(deliver);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const deliver = (value) => (done(), resolve(value));
+      const onAbort = () => (done(), reject(cancelled(signal)));
+      const timer = setTimeout(() => (done(), reject(timedOut(ch.name, limit))), limit);
+      state.subscribers.add(deliver);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  _wait(name, state, timeout, signal) {
+    return new Promise((resolve, reject) => {
+      let timer;
+      const waiter = {};
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => take(state.waiters, waiter) && (done(), reject(cancelled(signal)));
+      waiter.resolve = (value) => (done(), resolve(value));
+      state.waiters.push(waiter);
+      if (timeout > 0) timer = setTimeout(() => take(state.waiters, waiter) && (done(), reject(timedOut(name, timeout))), timeout);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  // The next value if there is one now, else null; never waits (a topic has nothing to give outside a recv).
+  tryRecv(ch) {
+    const state = this._state(ch);
+    if (state.mode === 'value') return state.hasValue ? state.value : null;
+    if (state.mode === 'queue' && state.queue.length > 0) {
+      const head = state.queue.shift();
+      this._promote(state);
+      return head;
+    }
+    return null;
+  }
+
+  // A sender outside any run: it never waits; a full queue drops its oldest value instead.
+  sendExternal(ch, value) {
+    const state = this._state(ch);
+    if (state.mode === 'queue' && state.waiters.length === 0 && state.queue.length >= state.capacity) {
+      console.warn(`[noetic] Channel '${ch.name}': queue at capacity (${state.capacity}), dropping oldest message (external sender).`);
+      state.queue.shift();
+      state.queue.push(value);
+      this._fireWakes(state);
+      return;
+    }
+    void this.send(ch, value);
+  }
+
+  getHandle(ch, executionId) {
+    const store = this;
+    return {
+      get closed() {
+        return store._closed.has(executionId);
+      },
+      channel: ch,
+      send(value) {
+        if (store._closed.has(executionId)) throw new NoeticErrorImpl({ kind: 'channel_closed', channelName: ch.name });
+        store.sendExternal(ch, value);
+      },
+    };
+  }
+
+  closeExecution(executionId) {
+    this._closed.add(executionId);
+  }
+}
+
+module.exports = { channel, ChannelStore };
