@@ -1701,6 +1701,63 @@ export interface ConvergeConfig {
   cache?: StorageAdapter;
 }
 
+// =============================================================================
+// Conditions
+// =============================================================================
+
+/** A yes/no question about a step's input. */
+export type Condition<I> = (input: I, ctx: Context) => Promise<boolean>;
+
+export interface WhenClause<TMemory = ContextMemory, I = unknown, O = unknown> {
+  readonly kind: 'when';
+  readonly condition: Condition<I>;
+  readonly step: Step<TMemory, I, O>;
+}
+
+export interface OtherwiseClause<TMemory = ContextMemory, I = unknown, O = unknown> {
+  readonly kind: 'otherwise';
+  readonly step: Step<TMemory, I, O>;
+}
+
+export declare function when<TMemory = ContextMemory, I = unknown, O = unknown>(
+  condition: Condition<I>,
+  step: Step<TMemory, I, O>,
+): WhenClause<TMemory, I, O>;
+export declare function otherwise<TMemory = ContextMemory, I = unknown, O = unknown>(
+  step: Step<TMemory, I, O>,
+): OtherwiseClause<TMemory, I, O>;
+
+/** A branch route: the step of the first clause that holds (an `otherwise` always does), else null. */
+export declare function semanticRoute<TMemory = ContextMemory, I = unknown, O = unknown>(
+  ...clauses: (WhenClause<TMemory, I, O> | OtherwiseClause<TMemory, I, O>)[]
+): (input: I, ctx: Context) => Promise<Step<TMemory, I, O> | null>;
+
+/** A branch route by meaning: the case whose label embeds closest to the input (cosine at least `threshold`,
+ * 0.7 by default), else `default` or null. Label vectors are embedded once, or kept in `cache`. */
+export declare function semanticSwitch<TMemory = ContextMemory, I = unknown, O = unknown>(opts: {
+  embed: EmbedFn;
+  cases: Record<string, Step<TMemory, I, O>> | { labels: string | string[]; step: Step<TMemory, I, O> }[];
+  default?: Step<TMemory, I, O>;
+  threshold?: number;
+  cache?: StorageAdapter;
+}): (input: I, ctx: Context) => Promise<Step<TMemory, I, O> | null>;
+
+/** Whether the input is close in meaning to a label (or to any / all of several). */
+export declare function embeddingMatch<I>(embed: EmbedFn, label: string, threshold: number): Condition<I>;
+export declare function embeddingMatch<I>(opts: {
+  embed: EmbedFn;
+  labels: string[];
+  threshold: number;
+  match?: 'any' | 'all';
+  cache?: StorageAdapter;
+}): Condition<I>;
+
+export declare function anyCondition<I>(...conditions: Condition<I>[]): Condition<I>;
+export declare function allCondition<I>(...conditions: Condition<I>[]): Condition<I>;
+
+/** Asks `model` a yes/no `prompt` about the input (an unreadable answer is no); its usage counts in the context's. */
+export declare function aiCondition<I>(opts: { model: string; prompt: string }): Condition<I>;
+
 /** The cosine of the angle between two vectors of one dimension (0 when either has no length). */
 export declare function cosineSimilarity(a: readonly number[], b: readonly number[]): number;
 
@@ -2209,6 +2266,8 @@ declare class NativeHarness {
   itemsJson(context: string, from: number, to: number): Array<string>
   /** The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles. */
   contextStatic(context: string): string
+  /** Adds a model call made outside the interpreter (an `aiCondition`'s) to a context's tokens and cost. */
+  addUsage(context: string, input: number, output: number, cached: number, cost: number): void
   /** One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items). */
   contextField(context: string, field: string): string
   complete(context: string, value: string): void

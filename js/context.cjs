@@ -321,6 +321,13 @@ class ContextImpl {
     this._rt.kick();
   }
 
+  // A model call made for this context outside the interpreter counts in its tokens and cost (upstream's trackUsage).
+  _trackUsage(response) {
+    const usage = response?.usage ?? {};
+    const n = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+    this._rt.native.addUsage(this.id, n(usage.inputTokens), n(usage.outputTokens), n(usage.cachedTokens), n(response?.cost));
+  }
+
   // Fires this context's abort signal: what it parked on a channel ends as cancelled.
   _aborted(reason) {
     this._abort?.abort(reason);

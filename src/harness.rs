@@ -419,6 +419,18 @@ impl NativeHarness {
     )
   }
 
+  /// Adds a model call made outside the interpreter (an `aiCondition`'s) to a context's tokens and cost.
+  #[napi(catch_unwind)]
+  pub fn add_usage(&self, context: String, input: f64, output: f64, cached: f64, cost: f64) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let mut state = ctx.state();
+    state.tokens.input += input;
+    state.tokens.output += output;
+    state.tokens.cached += cached;
+    state.cost += cost;
+    Ok(())
+  }
+
   /// One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items).
   #[napi(catch_unwind)]
   pub fn context_field(&self, context: String, field: String) -> Result<String> {
