@@ -1758,6 +1758,10 @@ export declare function allCondition<I>(...conditions: Condition<I>[]): Conditio
 /** Asks `model` a yes/no `prompt` about the input (an unreadable answer is no); its usage counts in the context's. */
 export declare function aiCondition<I>(opts: { model: string; prompt: string }): Condition<I>;
 
+/** An `EmbedFn` on OpenRouter's embeddings API (default model `openai/text-embedding-3-small`); the HTTP call runs
+ * natively. */
+export declare function createOpenRouterEmbed(apiKey?: string, embeddingModel?: string): EmbedFn;
+
 /** The cosine of the angle between two vectors of one dimension (0 when either has no length). */
 export declare function cosineSimilarity(a: readonly number[], b: readonly number[]): number;
 
@@ -2190,6 +2194,12 @@ export {};
  * can point the loader at a WASI artifact this package does not build itself.
  */
 declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+declare class NativeEmbedder {
+  constructor(apiKey: string, model?: string | undefined | null, baseUrl?: string | undefined | null)
+  /** One vector per text, in order. */
+  embed(texts: Array<string>): Promise<Array<Array<number>>>
+}
 
 declare class NativeFs {
   constructor()

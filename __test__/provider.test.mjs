@@ -356,3 +356,30 @@ test('a session streams the provider: text deltas in order, and every event on t
     server.close();
   }
 });
+
+test('createOpenRouterEmbed posts the texts natively and gives one vector per text, in order; failures name the status', async () => {
+  const { createOpenRouterEmbed, cosineSimilarity } = await import('../js/index.mjs');
+  assert.throws(() => createOpenRouterEmbed(''), (e) => e.code === 'MISSING_API_KEY' && e.message === 'createOpenRouterEmbed() requires an OpenRouter API key.');
+  const fake = await fakeOpenRouter([
+    { body: { data: [{ index: 1, embedding: [0, 1] }, { index: 0, embedding: [1, 0] }] } },
+    { status: 401, body: { error: { message: 'bad key' } } },
+  ]);
+  const before = process.env.OPENROUTER_BASE_URL;
+  process.env.OPENROUTER_BASE_URL = fake.baseUrl;
+  try {
+    const embed = createOpenRouterEmbed('sk-test', 'acme/embedder');
+    const vectors = await embed(['first', 'second']);
+    assert.deepEqual(vectors, [[1, 0], [0, 1]]);
+    assert.equal(cosineSimilarity(vectors[0], vectors[1]), 0);
+    const [request] = fake.received;
+    assert.deepEqual([request.url, request.headers.authorization, request.body], ['/api/v1/embeddings', 'Bearer sk-test', { model: 'acme/embedder', input: ['first', 'second'] }]);
+    await assert.rejects(embed(['x']), /OpenRouter embeddings request failed: 401 Unauthorized/);
+    // The default model.
+    await createOpenRouterEmbed('sk-test')(['y']).catch(() => {});
+    assert.equal(fake.received[2].body.model, 'openai/text-embedding-3-small');
+  } finally {
+    if (before === undefined) delete process.env.OPENROUTER_BASE_URL;
+    else process.env.OPENROUTER_BASE_URL = before;
+    await fake.close();
+  }
+});

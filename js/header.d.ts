@@ -1758,6 +1758,10 @@ export declare function allCondition<I>(...conditions: Condition<I>[]): Conditio
 /** Asks `model` a yes/no `prompt` about the input (an unreadable answer is no); its usage counts in the context's. */
 export declare function aiCondition<I>(opts: { model: string; prompt: string }): Condition<I>;
 
+/** An `EmbedFn` on OpenRouter's embeddings API (default model `openai/text-embedding-3-small`); the HTTP call runs
+ * natively. */
+export declare function createOpenRouterEmbed(apiKey?: string, embeddingModel?: string): EmbedFn;
+
 /** The cosine of the angle between two vectors of one dimension (0 when either has no length). */
 export declare function cosineSimilarity(a: readonly number[], b: readonly number[]): number;
 

@@ -9,6 +9,7 @@ const adapters = require('./adapters.cjs');
 const itemSchemas = require('./item-schemas.cjs');
 const conditions = require('./conditions.cjs');
 const channels = require('./channels.cjs');
+const { createOpenRouterEmbed } = require('./embed.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -56,6 +57,7 @@ module.exports = {
   allCondition: conditions.allCondition,
   aiCondition: conditions.aiCondition,
   channel: channels.channel,
+  createOpenRouterEmbed,
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,

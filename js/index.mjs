@@ -47,6 +47,7 @@ export const {
   allCondition,
   aiCondition,
   channel,
+  createOpenRouterEmbed,
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,

@@ -8,6 +8,7 @@
 mod describe;
 mod dispatcher;
 mod driver;
+mod embed;
 mod fs;
 mod guard;
 mod harness;

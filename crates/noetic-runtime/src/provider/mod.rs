@@ -1,6 +1,7 @@
 //! Model providers reached over HTTP (DECISIONS A1: the provider's client is Rust). Today one: OpenRouter's
 //! Responses API, streamed. The harness's tool loop drives a provider one round at a time.
 
+mod embed;
 mod openrouter;
 mod stream;
 pub(crate) mod wire;
@@ -9,6 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use self::embed::OpenRouterEmbed;
 pub use self::openrouter::{OpenRouter, OpenRouterConfig, Timeouts};
 use crate::items::Item;
 use crate::steps::ModelParams;
