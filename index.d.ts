@@ -2234,6 +2234,11 @@ declare class NativeHarness {
    * on it goes on at once, here; returns what it asks of JS next.
    */
   reply(id: number, ok: boolean, text: string): string | null
+  /**
+   * Answers several requests at once (replies that settled in one turn of JS's event loop: a fork's paths), then
+   * polls once: `ids[i]` gets `texts[i]`, as a success when `oks[i]`.
+   */
+  replyMany(ids: Array<number>, oks: Array<boolean>, texts: Array<string>): string | null
   /** Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS. */
   drive(): string | null
   /**

@@ -235,22 +235,63 @@ class ItemLogImpl {
 }
 
 class ContextImpl {
+  // What does not change is read from the native side when first asked for, and the state and cwd (copies of the
+  // parent's, for a child) when first used: a step that never touches its context (a fork's trivial path) costs no
+  // crossing for it.
   constructor(runtime, id) {
-    const info = JSON.parse(runtime.native.contextStatic(id));
     this._rt = runtime;
     this.id = id;
-    this.threadId = info.threadId;
-    this.resourceId = info.resourceId ?? undefined;
-    this.depth = info.depth;
-    this.parent = info.parent ? runtime.context(info.parent) : null;
-    this.state = this.parent ? structuredClone(this.parent.state) : runtime.initialState;
+    this._info = undefined;
+    this._parent = undefined;
+    this._state = UNSET;
+    this._cwdState = UNSET;
     this.itemLog = new ItemLogImpl(runtime, id, this);
-    // A root context shares the harness's cwd state; a child starts from a copy of its parent's (as upstream).
-    const parentCwd = this.parent?.cwdState;
-    this.cwdState = parentCwd ? { cwd: parentCwd.cwd, previousCwd: parentCwd.previousCwd } : runtime.harness.rootCwdState;
-    this._layers = info.layers;
     this._memory = undefined;
     this._itemSchemas = undefined;
+  }
+
+  get _static() {
+    this._info ??= JSON.parse(this._rt.native.contextStatic(this.id));
+    return this._info;
+  }
+  get threadId() {
+    return this._static.threadId;
+  }
+  get resourceId() {
+    return this._static.resourceId ?? undefined;
+  }
+  get depth() {
+    return this._static.depth;
+  }
+  get parent() {
+    if (this._parent === undefined) {
+      const parent = this._static.parent;
+      this._parent = parent ? this._rt.context(parent) : null;
+    }
+    return this._parent;
+  }
+  get _layers() {
+    return this._static.layers;
+  }
+
+  get state() {
+    if (this._state === UNSET) this._state = this.parent ? structuredClone(this.parent.state) : this._rt.initialState;
+    return this._state;
+  }
+  set state(value) {
+    this._state = value;
+  }
+
+  // A root context shares the harness's cwd state; a child starts from a copy of its parent's (as upstream).
+  get cwdState() {
+    if (this._cwdState === UNSET) {
+      const parentCwd = this.parent?.cwdState;
+      this._cwdState = parentCwd ? { cwd: parentCwd.cwd, previousCwd: parentCwd.previousCwd } : this._rt.harness.rootCwdState;
+    }
+    return this._cwdState;
+  }
+  set cwdState(value) {
+    this._cwdState = value;
   }
 
   _field(name) {

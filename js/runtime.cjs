@@ -32,6 +32,8 @@ class Runtime {
     this.tokenize = estimateTokens;
     this.handles = new Map();
     this.values = new Map();
+    // Answers settled in this turn, sent together (see `receive`).
+    this.settledReplies = [];
     // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
@@ -397,6 +399,13 @@ class Runtime {
       }
       this.pump(next);
     };
+    // An answer that settles later waits for the others settling in the same turn, so that many (a fork's paths)
+    // reach the native side in one call.
+    const later = (ok, answer) => {
+      if (id === 0) return;
+      this.settledReplies.push([id, ok, typeof answer === 'string' ? answer : `internal error: a reply that is not a string`]);
+      if (this.settledReplies.length === 1) queueMicrotask(() => this.flushReplies());
+    };
     const fail = (e) => reply(false, messageOf(e));
     let answer;
     try {
@@ -410,13 +419,23 @@ class Runtime {
     answer.then(
       (value) => {
         resume();
-        reply(true, value);
+        later(true, value);
       },
       (e) => {
         resume();
-        fail(e);
+        later(false, messageOf(e));
       },
     );
+  }
+
+  flushReplies() {
+    const settled = this.settledReplies;
+    this.settledReplies = [];
+    if (settled.length === 1) {
+      const [id, ok, answer] = settled[0];
+      return this.pump(this.native.reply(id, ok, answer));
+    }
+    this.pump(this.native.replyMany(settled.map((r) => r[0]), settled.map((r) => r[1]), settled.map((r) => r[2])));
   }
 
   // The dispatcher: every request is answered as JSON text (or a Promise of it).

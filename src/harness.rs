@@ -230,6 +230,17 @@ impl NativeHarness {
     batch_text(&self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) })))
   }
 
+  /// Answers several requests at once (replies that settled in one turn of JS's event loop: a fork's paths), then
+  /// polls once: `ids[i]` gets `texts[i]`, as a success when `oks[i]`.
+  #[napi(catch_unwind)]
+  pub fn reply_many(&self, ids: Vec<u32>, oks: Vec<bool>, texts: Vec<String>) -> Option<String> {
+    batch_text(&self.driver.drive(|| {
+      for ((id, ok), text) in ids.into_iter().zip(oks).zip(texts) {
+        self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
+      }
+    }))
+  }
+
   /// Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS.
   #[napi(catch_unwind)]
   pub fn drive(&self) -> Option<String> {
