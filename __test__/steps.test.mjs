@@ -359,3 +359,17 @@ test('loop: prepareNext makes the next input from the output and the verdict (fe
   await assert.rejects(h.run(loop({ id: 'c', steps: [cancelling], until: until.never(), onError: () => (asked++, 'retry') }), 0), (e) => e.noeticError.kind === 'cancelled');
   assert.equal(asked, 0);
 });
+
+test('spawn timeout: past it the child is aborted (it stops at its next step) and the spawn fails with step_failed', async () => {
+  const h = harness();
+  const ran = [];
+  const slow = loop({ id: 'slow', steps: [step.run({ id: 'tick', execute: async (x) => { ran.push('tick'); await sleep(15); return x; } })], until: until.maxSteps(100) });
+  const started = Date.now();
+  await assert.rejects(h.run(spawn({ id: 'bounded', child: slow, timeout: 40 }), 'x'), (e) => e.noeticError?.kind === 'step_failed' && e.message === "Step 'bounded' failed: Spawn 'bounded' timed out after 40ms");
+  assert.ok(Date.now() - started < 400);
+  const count = ran.length;
+  await sleep(40);
+  assert.equal(ran.length, count, 'the child stopped');
+  // A child that finishes in time is not touched.
+  assert.equal(await h.run(spawn({ id: 'quick', child: value('v', 'done'), timeout: 1000 }), 'x'), 'done');
+});

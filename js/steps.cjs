@@ -308,6 +308,7 @@ function describeStep(s, keep, describeLayer) {
         ...base,
         child: describeStep(s.child, keep, describeLayer),
         memory: s.memory == null ? undefined : layersOf(s.memory, `spawn '${s.id}'`).map((l) => describeLayer(l, keep)),
+        timeout: s.timeout === undefined ? undefined : num(s.timeout),
       };
     default:
       return base;

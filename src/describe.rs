@@ -298,6 +298,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
         Some(layers @ Value::Array(_)) => Some(Arc::new(layer_set(layers, host)?)),
         _ => None,
       },
+      timeout_ms: value.get("timeout").and_then(number),
       id,
     },
     Some(other) => {

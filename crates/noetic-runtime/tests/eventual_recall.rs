@@ -422,7 +422,7 @@ async fn execution_entries_go_with_their_execution_and_no_refresh_outlives_it() 
   assert!(f.views().iter().all(Vec::is_empty));
 
   // A spawned child that inherits the layers ends its refreshes too.
-  let spawn = Step::Spawn { id: "child".into(), child: Arc::new(llm()), memory: None };
+  let spawn = Step::Spawn { id: "child".into(), child: Arc::new(llm()), memory: None, timeout_ms: None };
   let start = Instant::now();
   f.harness.run(&spawn, StepValue::Text("hi".into()), RunOptions::default()).await.unwrap();
   assert!(start.elapsed() < Duration::from_secs(1));

@@ -115,6 +115,26 @@ pub(super) fn value_json(value: &StepValue) -> Value {
   }
 }
 
+/// A spawn's child within its time limit (DECISIONS G7): past it the child is aborted, and still finished (so that
+/// its layers end cleanly) before the spawn fails with `step_failed`.
+async fn within(
+  id: &str,
+  ms: f64,
+  child: &Arc<ExecContext>,
+  run: impl Future<Output = RunResult<StepValue>>,
+) -> RunResult<StepValue> {
+  let mut run = std::pin::pin!(run);
+  tokio::select! {
+    result = &mut run => result,
+    () = tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)) => {
+      let message = format!("Spawn '{id}' timed out after {}ms", crate::js_number(ms));
+      child.abort(message.clone());
+      let _ = run.await;
+      Err(step_failed(id, message).into())
+    }
+  }
+}
+
 /// Puts a context's layers back when a `provide` ends, however it ends (a race may drop it mid-way).
 struct RestoreLayers<'a> {
   ctx: &'a ExecContext,
@@ -229,7 +249,7 @@ async fn run_step(
       let every = Every { id, body: step, ms: *ms, jitter: *jitter, wake_on: *wake_on, fail_on_error: *fail_on_error };
       run_every(harness, &every, input, ctx, depth).await
     }
-    Step::Spawn { child, memory, .. } => {
+    Step::Spawn { id, child, memory, timeout_ms } => {
       let layers = memory.clone().unwrap_or_else(|| ctx.layers());
       let mut child_exec = ExecContext::new(
         uuid::Uuid::new_v4().to_string(),
@@ -243,16 +263,22 @@ async fn run_step(
       let child_ctx = harness.open_context(child_exec);
       // A child with its own layers initialises and finishes them; one that inherits the parent's runs them as
       // the parent left them (upstream: no init in children).
-      let result = if memory.is_some() {
-        harness.run_in(&child_ctx, child, input).await
-      } else {
-        let result = nested(harness, child, input, &child_ctx, depth + 1).await;
-        harness.recall_cache.finish(&child_ctx.id).await;
-        // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
-        // executeSpawn cleans up its child).
-        harness.env.states.flush(&child_ctx.id).await;
-        harness.env.states.cleanup(&child_ctx.id);
-        result
+      let run = async {
+        if memory.is_some() {
+          harness.run_in(&child_ctx, child, input).await
+        } else {
+          let result = nested(harness, child, input, &child_ctx, depth + 1).await;
+          harness.recall_cache.finish(&child_ctx.id).await;
+          // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
+          // executeSpawn cleans up its child).
+          harness.env.states.flush(&child_ctx.id).await;
+          harness.env.states.cleanup(&child_ctx.id);
+          result
+        }
+      };
+      let result = match timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
+        None => run.await,
+        Some(ms) => within(id, ms, &child_ctx, run).await,
       };
       harness.close_context(&child_ctx.id);
       result

@@ -51,8 +51,9 @@ pub enum Step {
   /// `provide`: run a child step in the same context with more layers (replacing those of the same ids) while it
   /// runs; no layer hook runs for them (as upstream).
   Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
-  /// `spawn`: run a child step in an isolated child context, with its own layers if given.
-  Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>> },
+  /// `spawn`: run a child step in an isolated child context, with its own layers if given; past `timeout_ms` the
+  /// child is aborted and the spawn fails.
+  Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>>, timeout_ms: Option<f64> },
 }
 
 impl Step {
