@@ -373,3 +373,47 @@ test('spawn timeout: past it the child is aborted (it stops at its next step) an
   // A child that finishes in time is not touched.
   assert.equal(await h.run(spawn({ id: 'quick', child: value('v', 'done'), timeout: 1000 }), 'x'), 'done');
 });
+
+test("step.llm output: the reply is parsed by the schema (defaults applied); a reply it cannot take is llm_parse_error", async () => {
+  const Weather = z.object({ city: z.string(), celsius: z.number().default(20) });
+  const script = [{ text: '{"city":"Paris"}' }, { text: 'sunny, I think' }, { text: '{"city": 3}' }];
+  const h = new AgentHarness({ name: 'o', params: {}, llm: { provider: 'scripted', script } });
+  const ctx = h.createContext();
+  const ask = step.llm({ id: 'weather', model: 'scripted', output: Weather });
+  assert.deepEqual(await h.run(ask, 'how is it?', ctx), { city: 'Paris', celsius: 20 });
+  await assert.rejects(h.run(ask, 'and now?', ctx), (e) => {
+    assert.equal(e.message, "LLM parse error at step 'weather': failed to parse output");
+    assert.deepEqual([e.noeticError.kind, e.noeticError.stepId, e.noeticError.raw], ['llm_parse_error', 'weather', 'sunny, I think']);
+    assert.equal(e.noeticError.schema, Weather, 'the very schema');
+    assert.match(e.noeticError.zodError.issues[0].message, /^Invalid JSON: /);
+    return true;
+  });
+  await assert.rejects(h.run(ask, 'again?', ctx), (e) => e.noeticError.zodError.issues[0].path[0] === 'city');
+  // The unparsable replies are still in the log.
+  assert.equal(ctx.itemLog.items.filter((item) => item.role === 'assistant').length, 3);
+});
+
+test("step.llm emit: false keeps the step's events out of the session stream; a filter picks which go", async () => {
+  const seen = async (emit) => {
+    const h = new AgentHarness({
+      name: 'agent',
+      params: {},
+      initialStep: step.llm({ id: 'chat', model: 'scripted', emit }),
+      llm: { provider: 'scripted', script: [{ text: 'hi' }] },
+    });
+    const types = [];
+    const reading = (async () => {
+      for await (const event of h.getFullStream()) {
+        types.push(event.type);
+        if (event.type === 'agent:turn_completed') return;
+      }
+    })();
+    await h.execute('hello');
+    await h.getAgentResponse();
+    await reading;
+    return types.filter((t) => t.startsWith('agent:step_'));
+  };
+  assert.deepEqual(await seen(undefined), ['agent:step_started', 'agent:step_completed']);
+  assert.deepEqual(await seen(false), []);
+  assert.deepEqual(await seen((type, data) => type === 'step_completed' && data.kind === 'llm'), ['agent:step_completed']);
+});

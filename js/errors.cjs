@@ -168,8 +168,13 @@ function callNative(fn, ...args) {
 }
 
 // What JS reports to the native side about an error a user function threw.
+// Marks an error to come back to the caller as the very object, its payload never crossing as JSON (one that
+// holds JS objects: an llm_parse_error's schema and zodError).
+const KEEP_IDENTITY = Symbol('noetic.keepIdentity');
+
 function toFailure(e, keep) {
   const message = messageOf(e);
+  if (e?.[KEEP_IDENTITY]) return { message, handle: keep(e) };
   try {
     if (e instanceof NoeticConfigError) {
       return { message, handle: keep(e), config: { code: String(e.code), message, hint: String(e.hint ?? '') } };
@@ -186,6 +191,7 @@ function toFailure(e, keep) {
 }
 
 module.exports = {
+  KEEP_IDENTITY,
   NoeticConfigError,
   describeValue,
   nonJsonAt,

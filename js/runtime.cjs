@@ -3,10 +3,11 @@
 // objects user code receives (contexts, execution contexts, scoped storage).
 const native = require('./native.cjs');
 const { estimateTokens } = require('./items.cjs');
-const { NoeticConfigError, toFailure, callNative, fromNative, messageOf, describeValue, revivePayload } = require('./errors.cjs');
+const { NoeticConfigError, NoeticErrorImpl, KEEP_IDENTITY, toFailure, callNative, fromNative, messageOf, describeValue, revivePayload } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { ChannelStore } = require('./channels.cjs');
+const { ZodError } = require('zod');
 const { runHooks, repliesJson } = require('./hooks.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
@@ -544,6 +545,20 @@ class Runtime {
       }
       case 'lazy':
         return this.resolveLazy(message.call);
+      case 'parseOutput': {
+        // The reply must be JSON the step's schema accepts; the step's output is what the schema makes of it.
+        const { schema: handle, stepId, raw } = message.call;
+        const schema = this.handles.get(handle);
+        let parsed;
+        try {
+          parsed = JSON.parse(raw);
+        } catch (e) {
+          throw this.parseError(stepId, raw, schema, { code: 'custom', message: `Invalid JSON: ${e.message}`, path: [] });
+        }
+        const checked = schema.safeParse(parsed);
+        if (!checked.success) throw this.parseError(stepId, raw, schema, checked.error);
+        return { value: this.toRef(checked.data) };
+      }
       case 'inbox': {
         // A loop about to stop reads its inbox: what is there, or (with a park timeout) what comes within it. Only
         // a cancellation of the context is an error; a timeout is no message.
@@ -619,6 +634,14 @@ class Runtime {
       default:
         throw new Error(`unknown request '${message.op}'`);
     }
+  }
+
+  // `llm_parse_error`, carried back as the very object (its schema and zodError are JS objects).
+  parseError(stepId, raw, schema, zodError) {
+    const error = zodError instanceof Error ? zodError : new ZodError([zodError]);
+    const failure = new NoeticErrorImpl({ kind: 'llm_parse_error', stepId, raw, schema, zodError: error });
+    failure[KEEP_IDENTITY] = true;
+    return failure;
   }
 
   // A step a route or paths function chose at run time, described as the steps of a run are; its functions are kept

@@ -273,6 +273,9 @@ function describeStep(s, keep, describeLayer) {
         projection: s.projection,
         lazy: fields.length > 0 ? { step: keep(s), fields } : undefined,
         params: s.params,
+        output: s.output ? { schema: keep(s.output), jsonSchema: inputSchema(s.output) } : undefined,
+        // A filter answers in text, which the native side reads without a JS value: non-empty lets the event go.
+        emit: typeof s.emit === 'function' ? { filter: keep(async (type, data) => ((await s.emit(type, data)) ? 'emit' : '')) } : s.emit === false ? false : undefined,
       };
     }
     case 'loop':

@@ -15,7 +15,9 @@ use noetic_runtime::memory::registry::{
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
-use noetic_runtime::steps::{Backoff, ForkMode, LazyFields, LlmStep, ModelParams, RetryPolicy, Step, Until};
+use noetic_runtime::steps::{
+  Backoff, Emit, ForkMode, LazyFields, LlmStep, ModelParams, RetryPolicy, Step, StructuredOutput, Until,
+};
 use serde_json::Value;
 
 use crate::dispatcher::Dispatch;
@@ -254,6 +256,17 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       projection: value.get("projection").and_then(projection),
       lazy: value.get("lazy").and_then(lazy_fields),
       params: model_params(value.get("params")),
+      emit: match value.get("emit") {
+        Some(Value::Bool(false)) => Emit::None,
+        Some(filter) => filter.get("filter").and_then(Value::as_u64).map_or(Emit::All, Emit::Filter),
+        None => Emit::All,
+      },
+      output: value.get("output").and_then(|output| {
+        Some(StructuredOutput {
+          schema: output.get("schema")?.as_u64()?,
+          json_schema: output.get("jsonSchema")?.clone(),
+        })
+      }),
       id,
     })),
     Some("loop") => Step::Loop {

@@ -242,6 +242,11 @@ impl Host for JsHost {
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
   }
 
+  async fn parse_output(&self, call: OutputCall) -> Result<StepValue, HostError> {
+    let text = self.request("parseOutput", call).await?;
+    Ok(step_value_from(&open::<JsValue>(&text)?.value))
+  }
+
   async fn recv_inbox(&self, call: InboxCall) -> Result<Option<String>, HostError> {
     let text = self.request("inbox", call).await?;
     let reply: Value = open(&text)?;

@@ -131,6 +131,8 @@ fn llm_step(c: &mut Criterion) {
     projection: None,
     lazy: None,
     params: ModelParams::default(),
+    output: None,
+    emit: Default::default(),
   }));
   let mut group = c.benchmark_group("llm_step_5_layers");
   for n in [1_000, 10_000, 100_000] {

@@ -444,6 +444,15 @@ pub struct StepFnCall {
   pub input: StepValueRef,
 }
 
+/// An LLM step's reply text to parse with its `output` schema.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OutputCall {
+  pub schema: HostRef,
+  pub step_id: String,
+  pub raw: String,
+}
+
 /// A loop's inbox read when it would stop: what is there, or (with a park timeout) what arrives within it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -591,6 +600,13 @@ pub trait Host: Send + Sync {
   /// Runs a `step.tool` step: validates its arguments with the tool's input schema and calls the tool.
   async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
     Err(HostError::Thrown { message: format!("step.tool '{}' cannot run on this host", call.step_id), error: None })
+  }
+  /// Parses an LLM step's reply with its `output` schema: the parsed value, or `llm_parse_error`.
+  async fn parse_output(&self, call: OutputCall) -> Result<StepValue, HostError> {
+    Err(HostError::Thrown {
+      message: format!("step '{}' has an output schema this host cannot run", call.step_id),
+      error: None,
+    })
   }
   /// The next message of a loop's inbox, if one comes (a cancellation of the context fails it).
   async fn recv_inbox(&self, _call: InboxCall) -> Result<Option<String>, HostError> {

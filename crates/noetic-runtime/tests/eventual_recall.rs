@@ -229,6 +229,8 @@ fn llm() -> Step {
     projection: None,
     lazy: None,
     params: Default::default(),
+    output: None,
+    emit: Default::default(),
   }))
 }
 

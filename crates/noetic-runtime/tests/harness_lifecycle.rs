@@ -151,6 +151,8 @@ fn llm() -> Step {
     projection: None,
     lazy: None,
     params: ModelParams::default(),
+    output: None,
+    emit: Default::default(),
   }))
 }
 
@@ -303,6 +305,8 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     projection: None,
     lazy: None,
     params: ModelParams::default(),
+    output: None,
+    emit: Default::default(),
   }));
   match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),

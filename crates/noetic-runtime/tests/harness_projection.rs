@@ -137,6 +137,8 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     projection: None,
     lazy: None,
     params: ModelParams::default(),
+    output: None,
+    emit: Default::default(),
   }));
   harness.run_in(&ctx, &step, StepValue::Undefined).await.unwrap();
   let views = host.views.lock().unwrap();

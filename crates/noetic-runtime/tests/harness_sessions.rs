@@ -91,6 +91,8 @@ fn llm_step() -> Step {
     tools: None,
     projection: None,
     params: ModelParams::default(),
+    output: None,
+    emit: Default::default(),
     lazy: None,
   }))
 }

@@ -104,6 +104,8 @@ fn step(instructions: Option<&str>, tools: Option<Vec<ToolDef>>, params: ModelPa
     projection: None,
     lazy: None,
     params,
+    output: None,
+    emit: Default::default(),
   }))
 }
 
@@ -646,7 +648,15 @@ async fn respond(provider: &OpenRouter, deltas: Option<&dyn DeltaSink>) -> Resul
   let params = ModelParams::default();
   let user = Item::from_value(json!({ "type": "message", "role": "user", "content": "hi" })).unwrap();
   let items = [Arc::new(user)];
-  let request = ProviderRequest { model: "m", instructions: None, items: &items, tools: &[], params: &params, deltas };
+  let request = ProviderRequest {
+    model: "m",
+    instructions: None,
+    items: &items,
+    tools: &[],
+    params: &params,
+    output_schema: None,
+    deltas,
+  };
   provider.respond(&request).await
 }
 

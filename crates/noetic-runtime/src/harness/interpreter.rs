@@ -17,7 +17,7 @@ use crate::host::{
   Verdict, WakeCall,
 };
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
-use crate::steps::{RetryPolicy, Step};
+use crate::steps::{Emit, RetryPolicy, Step};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
@@ -182,18 +182,37 @@ async fn dispatch(
     return Err(NoeticError::cancelled(&reason).into());
   }
   ctx.state().step_count += 1;
-  // A session's steps report to its stream, as upstream's do to the session broadcaster.
-  let report = |event: &str| {
-    if let Some(events) = &ctx.events {
-      events.step(&harness.name, event, step.id(), step.kind());
-    }
-  };
-  report("step_started");
+  report(harness, step, ctx, "step_started").await?;
   let result = run_step(harness, step, input, ctx, depth).await;
   if result.is_ok() {
-    report("step_completed");
+    report(harness, step, ctx, "step_completed").await?;
   }
   result
+}
+
+/// A session's steps report to its stream, as upstream's do to the session broadcaster; an LLM step's `emit`
+/// decides which of its events go.
+async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &str) -> RunResult<()> {
+  let Some(events) = &ctx.events else { return Ok(()) };
+  let emit = match step {
+    Step::Llm(llm) => llm.emit,
+    _ => Emit::All,
+  };
+  let allowed = match emit {
+    Emit::All => true,
+    Emit::None => false,
+    Emit::Filter(filter) => {
+      let data = json!({ "stepId": step.id(), "kind": step.kind() });
+      let call =
+        FnCall { func: filter, context: ctx.id.clone(), args: vec![FnArg::Json(json!(event)), FnArg::Json(data)] };
+      // The host answers in text: non-empty lets the event go.
+      matches!(harness.env.host.call_fn(call).await?, StepValue::Text(text) if !text.is_empty())
+    }
+  };
+  if allowed {
+    events.step(&harness.name, event, step.id(), step.kind());
+  }
+  Ok(())
 }
 
 async fn run_step(

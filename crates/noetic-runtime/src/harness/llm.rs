@@ -14,7 +14,7 @@ use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::ConfigError;
-use crate::host::{LazyCall, ModelCall, StepValue, ViewEntry};
+use crate::host::{LazyCall, ModelCall, OutputCall, StepValue, ViewEntry};
 use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
@@ -224,7 +224,14 @@ impl Harness {
     // Read without keeping the parsed fields: these items stay in the log for the session's life.
     let last_answer = response.items.iter().rev().find(|item| item.role() == Some("assistant"));
     let text = last_answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default();
-    Ok(StepValue::Text(text))
+    match &step.output {
+      // Parsed once everything else is recorded, so a reply that does not parse still counts (as upstream).
+      Some(output) => {
+        let call = OutputCall { schema: output.schema, step_id: step.id.clone(), raw: text };
+        Ok(self.env.host.parse_output(call).await?)
+      }
+      None => Ok(StepValue::Text(text)),
+    }
   }
 
   /// Runs the step's getters once, with the live context, before anything else the step does (as upstream).
@@ -268,6 +275,7 @@ impl Harness {
       params: &step.params,
       conversation: &[],
       tools,
+      output_schema: step.output.as_ref().map(|output| &output.json_schema),
       ctx: Some(ctx),
     };
     match &self.model {

@@ -217,6 +217,7 @@ impl Harness {
       params: &request.params,
       conversation: &request.items,
       tools: &[],
+      output_schema: None,
       ctx: None,
     };
     match &self.model {

@@ -28,6 +28,8 @@ pub(crate) struct RoundRequest<'a> {
   pub params: &'a ModelParams,
   pub conversation: &'a [Arc<Item>],
   pub tools: &'a [ToolDef],
+  /// The JSON Schema every round's reply must follow (`step.llm`'s `output`).
+  pub output_schema: Option<&'a serde_json::Value>,
   /// Aborting this context ends a round in flight; `None` outside a run (`harness.callModel`).
   pub ctx: Option<&'a ExecContext>,
 }
@@ -54,6 +56,7 @@ impl RoundModel for OpenRouter {
       items: request.conversation,
       tools: request.tools,
       params: request.params,
+      output_schema: request.output_schema,
       deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
     };
     let call = self.respond(&provider_request);

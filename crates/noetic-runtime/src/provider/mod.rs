@@ -25,6 +25,8 @@ pub struct ProviderRequest<'a> {
   pub items: &'a [Arc<Item>],
   pub tools: &'a [ToolDef],
   pub params: &'a ModelParams,
+  /// Asks for a reply that follows this JSON Schema (the Responses API's `text.format`).
+  pub output_schema: Option<&'a serde_json::Value>,
   /// Receives the round's text and reasoning as they stream in; the round itself still arrives whole.
   pub deltas: Option<&'a dyn DeltaSink>,
 }

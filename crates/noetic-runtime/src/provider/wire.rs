@@ -35,6 +35,9 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
     });
     body.insert("tools".into(), Value::Array(tools.collect()));
   }
+  if let Some(schema) = request.output_schema {
+    body.insert("text".into(), json!({ "format": { "type": "json_schema", "name": "output", "schema": schema } }));
+  }
   let params = request.params;
   for (key, value) in
     [("temperature", params.temperature), ("max_output_tokens", params.max_tokens), ("top_p", params.top_p)]
@@ -268,6 +271,24 @@ mod tests {
       json!({ "callId": "c1", "summary": [{ "type": "summary_text", "text": "a_b" }], "encryptedContent": "x" })
     );
     assert_eq!(snake_keys(&log), wire);
+  }
+
+  #[test]
+  fn a_structured_output_is_asked_for_as_the_responses_text_format() {
+    let params = crate::steps::ModelParams::default();
+    let schema = json!({ "type": "object", "properties": { "city": { "type": "string" } } });
+    let request = |output_schema| ProviderRequest {
+      model: "m",
+      instructions: None,
+      items: &[],
+      tools: &[],
+      params: &params,
+      output_schema,
+      deltas: None,
+    };
+    let body = request_body(&request(Some(&schema)), false);
+    assert_eq!(body["text"], json!({ "format": { "type": "json_schema", "name": "output", "schema": schema } }));
+    assert!(request_body(&request(None), false).get("text").is_none());
   }
 
   #[test]

@@ -136,6 +136,26 @@ pub struct LlmStep {
   /// Fields given as `(ctx) => value` getters: the host resolves them each time the step runs.
   pub lazy: Option<LazyFields>,
   pub params: ModelParams,
+  /// `output`: the reply is structured, to this JSON Schema, and parsed by the host's schema.
+  pub output: Option<StructuredOutput>,
+  /// `emit`: which of the step's framework events a session's stream gets.
+  pub emit: Emit,
+}
+
+/// An LLM step's `emit`: every event (the default), none, or those a host function lets through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Emit {
+  #[default]
+  All,
+  None,
+  Filter(HostRef),
+}
+
+/// A step's structured output: the schema as the provider is sent it, and the host's own (which parses the reply).
+#[derive(Debug, Clone)]
+pub struct StructuredOutput {
+  pub schema: HostRef,
+  pub json_schema: serde_json::Value,
 }
 
 /// Which of an LLM step's fields are getters, and the step object that holds them in the host.
