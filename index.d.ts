@@ -1362,6 +1362,15 @@ interface ToolOptions<I extends ZodType, O extends ZodType> {
 /** Defines a tool with zod-typed input and output. */
 export declare function tool<I extends ZodType, O extends ZodType>(config: ToolOptions<I, O>): Tool<I, O>;
 
+/** A tool whose `execute` is an async generator: its yields are progress (`tool_progress` events under
+ * `step.tool`), its return value the result. */
+export declare function toolWithGenerator<I extends ZodType, O extends ZodType, E extends ZodType>(
+  config: Omit<ToolOptions<I, O>, 'execute'> & {
+    event: E;
+    execute: (args: z.infer<I>, toolCtx: ToolExecutionContext) => AsyncGenerator<z.infer<E>, z.infer<O>>;
+  },
+): Tool<I, O>;
+
 // =============================================================================
 // Types: Steps
 // =============================================================================
@@ -2281,6 +2290,8 @@ declare class NativeHarness {
   itemsJson(context: string, from: number, to: number): Array<string>
   /** The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles. */
   contextStatic(context: string): string
+  /** A framework event JS raises for a context (a generator tool step's `tool_progress`), on its session's stream. */
+  frameworkEvent(context: string, kind: string, data: string): void
   /** Adds a model call made outside the interpreter (an `aiCondition`'s) to a context's tokens and cost. */
   addUsage(context: string, input: number, output: number, cached: number, cost: number): void
   /** One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items). */

@@ -417,3 +417,48 @@ test("step.llm emit: false keeps the step's events out of the session stream; a 
   assert.deepEqual(await seen(false), []);
   assert.deepEqual(await seen((type, data) => type === 'step_completed' && data.kind === 'llm'), ['agent:step_completed']);
 });
+
+test('tool(): upstream keys; decorateResultItem shapes the log item (the model still gets the output); generator tools', async () => {
+  const { toolWithGenerator } = await import('../js/index.mjs');
+  const lookup = tool({
+    name: 'lookup',
+    description: 'Looks a word up.',
+    input: z.object({ word: z.string() }),
+    execute: async ({ word }) => ({ word, meaning: `the meaning of ${word}` }),
+    decorateResultItem: ({ baseItem, callItem, args, result, error }) => ({ ...baseItem, source: 'dictionary', asked: args.word, name: callItem.name, found: !error && result.word === args.word }),
+  });
+  assert.deepEqual(Object.keys(lookup), ['name', 'description', 'input', 'output', 'itemSchemas', 'decorateResultItem', 'execute', 'needsApproval', 'memory']);
+  const script = [{ toolCalls: [{ name: 'lookup', arguments: { word: 'noetic' } }] }, { text: 'done' }];
+  const h = new AgentHarness({ name: 't', params: {}, llm: { provider: 'scripted', script } });
+  const ctx = h.createContext();
+  await h.run(step.llm({ id: 'ask', model: 'scripted', tools: [lookup] }), 'define noetic', ctx);
+  const result = ctx.itemLog.items.find((item) => item.type === 'function_call_output');
+  assert.deepEqual({ ...result, id: undefined, callId: undefined }, {
+    id: undefined, status: 'completed', type: 'function_call_output', callId: undefined,
+    output: '{"word":"noetic","meaning":"the meaning of noetic"}', source: 'dictionary', asked: 'noetic', name: 'lookup', found: true,
+  });
+
+  // A generator tool: under step.tool each yield is a tool_progress event; the return value is the output.
+  const counting = toolWithGenerator({
+    name: 'count',
+    input: z.object({ to: z.number() }),
+    event: z.number(),
+    execute: async function* ({ to }) {
+      for (let i = 1; i <= to; i++) yield i;
+      return `counted to ${to}`;
+    },
+  });
+  assert.equal(typeof counting.event?.parse, 'function');
+  const session = new AgentHarness({ name: 'agent', params: {}, initialStep: step.tool({ id: 'counter', tool: counting, args: { to: 3 } }) });
+  const events = [];
+  const reading = (async () => {
+    for await (const event of session.getFullStream()) {
+      if (event.type === 'agent:tool_progress') events.push(event.data);
+      if (event.type === 'agent:turn_completed') return;
+    }
+  })();
+  await session.execute('go');
+  await session.getAgentResponse();
+  await reading;
+  assert.deepEqual(events.map((e) => [e.stepId, e.toolName, e.event]), [['counter', 'count', 1], ['counter', 'count', 2], ['counter', 'count', 3]]);
+});

@@ -1362,6 +1362,15 @@ interface ToolOptions<I extends ZodType, O extends ZodType> {
 /** Defines a tool with zod-typed input and output. */
 export declare function tool<I extends ZodType, O extends ZodType>(config: ToolOptions<I, O>): Tool<I, O>;
 
+/** A tool whose `execute` is an async generator: its yields are progress (`tool_progress` events under
+ * `step.tool`), its return value the result. */
+export declare function toolWithGenerator<I extends ZodType, O extends ZodType, E extends ZodType>(
+  config: Omit<ToolOptions<I, O>, 'execute'> & {
+    event: E;
+    execute: (args: z.infer<I>, toolCtx: ToolExecutionContext) => AsyncGenerator<z.infer<E>, z.infer<O>>;
+  },
+): Tool<I, O>;
+
 // =============================================================================
 // Types: Steps
 // =============================================================================

@@ -33,6 +33,7 @@ module.exports = {
   observationalMemory: memory.observationalMemory,
   step: steps.step,
   tool: steps.tool,
+  toolWithGenerator: steps.toolWithGenerator,
   loop: steps.loop,
   spawn: steps.spawn,
   branch: steps.branch,

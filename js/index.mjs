@@ -23,6 +23,7 @@ export const {
   observationalMemory,
   step,
   tool,
+  toolWithGenerator,
   loop,
   spawn,
   branch,

@@ -655,7 +655,7 @@ class Runtime {
 
   // A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
   // that yields (toolWithGenerator) is run to its end; its return value is the step's output.
-  async runToolStep({ tool, args, context, input }) {
+  async runToolStep({ tool, args, stepId, context, input }) {
     const t = this.handles.get(tool);
     const value = this.fromRef(input);
     const extra = args == null ? undefined : this.handles.get(args);
@@ -667,10 +667,13 @@ class Runtime {
     }
     const result = await t.execute(parsed, this.toolContext(this.context(context)));
     if (result !== null && typeof result === 'object' && typeof result[Symbol.asyncIterator] === 'function') {
+      // Each yield is a `tool_progress` event on the session's stream (when the step runs in one).
       const iterator = result[Symbol.asyncIterator]();
       for (;;) {
         const next = await iterator.next();
         if (next.done) return next.value;
+        const data = JSON.stringify({ stepId, toolName: t.name, event: next.value });
+        if (data !== undefined) this.native.frameworkEvent(context, 'tool_progress', data);
       }
     }
     return result;
@@ -692,7 +695,7 @@ class Runtime {
     };
   }
 
-  async runTool({ tool, arguments: text, context }) {
+  async runTool({ tool, arguments: text, context, callId, name }) {
     const ctx = this.context(context);
     let args;
     try {
@@ -700,14 +703,38 @@ class Runtime {
     } catch {
       args = {};
     }
+    const t = tool.kind === 'layerFn' ? undefined : this.handles.get(tool.handle);
+    let result;
+    let output;
+    let error = false;
     try {
-      const result =
+      result =
         tool.kind === 'layerFn'
           ? await this.callLayerFn(ctx, this.handles.get(tool.layer), tool.name, args)
-          : await this.handles.get(tool.handle).execute(args, this.toolContext(ctx));
-      return { output: result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result), isError: false };
+          : await this.drain(await t.execute(args, this.toolContext(ctx)));
+      output = result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
     } catch (e) {
-      return { output: `Error: ${messageOf(e)}`, isError: true };
+      error = true;
+      result = undefined;
+      output = `Error: ${messageOf(e)}`;
+    }
+    const reply = { output, isError: error };
+    // A tool may decorate the result item the log keeps (the model is still sent only its output).
+    if (typeof t?.decorateResultItem === 'function') {
+      const baseItem = { id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output };
+      const callItem = { type: 'function_call', callId, name, arguments: text };
+      reply.item = JSON.stringify(t.decorateResultItem({ baseItem, callItem, args, result, output, error: error || undefined }));
+    }
+    return reply;
+  }
+
+  // A generator tool's yields are drained; its return value is the result.
+  async drain(result) {
+    if (result === null || typeof result !== 'object' || typeof result[Symbol.asyncIterator] !== 'function') return result;
+    const iterator = result[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) return next.value;
     }
   }
 

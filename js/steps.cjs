@@ -65,10 +65,23 @@ const step = {
   },
 };
 
-function tool(opts) {
+function checkTool(opts) {
   need(typeof opts?.name === 'string' && opts.name.trim() !== '', 'EMPTY_TOOL_NAME', 'tool() requires a non-empty name.', "Pass a unique name for the tool, e.g. tool({ name: 'greet', ... }).");
   need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'tool() requires an execute function.', 'Provide an async execute function, e.g. execute: async (args, toolCtx) => result.');
-  return { description: '', ...opts };
+}
+
+// A tool, with upstream's keys (present even when unset). `needsApproval`, `output` and `memory` ride along:
+// upstream's runtime reads none of them itself (`memory` matters to a toolMemoryLayer).
+function tool(opts) {
+  checkTool(opts);
+  const { name, description, input, output, itemSchemas, decorateResultItem, execute, needsApproval, memory } = opts;
+  return { name, description, input, output, itemSchemas, decorateResultItem, execute, needsApproval, memory };
+}
+
+// A tool whose execute is an async generator: what it yields is progress (a `tool_progress` event under step.tool),
+// what it returns the result.
+function toolWithGenerator(opts) {
+  return { ...tool(opts), event: opts.event };
 }
 
 function loop(opts) {
@@ -318,4 +331,4 @@ function describeStep(s, keep, describeLayer) {
   }
 }
 
-module.exports = { step, tool, loop, spawn, provide, branch, fork, every, registerStep, lookupStep, getRegistry, until, any, all, react, describeStep, describeTool, PREDICATE };
+module.exports = { step, tool, toolWithGenerator, loop, spawn, provide, branch, fork, every, registerStep, lookupStep, getRegistry, until, any, all, react, describeStep, describeTool, PREDICATE };

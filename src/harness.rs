@@ -430,6 +430,16 @@ impl NativeHarness {
     )
   }
 
+  /// A framework event JS raises for a context (a generator tool step's `tool_progress`), on its session's stream.
+  #[napi(catch_unwind)]
+  pub fn framework_event(&self, context: String, kind: String, data: String) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    if let Some(events) = &ctx.events {
+      events.framework(&self.inner.name, &kind, parse(&data)?);
+    }
+    Ok(())
+  }
+
   /// Adds a model call made outside the interpreter (an `aiCondition`'s) to a context's tokens and cost.
   #[napi(catch_unwind)]
   pub fn add_usage(&self, context: String, input: f64, output: f64, cached: f64, cost: f64) -> Result<()> {

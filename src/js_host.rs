@@ -164,6 +164,8 @@ struct JsToolReply {
   output: Option<String>,
   #[serde(default)]
   is_error: bool,
+  /// The decorated result item's JSON text.
+  item: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -285,6 +287,7 @@ impl Host for JsHost {
       is_error: reply.is_error,
       // A layer function called as a tool mirrors its own state (`hostStateWritten`).
       state: StateWrite::Unchanged,
+      item: reply.item,
     })
   }
 

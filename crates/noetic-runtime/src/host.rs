@@ -367,6 +367,9 @@ pub struct ToolCall {
   /// The model's arguments, JSON text.
   pub arguments: String,
   pub context: String,
+  /// The function call being answered: its call id and the name the model used.
+  pub call_id: String,
+  pub name: String,
 }
 
 /// The outcome of a host tool call: the output text (or none for a `void` result) and whether it is an error.
@@ -376,6 +379,9 @@ pub struct ToolReply {
   pub is_error: bool,
   /// A layer function that replaced its layer's state reports it, for the durable mirror.
   pub state: StateWrite,
+  /// The result item as the tool's `decorateResultItem` made it (JSON text), to enter the log instead of the plain
+  /// `function_call_output`.
+  pub item: Option<String>,
 }
 
 /// A loop's snapshot for a JS `until` predicate.

@@ -40,7 +40,7 @@ impl Host for ToolHost {
   }
   async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError> {
     self.tool_calls.lock().unwrap().push(call.arguments);
-    Ok(ToolReply { output: Some("saved".into()), is_error: false, state: StateWrite::Unchanged })
+    Ok(ToolReply { output: Some("saved".into()), is_error: false, state: StateWrite::Unchanged, item: None })
   }
   async fn eval_until(&self, _call: UntilCall) -> Result<Verdict, HostError> {
     Ok(Verdict { stop: true, reason: None, feedback: None })

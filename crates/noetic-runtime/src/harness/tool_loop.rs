@@ -9,7 +9,7 @@ use super::error::RunResult;
 use super::round_model::{RoundModel, RoundRequest};
 use super::session::message_text;
 use crate::error::NoeticError;
-use crate::items::{Item, function_call_output, input_message};
+use crate::items::{Item, function_call_output, input_message, parse_js_item};
 use crate::provider::Round;
 
 /// Rounds one step may take before the loop stops asking.
@@ -46,12 +46,18 @@ impl Harness {
         let name = item.name().unwrap_or_default();
         let call_id = item.call_id().unwrap_or_default();
         // Providers see wire-safe names (`notes_add` for `notes/add`); either form finds the tool.
-        let output = match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name) {
-          Some(tool) => self.run_tool(tool, item.arguments().unwrap_or("{}"), ctx).await,
-          None => Some(format!("Error: tool '{name}' not found")),
+        let (output, decorated) = match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name)
+        {
+          Some(tool) => self.run_tool(tool, item, ctx).await,
+          None => (Some(format!("Error: tool '{name}' not found")), None),
         };
-        // A `void` result has no output, as upstream's.
-        outputs.push(Arc::new(function_call_output(format!("fco_{call_id}"), call_id, output)));
+        // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`
+        // result has no output, as upstream's.
+        let result = match decorated {
+          Some(text) => parse_js_item(&text, self.item_types.unless_checked(true))?,
+          None => function_call_output(format!("fco_{call_id}"), call_id, output),
+        };
+        outputs.push(Arc::new(result));
       }
       conversation.extend(round.items.iter().cloned());
       conversation.extend(outputs.iter().cloned());

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::Harness;
 use super::context::ExecContext;
 use crate::host::{ToolCall, ToolRef};
+use crate::items::Item;
 use crate::memory::native::NativeWrite;
 use crate::memory::registry::{LayerImpl, LayerSet};
 use crate::memory::state::{StateValue, StateWrite};
@@ -64,7 +65,14 @@ impl Harness {
 
   /// Runs one tool call; the output the model sees (none for a `void` result). Failures become error outputs,
   /// never a failed step.
-  pub(crate) async fn run_tool(&self, tool: &ToolDef, arguments: &str, ctx: &ExecContext) -> Option<String> {
+  /// Runs one function call: its output text, and the decorated result item when the tool makes one.
+  pub(crate) async fn run_tool(
+    &self,
+    tool: &ToolDef,
+    call: &Item,
+    ctx: &ExecContext,
+  ) -> (Option<String>, Option<String>) {
+    let arguments = call.arguments().unwrap_or("{}");
     if let ToolImpl::LayerFn { layer, name } = &tool.imp
       && let LayerImpl::Native(native) = &layer.imp
     {
@@ -73,7 +81,7 @@ impl Harness {
         Some(StateValue::Json(value)) => Some(value),
         _ => None,
       };
-      return match native.call(name, args, state.as_ref()).await {
+      let output = match native.call(name, args, state.as_ref()).await {
         Ok((result, write)) => {
           // A provides function cannot clear state (§17.2).
           if let NativeWrite::Set(value) = write {
@@ -83,17 +91,24 @@ impl Harness {
         }
         Err(message) => Some(format!("Error: {message}")),
       };
+      return (output, None);
     }
-    let call = ToolCall { tool: self.tool_ref(tool, ctx), arguments: arguments.to_owned(), context: ctx.id.clone() };
-    match self.env.host.call_tool(call).await {
+    let host_call = ToolCall {
+      tool: self.tool_ref(tool, ctx),
+      arguments: arguments.to_owned(),
+      context: ctx.id.clone(),
+      call_id: call.call_id().unwrap_or_default().to_owned(),
+      name: call.name().unwrap_or_default().to_owned(),
+    };
+    match self.env.host.call_tool(host_call).await {
       Ok(reply) => {
         if let (ToolImpl::LayerFn { layer, .. }, StateWrite::Set { persist }) = (&tool.imp, &reply.state) {
           let persist = persist.clone().map(crate::memory::state::Persist::Write);
           self.env.states.set(&ctx.id, layer.id(), StateValue::Host, persist, &self.env.sink);
         }
-        reply.output
+        (reply.output, reply.item)
       }
-      Err(error) => Some(format!("Error: {error}")),
+      Err(error) => (Some(format!("Error: {error}")), None),
     }
   }
 }
