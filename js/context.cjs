@@ -77,15 +77,16 @@ class ItemLogImpl {
   }
 
   // Items the caller already holds, placed at the front of a new context's log, keep their identity.
-  _adopt(items) {
-    if (this._objects.length === 0) this._objects = items.slice();
+  // `owned`: the array is the log's to keep (already a copy).
+  _adopt(items, owned = false) {
+    if (this._objects.length === 0) this._objects = owned ? items : items.slice();
     else items.forEach((item, i) => (this._objects[i] = item));
     this._filled = items.length;
   }
 
   // A new context's first items, held in JS like appends between runs (see `_holds`): sent when a run needs them.
-  _hold(items) {
-    this._adopt(items);
+  _hold(items, owned = false) {
+    this._adopt(items, owned);
     this._heldCount = items.length;
     this._known = 0;
   }

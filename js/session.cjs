@@ -152,23 +152,26 @@ function seedSessionHistory(harness, threadId, items) {
   if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
   }
-  // One pass: the first non-item, and whether every item can be held in JS.
+  // One pass: the first non-item, whether every item can be held in JS, and the copy the session keeps (the
+  // caller's array may change after).
   let hold = true;
+  const kept = new Array(items.length);
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     if (!isItem(item)) {
       throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${i}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
     }
     if (hold && !isHoldable(item)) hold = false;
+    kept[i] = item;
   }
   const runtime = harness._runtime;
   // Put to the schemas of the harness and its own layers: a turn's context has them unless a message names others.
-  const checked = harness._admitItems(items, undefined, (i) => `seedSessionHistory items[${i}]`);
+  const checked = harness._admitItems(kept, undefined, (i) => `seedSessionHistory items[${i}]`);
   // Items of known types stay in JS until a turn reads the history (as createContext's do); others go now, so that
   // the native check names a bad one at once. Either way the caller's objects stand for the seeded history.
-  const id = callNative(() => runtime.native.seedSession(threadId, hold ? '[]' : itemsJson(items), checked, hold));
-  if (hold) runtime.context(id).itemLog._hold(items);
-  else runtime.context(id).itemLog._adopt(items);
+  const id = callNative(() => runtime.native.seedSession(threadId, hold ? '[]' : itemsJson(kept), checked, hold));
+  if (hold) runtime.context(id).itemLog._hold(kept, true);
+  else runtime.context(id).itemLog._adopt(kept, true);
 }
 
 // Upstream's durable-resume helper: seeds a thread's history unless there is nothing to seed.
