@@ -462,3 +462,22 @@ test('tool(): upstream keys; decorateResultItem shapes the log item (the model s
   await reading;
   assert.deepEqual(events.map((e) => [e.stepId, e.toolName, e.event]), [['counter', 'count', 1], ['counter', 'count', 2], ['counter', 'count', 3]]);
 });
+
+test('depth: contexts nest at most 64 deep (as upstream); steps may nest deeply within one context', async () => {
+  const h = harness();
+  // A step that spawns itself: each child context is one deeper.
+  const { execute } = await import('../js/index.mjs');
+  const dive = step.run({ id: 'dive', execute: async (n, ctx) => (n === 0 ? ctx.depth : execute(spawn({ id: 'down', child: dive }), n - 1, ctx)) });
+  assert.equal(await h.run(dive, 63), 63);
+  await assert.rejects(h.run(dive, 64), (e) => {
+    // Each step.run on the way up wraps the failure as its cause; the innermost is the limit.
+    let inner = e;
+    while (inner?.noeticError?.cause) inner = inner.noeticError.cause;
+    assert.match(e.message, /Maximum spawn depth 64 exceeded \(depth: 64\)/);
+    return inner.message === 'Maximum spawn depth 64 exceeded (depth: 64)';
+  });
+  // Loops nested 50 deep in one context are fine (a step tree crosses as JSON, at most 128 levels deep: DECISIONS G9).
+  let nested = step.run({ id: 'core', execute: async (n) => n + 1 });
+  for (let i = 0; i < 50; i++) nested = loop({ id: `l${i}`, steps: [nested], until: until.maxSteps(1) });
+  assert.equal(await h.run(nested, 0), 1);
+});

@@ -172,6 +172,12 @@ function callNative(fn, ...args) {
 // holds JS objects: an llm_parse_error's schema and zodError).
 const KEEP_IDENTITY = Symbol('noetic.keepIdentity');
 
+function withCauseKept(payload, keep) {
+  const cause = payload?.cause;
+  if (!(cause instanceof Error)) return payload;
+  return { ...payload, cause: { message: messageOf(cause), handle: keep(cause) } };
+}
+
 function toFailure(e, keep) {
   const message = messageOf(e);
   if (e?.[KEEP_IDENTITY]) return { message, handle: keep(e) };
@@ -180,9 +186,12 @@ function toFailure(e, keep) {
       return { message, handle: keep(e), config: { code: String(e.code), message, hint: String(e.hint ?? '') } };
     }
     if (isNoeticError(e)) {
-      // The payload crosses as JSON; one that cannot (a cycle, a BigInt) is reported as a plain throw.
-      JSON.stringify(e.noeticError);
-      return { message, handle: keep(e), noetic: { payload: e.noeticError, message } };
+      // The payload crosses as JSON; one that cannot (a cycle, a BigInt) is reported as a plain throw. Its cause
+      // crosses as a handle, which JS revives as the very object: a chain of causes (steps that run steps) stays
+      // one level deep.
+      const payload = withCauseKept(e.noeticError, keep);
+      JSON.stringify(payload);
+      return { message, handle: keep(e), noetic: { payload, message } };
     }
   } catch {
     // Getters that throw: fall through to a plain throw, which still hands back the very object.

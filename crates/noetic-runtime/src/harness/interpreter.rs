@@ -21,8 +21,11 @@ use crate::steps::{Emit, RetryPolicy, Step};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
-/// Upstream's nesting limit.
-const MAX_DEPTH: usize = 64;
+/// Upstream's limit on context depth (spawns and forks in spawns and forks).
+const MAX_DEPTH: u32 = 64;
+/// How deep steps may nest in one context (loops in loops...): upstream has no limit; this one keeps a runaway
+/// tree from exhausting the stack that polls it.
+const MAX_NESTING: usize = 1_000;
 
 /// Runs `step` with `input` in `ctx`.
 pub fn execute<'a>(
@@ -69,6 +72,15 @@ fn step_failed(step_id: &str, cause: String) -> NoeticError {
   NoeticError::new(
     "step_failed",
     json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": false }),
+    format!("Step '{step_id}' failed: {cause}"),
+  )
+}
+
+/// `step_failed` that no retry can help (upstream's depth limit says `retriesExhausted: true`).
+fn step_failed_exhausted(step_id: &str, cause: String) -> NoeticError {
+  NoeticError::new(
+    "step_failed",
+    json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": true }),
     format!("Step '{step_id}' failed: {cause}"),
   )
 }
@@ -175,8 +187,12 @@ async fn dispatch(
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
-  if depth > MAX_DEPTH {
-    return Err(step_failed(step.id(), format!("maximum step depth ({MAX_DEPTH}) exceeded")).into());
+  if ctx.depth >= MAX_DEPTH {
+    let cause = format!("Maximum spawn depth {MAX_DEPTH} exceeded (depth: {})", ctx.depth);
+    return Err(step_failed_exhausted(step.id(), cause).into());
+  }
+  if depth > MAX_NESTING {
+    return Err(step_failed(step.id(), format!("steps nest more than {MAX_NESTING} deep")).into());
   }
   if let Some(reason) = ctx.aborted() {
     return Err(NoeticError::cancelled(&reason).into());
