@@ -481,3 +481,20 @@ test('depth: contexts nest at most 64 deep (as upstream); steps may nest deeply 
   for (let i = 0; i < 50; i++) nested = loop({ id: `l${i}`, steps: [nested], until: until.maxSteps(1) });
   assert.equal(await h.run(nested, 0), 1);
 });
+
+test("a branch's _optimizable steps lend their tools to a session's tool-less LLM steps", async () => {
+  const calls = [];
+  const lookup = tool({ name: 'lookup', input: z.object({ q: z.string() }), execute: async ({ q }) => (calls.push(q), `found ${q}`) });
+  const plain = step.llm({ id: 'plain', model: 'scripted' });
+  const withTool = step.llm({ id: 'with-tool', model: 'scripted', tools: [lookup] });
+  const outputs = async (initialStep) => {
+    const script = [{ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] }, { text: 'done' }];
+    const h = new AgentHarness({ name: 'agent', params: {}, initialStep, llm: { provider: 'scripted', script } });
+    await h.execute('go');
+    const response = await h.getAgentResponse();
+    return response.items.filter((item) => item.type === 'function_call_output').map((item) => item.output);
+  };
+  assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain, _optimizable: [withTool] })), ['found x']);
+  assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain })), ["Error: tool 'lookup' not found"]);
+  assert.deepEqual(calls, ['x']);
+});

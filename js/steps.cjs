@@ -249,6 +249,11 @@ function describeUntil(fn, keep) {
   return fn?.[PREDICATE] ?? { kind: 'host', handle: keep(fn) };
 }
 
+// The steps a branch or fork may choose (`_optimizable`): a session offers their tools.
+function describeCandidates(s, keep, describeLayer) {
+  return Array.isArray(s._optimizable) ? s._optimizable.map((c) => describeStep(c, keep, describeLayer)) : undefined;
+}
+
 // `step.run`'s retry policy, checked where a wrong one would otherwise retry forever or never.
 function describeRetry(retry) {
   if (retry == null) return undefined;
@@ -266,7 +271,7 @@ function describeStep(s, keep, describeLayer) {
     case 'tool':
       return { ...base, tool: s.tool ? keep(s.tool) : undefined, args: s.args ? keep(s.args) : undefined };
     case 'branch':
-      return { ...base, route: typeof s.route === 'function' ? keep(s.route) : undefined };
+      return { ...base, route: typeof s.route === 'function' ? keep(s.route) : undefined, optimizable: describeCandidates(s, keep, describeLayer) };
     case 'fork':
       return {
         ...base,
@@ -274,6 +279,7 @@ function describeStep(s, keep, describeLayer) {
         paths: typeof s.paths === 'function' ? keep(s.paths) : undefined,
         merge: typeof s.merge === 'function' ? keep(s.merge) : undefined,
         concurrency: s.concurrency,
+        optimizable: describeCandidates(s, keep, describeLayer),
       };
     case 'llm': {
       // Getter fields (`(ctx) => value`) are resolved by the host each time the step runs.

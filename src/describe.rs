@@ -233,6 +233,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
     },
     Some("branch") => Step::Branch {
       route: handle("route").ok_or_else(|| describe_error(format!("branch '{id}' has no route function.")))?,
+      candidates: candidates(value, host)?,
       id,
     },
     Some("fork") => Step::Fork {
@@ -247,6 +248,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       paths: handle("paths").ok_or_else(|| describe_error(format!("fork '{id}' has no paths function.")))?,
       merge: handle("merge"),
       concurrency: value.get("concurrency").and_then(number).map(|n| n.clamp(1.0, usize::MAX as f64) as usize),
+      candidates: candidates(value, host)?,
       id,
     },
     Some("llm") => Step::Llm(Box::new(LlmStep {
@@ -319,6 +321,12 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
     }
     None => return Err(describe_error("A step has no `kind`.")),
   })
+}
+
+/// The steps a branch or fork may choose at run time (`_optimizable`).
+fn candidates(value: &Value, host: Option<&Dispatch>) -> Result<Vec<Arc<Step>>, ConfigError> {
+  let listed = value.get("optimizable").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+  listed.iter().map(|s| step(s, host).map(Arc::new)).collect()
 }
 
 /// `step.run`'s `retry`; anything unreadable is no retry.

@@ -249,7 +249,7 @@ async fn run_step(
         other => step_failed_by(id, &other, false).into(),
       })
     }
-    Step::Branch { id, route } => {
+    Step::Branch { id, route, .. } => {
       let call = StepFnCall { func: *route, context: ctx.id.clone(), input: (&input).into() };
       // The route's own error propagates as it is, as upstream's does.
       match step_source(harness, id)?.route(call).await? {
@@ -261,7 +261,7 @@ async fn run_step(
       let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
       nested(harness, child, input, ctx, depth + 1).await
     }
-    Step::Fork { id, mode, paths, merge, concurrency } => {
+    Step::Fork { id, mode, paths, merge, concurrency, .. } => {
       let fork = Fork { id, mode: *mode, paths: *paths, merge: *merge, concurrency: *concurrency };
       run_fork(harness, fork, input, ctx, depth).await
     }

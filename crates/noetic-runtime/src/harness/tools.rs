@@ -37,8 +37,11 @@ pub fn collect_tools(step: &Step) -> Vec<ToolDef> {
     Step::Llm(llm) => llm.tools.clone().unwrap_or_default(),
     Step::Loop { steps, .. } => steps.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step))),
     Step::Spawn { child, .. } | Step::Provide { child, .. } | Step::Every { step: child, .. } => collect_tools(child),
-    // Routes and paths are chosen at run time; upstream's `_optimizable` hints are not read yet.
-    Step::Run { .. } | Step::Tool { .. } | Step::Branch { .. } | Step::Fork { .. } => Vec::new(),
+    // Routes and paths are chosen at run time: the steps they may choose (`_optimizable`) stand for them.
+    Step::Branch { candidates, .. } | Step::Fork { candidates, .. } => {
+      candidates.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step)))
+    }
+    Step::Run { .. } | Step::Tool { .. } => Vec::new(),
   }
 }
 

@@ -22,10 +22,18 @@ pub enum Step {
   Run { id: String, execute: HostRef, retry: Option<RetryPolicy> },
   /// `step.tool`: one tool call as a step; its arguments are the input, with `args` (kept by the host) over it.
   Tool { id: String, tool: HostRef, args: Option<HostRef> },
-  /// `branch`: a route picks the next step at run time; none passes the input through.
-  Branch { id: String, route: HostRef },
+  /// `branch`: a route picks the next step at run time; none passes the input through. `candidates`
+  /// (`_optimizable`): steps it may pick, whose tools a session offers.
+  Branch { id: String, route: HostRef, candidates: Vec<Arc<Step>> },
   /// `fork`: the paths a function gives run in child contexts, as `mode` says, and `merge` combines them.
-  Fork { id: String, mode: ForkMode, paths: HostRef, merge: Option<HostRef>, concurrency: Option<usize> },
+  Fork {
+    id: String,
+    mode: ForkMode,
+    paths: HostRef,
+    merge: Option<HostRef>,
+    concurrency: Option<usize>,
+    candidates: Vec<Arc<Step>>,
+  },
   /// `step.llm`: one model step with memory, projection and tools.
   Llm(Box<LlmStep>),
   /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
