@@ -78,17 +78,22 @@ class ChannelStore {
 
   _park(name, state, value, { timeout = DEFAULT_TIMEOUT, signal } = {}) {
     if (signal?.aborted) return Promise.reject(cancelled(signal));
+    return this._enqueue(state.senders, { value }, name, timeout, signal);
+  }
+
+  // Parks `entry` in `list` until its `resolve` is called (by a send or a receive), `timeout` ms pass (0: no
+  // limit) or `signal` aborts, whichever is first; it leaves the list then, and settles once.
+  _enqueue(list, entry, name, timeout, signal) {
     return new Promise((resolve, reject) => {
       let timer;
-      const sender = { value };
       const done = () => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
-      const onAbort = () => take(state.senders, sender) && (done(), reject(cancelled(signal)));
-      sender.resolve = () => (done(), resolve());
-      state.senders.push(sender);
-      if (timeout > 0) timer = setTimeout(() => take(state.senders, sender) && (done(), reject(timedOut(name, timeout))), timeout);
+      const onAbort = () => take(list, entry) && (done(), reject(cancelled(signal)));
+      entry.resolve = (value) => (done(), resolve(value));
+      list.push(entry);
+      if (timeout > 0) timer = setTimeout(() => take(list, entry) && (done(), reject(timedOut(name, timeout))), timeout);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -144,19 +149,7 @@ class ChannelStore {
   }
 
   _wait(name, state, timeout, signal) {
-    return new Promise((resolve, reject) => {
-      let timer;
-      const waiter = {};
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => take(state.waiters, waiter) && (done(), reject(cancelled(signal)));
-      waiter.resolve = (value) => (done(), resolve(value));
-      state.waiters.push(waiter);
-      if (timeout > 0) timer = setTimeout(() => take(state.waiters, waiter) && (done(), reject(timedOut(name, timeout))), timeout);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this._enqueue(state.waiters, {}, name, timeout, signal);
   }
 
   // The next value if there is one now, else null; never waits (a topic has nothing to give outside a recv).

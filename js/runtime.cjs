@@ -665,18 +665,11 @@ class Runtime {
       if (!checked.success) throw new Error(`Tool input validation failed: ${checked.error.message}`);
       parsed = checked.data;
     }
-    const result = await t.execute(parsed, this.toolContext(this.context(context)));
-    if (result !== null && typeof result === 'object' && typeof result[Symbol.asyncIterator] === 'function') {
-      // Each yield is a `tool_progress` event on the session's stream (when the step runs in one).
-      const iterator = result[Symbol.asyncIterator]();
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done) return next.value;
-        const data = JSON.stringify({ stepId, toolName: t.name, event: next.value });
-        if (data !== undefined) this.native.frameworkEvent(context, 'tool_progress', data);
-      }
-    }
-    return result;
+    // Each yield is a `tool_progress` event on the session's stream (when the step runs in one).
+    return this.drain(await t.execute(parsed, this.toolContext(this.context(context))), (event) => {
+      const data = JSON.stringify({ stepId, toolName: t.name, event });
+      if (data !== undefined) this.native.frameworkEvent(context, 'tool_progress', data);
+    });
   }
 
   // An LLM step's getter fields, run with the live context. Tools they return live as long as the run.
@@ -728,13 +721,14 @@ class Runtime {
     return reply;
   }
 
-  // A generator tool's yields are drained; its return value is the result.
-  async drain(result) {
+  // A generator tool's yields are drained (each to `onYield`, when given); its return value is the result.
+  async drain(result, onYield) {
     if (result === null || typeof result !== 'object' || typeof result[Symbol.asyncIterator] !== 'function') return result;
     const iterator = result[Symbol.asyncIterator]();
     for (;;) {
       const next = await iterator.next();
       if (next.done) return next.value;
+      onYield?.(next.value);
     }
   }
 

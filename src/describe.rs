@@ -16,7 +16,8 @@ use noetic_runtime::memory::registry::{
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{
-  Backoff, Emit, ForkMode, LazyFields, LlmStep, ModelParams, RetryPolicy, Step, StructuredOutput, Until,
+  Backoff, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams, RetryPolicy, Step,
+  StructuredOutput, Until,
 };
 use serde_json::Value;
 
@@ -236,7 +237,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       candidates: candidates(value, host)?,
       id,
     },
-    Some("fork") => Step::Fork {
+    Some("fork") => Step::Fork(ForkStep {
       mode: match value.get("mode").and_then(Value::as_str) {
         Some("race") => ForkMode::Race,
         Some("all") => ForkMode::All,
@@ -250,7 +251,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       concurrency: value.get("concurrency").and_then(number).map(|n| n.clamp(1.0, usize::MAX as f64) as usize),
       candidates: candidates(value, host)?,
       id,
-    },
+    }),
     Some("llm") => Step::Llm(Box::new(LlmStep {
       model: text(value, "model").unwrap_or_default(),
       instructions: text(value, "instructions"),
@@ -271,7 +272,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       }),
       id,
     })),
-    Some("loop") => Step::Loop {
+    Some("loop") => Step::Loop(LoopStep {
       steps: value
         .get("steps")
         .and_then(Value::as_array)
@@ -293,15 +294,15 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
       inbox: handle("inbox"),
       park_timeout_ms: value.get("parkTimeout").and_then(number).unwrap_or(0.0),
       id,
-    },
-    Some("every") => Step::Every {
-      step: Arc::new(step(value.get("step").unwrap_or(&Value::Null), host)?),
+    }),
+    Some("every") => Step::Every(EveryStep {
+      body: Arc::new(step(value.get("step").unwrap_or(&Value::Null), host)?),
       ms: value.get("ms").and_then(number).unwrap_or(0.0),
       jitter: value.get("jitter").and_then(number).unwrap_or(0.0),
       wake_on: handle("wakeOn"),
       fail_on_error: value.get("onError").and_then(Value::as_str) == Some("fail"),
       id,
-    },
+    }),
     Some("provide") => Step::Provide {
       child: Arc::new(step(value.get("child").unwrap_or(&Value::Null), host)?),
       memory: Arc::new(layer_set(value.get("memory").unwrap_or(&Value::Array(Vec::new())), host)?),

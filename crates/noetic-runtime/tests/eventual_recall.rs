@@ -235,7 +235,7 @@ fn llm() -> Step {
 }
 
 fn looped(steps: u32) -> Step {
-  Step::Loop {
+  Step::Loop(noetic_runtime::steps::LoopStep {
     id: "l".into(),
     steps: vec![Arc::new(llm())],
     until: Until::MaxSteps(f64::from(steps)),
@@ -245,7 +245,7 @@ fn looped(steps: u32) -> Step {
     on_error: None,
     inbox: None,
     park_timeout_ms: 0.0,
-  }
+  })
 }
 
 fn strings(texts: &[&str]) -> Vec<String> {

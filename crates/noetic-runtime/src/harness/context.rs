@@ -106,6 +106,21 @@ impl ExecContext {
     Ok(())
   }
 
+  /// A new context one deeper than `parent`: its thread and resource, reporting to its session's stream (a spawn's
+  /// child, a fork's path).
+  pub fn child_of(parent: &ExecContext, layers: Arc<LayerSet>) -> Self {
+    let mut child = Self::new(
+      uuid::Uuid::new_v4().to_string(),
+      parent.thread_id.clone(),
+      parent.resource_id.clone(),
+      parent.depth + 1,
+      Some(parent.id.clone()),
+      layers,
+    );
+    child.events = parent.events.clone();
+    child
+  }
+
   /// Its memory layers as they are now.
   pub fn layers(&self) -> Arc<LayerSet> {
     Arc::clone(&self.layers.lock().unwrap_or_else(PoisonError::into_inner))

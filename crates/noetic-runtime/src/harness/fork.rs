@@ -11,34 +11,24 @@ use serde_json::{Value, json};
 use super::interpreter::{failure_payload, is_cancelled, nested, step_source, value_json};
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::NoeticError;
-use crate::host::HostRef;
 use crate::host::{MergeCall, MergeInput, StepFnCall, StepValue, StepValueRef};
 use crate::memory::registry::LayerSet;
-use crate::steps::{ForkMode, Step};
-
-/// What a fork is: its id, mode, and the user functions it calls.
-pub(super) struct Fork<'a> {
-  pub id: &'a str,
-  pub mode: ForkMode,
-  pub paths: HostRef,
-  pub merge: Option<HostRef>,
-  pub concurrency: Option<usize>,
-}
+use crate::steps::{ForkMode, ForkStep, Step};
 
 pub(super) async fn run_fork(
   harness: &Harness,
-  fork: Fork<'_>,
+  fork: &ForkStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
-  let source = step_source(harness, fork.id)?;
+  let source = step_source(harness, &fork.id)?;
   let call = StepFnCall { func: fork.paths, context: ctx.id.clone(), input: (&input).into() };
   let paths = source.fork_paths(call).await?;
   if paths.is_empty() {
     return match fork.mode {
-      ForkMode::Race => Err(fork_partial(fork.id, &[], &[]).into()),
-      ForkMode::All | ForkMode::Settle => merge(harness, &fork, ctx, Vec::new()).await,
+      ForkMode::Race => Err(fork_partial(&fork.id, &[], &[]).into()),
+      ForkMode::All | ForkMode::Settle => merge(harness, fork, ctx, Vec::new()).await,
     };
   }
   // Children copy the log as it is now, held items included.
@@ -47,9 +37,9 @@ pub(super) async fn run_fork(
   let limit = fork.concurrency.unwrap_or(paths.len()).clamp(1, paths.len());
   let run = Paths { harness, paths: &paths, children: &children, input: &input, depth };
   let result = match fork.mode {
-    ForkMode::Race => race(&run, &fork, ctx, limit).await,
-    ForkMode::All => all(&run, &fork, ctx, limit).await,
-    ForkMode::Settle => settle(&run, &fork, ctx, limit).await,
+    ForkMode::Race => race(&run, fork, ctx, limit).await,
+    ForkMode::All => all(&run, fork, ctx, limit).await,
+    ForkMode::Settle => settle(&run, fork, ctx, limit).await,
   };
   for child in &children {
     harness.close_context(&child.id);
@@ -82,22 +72,14 @@ impl Paths<'_> {
 
 /// A child context of `ctx` for one path: its thread, a copy of its log, no layers (as upstream's fork children).
 fn open_child(harness: &Harness, ctx: &Arc<ExecContext>) -> Arc<ExecContext> {
-  let mut child = ExecContext::new(
-    uuid::Uuid::new_v4().to_string(),
-    ctx.thread_id.clone(),
-    ctx.resource_id.clone(),
-    ctx.depth + 1,
-    Some(ctx.id.clone()),
-    Arc::new(LayerSet::default()),
-  );
-  child.events = ctx.events.clone();
+  let child = ExecContext::child_of(ctx, Arc::new(LayerSet::default()));
   child.state().log = ctx.state().log.clone();
   harness.open_context(child)
 }
 
 /// The first path to succeed wins; the others are aborted and not waited for. With a concurrency limit, a queued
 /// path starts when a running one fails.
-async fn race(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
+async fn race(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
   let start = |i: usize| async move { (i, run.run(i).await) };
   let mut running: FuturesUnordered<_> = (0..limit).map(start).collect();
   let mut next = limit;
@@ -125,13 +107,13 @@ async fn race(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit: u
       run.harness.env.host.adopt_state(&run.children[i].id, &ctx.id);
       Ok(value)
     }
-    None => Err(fork_partial(fork.id, &[], &path_errors(run.paths, failed)).into()),
+    None => Err(fork_partial(&fork.id, &[], &path_errors(run.paths, failed)).into()),
   }
 }
 
 /// Every path must succeed: the first failure (other than a cancellation) aborts the others, and paths still
 /// queued do not start.
-async fn all(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
+async fn all(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
   let reason = format!("fork '{}' sibling failed", fork.id);
   let failing = AtomicBool::new(false);
   let (reason, failing) = (&reason, &failing);
@@ -161,14 +143,14 @@ async fn all(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit: us
         Err(error) => failed.push((i, error)),
       }
     }
-    return Err(fork_partial(fork.id, &succeeded, &path_errors(run.paths, failed)).into());
+    return Err(fork_partial(&fork.id, &succeeded, &path_errors(run.paths, failed)).into());
   }
   let values = outcomes.into_iter().flatten().map(|value| MergeInput::Value { value: (&value).into() }).collect();
   merge(run.harness, fork, ctx, values).await
 }
 
 /// Every path runs to its end; `merge` gets each one's outcome.
-async fn settle(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
+async fn settle(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
   let outcomes: Vec<RunResult<StepValue>> =
     stream::iter((0..run.paths.len()).map(|i| run.run(i))).buffered(limit).collect().await;
   if let Some(reason) = ctx.aborted() {
@@ -190,7 +172,7 @@ async fn settle(run: &Paths<'_>, fork: &Fork<'_>, ctx: &Arc<ExecContext>, limit:
 
 async fn merge(
   harness: &Harness,
-  fork: &Fork<'_>,
+  fork: &ForkStep,
   ctx: &Arc<ExecContext>,
   results: Vec<MergeInput>,
 ) -> RunResult<StepValue> {

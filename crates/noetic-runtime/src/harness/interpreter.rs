@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::fork::{Fork, run_fork};
+use super::fork::run_fork;
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{
@@ -17,7 +17,7 @@ use crate::host::{
   Verdict, WakeCall,
 };
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
-use crate::steps::{Emit, RetryPolicy, Step};
+use crate::steps::{Emit, EveryStep, LoopStep, RetryPolicy, Step};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
@@ -68,21 +68,22 @@ pub(super) fn nested<'a>(
   Box::pin(dispatch(harness, step, input, ctx, depth))
 }
 
-fn step_failed(step_id: &str, cause: String) -> NoeticError {
+/// `step_failed` with `cause` (the JSON JS revives as the cause) whose message is `message`.
+fn step_failed_with(step_id: &str, cause: Value, message: &str, retries_exhausted: bool) -> NoeticError {
   NoeticError::new(
     "step_failed",
-    json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": false }),
-    format!("Step '{step_id}' failed: {cause}"),
+    json!({ "stepId": step_id, "cause": cause, "retriesExhausted": retries_exhausted }),
+    format!("Step '{step_id}' failed: {message}"),
   )
+}
+
+fn step_failed(step_id: &str, cause: String) -> NoeticError {
+  step_failed_with(step_id, json!({ "message": cause }), &cause, false)
 }
 
 /// `step_failed` that no retry can help (upstream's depth limit says `retriesExhausted: true`).
 fn step_failed_exhausted(step_id: &str, cause: String) -> NoeticError {
-  NoeticError::new(
-    "step_failed",
-    json!({ "stepId": step_id, "cause": { "message": cause }, "retriesExhausted": true }),
-    format!("Step '{step_id}' failed: {cause}"),
-  )
+  step_failed_with(step_id, json!({ "message": cause }), &cause, true)
 }
 
 /// Whether a failure is a cancellation (which nothing retries or wraps).
@@ -103,11 +104,7 @@ fn cause_of(error: &RunError) -> Value {
 
 /// `step_failed` with `error` as its cause.
 fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
-  NoeticError::new(
-    "step_failed",
-    json!({ "stepId": step_id, "cause": cause_of(error), "retriesExhausted": retries_exhausted }),
-    format!("Step '{step_id}' failed: {error}"),
-  )
+  step_failed_with(step_id, cause_of(error), &error.to_string(), retries_exhausted)
 }
 
 /// A path's failure as a NoeticError payload: its own, or a `step_failed` of the path around anything else.
@@ -157,20 +154,6 @@ impl Drop for RestoreLayers<'_> {
   fn drop(&mut self) {
     self.ctx.set_layers(Arc::clone(&self.layers));
   }
-}
-
-/// A loop's fields: its body and predicate, its limits (iterations, and outputs kept for the predicate), and its
-/// callbacks.
-struct LoopParts<'a> {
-  id: &'a str,
-  steps: &'a [Arc<Step>],
-  until: &'a Until,
-  max_iterations: f64,
-  max_history: usize,
-  prepare_next: Option<HostRef>,
-  on_error: Option<HostRef>,
-  inbox: Option<HostRef>,
-  park_timeout_ms: f64,
 }
 
 /// What a loop's `onError` says to do about a failed iteration.
@@ -261,41 +244,13 @@ async fn run_step(
       let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
       nested(harness, child, input, ctx, depth + 1).await
     }
-    Step::Fork { id, mode, paths, merge, concurrency, .. } => {
-      let fork = Fork { id, mode: *mode, paths: *paths, merge: *merge, concurrency: *concurrency };
-      run_fork(harness, fork, input, ctx, depth).await
-    }
+    Step::Fork(fork) => run_fork(harness, fork, input, ctx, depth).await,
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
-    Step::Loop { id, steps, until, max_iterations, max_history, prepare_next, on_error, inbox, park_timeout_ms } => {
-      let parts = LoopParts {
-        id,
-        steps,
-        until,
-        max_iterations: *max_iterations,
-        max_history: *max_history,
-        prepare_next: *prepare_next,
-        on_error: *on_error,
-        inbox: *inbox,
-        park_timeout_ms: *park_timeout_ms,
-      };
-      run_loop(harness, &parts, input, ctx, depth).await
-    }
-    Step::Every { id, step, ms, jitter, wake_on, fail_on_error } => {
-      let every = Every { id, body: step, ms: *ms, jitter: *jitter, wake_on: *wake_on, fail_on_error: *fail_on_error };
-      run_every(harness, &every, input, ctx, depth).await
-    }
+    Step::Loop(looped) => run_loop(harness, looped, input, ctx, depth).await,
+    Step::Every(every) => run_every(harness, every, input, ctx, depth).await,
     Step::Spawn { id, child, memory, timeout_ms } => {
       let layers = memory.clone().unwrap_or_else(|| ctx.layers());
-      let mut child_exec = ExecContext::new(
-        uuid::Uuid::new_v4().to_string(),
-        ctx.thread_id.clone(),
-        ctx.resource_id.clone(),
-        ctx.depth + 1,
-        Some(ctx.id.clone()),
-        layers,
-      );
-      child_exec.events = ctx.events.clone();
-      let child_ctx = harness.open_context(child_exec);
+      let child_ctx = harness.open_context(ExecContext::child_of(ctx, layers));
       // A child with its own layers initialises and finishes them; one that inherits the parent's runs them as
       // the parent left them (upstream: no init in children).
       let run = async {
@@ -363,12 +318,13 @@ async fn run_with_retry(
 
 async fn run_loop(
   harness: &Harness,
-  parts: &LoopParts<'_>,
+  looped: &LoopStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
-  let LoopParts { id, steps, until, max_iterations, max_history, .. } = *parts;
+  let LoopStep { id, steps, until, max_iterations, max_history, .. } = looped;
+  let (max_iterations, max_history) = (*max_iterations, *max_history);
   if !max_iterations.is_finite() || max_iterations < 1.0 {
     return Err(step_failed(id, format!("Invalid maxIterations: {}", crate::js_number(max_iterations))).into());
   }
@@ -394,7 +350,7 @@ async fn run_loop(
         completed += 1;
         output
       }
-      Err(error) => match on_error(harness, parts, &error, ctx).await? {
+      Err(error) => match on_error(harness, looped, &error, ctx).await? {
         OnError::Retry => continue,
         // A skip keeps the last good output; before there is one, it is a retry.
         OnError::Skip => match &last_output {
@@ -421,11 +377,11 @@ async fn run_loop(
     let verdict = verdict(harness, id, until, &facts, &output, &history, ctx).await;
     if verdict.stop {
       // A message in the inbox keeps the loop going, as a developer message in the log.
-      let Some(message) = inbox_message(harness, parts, ctx).await? else { return Ok(output) };
+      let Some(message) = inbox_message(harness, looped, ctx).await? else { return Ok(output) };
       let item = Arc::new(crate::items::create_message(&message, "developer")?);
       ctx.state().log.push(item);
     }
-    current = match parts.prepare_next {
+    current = match looped.prepare_next {
       Some(prepare) => {
         let args = vec![FnArg::Value((&output).into()), FnArg::Json(verdict.to_json())];
         harness.env.host.call_fn(FnCall { func: prepare, context: ctx.id.clone(), args }).await?
@@ -435,27 +391,17 @@ async fn run_loop(
   }
 }
 
-async fn inbox_message(harness: &Harness, parts: &LoopParts<'_>, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
-  let Some(channel) = parts.inbox else { return Ok(None) };
-  let call = InboxCall { channel, context: ctx.id.clone(), park_timeout: parts.park_timeout_ms };
+async fn inbox_message(harness: &Harness, looped: &LoopStep, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
+  let Some(channel) = looped.inbox else { return Ok(None) };
+  let call = InboxCall { channel, context: ctx.id.clone(), park_timeout: looped.park_timeout_ms };
   Ok(harness.env.host.recv_inbox(call).await?)
-}
-
-/// An `every` step's fields.
-struct Every<'a> {
-  id: &'a str,
-  body: &'a Step,
-  ms: f64,
-  jitter: f64,
-  wake_on: Option<HostRef>,
-  fail_on_error: bool,
 }
 
 /// `every`: runs the body at once, then again after each park, until the context is cancelled. A failing body
 /// ends it under `fail`; otherwise it is reported and the schedule goes on (a cancellation always ends it).
 async fn run_every(
   harness: &Harness,
-  every: &Every<'_>,
+  every: &EveryStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
@@ -464,12 +410,12 @@ async fn run_every(
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
     }
-    if let Err(error) = nested(harness, every.body, input.clone(), ctx, depth + 1).await {
+    if let Err(error) = nested(harness, &every.body, input.clone(), ctx, depth + 1).await {
       if every.fail_on_error || is_cancelled(&error) {
         return Err(error);
       }
       let message = format!("every '{}': an iteration failed: {error}; the schedule goes on", every.id);
-      harness.env.sink.step_diagnostic(every.id, "every", &message);
+      harness.env.sink.step_diagnostic(&every.id, "every", &message);
     }
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
@@ -480,7 +426,7 @@ async fn run_every(
 
 /// Waits `ms` (± `jitter`, drawn afresh each time), or less when the context is aborted or, with `wake_on`, a
 /// value is sent on it meanwhile.
-async fn park(harness: &Harness, every: &Every<'_>, ctx: &Arc<ExecContext>) {
+async fn park(harness: &Harness, every: &EveryStep, ctx: &Arc<ExecContext>) {
   let ms = if every.jitter > 0.0 {
     let unit = (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64;
     (every.ms + (unit * 2.0 - 1.0) * every.jitter).max(0.0)
@@ -534,11 +480,11 @@ async fn run_body(
 /// otherwise `onError` decides.
 async fn on_error(
   harness: &Harness,
-  parts: &LoopParts<'_>,
+  looped: &LoopStep,
   error: &RunError,
   ctx: &Arc<ExecContext>,
 ) -> RunResult<OnError> {
-  let (Some(handler), RunError::Noetic(noetic)) = (parts.on_error, error) else { return Ok(OnError::Fail) };
+  let (Some(handler), RunError::Noetic(noetic)) = (looped.on_error, error) else { return Ok(OnError::Fail) };
   if is_cancelled(error) {
     return Ok(OnError::Fail);
   }

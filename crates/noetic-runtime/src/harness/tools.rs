@@ -11,7 +11,7 @@ use crate::items::Item;
 use crate::memory::native::NativeWrite;
 use crate::memory::registry::{LayerImpl, LayerSet};
 use crate::memory::state::{StateValue, StateWrite};
-use crate::steps::Step;
+use crate::steps::{EveryStep, ForkStep, LoopStep, Step};
 pub use crate::tools::{ToolDef, ToolImpl, wire_name};
 
 /// The tools of a context's layers, in layer order (D19).
@@ -35,10 +35,14 @@ pub fn layer_tools(layers: &LayerSet) -> Vec<ToolDef> {
 pub fn collect_tools(step: &Step) -> Vec<ToolDef> {
   match step {
     Step::Llm(llm) => llm.tools.clone().unwrap_or_default(),
-    Step::Loop { steps, .. } => steps.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step))),
-    Step::Spawn { child, .. } | Step::Provide { child, .. } | Step::Every { step: child, .. } => collect_tools(child),
+    Step::Loop(LoopStep { steps, .. }) => {
+      steps.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step)))
+    }
+    Step::Spawn { child, .. } | Step::Provide { child, .. } | Step::Every(EveryStep { body: child, .. }) => {
+      collect_tools(child)
+    }
     // Routes and paths are chosen at run time: the steps they may choose (`_optimizable`) stand for them.
-    Step::Branch { candidates, .. } | Step::Fork { candidates, .. } => {
+    Step::Branch { candidates, .. } | Step::Fork(ForkStep { candidates, .. }) => {
       candidates.iter().fold(Vec::new(), |tools, step| merge_tools(tools, collect_tools(step)))
     }
     Step::Run { .. } | Step::Tool { .. } => Vec::new(),

@@ -34,27 +34,10 @@ impl OpenRouterEmbed {
         "Pass the key explicitly, e.g. createOpenRouterEmbed(process.env.OPENROUTER_API_KEY).",
       ));
     }
-    let base = base_url.unwrap_or(super::OpenRouter::DEFAULT_BASE_URL);
-    let endpoint = reqwest::Url::parse(&format!("{}/embeddings", base.trim_end_matches('/')))
-      .ok()
-      .filter(|url| matches!(url.scheme(), "http" | "https"))
-      .ok_or_else(|| {
-        ConfigError::new(
-          "INVALID_BASE_URL",
-          format!("The OpenRouter base URL '{base}' is not an http(s) URL."),
-          "Set OPENROUTER_BASE_URL like 'https://openrouter.ai/api/v1', or leave it unset.",
-        )
-      })?;
-    let http = reqwest::Client::builder()
-      .user_agent(concat!("noetic-core/", env!("CARGO_PKG_VERSION")))
-      .build()
-      .map_err(|error| {
-        ConfigError::new(
-          "PROVIDER_INIT_FAILED",
-          format!("The HTTP client for OpenRouter could not start: {error}"),
-          "This is an environment problem (TLS roots, resolver); please report it with the message.",
-        )
-      })?;
+    let hint = "Set OPENROUTER_BASE_URL like 'https://openrouter.ai/api/v1', or leave it unset.";
+    let endpoint = super::openrouter::endpoint(base_url, "embeddings", hint)?;
+    let no_limits = super::Timeouts { connect: None, idle: None, total: None };
+    let http = super::openrouter::http_client(&no_limits)?;
     Ok(Self { http, endpoint, api_key: api_key.to_owned(), model: model.unwrap_or(Self::DEFAULT_MODEL).to_owned() })
   }
 

@@ -96,24 +96,12 @@ impl OpenRouter {
         "Pass `llm: { provider: 'openrouter', apiKey }` or set OPENROUTER_API_KEY.",
       ));
     }
-    let base = config.base_url.as_deref().unwrap_or(Self::DEFAULT_BASE_URL);
-    let endpoint = reqwest::Url::parse(&format!("{}/responses", base.trim_end_matches('/')))
-      .ok()
-      .filter(|url| matches!(url.scheme(), "http" | "https"))
-      .ok_or_else(|| {
-        ConfigError::new(
-          "INVALID_BASE_URL",
-          format!("The OpenRouter base URL '{base}' is not an http(s) URL."),
-          "Pass `llm.baseUrl` (or OPENROUTER_BASE_URL) like 'https://openrouter.ai/api/v1', or leave it unset.",
-        )
-      })?;
-    let http = http_client(&config.timeouts).map_err(|error| {
-      ConfigError::new(
-        "PROVIDER_INIT_FAILED",
-        format!("The HTTP client for OpenRouter could not start: {error}"),
-        "This is an environment problem (TLS roots, resolver); please report it with the message.",
-      )
-    })?;
+    let endpoint = endpoint(
+      config.base_url.as_deref(),
+      "responses",
+      "Pass `llm.baseUrl` (or OPENROUTER_BASE_URL) like 'https://openrouter.ai/api/v1', or leave it unset.",
+    )?;
+    let http = http_client(&config.timeouts)?;
     Ok(Self { http, endpoint, api_key: config.api_key, cache: config.cache, timeouts: config.timeouts })
   }
 
@@ -209,7 +197,28 @@ impl OpenRouter {
   }
 }
 
-fn http_client(timeouts: &Timeouts) -> reqwest::Result<reqwest::Client> {
+/// `<base>/<path>` on OpenRouter (the default base) or the base given, which must be an http(s) URL.
+pub(super) fn endpoint(base_url: Option<&str>, path: &str, hint: &str) -> Result<reqwest::Url, ConfigError> {
+  let base = base_url.unwrap_or(OpenRouter::DEFAULT_BASE_URL);
+  reqwest::Url::parse(&format!("{}/{path}", base.trim_end_matches('/')))
+    .ok()
+    .filter(|url| matches!(url.scheme(), "http" | "https"))
+    .ok_or_else(|| {
+      ConfigError::new("INVALID_BASE_URL", format!("The OpenRouter base URL '{base}' is not an http(s) URL."), hint)
+    })
+}
+
+pub(super) fn http_client(timeouts: &Timeouts) -> Result<reqwest::Client, ConfigError> {
+  client_builder(timeouts).build().map_err(|error| {
+    ConfigError::new(
+      "PROVIDER_INIT_FAILED",
+      format!("The HTTP client for OpenRouter could not start: {error}"),
+      "This is an environment problem (TLS roots, resolver); please report it with the message.",
+    )
+  })
+}
+
+fn client_builder(timeouts: &Timeouts) -> reqwest::ClientBuilder {
   let mut builder = reqwest::Client::builder().user_agent(concat!("noetic-core/", env!("CARGO_PKG_VERSION")));
   if let Some(limit) = timeouts.connect {
     builder = builder.connect_timeout(limit);
@@ -218,7 +227,7 @@ fn http_client(timeouts: &Timeouts) -> reqwest::Result<reqwest::Client> {
   if let Some(limit) = timeouts.idle {
     builder = builder.read_timeout(limit);
   }
-  builder.build()
+  builder
 }
 
 /// The error with its causes: reqwest's own message alone ("error sending request") hides the reason.

@@ -26,36 +26,14 @@ pub enum Step {
   /// (`_optimizable`): steps it may pick, whose tools a session offers.
   Branch { id: String, route: HostRef, candidates: Vec<Arc<Step>> },
   /// `fork`: the paths a function gives run in child contexts, as `mode` says, and `merge` combines them.
-  Fork {
-    id: String,
-    mode: ForkMode,
-    paths: HostRef,
-    merge: Option<HostRef>,
-    concurrency: Option<usize>,
-    candidates: Vec<Arc<Step>>,
-  },
+  Fork(ForkStep),
   /// `step.llm`: one model step with memory, projection and tools.
   Llm(Box<LlmStep>),
-  /// `loop`: run the body until the predicate stops it. `max_history`: how many of the latest outputs the
-  /// predicate sees (upstream's `maxHistorySize`, default 100), which keeps each check's cost flat.
-  /// `prepare_next` makes the next iteration's input from the output and the verdict (the output by default);
-  /// `on_error` answers a body failure with `retry`, `skip` or anything else (fail).
-  Loop {
-    id: String,
-    steps: Vec<Arc<Step>>,
-    until: Until,
-    max_iterations: f64,
-    max_history: usize,
-    prepare_next: Option<HostRef>,
-    on_error: Option<HostRef>,
-    /// A channel (kept by the host) read when the loop would stop: a message continues it, as a developer message
-    /// in the log. `park_timeout_ms`: how long to wait for one (0: only what is there).
-    inbox: Option<HostRef>,
-    park_timeout_ms: f64,
-  },
+  /// `loop`: run the body until the predicate stops it.
+  Loop(LoopStep),
   /// `every`: the body, again and again with the same input, `ms` (± `jitter`) apart, woken early by a send on
   /// `wake_on`; it ends only when its context is cancelled, or a failing body under `fail`.
-  Every { id: String, step: Arc<Step>, ms: f64, jitter: f64, wake_on: Option<HostRef>, fail_on_error: bool },
+  Every(EveryStep),
   /// `provide`: run a child step in the same context with more layers (replacing those of the same ids) while it
   /// runs; no layer hook runs for them (as upstream).
   Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
@@ -70,10 +48,10 @@ impl Step {
       Self::Run { id, .. }
       | Self::Tool { id, .. }
       | Self::Branch { id, .. }
-      | Self::Fork { id, .. }
-      | Self::Loop { id, .. }
+      | Self::Fork(ForkStep { id, .. })
+      | Self::Loop(LoopStep { id, .. })
       | Self::Provide { id, .. }
-      | Self::Every { id, .. }
+      | Self::Every(EveryStep { id, .. })
       | Self::Spawn { id, .. } => id,
       Self::Llm(llm) => &llm.id,
     }
@@ -85,14 +63,54 @@ impl Step {
       Self::Run { .. } => "run",
       Self::Tool { .. } => "tool",
       Self::Branch { .. } => "branch",
-      Self::Fork { .. } => "fork",
+      Self::Fork(_) => "fork",
       Self::Llm(_) => "llm",
-      Self::Loop { .. } => "loop",
+      Self::Loop(_) => "loop",
       Self::Provide { .. } => "provide",
-      Self::Every { .. } => "every",
+      Self::Every(_) => "every",
       Self::Spawn { .. } => "spawn",
     }
   }
+}
+
+#[derive(Debug, Clone)]
+pub struct ForkStep {
+  pub id: String,
+  pub mode: ForkMode,
+  pub paths: HostRef,
+  pub merge: Option<HostRef>,
+  pub concurrency: Option<usize>,
+  /// `_optimizable`: steps the paths may be, whose tools a session offers.
+  pub candidates: Vec<Arc<Step>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoopStep {
+  pub id: String,
+  pub steps: Vec<Arc<Step>>,
+  pub until: Until,
+  pub max_iterations: f64,
+  /// How many of the latest outputs the predicate sees (upstream's `maxHistorySize`, default 100), which keeps each
+  /// check's cost flat.
+  pub max_history: usize,
+  /// Makes the next iteration's input from the output and the verdict (the output by default).
+  pub prepare_next: Option<HostRef>,
+  /// Answers a body failure with `retry`, `skip` or anything else (fail).
+  pub on_error: Option<HostRef>,
+  /// A channel (kept by the host) read when the loop would stop: a message continues it, as a developer message in
+  /// the log. `park_timeout_ms`: how long to wait for one (0: only what is there).
+  pub inbox: Option<HostRef>,
+  pub park_timeout_ms: f64,
+}
+
+#[derive(Debug, Clone)]
+pub struct EveryStep {
+  pub id: String,
+  pub body: Arc<Step>,
+  pub ms: f64,
+  pub jitter: f64,
+  pub wake_on: Option<HostRef>,
+  pub fail_on_error: bool,
 }
 
 /// How a fork's paths decide its output: the first to succeed, all of them (failing fast), or each one's outcome.
