@@ -2296,6 +2296,11 @@ declare class NativeHarness {
   addUsage(context: string, input: number, output: number, cached: number, cost: number): void
   /** One live field of a context, as JSON: a getter reads only what it returns (`lastLayerUsage` carries items). */
   contextField(context: string, field: string): string
+  /**
+   * Writes a counter of a context: upstream's ContextImpl leaves them writable for whoever builds one by hand.
+   * `tokens.total` is not stored: it is always input plus output.
+   */
+  setContextField(context: string, field: string, value: string): void
   complete(context: string, value: string): void
   abort(context: string, reason?: string | undefined | null): void
   /** `text`'s token count with the harness's tokenizer (`ctx.tokenize` when the harness has one). */

@@ -235,6 +235,16 @@ class ItemLogImpl {
   }
 }
 
+function tokenTraps(ctx) {
+  return {
+    set(tokens, key, value) {
+      tokens[key] = value;
+      if (key === 'input' || key === 'output') ctx._setField('tokens', tokens);
+      return true;
+    },
+  };
+}
+
 class ContextImpl {
   // What does not change is read from the native side when first asked for, and the state and cwd (copies of the
   // parent's, for a child) when first used: a step that never touches its context (a fork's trivial path) costs no
@@ -249,6 +259,9 @@ class ContextImpl {
     this.itemLog = new ItemLogImpl(runtime, id, this);
     this._memory = undefined;
     this._itemSchemas = undefined;
+    // What `harness` shows and which channel store the context uses, when whoever built it chose (`/internal/test`).
+    this._face = undefined;
+    this._store = undefined;
   }
 
   get _static() {
@@ -299,17 +312,19 @@ class ContextImpl {
     return JSON.parse(this._rt.native.contextField(this.id, name));
   }
 
+  // A context built on a stand-in harness shows it, and so do the children its runs make.
   get harness() {
-    return this._rt.harness;
+    if (this._face !== undefined) return this._face;
+    return this._rt.inheritsFaces ? (this.parent?.harness ?? this._rt.harness) : this._rt.harness;
   }
   get fs() {
-    return this._rt.harness.fs;
+    return this.harness.fs;
   }
   get shell() {
-    return this._rt.harness.shell;
+    return this.harness.shell;
   }
   get subprocess() {
-    return this._rt.harness.subprocess;
+    return this.harness.subprocess;
   }
   // The layer objects of this context (undefined when it has none, as upstream).
   get layers() {
@@ -319,20 +334,37 @@ class ContextImpl {
   get itemSchemas() {
     return (this._itemSchemas ??= extendedBy(this._rt.harness.itemSchemas, this.layers ?? []));
   }
+  // The counters are writable, as on upstream's ContextImpl (the public Context type keeps them read-only).
+  _setField(name, value) {
+    callNative(() => this._rt.native.setContextField(this.id, name, JSON.stringify(value)));
+  }
   get stepCount() {
     return this._field('stepCount');
   }
+  set stepCount(value) {
+    this._setField('stepCount', value);
+  }
+  // A copy whose `input` and `output` write through (`total` is always their sum).
   get tokens() {
-    return this._field('tokens');
+    return new Proxy(this._field('tokens'), (this._tokenTraps ??= tokenTraps(this)));
+  }
+  set tokens(value) {
+    this._setField('tokens', value);
   }
   get cost() {
     return this._field('cost');
+  }
+  set cost(value) {
+    this._setField('cost', value);
   }
   get elapsed() {
     return this._field('elapsed');
   }
   get lastStepMeta() {
     return this._field('lastStepMeta') ?? null;
+  }
+  set lastStepMeta(value) {
+    this._setField('lastStepMeta', value ?? null);
   }
   get lastLayerUsage() {
     return this._field('lastLayerUsage') ?? undefined;
@@ -386,14 +418,27 @@ class ContextImpl {
 
   // Channels (shared by every context of the harness): a receive waits `timeout` ms (30 s by default) and a send
   // on a full queue parks; both end as cancelled when this context is aborted.
+  get _channels() {
+    const store = this._store === undefined ? this._rt.channels : this._store;
+    if (store === null) throw new Error('No channel store configured');
+    return store;
+  }
   recv(ch, opts) {
-    return this._rt.channels.recv(ch, opts?.timeout, this._signal);
+    try {
+      return this._channels.recv(ch, opts?.timeout, this._signal);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
   send(ch, value) {
-    return this._rt.channels.send(ch, value, { signal: this._signal });
+    try {
+      return this._channels.send(ch, value, { signal: this._signal });
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
   tryRecv(ch) {
-    return this._rt.channels.tryRecv(ch);
+    return this._channels.tryRecv(ch);
   }
 
   // `ctx.memory[layerId]`: data entries read the layer's state live, functions run the layer's `provides`.

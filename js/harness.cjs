@@ -149,7 +149,11 @@ class AgentHarness {
 
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
   createContext(given) {
-    const opts = contextOptionsOf(given);
+    return this._createContext(contextOptionsOf(given));
+  }
+
+  // `lineage`: the id and parent upstream's ContextImpl may be given (only `/internal/test` passes them).
+  _createContext(opts, lineage = {}) {
     const runtime = this._runtime;
     const layers = opts.memory == null ? undefined : layersOf(opts.memory, 'createContext');
     const items = opts.items ?? [];
@@ -161,6 +165,8 @@ class AgentHarness {
       resourceId: opts.resourceId,
       memory: layers?.map((l) => describeLayer(l, keep)),
       checked,
+      id: lineage.id,
+      parent: lineage.parent,
     };
     // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
     // context converts nothing. Others go now, so that the native check names a bad one at once.
@@ -316,7 +322,7 @@ function execute(step, input, ctx) {
   if (!(ctx instanceof ContextImpl)) {
     throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: 'execute(step, input, ctx) needs the ctx a step or tool was given.', hint: 'Call it from inside a step.run or a tool with its ctx, or use harness.run(step, input) at the top level.' });
   }
-  return ctx.harness.run(step, input, ctx);
+  return ctx._rt.harness.run(step, input, ctx);
 }
 
 module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage, execute };

@@ -278,10 +278,20 @@ impl NativeHarness {
       }
       _ => Arc::clone(&self.inner.layers),
     };
-    let id = uuid::Uuid::new_v4().to_string();
+    // `id` and `parent` come only from `/internal/test`'s ContextImpl, which upstream's tests build as they like.
+    let id = text_field(&options, "id").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    if self.inner.context(&id).is_some() {
+      return Err(Error::new(Status::InvalidArg, format!("a context with id '{id}' already exists")));
+    }
+    let parent = match text_field(&options, "parent") {
+      Some(parent) => Some(self.inner.context(&parent).ok_or_else(|| missing_context(&parent))?),
+      None => None,
+    };
     // As upstream, a context made without a thread id gets a thread of its own.
     let thread = text_field(&options, "threadId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), 0, None, layers);
+    let depth = parent.as_ref().map_or(0, |p| p.depth + 1);
+    let parent = parent.map(|p| p.id.clone());
+    let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), depth, parent, layers);
     let ctx = self.inner.open_context(ctx);
     let types = self.inner.item_types.unless_checked(options.get("checked").and_then(Value::as_bool) == Some(true));
     match parse_item_batch(&items, types, "createContext") {
@@ -477,6 +487,28 @@ impl NativeHarness {
       other => return Err(Error::new(Status::InvalidArg, format!("no context field '{other}'"))),
     };
     Ok(value.to_string())
+  }
+
+  /// Writes a counter of a context: upstream's ContextImpl leaves them writable for whoever builds one by hand.
+  /// `tokens.total` is not stored: it is always input plus output.
+  #[napi(catch_unwind)]
+  pub fn set_context_field(&self, context: String, field: String, value: String) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let value = parse(&value)?;
+    let number = |v: &Value| v.as_f64().filter(|n| n.is_finite() && *n >= 0.0);
+    let invalid = || Error::new(Status::InvalidArg, format!("ctx.{field} cannot be set to {value}"));
+    let mut state = ctx.state();
+    match field.as_str() {
+      "stepCount" => state.step_count = number(&value).filter(|n| n.fract() == 0.0).ok_or_else(invalid)? as u64,
+      "cost" => state.cost = number(&value).ok_or_else(invalid)?,
+      "tokens" => {
+        state.tokens.input = value.get("input").and_then(number).ok_or_else(invalid)?;
+        state.tokens.output = value.get("output").and_then(number).ok_or_else(invalid)?;
+      }
+      "lastStepMeta" => state.last_step_meta = Some(value).filter(|v| !v.is_null()),
+      other => return Err(Error::new(Status::InvalidArg, format!("ctx.{other} cannot be set"))),
+    }
+    Ok(())
   }
 
   #[napi(catch_unwind)]
