@@ -301,6 +301,24 @@ test("harness tools are offered in a session to a step without tools of its own,
   assert.throws(() => new AgentHarness({ name: 'a', params: {}, tools: [{ name: 'x' }] }), (e) => e.code === 'INVALID_TOOLS');
 });
 
+test("a fork's paths in a session are not offered the session's tools (as upstream: only the session's own context is)", async () => {
+  const { z } = await import('zod');
+  const { fork, tool } = await import('../js/index.mjs');
+  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async () => 'x' });
+  const offered = [];
+  const _testCallModel = async (request) => (offered.push(request.tools.map((t) => t.name)), reply('ok'));
+  const paths = fork({ id: 'paths', mode: 'all', paths: () => [step.llm({ id: 'a', model: 'm' }), step.llm({ id: 'b', model: 'm' })], merge: (r) => r.join() });
+  const fh = new AgentHarness({ name: 'forked', params: {}, initialStep: paths, tools: [lookup], _testCallModel });
+  await fh.execute('go');
+  await fh.getAgentResponse();
+  assert.deepEqual(offered, [[], []]);
+  offered.length = 0;
+  const ch = new AgentHarness({ name: 'chat', params: {}, initialStep: chat, tools: [lookup], _testCallModel });
+  await ch.execute('go');
+  await ch.getAgentResponse();
+  assert.deepEqual(offered, [['lookup']]);
+});
+
 test("a session's context and its tools reach the harness's adapters", async () => {
   const { createInMemoryFsAdapter } = await import('../js/index.mjs');
   const fs = createInMemoryFsAdapter();

@@ -463,6 +463,25 @@ test('tool(): upstream keys; decorateResultItem shapes the log item (the model s
   assert.deepEqual(events.map((e) => [e.stepId, e.toolName, e.event]), [['counter', 'count', 1], ['counter', 'count', 2], ['counter', 'count', 3]]);
 });
 
+test("a tool's toolResults schemas check its own result items only; a result they reject fails the step", async () => {
+  const withDetails = { toolResults: [z.object({ type: z.literal('function_call_output'), details: z.string() })] };
+  const plain = tool({ name: 'plain', description: 'p', input: z.object({}), execute: async () => 'p' });
+  const bare = tool({ name: 'bare', description: 'b', input: z.object({}), itemSchemas: withDetails, execute: async () => 'b' });
+  const dressed = tool({ name: 'dressed', description: 'd', input: z.object({}), itemSchemas: withDetails, decorateResultItem: ({ baseItem }) => ({ ...baseItem, details: 'kept' }), execute: async () => 'd' });
+  const throwing = tool({ name: 'throwing', description: 't', input: z.object({}), decorateResultItem: () => { throw new Error('cannot decorate'); }, execute: async () => 't' });
+  const call = async (name) => {
+    const h = new AgentHarness({ name: 't', params: {}, llm: { provider: 'scripted', script: [{ toolCalls: [{ name, arguments: {} }] }, { text: 'done' }] } });
+    const ctx = h.createContext();
+    await h.run(step.llm({ id: 'ask', model: 'scripted', tools: [plain, bare, dressed, throwing] }), 'go', ctx);
+    return ctx.itemLog.items.find((item) => item.type === 'function_call_output');
+  };
+  // The schemas of `bare` and `dressed` do not reach their sibling's result.
+  assert.equal((await call('plain')).output, 'p');
+  assert.equal((await call('dressed')).details, 'kept');
+  await assert.rejects(call('bare'), (e) => e.noeticError?.kind === 'item_schema_mismatch' && e.noeticError.category === 'toolResults');
+  await assert.rejects(call('throwing'), /cannot decorate/);
+});
+
 test('depth: contexts nest at most 64 deep (as upstream); steps may nest deeply within one context', async () => {
   const h = harness();
   // A step that spawns itself: each child context is one deeper.

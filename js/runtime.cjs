@@ -12,7 +12,7 @@ const { runHooks, repliesJson } = require('./hooks.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
-const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
+const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
 function textOfOutput(output) {
@@ -712,12 +712,17 @@ class Runtime {
       output = `Error: ${messageOf(e)}`;
     }
     const reply = { output, isError: error };
+    const baseItem = () => ({ id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output });
     // A tool may decorate the result item the log keeps (the model is still sent only its output).
+    let item;
     if (typeof t?.decorateResultItem === 'function') {
-      const baseItem = { id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output };
       const callItem = { type: 'function_call', callId, name, arguments: text };
-      reply.item = JSON.stringify(t.decorateResultItem({ baseItem, callItem, args, result, output, error: error || undefined }));
+      item = t.decorateResultItem({ baseItem: baseItem(), callItem, args, result, output, error: error || undefined });
+      reply.item = JSON.stringify(item);
     }
+    // The result item is put to the harness's `toolResults` schemas and this tool's own (not its siblings', as
+    // upstream), when there are any.
+    checkCategory(this.harness.itemSchemas, t ? [t] : [], 'toolResults', () => item ?? baseItem());
     return reply;
   }
 

@@ -132,8 +132,9 @@ impl ExecContext {
   }
 
   /// Whether this context serves a session (or is a child of one): its steps report to the session's streams.
-  pub fn in_session(&self) -> bool {
-    self.events.is_some()
+  /// Whether this is a session's own context (not one of its children): only it is offered the session's tools.
+  pub fn is_session_context(&self) -> bool {
+    self.inbox.is_some()
   }
 
   pub fn with_events(mut self, events: Arc<Streams>) -> Self {

@@ -142,8 +142,9 @@ impl Harness {
     let tools = match &step.tools {
       Some(tools) if tools.is_empty() => Vec::new(),
       Some(tools) => merge_tools(tools.clone(), layer_tools(&layers)),
-      // In a session, a step without tools of its own is offered the session's (upstream's `unifiedTools`).
-      None if ctx.in_session() => merge_tools(self.session_tools.to_vec(), layer_tools(&layers)),
+      // In a session's own context, a step without tools of its own is offered the session's (upstream's
+      // `unifiedTools`); a fork's paths and a spawn's child are not (upstream gives them none of the session's).
+      None if ctx.is_session_context() => merge_tools(self.session_tools.to_vec(), layer_tools(&layers)),
       None => layer_tools(&layers),
     };
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);

@@ -48,7 +48,7 @@ impl Harness {
         // Providers see wire-safe names (`notes_add` for `notes/add`); either form finds the tool.
         let (output, decorated) = match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name)
         {
-          Some(tool) => self.run_tool(tool, item, ctx).await,
+          Some(tool) => self.run_tool(tool, item, ctx).await?,
           None => (Some(format!("Error: tool '{name}' not found")), None),
         };
         // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Harness;
 use super::context::ExecContext;
-use crate::host::{ToolCall, ToolRef};
+use crate::host::{HostError, ToolCall, ToolRef};
 use crate::items::Item;
 use crate::memory::native::NativeWrite;
 use crate::memory::registry::{LayerImpl, LayerSet};
@@ -70,15 +70,15 @@ impl Harness {
     }
   }
 
-  /// Runs one tool call; the output the model sees (none for a `void` result). Failures become error outputs,
-  /// never a failed step.
-  /// Runs one function call: its output text, and the decorated result item when the tool makes one.
+  /// Runs one function call: the output the model sees (none for a `void` result), and the decorated result item
+  /// when the tool makes one. A tool's failure is an error output; the host failing around it (the result item's
+  /// decoration or its `toolResults` schemas, as upstream) fails the step.
   pub(crate) async fn run_tool(
     &self,
     tool: &ToolDef,
     call: &Item,
     ctx: &ExecContext,
-  ) -> (Option<String>, Option<String>) {
+  ) -> Result<(Option<String>, Option<String>), HostError> {
     let arguments = call.arguments().unwrap_or("{}");
     if let ToolImpl::LayerFn { layer, name } = &tool.imp
       && let LayerImpl::Native(native) = &layer.imp
@@ -98,7 +98,7 @@ impl Harness {
         }
         Err(message) => Some(format!("Error: {message}")),
       };
-      return (output, None);
+      return Ok((output, None));
     }
     let host_call = ToolCall {
       tool: self.tool_ref(tool, ctx),
@@ -107,15 +107,11 @@ impl Harness {
       call_id: call.call_id().unwrap_or_default().to_owned(),
       name: call.name().unwrap_or_default().to_owned(),
     };
-    match self.env.host.call_tool(host_call).await {
-      Ok(reply) => {
-        if let (ToolImpl::LayerFn { layer, .. }, StateWrite::Set { persist }) = (&tool.imp, &reply.state) {
-          let persist = persist.clone().map(crate::memory::state::Persist::Write);
-          self.env.states.set(&ctx.id, layer.id(), StateValue::Host, persist, &self.env.sink);
-        }
-        (reply.output, reply.item)
-      }
-      Err(error) => (Some(format!("Error: {error}")), None),
+    let reply = self.env.host.call_tool(host_call).await?;
+    if let (ToolImpl::LayerFn { layer, .. }, StateWrite::Set { persist }) = (&tool.imp, &reply.state) {
+      let persist = persist.clone().map(crate::memory::state::Persist::Write);
+      self.env.states.set(&ctx.id, layer.id(), StateValue::Host, persist, &self.env.sink);
     }
+    Ok((reply.output, reply.item))
   }
 }
