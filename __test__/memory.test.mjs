@@ -136,3 +136,35 @@ test('built-in layers run natively and keep JS-callable hooks', async () => {
   const out = await om.hooks.store({ state: undefined, newItems: [{ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'one two three four five six' }] }] });
   assert.deepEqual(out.state, { observations: ['Processed 1 items'], buffer: [], bufferTokens: 0, version: 1 });
 });
+
+test('toolMemoryLayer: one layer per memory id; tools sharing an id share the state their recall renders', async () => {
+  const { tool, toolMemoryLayer, Slot } = await import('../js/index.mjs');
+  const { z } = await import('zod');
+  const todos = { id: 'todos', init: () => ({ items: [] }), recall: (state) => (state.items.length === 0 ? null : `<todos>${state.items.join(',')}</todos>`) };
+  const add = tool({ name: 'add_todo', description: 'add', input: z.object({ text: z.string() }), memory: todos, execute: async ({ text }, toolCtx) => {
+    const state = toolCtx.memory.get('todos');
+    toolCtx.memory.set('todos', { items: [...state.items, text] });
+    return 'added';
+  } });
+  const list = tool({ name: 'list_todos', description: 'list', input: z.object({}), memory: todos, execute: async (_args, toolCtx) => toolCtx.memory.get('todos').items.join(',') });
+  const scratch = tool({ name: 'scratch', description: 's', input: z.object({}), memory: { init: () => 0, recall: () => null }, execute: async () => 'x' });
+  const plain = tool({ name: 'plain', description: 'p', input: z.object({}), execute: async () => 'p' });
+  const layers = toolMemoryLayer([add, list, scratch, plain]);
+  assert.deepEqual(layers.map((l) => [l.id, l.slot, l.scope]), [['todos', Slot.WORKING_MEMORY + 10, 'execution'], ['scratch', Slot.WORKING_MEMORY + 10, 'execution']]);
+  assert.equal(toolMemoryLayer([add], { slot: 7 })[0].slot, 7);
+  assert.throws(() => toolMemoryLayer('add'), (e) => e.code === 'INVALID_TOOLS');
+
+  const seen = [];
+  const script = [{ toolCalls: [{ name: 'add_todo', arguments: { text: 'tea' } }] }, { text: 'one' }, { toolCalls: [{ name: 'list_todos', arguments: {} }] }, { text: 'two' }];
+  const h = new AgentHarness({ name: 't', params: {}, memory: layers, llm: { provider: 'scripted', script } });
+  const ctx = h.createContext();
+  const ask = step.llm({ id: 'ask', model: 'scripted', tools: [add, list] });
+  await h.run(ask, 'add tea', ctx);
+  seen.push(ctx.itemLog.items.filter((i) => i.type === 'function_call_output').map((i) => i.output));
+  await h.run(ask, 'what is left?', ctx);
+  seen.push(ctx.itemLog.items.filter((i) => i.type === 'function_call_output').map((i) => i.output));
+  assert.deepEqual(seen, [['added'], ['added', 'tea']]);
+  // The second step's recall rendered the state the first step's tool wrote.
+  const todosUsage = ctx.lastLayerUsage.layers.find((l) => l.layerId === 'todos');
+  assert.equal(todosUsage.items[0].content[0].text, '<todos>tea</todos>');
+});

@@ -1109,6 +1109,9 @@ export interface ObservationalMemoryLayer extends Omit<MemoryLayer<Observational
 /** Buffers conversation text and distils it into observations past a token threshold. */
 export declare function observationalMemory(config?: ObservationalMemoryConfig): ObservationalMemoryLayer;
 
+/** One execution-scoped layer per tool `memory` id among `tools` (tools sharing an id share its state). */
+export declare function toolMemoryLayer(tools: ReadonlyArray<Tool>, opts?: { slot?: number }): MemoryLayer[];
+
 // =============================================================================
 // Types: Context
 // =============================================================================

@@ -31,6 +31,7 @@ module.exports = {
   layerFn: memory.layerFn,
   workingMemory: memory.workingMemory,
   observationalMemory: memory.observationalMemory,
+  toolMemoryLayer: memory.toolMemoryLayer,
   step: steps.step,
   tool: steps.tool,
   toolWithGenerator: steps.toolWithGenerator,

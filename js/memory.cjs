@@ -199,8 +199,37 @@ function observationalMemory(config = {}) {
   };
 }
 
+// One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
+// upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
+function toolMemoryLayer(tools, opts) {
+  if (!Array.isArray(tools)) {
+    throw new NoeticConfigError({ code: 'INVALID_TOOLS', message: `toolMemoryLayer(tools): tools is ${describeValue(tools)}; expected an array of tools.`, hint: 'Pass the tools whose `memory` declarations should become layers.' });
+  }
+  const declarations = new Map();
+  for (const t of tools) {
+    if (!t?.memory) continue;
+    const id = t.memory.id ?? t.name;
+    if (typeof t.memory.init !== 'function' || typeof t.memory.recall !== 'function') {
+      throw new NoeticConfigError({ code: 'INVALID_TOOL_MEMORY', message: `toolMemoryLayer: the memory of tool '${t.name}' needs init() and recall(state) functions.`, hint: 'Declare memory: { id?, init: () => state, recall: (state) => text | null }.' });
+    }
+    if (!declarations.has(id)) declarations.set(id, t.memory);
+  }
+  const slot = opts?.slot ?? Slot.WORKING_MEMORY + 10;
+  return [...declarations].map(([id, declaration]) => ({
+    id,
+    name: id,
+    slot,
+    scope: 'execution',
+    hooks: {
+      init: async () => ({ state: declaration.init() }),
+      recall: async ({ state }) => declaration.recall(state),
+    },
+  }));
+}
+
 module.exports = {
   NATIVE,
+  toolMemoryLayer,
   Slot,
   memory,
   layerData,
