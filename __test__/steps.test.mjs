@@ -292,6 +292,15 @@ test('until: verified, converged (exact, or by embeddings kept in a cache), outp
   assert.throws(() => cosineSimilarity([1], [1, 2]), /Dimension mismatch: 1 vs 2/);
 });
 
+test('isNoeticError: an Error carrying a noeticError with a string kind, never a plain object shaped like one', async () => {
+  const { isNoeticError } = await import('../js/index.mjs');
+  assert.equal(isNoeticError(new NoeticErrorImpl({ kind: 'cancelled', reason: 'x' })), true);
+  assert.equal(isNoeticError(Object.assign(new Error('e'), { noeticError: { kind: 'cancelled' } })), true);
+  assert.equal(isNoeticError({ noeticError: { kind: 'cancelled' } }), false);
+  assert.equal(isNoeticError(Object.assign(new Error('e'), { noeticError: { kind: 42 } })), false);
+  assert.equal(isNoeticError(Object.assign(new Error('e'), { noeticError: null })), false);
+});
+
 test("NoeticErrorImpl words each kind's message as upstream does", () => {
   const message = (payload) => new NoeticErrorImpl(payload).message;
   assert.equal(message({ kind: 'step_failed', stepId: 's', cause: new Error('boom'), retriesExhausted: false }), "Step 's' failed: boom");

@@ -88,7 +88,8 @@ function nonJsonAt(value, path) {
 
 function isNoeticError(e) {
   if (e instanceof NoeticErrorImpl) return true;
-  return typeof e === 'object' && e !== null && typeof e.noeticError?.kind === 'string';
+  // As upstream: only an Error carries one (a plain object shaped like one is not).
+  return e instanceof Error && typeof e.noeticError === 'object' && e.noeticError !== null && typeof e.noeticError.kind === 'string';
 }
 
 function isNoeticConfigError(e) {
