@@ -1,7 +1,7 @@
 'use strict';
 // Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
 // What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
-const { messageOf } = require('./errors.cjs');
+const { messageOf, NoeticConfigError } = require('./errors.cjs');
 const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 
@@ -180,6 +180,25 @@ function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
           return guard.signal;
         },
       };
+    case 'beforeToolCall':
+      return {
+        toolName: args.toolName,
+        toolArgs: args.toolArgs,
+        ctx: exec,
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
+    case 'afterModelCall':
+      return {
+        response: args.response,
+        ctx: exec,
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
     case 'onComplete':
       return {
         log,
@@ -203,6 +222,18 @@ function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
 function failed(e, runtime) {
   if (e instanceof HookTimeout) return { status: 'timeout', ms: e.ms };
   return { status: 'threw', message: messageOf(e), error: runtime.keepValue(e) };
+}
+
+const STEERING = new Set(['beforeToolCall', 'afterModelCall']);
+const ACTIONS = new Set(['allow', 'deny', 'guide']);
+
+// A steering hook's `{ decision: { action, guidance? } }`; anything else throws, which counts as no vote.
+function decisionOf(result) {
+  const decision = result.decision;
+  if (!ACTIONS.has(decision?.action)) {
+    throw new TypeError(`a steering hook must return { decision: { action: 'allow' | 'deny' | 'guide', guidance? } }; got decision ${JSON.stringify(decision)}`);
+  }
+  return { action: decision.action, guidance: typeof decision.guidance === 'string' ? decision.guidance : undefined };
 }
 
 // onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.
@@ -259,9 +290,13 @@ async function runHooks(runtime, batch) {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
       }
+      if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
       return reply;
     } catch (e) {
-      return failed(e, runtime);
+      const reply = failed(e, runtime);
+      // A steering hook fails open, except on a configuration error, which propagates (§14.1).
+      if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
+      return reply;
     }
   };
   // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
@@ -275,6 +310,8 @@ async function runHooks(runtime, batch) {
     return rest;
   };
   if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
+  // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
+  if (batch.phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
   if (batch.phase === 'store') {
     // Store hooks of different layers may run concurrently; their results apply in order (D2).
     const replies = await Promise.all(batch.calls.map(call));
@@ -284,7 +321,9 @@ async function runHooks(runtime, batch) {
   for (const c of batch.calls) {
     const reply = apply(c, await call(c));
     replies.push(reply);
-    if (reply.status !== 'ok' && c.stopOnError) break;
+    if (reply.status !== 'ok' && (c.stopOnError || reply.rethrow)) break;
+    // The first deny ends a steering vote: later layers are not asked (§14.1).
+    if (reply.decision?.action === 'deny') break;
   }
   return replies;
 }
@@ -307,6 +346,8 @@ function replyJson(reply) {
   if (reply.recall !== undefined) text += `,"recall":${recallJson(reply.recall)}`;
   if (reply.items !== undefined) text += `,"items":[${reply.items.join(',')}]`;
   if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
+  if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
+  if (reply.rethrow) text += ',"rethrow":true';
   return `${text}}`;
 }
 

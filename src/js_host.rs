@@ -65,6 +65,9 @@ struct JsHookReply {
   items: Option<Vec<Box<RawValue>>>,
   #[serde(default)]
   items_checked: bool,
+  decision: Option<SteeringDecision>,
+  #[serde(default)]
+  rethrow: bool,
 }
 
 fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
@@ -135,6 +138,8 @@ impl JsHookReply {
       recall: self.recall.map(RecallReply::from),
       items: self.items.map(texts),
       items_checked: self.items_checked,
+      decision: self.decision,
+      rethrow: self.rethrow,
     }
   }
 }

@@ -47,6 +47,15 @@ impl NoeticError {
     Self { kind: kind.to_owned(), payload, message: message.into() }
   }
 
+  /// `steering_denied`: a layer's afterModelCall denied the model's response.
+  pub fn steering_denied(guidance: Option<&str>) -> Self {
+    let message = match guidance {
+      Some(text) => format!("Steering denied: {text}"),
+      None => "Steering denied".to_owned(),
+    };
+    Self::new("steering_denied", serde_json::json!({ "guidance": guidance }), message)
+  }
+
   /// `cancelled`: the context was aborted.
   pub fn cancelled(reason: &str) -> Self {
     Self::new("cancelled", serde_json::json!({ "reason": reason }), format!("Cancelled: {reason}"))

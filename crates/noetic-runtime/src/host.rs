@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ConfigError, NoeticError};
@@ -79,6 +79,35 @@ pub enum HookArgs {
   /// The items arrive once, with the batch; each hook receives what the one before it passed on.
   OnItemAppend,
   Dispose,
+  /// The function call's name as the model returned it, and its JSON-parsed arguments (not yet validated).
+  #[serde(rename_all = "camelCase")]
+  BeforeToolCall {
+    tool_name: String,
+    tool_args: Value,
+  },
+  /// The response's items arrive with the batch (its `items`).
+  AfterModelCall {
+    usage: Value,
+  },
+}
+
+/// What a steering hook decided (§14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SteeringAction {
+  Allow,
+  Deny,
+  Guide,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct SteeringDecision {
+  pub action: SteeringAction,
+  pub guidance: Option<String>,
+}
+
+impl SteeringDecision {
+  pub const ALLOW: Self = Self { action: SteeringAction::Allow, guidance: None };
 }
 
 /// One hook call of a batch (written by [`HookBatch`]'s serialization).
@@ -223,12 +252,25 @@ pub struct HookReply {
   pub items: Option<Vec<String>>,
   /// The host put `items` to the context's item schemas, so their types are admitted as they are.
   pub items_checked: bool,
+  /// beforeToolCall / afterModelCall: the hook's decision.
+  pub decision: Option<SteeringDecision>,
+  /// The hook threw what must propagate rather than be logged (a NoeticConfigError from a steering hook).
+  pub rethrow: bool,
 }
 
 impl HookReply {
   /// A reply with `status` that changes no state and carries nothing; fields that differ are set on top of it.
   pub fn of(status: HookStatus) -> Self {
-    Self { status, error: None, state: StateWrite::Unchanged, recall: None, items: None, items_checked: false }
+    Self {
+      status,
+      error: None,
+      state: StateWrite::Unchanged,
+      recall: None,
+      items: None,
+      items_checked: false,
+      decision: None,
+      rethrow: false,
+    }
   }
 }
 

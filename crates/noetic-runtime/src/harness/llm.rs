@@ -13,8 +13,8 @@ use super::round_model::RoundRequest;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
-use crate::error::ConfigError;
-use crate::host::{LazyCall, ModelCall, OutputCall, StepValue, ViewEntry};
+use crate::error::{ConfigError, NoeticError};
+use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, StepValue, ViewEntry};
 use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
@@ -169,8 +169,30 @@ impl Harness {
     };
     // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
     let with_items = !matches!(self.model, Model::Host);
-    let view = project(ctx, &recalled, &view_policy, with_items);
-    let response = self.call_model(step, &tools, view, ctx).await?;
+    // Steering (§7.3, step 7): with layers, afterModelCall judges each response; a guide asks again, up to
+    // MAX_STEERING_RETRIES times, with the guidance appended as a developer message.
+    let mut retries = 0;
+    let response = loop {
+      let view = project(ctx, &recalled, &view_policy, with_items);
+      let response = self.call_model(step, &tools, view, ctx).await?;
+      // Every response counts, including one steering rejects: the spend is real.
+      track_usage(ctx, &response);
+      if !has_layers {
+        break response;
+      }
+      let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
+      let decision = lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage).await?;
+      match decision.action {
+        SteeringAction::Deny => return Err(NoeticError::steering_denied(decision.guidance.as_deref()).into()),
+        SteeringAction::Guide if retries < MAX_STEERING_RETRIES => {
+          let guidance = decision.guidance.as_deref().unwrap_or("Please adjust your response.");
+          let message = Arc::new(create_message(guidance, "developer")?);
+          ctx.state().log.push(message);
+          retries += 1;
+        }
+        _ => break response,
+      }
+    };
 
     let from_host = matches!(self.model, Model::Host);
     let (from, to, history_tokens) = {
@@ -183,10 +205,6 @@ impl Harness {
         // A JS test model's items: JS keeps the objects it made, and nothing is converted back for it.
         self.env.host.model_items_placed(&ctx.id, from);
       }
-      state.tokens.input += response.input_tokens;
-      state.tokens.output += response.output_tokens;
-      state.tokens.cached += response.cached_tokens;
-      state.cost += response.cost;
       let tool_calls: Vec<Value> = response
         .items
         .iter()
@@ -308,6 +326,17 @@ impl Harness {
       }
     }
   }
+}
+
+/// Guides a step accepts before it takes the response as it is (upstream's `MAX_STEERING_RETRIES`).
+const MAX_STEERING_RETRIES: usize = 3;
+
+fn track_usage(ctx: &ExecContext, response: &Round) {
+  let mut state = ctx.state();
+  state.tokens.input += response.input_tokens;
+  state.tokens.output += response.output_tokens;
+  state.tokens.cached += response.cached_tokens;
+  state.cost += response.cost;
 }
 
 /// Where the host keeps a recalled item: its recall's key and the item's index there.

@@ -8,8 +8,12 @@ use super::context::ExecContext;
 use super::error::RunResult;
 use super::round_model::{RoundModel, RoundRequest};
 use super::session::message_text;
+use serde_json::Value;
+
 use crate::error::NoeticError;
+use crate::host::SteeringAction;
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
+use crate::memory::lifecycle;
 use crate::provider::Round;
 
 /// Rounds one step may take before the loop stops asking.
@@ -48,7 +52,10 @@ impl Harness {
         // Providers see wire-safe names (`notes_add` for `notes/add`); either form finds the tool.
         let (output, decorated) = match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name)
         {
-          Some(tool) => self.run_tool(tool, item, ctx).await?,
+          Some(tool) => match self.steer_tool_call(item, ctx).await? {
+            Some(refusal) => (Some(refusal), None),
+            None => self.run_tool(tool, item, ctx).await?,
+          },
           None => (Some(format!("Error: tool '{name}' not found")), None),
         };
         // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`
@@ -69,6 +76,28 @@ impl Harness {
       }
     }
     Ok(response)
+  }
+
+  /// The context's layers vote on a tool call before it runs (§14.3): `None` to run it, otherwise the error output
+  /// the model gets instead (a deny or a guide; the tool does not run).
+  async fn steer_tool_call(&self, call: &Item, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
+    if ctx.layers().is_empty() {
+      return Ok(None);
+    }
+    let args =
+      crate::js_text::from_js_json(call.arguments().unwrap_or("{}")).unwrap_or(Value::Object(Default::default()));
+    let name = call.name().unwrap_or_default();
+    let decision = lifecycle::before_tool_call(&self.env, &self.scope(ctx), name, args).await?;
+    Ok(match decision.action {
+      SteeringAction::Allow => None,
+      SteeringAction::Deny => {
+        Some(format!("Tool call denied: {}", decision.guidance.as_deref().unwrap_or("steering rule violation")))
+      }
+      // Upstream writes the guidance into the text as it is, `undefined` included.
+      SteeringAction::Guide => {
+        Some(format!("Tool call redirected: {}", decision.guidance.as_deref().unwrap_or("undefined")))
+      }
+    })
   }
 
   /// Messages sent to the session with `deliveryMode: 'between-rounds'` join the turn before its next round: each

@@ -7,6 +7,7 @@ mod complete;
 mod eventual;
 mod init;
 mod recall;
+mod steering;
 mod store;
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ pub use self::complete::{Outcome, complete_layers, dispose_layers};
 pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, init_layers};
 pub use self::recall::{RecallEntry, recall_layers};
+pub use self::steering::{after_model_call, before_tool_call, most_restrictive};
 pub use self::store::store_layers;
 
 /// What every phase needs from the harness.
@@ -105,14 +107,19 @@ impl MemoryEnv {
 
   /// Runs the batch when it has calls; a reply list shorter than the batch counts the missing calls as failed.
   async fn run_batch(&self, batch: HookBatch) -> Vec<HookReply> {
-    if batch.calls.is_empty() {
-      return Vec::new();
-    }
     let expected = batch.calls.len();
-    let mut replies = self.host.run_hooks(batch).await;
+    let mut replies = self.run_batch_as_answered(batch).await;
     replies
       .resize_with(expected, || HookReply::of(HookStatus::Threw("the host returned no result for this hook".into())));
     replies
+  }
+
+  /// The replies as the host gave them: fewer than the calls when the phase ended early (a steering deny).
+  async fn run_batch_as_answered(&self, batch: HookBatch) -> Vec<HookReply> {
+    if batch.calls.is_empty() {
+      return Vec::new();
+    }
+    self.host.run_hooks(batch).await
   }
 }
 

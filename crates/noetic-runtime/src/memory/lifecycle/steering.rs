@@ -1,0 +1,115 @@
+//! Steering (§14): beforeToolCall before each tool call of the tool loop, afterModelCall after each model
+//! response. Layers vote in slot order; the first deny ends the vote at once (later layers are not asked), and
+//! otherwise the most restrictive decision wins. A hook that fails casts no vote (fail-open), except that a
+//! NoeticConfigError propagates.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::host::{HookArgs, HookBatch, HostError, SteeringAction, SteeringDecision, WriteRule};
+use crate::items::Item;
+use crate::memory::HookKind;
+
+use super::{ExecScope, MemoryEnv, failure, host_call};
+
+/// What the tool loop does with a tool call: run it, or answer with this error output instead.
+pub async fn before_tool_call(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  tool_name: &str,
+  tool_args: Value,
+) -> Result<SteeringDecision, HostError> {
+  let args = HookArgs::BeforeToolCall { tool_name: tool_name.to_owned(), tool_args };
+  vote(env, scope, HookKind::BeforeToolCall, args, None).await
+}
+
+/// The decision on a model response: `deny` fails the step, `guide` asks again with guidance.
+pub async fn after_model_call(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  response: &[Arc<Item>],
+  usage: Value,
+) -> Result<SteeringDecision, HostError> {
+  let items = response.iter().map(|item| item.to_json_text()).collect();
+  vote(env, scope, HookKind::AfterModelCall, HookArgs::AfterModelCall { usage }, Some(items)).await
+}
+
+async fn vote(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  hook: HookKind,
+  args: HookArgs,
+  items: Option<Vec<String>>,
+) -> Result<SteeringDecision, HostError> {
+  let exec = scope.exec_id().to_owned();
+  let layers = env.participants(scope, hook);
+  // No layer steers: allow without a crossing.
+  if layers.is_empty() {
+    return Ok(SteeringDecision::ALLOW);
+  }
+  let mut batch = HookBatch::new(hook, scope.context.to_owned(), scope.info.clone());
+  let mut called = Vec::new();
+  for layer in layers {
+    if let Some(call) = host_call(layer, hook, WriteRule::IfDefined, args.clone()) {
+      batch.calls.push(call);
+      called.push(layer);
+    }
+  }
+  batch.items = items;
+  // The host stops at the first deny: the replies end there.
+  let replies = env.run_batch_as_answered(batch).await;
+  let mut decisions = Vec::new();
+  for (layer, reply) in called.into_iter().zip(replies) {
+    if let Some(message) = failure(&reply.status) {
+      if reply.rethrow {
+        return Err(HostError::Thrown { message, error: reply.error });
+      }
+      env.diagnose(layer.id(), hook, &message);
+      continue;
+    }
+    env.apply_host_write(&exec, layer.id(), reply.state);
+    match reply.decision {
+      Some(decision) if decision.action == SteeringAction::Deny => return Ok(decision),
+      Some(decision) => decisions.push(decision),
+      None => {}
+    }
+  }
+  Ok(most_restrictive(&decisions))
+}
+
+/// The first deny; else a guide carrying every guide's non-empty guidance, one per line (none when no guide has
+/// any); else allow (§14.2).
+pub fn most_restrictive(decisions: &[SteeringDecision]) -> SteeringDecision {
+  if let Some(deny) = decisions.iter().find(|d| d.action == SteeringAction::Deny) {
+    return deny.clone();
+  }
+  let guides: Vec<&SteeringDecision> = decisions.iter().filter(|d| d.action == SteeringAction::Guide).collect();
+  if guides.is_empty() {
+    return SteeringDecision::ALLOW;
+  }
+  let texts: Vec<&str> = guides.iter().filter_map(|d| d.guidance.as_deref()).filter(|text| !text.is_empty()).collect();
+  SteeringDecision { action: SteeringAction::Guide, guidance: (!texts.is_empty()).then(|| texts.join("\n")) }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn decision(action: SteeringAction, guidance: Option<&str>) -> SteeringDecision {
+    SteeringDecision { action, guidance: guidance.map(str::to_owned) }
+  }
+
+  #[test]
+  fn guides_join_their_guidance_and_allows_lose_theirs() {
+    use SteeringAction::*;
+    let votes =
+      [decision(Guide, Some("a")), decision(Allow, Some("z")), decision(Guide, None), decision(Guide, Some("b"))];
+    assert_eq!(most_restrictive(&votes), decision(Guide, Some("a\nb")));
+    assert_eq!(most_restrictive(&[decision(Guide, Some("")), decision(Guide, None)]), decision(Guide, None));
+    assert_eq!(most_restrictive(&[decision(Allow, Some("x"))]), SteeringDecision::ALLOW);
+    assert_eq!(most_restrictive(&[]), SteeringDecision::ALLOW);
+    let deny = decision(Deny, Some("no"));
+    assert_eq!(most_restrictive(&[decision(Guide, Some("a")), deny.clone(), decision(Deny, None)]), deny);
+  }
+}
