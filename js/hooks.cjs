@@ -199,6 +199,15 @@ function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
           return guard.signal;
         },
       };
+    case 'projectHistory':
+      return {
+        items: args.items,
+        ctx: exec,
+        state,
+        get signal() {
+          return guard.signal;
+        },
+      };
     case 'onComplete':
       return {
         log,
@@ -267,6 +276,54 @@ async function appendPipeline(batch, call, apply, log) {
   return replies;
 }
 
+// projectHistory: each hook gets what the one before returned, the first the log as JS holds it. The last list is
+// sent as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
+async function projectPipeline(batch, call, apply, log) {
+  let current = log.items;
+  const replies = [];
+  let last;
+  for (const c of batch.calls) {
+    const reply = apply(c, await call({ ...c, args: { items: current } }));
+    if (reply.status === 'ok') {
+      current = reply.history;
+      last = reply;
+    }
+    reply.history = undefined;
+    replies.push(reply);
+  }
+  if (last) {
+    try {
+      last.projected = projectedOf(current, log);
+    } catch (e) {
+      Object.assign(last, { status: 'threw', message: `projectHistory returned an item that cannot be sent: ${messageOf(e)}` });
+    }
+  }
+  return replies;
+}
+
+function projectedOf(items, log) {
+  const objects = log._objects;
+  const length = log._length;
+  let index;
+  let cursor = 0;
+  return items.map((item, i) => {
+    if (cursor >= length || objects[cursor] !== item) {
+      if (!index) {
+        index = new Map();
+        for (let pos = 0; pos < length; pos++) index.set(objects[pos], pos);
+      }
+      const at = index.get(item);
+      if (at === undefined) {
+        const text = JSON.stringify(item);
+        if (typeof text !== 'string' || typeof item?.type !== 'string') throw new TypeError(`items[${i}] is not an item`);
+        return text;
+      }
+      cursor = at;
+    }
+    return String(cursor++);
+  });
+}
+
 async function runHooks(runtime, batch) {
   const ctx = runtime.context(batch.context);
   const exec = runtime.execContext(batch.exec);
@@ -291,6 +348,10 @@ async function runHooks(runtime, batch) {
         reply.items = result.items;
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
+      if (batch.phase === 'projectHistory') {
+        if (!Array.isArray(result?.items)) throw new TypeError('projectHistory must return { items }');
+        reply.history = result.items;
+      }
       return reply;
     } catch (e) {
       const reply = failed(e, runtime);
@@ -310,6 +371,7 @@ async function runHooks(runtime, batch) {
     return rest;
   };
   if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
+  if (batch.phase === 'projectHistory') return projectPipeline(batch, call, apply, log);
   // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
   if (batch.phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
   if (batch.phase === 'store') {
@@ -348,6 +410,7 @@ function replyJson(reply) {
   if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
   if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
   if (reply.rethrow) text += ',"rethrow":true';
+  if (reply.projected !== undefined) text += `,"projected":[${reply.projected.join(',')}]`;
   return `${text}}`;
 }
 

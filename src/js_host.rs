@@ -68,6 +68,8 @@ struct JsHookReply {
   decision: Option<SteeringDecision>,
   #[serde(default)]
   rethrow: bool,
+  /// projectHistory: a log position (a number) or an item the hook made, per item of the projected history.
+  projected: Option<Vec<Box<RawValue>>>,
 }
 
 fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
@@ -140,6 +142,15 @@ impl JsHookReply {
       items_checked: self.items_checked,
       decision: self.decision,
       rethrow: self.rethrow,
+      projected: self.projected.map(|entries| {
+        entries
+          .into_iter()
+          .map(|entry| match entry.get().parse::<usize>() {
+            Ok(pos) => ProjectedItem::Log(pos),
+            Err(_) => ProjectedItem::Made(entry.get().to_owned()),
+          })
+          .collect()
+      }),
     }
   }
 }

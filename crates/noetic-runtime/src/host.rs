@@ -89,6 +89,15 @@ pub enum HookArgs {
   AfterModelCall {
     usage: Value,
   },
+  /// The first hook receives the context's log as the host holds it; each next one what the one before returned.
+  ProjectHistory,
+}
+
+/// One item of a projected history: the log's own item at a position, or an item the hook made (JSON text).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProjectedItem {
+  Log(usize),
+  Made(String),
 }
 
 /// What a steering hook decided (§14).
@@ -256,6 +265,8 @@ pub struct HookReply {
   pub decision: Option<SteeringDecision>,
   /// The hook threw what must propagate rather than be logged (a NoeticConfigError from a steering hook).
   pub rethrow: bool,
+  /// projectHistory: the history the last hook returned.
+  pub projected: Option<Vec<ProjectedItem>>,
 }
 
 impl HookReply {
@@ -270,6 +281,7 @@ impl HookReply {
       items_checked: false,
       decision: None,
       rethrow: false,
+      projected: None,
     }
   }
 }

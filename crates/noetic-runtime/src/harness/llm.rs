@@ -16,7 +16,7 @@ use super::{Harness, RunResult, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, StepValue, ViewEntry};
 use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
-use crate::memory::lifecycle::{self, RecallEntry};
+use crate::memory::lifecycle::{self, Projected, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
@@ -173,7 +173,9 @@ impl Harness {
     // MAX_STEERING_RETRIES times, with the guidance appended as a developer message.
     let mut retries = 0;
     let response = loop {
-      let view = project(ctx, &recalled, &view_policy, with_items);
+      // Layers may project the history (read-side, once per model attempt, §11.1).
+      let projected = if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx)).await? } else { None };
+      let view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
       let response = self.call_model(step, &tools, view, ctx).await?;
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response);
@@ -360,9 +362,40 @@ impl Drop for ReleaseRecalled {
 /// Hoists system messages, then assembles the view under the policy from cached costs (D10: with or without
 /// layers). Work is proportional to what is kept, not to the log's length. `with_items`: the view also lists the
 /// items themselves, which only a native model reads.
-fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolicy, with_items: bool) -> View {
+fn project(
+  ctx: &ExecContext,
+  projected: Option<&[Projected]>,
+  recalled: &[RecallEntry],
+  policy: &ProjectionPolicy,
+  with_items: bool,
+) -> View {
   let state = ctx.state();
-  let log = &state.log;
+  // A projected history is costed as a log of its own; `origin` maps its positions back to the context's log,
+  // so that the log's own items are still named by position (`None`: an item a hook made).
+  let built;
+  let (log, origin) = match projected {
+    None => (&state.log, None),
+    Some(entries) => {
+      let mut log = state.log.empty_like();
+      let mut origin = Vec::with_capacity(entries.len());
+      for entry in entries {
+        match entry {
+          Projected::Log(pos) => {
+            if let Some(item) = state.log.get(*pos) {
+              log.push(Arc::clone(item));
+              origin.push(Some(*pos));
+            }
+          }
+          Projected::Made(item) => {
+            log.push(Arc::clone(item));
+            origin.push(None);
+          }
+        }
+      }
+      built = log;
+      (&built, Some(origin))
+    }
+  };
   let system = log.system_positions();
   let history = HistoryOfLog { log, system };
   // Each layer item, with where the host keeps it when it does.
@@ -380,6 +413,17 @@ fn project(ctx: &ExecContext, recalled: &[RecallEntry], policy: &ProjectionPolic
   let mut view = View { entries: Vec::new(), items: Vec::new() };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
+      let pos = match origin.as_ref().map(|origin| origin[pos]) {
+        None => pos,
+        Some(Some(original)) => original,
+        Some(None) => {
+          view.entries.push(ViewEntry::Layer { item: Arc::clone(item), kept: None });
+          if with_items {
+            view.items.push(Arc::clone(item));
+          }
+          return;
+        }
+      };
       match view.entries.last_mut() {
         Some(ViewEntry::Log { end, .. }) if *end == pos => *end += 1,
         _ => view.entries.push(ViewEntry::Log { start: pos, end: pos + 1 }),

@@ -1,0 +1,65 @@
+// projectHistory (issue 10, spec §11.1): a read-side projection of the history each model call sees.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AgentHarness, createMessage, step } from '../js/index.mjs';
+
+const textOf = (item) => item.content?.[0]?.text ?? item.type;
+
+function recording() {
+  const requests = [];
+  const model = async (request) => {
+    requests.push(request.items);
+    const text = `r${requests.length}`;
+    return { items: [{ id: text, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] };
+  };
+  return { model, requests };
+}
+
+test('layers project the history in slot order, each given what the one before returned; the log is untouched', async () => {
+  const { model, requests } = recording();
+  const calls = [];
+  const windowed = { id: 'window', slot: 275, scope: 'execution', hooks: { projectHistory: async ({ items, signal }) => (calls.push(['window', items.length, signal instanceof AbortSignal]), { items: items.slice(-2) }) } };
+  const summary = { id: 'summary', slot: 300, scope: 'execution', hooks: { projectHistory: async ({ items }) => (calls.push(['summary', items.length]), { items: [createMessage('earlier: elided', 'user'), ...items] }) } };
+  const h = new AgentHarness({ name: 'p', params: {}, memory: [summary, windowed], _testCallModel: model });
+  const ctx = h.createContext();
+  for (const q of ['q1', 'q2', 'q3']) await h.run(step.llm({ id: 'ask', model: 'm' }), q, ctx);
+  assert.deepEqual(requests.map((items) => items.map(textOf)), [['earlier: elided', 'q1'], ['earlier: elided', 'r1', 'q2'], ['earlier: elided', 'r2', 'q3']]);
+  assert.deepEqual(calls.slice(-2), [['window', 5, true], ['summary', 2]]);
+  // The log keeps everything; the model is handed the log's own objects where the projection kept them.
+  assert.deepEqual(ctx.itemLog.items.map(textOf), ['q1', 'r1', 'q2', 'r2', 'q3', 'r3']);
+  assert.equal(requests[2][2], ctx.itemLog.items[4]);
+});
+
+test('a projectHistory that throws, answers without items, or returns a non-item is a diagnostic; the history passes it unchanged', async () => {
+  const diagnostics = [];
+  const cases = [
+    async () => { throw new Error('boom'); },
+    async () => ({ kept: [] }),
+    async ({ items }) => ({ items: [...items, { no: 'type' }] }),
+  ];
+  for (const projectHistory of cases) {
+    const { model, requests } = recording();
+    const h = new AgentHarness({ name: 'p', params: {}, memory: [{ id: 'bad', slot: 1, scope: 'execution', hooks: { projectHistory } }], _testCallModel: model, onDiagnostic: (d) => diagnostics.push(`${d.layerId}/${d.hook}`) });
+    assert.equal(await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello'), 'r1');
+    assert.deepEqual(requests[0].map(textOf), ['hello']);
+  }
+  assert.deepEqual(diagnostics, ['bad/projectHistory', 'bad/projectHistory', 'bad/projectHistory']);
+});
+
+test('the projection runs once per model attempt: a steering guide sees the guidance projected too', async () => {
+  const { model, requests } = recording();
+  let projections = 0;
+  let guided = false;
+  const layer = {
+    id: 'both', slot: 10, scope: 'execution',
+    hooks: {
+      projectHistory: async ({ items }) => (projections++, { items: items.filter((i) => i.role !== 'developer' || textOf(i) !== 'hidden') }),
+      afterModelCall: async () => ({ decision: guided ? { action: 'allow' } : ((guided = true), { action: 'guide', guidance: 'shorter' }) }),
+    },
+  };
+  const h = new AgentHarness({ name: 'p', params: {}, memory: [layer], _testCallModel: model });
+  const ctx = h.createContext({ items: [createMessage('hidden', 'developer')] });
+  assert.equal(await h.run(step.llm({ id: 'ask', model: 'm' }), 'go', ctx), 'r2');
+  assert.equal(projections, 2);
+  assert.deepEqual(requests.map((items) => items.map(textOf)), [['go'], ['go', 'shorter']]);
+});
