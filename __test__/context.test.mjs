@@ -298,3 +298,22 @@ test('a held item with no JSON form fails the model step that needed the log, an
   await harness.run(ask, 'again', ctx);
   assert.equal(ctx.itemLog.items.length, 3);
 });
+
+test('cwd helpers: a cd moves the context and keeps where it was; a cd to the same place keeps the history; a snapshot is a copy', async () => {
+  const { AgentHarness, getToolCwd, setToolCwd, snapshotCwdState } = await import('../js/index.mjs');
+  const { retargetCwdForSpawn } = await import('../js/unstable.mjs');
+  const ctx = new AgentHarness({ name: 'cwd', params: {}, initialCwd: '/work' }).createContext();
+  assert.equal(getToolCwd(ctx), '/work');
+  assert.equal(getToolCwd(undefined, '/fallback'), '/fallback');
+  assert.equal(getToolCwd(undefined), process.cwd());
+  assert.deepEqual(setToolCwd(ctx, '/work/src'), { previousCwd: '/work', newCwd: '/work/src' });
+  assert.deepEqual(setToolCwd(ctx, '/work/src'), { previousCwd: '/work', newCwd: '/work/src' });
+  assert.deepEqual(ctx.cwdState, { cwd: '/work/src', previousCwd: '/work' });
+  const copy = snapshotCwdState(ctx);
+  copy.cwd = '/elsewhere';
+  assert.equal(ctx.cwdState.cwd, '/work/src');
+  const restore = retargetCwdForSpawn(ctx, '/child');
+  assert.deepEqual(ctx.cwdState, { cwd: '/child', previousCwd: '/work' });
+  restore();
+  assert.deepEqual(ctx.cwdState, { cwd: '/work/src', previousCwd: '/work' });
+});

@@ -9,6 +9,7 @@ const adapters = require('./adapters.cjs');
 const itemSchemas = require('./item-schemas.cjs');
 const conditions = require('./conditions.cjs');
 const channels = require('./channels.cjs');
+const cwd = require('./cwd.cjs');
 const { createOpenRouterEmbed } = require('./embed.cjs');
 
 module.exports = {
@@ -32,6 +33,9 @@ module.exports = {
   workingMemory: memory.workingMemory,
   observationalMemory: memory.observationalMemory,
   toolMemoryLayer: memory.toolMemoryLayer,
+  getToolCwd: cwd.getToolCwd,
+  setToolCwd: cwd.setToolCwd,
+  snapshotCwdState: cwd.snapshotCwdState,
   step: steps.step,
   tool: steps.tool,
   toolWithGenerator: steps.toolWithGenerator,

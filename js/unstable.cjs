@@ -98,4 +98,6 @@ function checkBudget(ctx, limits) {
 // Upstream's typed cast at framework boundaries: the value itself, typed as the caller says.
 const frameworkCast = (value) => value;
 
-module.exports = { allocateBudgets, assembleView, checkBudget, frameworkCast };
+const { retargetCwdForSpawn } = require('./cwd.cjs');
+
+module.exports = { allocateBudgets, assembleView, checkBudget, frameworkCast, retargetCwdForSpawn };

@@ -59,3 +59,9 @@ export declare function assembleView(opts: {
 
 /** The value itself, typed as `T`: a deliberate unchecked cast at a framework boundary. */
 export declare function frameworkCast<T>(value: unknown): T;
+
+/**
+ * Points `ctx.cwdState.cwd` at `nextCwd` for a spawn about to snapshot it, leaving its `cd` history alone; the
+ * returned function restores both.
+ */
+export declare function retargetCwdForSpawn(ctx: Context, nextCwd: string): () => void;
