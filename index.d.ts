@@ -1109,6 +1109,13 @@ export interface ObservationalMemoryLayer extends Omit<MemoryLayer<Observational
 /** Buffers conversation text and distils it into observations past a token threshold. */
 export declare function observationalMemory(config?: ObservationalMemoryConfig): ObservationalMemoryLayer;
 
+/** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
+export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
+/** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */
+export declare function setToolCwd(ctx: Context, nextCwd: string): { previousCwd: string; newCwd: string };
+/** A child's own copy of its parent's cwd state. */
+export declare function snapshotCwdState(parent: Context): CwdState;
+
 /** One execution-scoped layer per tool `memory` id among `tools` (tools sharing an id share its state). */
 export declare function toolMemoryLayer(tools: ReadonlyArray<Tool>, opts?: { slot?: number }): MemoryLayer[];
 

@@ -131,7 +131,6 @@ impl ExecContext {
     std::mem::replace(&mut self.layers.lock().unwrap_or_else(PoisonError::into_inner), layers)
   }
 
-  /// Whether this context serves a session (or is a child of one): its steps report to the session's streams.
   /// Whether this is a session's own context (not one of its children): only it is offered the session's tools.
   pub fn is_session_context(&self) -> bool {
     self.inbox.is_some()

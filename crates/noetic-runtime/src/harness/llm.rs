@@ -182,7 +182,7 @@ impl Harness {
       if !has_layers {
         break response;
       }
-      let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
+      let usage = || json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
       let decision = lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage).await?;
       match decision.action {
         SteeringAction::Deny => return Err(NoeticError::steering_denied(decision.guidance.as_deref()).into()),

@@ -8,8 +8,6 @@ use super::context::ExecContext;
 use super::error::RunResult;
 use super::round_model::{RoundModel, RoundRequest};
 use super::session::message_text;
-use serde_json::Value;
-
 use crate::error::NoeticError;
 use crate::host::SteeringAction;
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
@@ -84,10 +82,8 @@ impl Harness {
     if ctx.layers().is_empty() {
       return Ok(None);
     }
-    let args =
-      crate::js_text::from_js_json(call.arguments().unwrap_or("{}")).unwrap_or(Value::Object(Default::default()));
-    let name = call.name().unwrap_or_default();
-    let decision = lifecycle::before_tool_call(&self.env, &self.scope(ctx), name, args).await?;
+    let (name, arguments) = (call.name().unwrap_or_default(), call.arguments().unwrap_or("{}"));
+    let decision = lifecycle::before_tool_call(&self.env, &self.scope(ctx), name, arguments).await?;
     Ok(match decision.action {
       SteeringAction::Allow => None,
       SteeringAction::Deny => {

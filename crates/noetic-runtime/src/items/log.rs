@@ -74,12 +74,12 @@ impl ItemLog {
     pos
   }
 
-  /// What an item costs in this log.
   /// An empty log that costs items as this one does (its tokenizer).
   pub fn empty_like(&self) -> Self {
     Self { tokenizer: self.tokenizer, ..Self::new() }
   }
 
+  /// What an item costs in this log.
   pub fn cost_of(&self, item: &Item) -> u64 {
     cost_with(self.tokenizer, item)
   }

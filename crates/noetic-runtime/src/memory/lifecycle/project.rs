@@ -38,12 +38,11 @@ pub async fn project_history(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<O
   env.settle(scope.exec_id(), HookKind::ProjectHistory, called, replies);
   let Some(entries) = projected else { return Ok(None) };
   // Items a hook made only shape this view: their types are admitted as they are.
-  let types = ItemTypes::Any;
   let items = entries
     .into_iter()
     .map(|entry| match entry {
       ProjectedItem::Log(pos) => Ok(Projected::Log(pos)),
-      ProjectedItem::Made(text) => parse_js_item(&text, types).map(|item| Projected::Made(Arc::new(item))),
+      ProjectedItem::Made(text) => parse_js_item(&text, ItemTypes::Any).map(|item| Projected::Made(Arc::new(item))),
     })
     .collect::<Result<_, _>>()?;
   Ok(Some(items))

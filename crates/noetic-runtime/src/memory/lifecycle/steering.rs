@@ -13,34 +13,42 @@ use crate::memory::HookKind;
 
 use super::{ExecScope, MemoryEnv, failure, host_call};
 
-/// What the tool loop does with a tool call: run it, or answer with this error output instead.
+/// The layers' decision on a function call about to run. `arguments` (its JSON text) is parsed only when some
+/// layer will see it; arguments that do not parse are `{}`.
 pub async fn before_tool_call(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   tool_name: &str,
-  tool_args: Value,
+  arguments: &str,
 ) -> Result<SteeringDecision, HostError> {
-  let args = HookArgs::BeforeToolCall { tool_name: tool_name.to_owned(), tool_args };
-  vote(env, scope, HookKind::BeforeToolCall, args, None).await
+  vote(env, scope, HookKind::BeforeToolCall, || {
+    let tool_args = crate::js_text::from_js_json(arguments).unwrap_or_else(|_| Value::Object(Default::default()));
+    (HookArgs::BeforeToolCall { tool_name: tool_name.to_owned(), tool_args }, None)
+  })
+  .await
 }
 
-/// The decision on a model response: `deny` fails the step, `guide` asks again with guidance.
+/// The decision on a model response: `deny` fails the step, `guide` asks again with guidance. The response's items
+/// are written out only when some layer will see them.
 pub async fn after_model_call(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   response: &[Arc<Item>],
-  usage: Value,
+  usage: impl FnOnce() -> Value,
 ) -> Result<SteeringDecision, HostError> {
-  let items = response.iter().map(|item| item.to_json_text()).collect();
-  vote(env, scope, HookKind::AfterModelCall, HookArgs::AfterModelCall { usage }, Some(items)).await
+  vote(env, scope, HookKind::AfterModelCall, || {
+    let items = response.iter().map(|item| item.to_json_text()).collect();
+    (HookArgs::AfterModelCall { usage: usage() }, Some(items))
+  })
+  .await
 }
 
+/// `inputs`: the hook's arguments and the batch's items, made only when a layer takes part.
 async fn vote(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   hook: HookKind,
-  args: HookArgs,
-  items: Option<Vec<String>>,
+  inputs: impl FnOnce() -> (HookArgs, Option<Vec<String>>),
 ) -> Result<SteeringDecision, HostError> {
   let exec = scope.exec_id().to_owned();
   let layers = env.participants(scope, hook);
@@ -48,6 +56,7 @@ async fn vote(
   if layers.is_empty() {
     return Ok(SteeringDecision::ALLOW);
   }
+  let (args, items) = inputs();
   let mut batch = HookBatch::new(hook, scope.context.to_owned(), scope.info.clone());
   let mut called = Vec::new();
   for layer in layers {
