@@ -563,10 +563,70 @@ export interface TraceExporter {
   export(spans: Span[]): Promise<void>;
 }
 
-/** One memory-hook invocation, as reported to the trace exporter. */
+/** The spans the harness makes (`createSpan`, `ctx.span`, one `memory.<hook>` span per hook call). */
+declare class SpanImpl implements Span {
+  constructor(name: string, parent: Span | null, traceId?: string);
+  readonly name: string;
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId: string | null;
+  readonly startTime: number;
+  endTime?: number;
+  readonly attributes: Map<string, string | number | boolean>;
+  readonly events: Array<{ name: string; timestamp: number; attributes?: Record<string, string | number | boolean> }>;
+  /** A hook span's record. */
+  readonly memory?: MemoryTraceSpan;
+  setAttribute(key: string, value: string | number | boolean): void;
+  addEvent(name: string, attributes?: Record<string, string | number | boolean>): void;
+  end(): void;
+  readonly duration: number;
+}
+
+/** Drops every span (the harness's default exporter: nothing is traced). */
+export declare class NoopExporter implements TraceExporter {
+  export(spans: Span[]): Promise<void>;
+}
+
+/** Keeps the harness's spans in memory, for tests and diagnostics. */
+export declare class InMemoryExporter implements TraceExporter {
+  readonly spans: SpanImpl[];
+  export(spans: Span[]): Promise<void>;
+  clear(): void;
+  getSpansByName(name: string): SpanImpl[];
+  getChildSpans(parentSpanId: string): SpanImpl[];
+  getTraceTree(traceId: string): SpanImpl[];
+}
+
+/** OpenTelemetry GenAI attribute names. */
+export declare const GenAI: {
+  readonly SYSTEM: 'gen_ai.system';
+  readonly REQUEST_MODEL: 'gen_ai.request.model';
+  readonly USAGE_INPUT_TOKENS: 'gen_ai.usage.input_tokens';
+  readonly USAGE_OUTPUT_TOKENS: 'gen_ai.usage.output_tokens';
+  readonly COST: 'gen_ai.cost';
+};
+
+/** Tool attribute names. */
+export declare const ToolAttr: {
+  readonly NAME: 'tool.name';
+  readonly NEEDS_APPROVAL: 'tool.needs_approval';
+};
+
+/** One memory-hook invocation, as reported to the trace exporter (every hook, not only upstream's seven). */
 export interface MemoryTraceSpan {
   layerId: string;
-  hook: 'init' | 'recall' | 'store' | 'onSpawn' | 'onReturn' | 'onComplete' | 'dispose';
+  hook:
+    | 'init'
+    | 'recall'
+    | 'store'
+    | 'onSpawn'
+    | 'onReturn'
+    | 'onComplete'
+    | 'dispose'
+    | 'onItemAppend'
+    | 'projectHistory'
+    | 'beforeToolCall'
+    | 'afterModelCall';
   durationMs: number;
   status: 'ok' | 'error' | 'timeout' | 'skipped';
   budget?: { allocated: number; used: number; yielded: number };
@@ -1275,8 +1335,9 @@ export interface Context<TMemory = ContextMemory, TState = unknown> {
   send<T>(channel: Channel<T>, value: T): Promise<void>;
   /** The channel's next value if there is one now, else null. */
   tryRecv<T>(channel: Channel<T>): T | null;
-  // Not in this build yet, so not declared (the types promise only what runs): `span` (traces) and `checkpoint()`
-  // (durable runs).
+  /** This context's span: hook spans hang under it when the harness has a trace exporter (D14). */
+  readonly span: Span;
+  // Not in this build yet, so not declared (the types promise only what runs): `checkpoint()` (durable runs).
   readonly threadId: string;
   readonly resourceId?: string;
   readonly itemLog: ItemLog;
@@ -2163,6 +2224,10 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   readonly itemSchemas: ItemSchemaRegistry;
   /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
   setRootCwd(nextCwd: string): void;
+  /** `opts.traceExporter`, else a `NoopExporter` (nothing is traced). */
+  readonly traceExporter: TraceExporter;
+  /** A new span, a child of `parent` in its trace, or the root of a new trace. */
+  createSpan(name: string, parent: Span | null): Span;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */
   run<I, O>(step: AnyMemoryStep<I, O>, input: I, ctx?: Context<unknown>): Promise<O>;
   createContext(opts?: CreateContextOptions): Context;
@@ -2248,6 +2313,8 @@ declare class NativeHarness {
    * forceAtomicRecall: bool}`.
    */
   constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null)
+  /** The hook spans recorded since the last call, as a JSON array (D14). */
+  takeTraces(): string
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.

@@ -3,6 +3,7 @@
 // JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { extendedBy, gateOf, admit, isKnownBaseType } = require('./item-schemas.cjs');
+const { NoopSpan, spanWithIds } = require('./observability.cjs');
 
 const UNSET = Symbol('unset');
 
@@ -262,6 +263,7 @@ class ContextImpl {
     // What `harness` shows and which channel store the context uses, when whoever built it chose (`/internal/test`).
     this._face = undefined;
     this._store = undefined;
+    this._span = undefined;
   }
 
   get _static() {
@@ -316,6 +318,15 @@ class ContextImpl {
   get harness() {
     if (this._face !== undefined) return this._face;
     return this._rt.inheritsFaces ? (this.parent?.harness ?? this._rt.harness) : this._rt.harness;
+  }
+  // Named for the context (its id, its root's as the trace) when the harness traces, so hook spans recorded
+  // natively hang under it; otherwise a span that records nothing, as upstream's.
+  get span() {
+    if (this._span === undefined) {
+      const { root, parent } = this._static;
+      this._span = this._rt.tracing ? spanWithIds('noetic.context', { traceId: root, spanId: this.id, parentSpanId: parent ?? null }) : new NoopSpan();
+    }
+    return this._span;
   }
   get fs() {
     return this.harness.fs;

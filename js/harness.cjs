@@ -12,6 +12,7 @@ const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
+const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -94,6 +95,7 @@ class AgentHarness {
       projection: opts.projection,
       forceAtomicRecall: opts.forceAtomicRecall,
     };
+    this.traceExporter = opts.traceExporter ?? new NoopExporter();
     this.fs = opts.fs ?? createInMemoryFsAdapter();
     this.shell = opts.shell ?? createInMemoryShellAdapter();
     // Items entering from JS are put to it (with their context's layers' schemas) where the native check alone
@@ -119,7 +121,9 @@ class AgentHarness {
       tokenizer: opts.tokenizer === 'estimate' ? undefined : opts.tokenizer,
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
       tools: (opts.tools ?? []).map((t) => describeTool(t, (v) => runtime.keep(v))),
+      tracing: isTracing(this.traceExporter),
     };
+    runtime.tracing = config.tracing;
     const deliveryMode = opts.defaultDeliveryMode ?? 'next-turn';
     if (!session.DELIVERY_MODES.includes(deliveryMode)) {
       throw new NoeticConfigError({
@@ -138,6 +142,10 @@ class AgentHarness {
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.
     if (config.tokenizer !== undefined) runtime.tokenize = (text) => runtime.native.countTokens(String(text));
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
+  }
+
+  createSpan(name, parent) {
+    return new SpanImpl(name, parent ?? null);
   }
 
   // The working directory of the next root context (and of the current ones, which share this state).

@@ -234,6 +234,16 @@ function failed(e, runtime) {
 }
 
 const STEERING = new Set(['beforeToolCall', 'afterModelCall']);
+const RERENDER_SCOPES = new Set(['self', 'slot-after', 'all']);
+
+// An onItemAppend result's re-render request (§13.2): its timing, else the layer's, else batched; a scope that
+// names no layers asks for nothing.
+function rerenderOf(result, layer) {
+  const scope = result.scope ?? 'slot-after';
+  if (!RERENDER_SCOPES.has(scope)) return undefined;
+  const timing = result.timing ?? layer.rerenderTiming;
+  return { timing: timing === 'immediate' ? 'immediate' : 'batched', scope };
+}
 const ACTIONS = new Set(['allow', 'deny', 'guide']);
 
 // A steering hook's `{ decision: { action, guidance? } }`; anything else throws, which counts as no vote.
@@ -335,6 +345,12 @@ async function runHooks(runtime, batch) {
     const guard = new HookGuard(c.timeoutMs);
     // A call's own args, or those every call of the batch shares.
     const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime }, guard);
+    const started = batch.timed ? performance.now() : 0;
+    const reply = await settle(c, layer, params, guard);
+    if (batch.timed) reply.elapsedMs = performance.now() - started;
+    return reply;
+  };
+  const settle = async (c, layer, params, guard) => {
     try {
       const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
       const reply = { status: 'ok', next: stateOf(c.write, result) };
@@ -346,6 +362,7 @@ async function runHooks(runtime, batch) {
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
+        if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
       if (batch.phase === 'projectHistory') {
@@ -411,6 +428,8 @@ function replyJson(reply) {
   if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
   if (reply.rethrow) text += ',"rethrow":true';
   if (reply.projected !== undefined) text += `,"projected":[${reply.projected.join(',')}]`;
+  if (reply.rerender !== undefined) text += `,"rerender":${JSON.stringify(reply.rerender)}`;
+  if (reply.elapsedMs !== undefined) text += `,"elapsedMs":${reply.elapsedMs}`;
   return `${text}}`;
 }
 

@@ -11,6 +11,7 @@ const conditions = require('./conditions.cjs');
 const channels = require('./channels.cjs');
 const cwd = require('./cwd.cjs');
 const { createOpenRouterEmbed } = require('./embed.cjs');
+const observability = require('./observability.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -72,4 +73,8 @@ module.exports = {
   seedFromItems: require('./session.cjs').seedFromItems,
   createInMemoryFsAdapter: adapters.createInMemoryFsAdapter,
   createInMemoryShellAdapter: adapters.createInMemoryShellAdapter,
+  NoopExporter: observability.NoopExporter,
+  InMemoryExporter: observability.InMemoryExporter,
+  GenAI: observability.GenAI,
+  ToolAttr: observability.ToolAttr,
 };

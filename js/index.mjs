@@ -61,4 +61,8 @@ export const {
   seedFromItems,
   createInMemoryFsAdapter,
   createInMemoryShellAdapter,
+  NoopExporter,
+  InMemoryExporter,
+  GenAI,
+  ToolAttr,
 } = core;

@@ -1,53 +1,12 @@
 'use strict';
 // `@noetic-tools/core/internal/test`: runtime pieces upstream's own tests build directly. The channel store is
 // the harness's own; SpanImpl is the plain span those tests hand to contexts.
-const { randomUUID } = require('node:crypto');
 const { ChannelStore } = require('./channels.cjs');
 const { ContextImpl: Context, ItemLogImpl: Log } = require('./context.cjs');
 const { NoeticConfigError } = require('./errors.cjs');
 const { gateOf } = require('./item-schemas.cjs');
 const { AgentHarness } = require('./harness.cjs');
-
-class SpanImpl {
-  constructor(name, parent = null, traceId) {
-    this.name = name;
-    this.traceId = traceId ?? parent?.traceId ?? randomUUID();
-    this.spanId = randomUUID();
-    this.parentSpanId = parent?.spanId ?? null;
-    this.startTime = Date.now();
-    this.endTime = undefined;
-    this.attributes = new Map();
-    this.events = [];
-  }
-
-  setAttribute(key, value) {
-    this.attributes.set(key, value);
-  }
-
-  addEvent(name, attributes) {
-    this.events.push({ name, timestamp: Date.now(), attributes });
-  }
-
-  end() {
-    this.endTime = Date.now();
-  }
-
-  get duration() {
-    return (this.endTime ?? Date.now()) - this.startTime;
-  }
-}
-
-// The span a context has when none is given: ids and nothing recorded, as upstream's.
-class NoopSpan {
-  constructor() {
-    this.traceId = randomUUID();
-    this.spanId = randomUUID();
-    this.parentSpanId = null;
-  }
-  setAttribute() {}
-  addEvent() {}
-  end() {}
-}
+const { SpanImpl, NoopSpan } = require('./observability.cjs');
 
 // Upstream's tests hand ContextImpl a stand-in harness (a plain object with a `callModel`). Such contexts live in
 // one real harness whose model calls go to the stand-in of the context that makes them.

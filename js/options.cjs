@@ -124,6 +124,13 @@ function checkHarnessOptions(opts) {
   checkProjection(opts.projection, 'AgentHarness');
   checkTools(opts.tools);
   checkSubprocessAdapter(opts.subprocess);
+  checkTraceExporter(opts.traceExporter);
+}
+
+// Spans are handed to `export` while runs go on; an exporter without one would fail at the first hook.
+function checkTraceExporter(exporter) {
+  if (exporter == null || typeof exporter.export === 'function') return;
+  fail('INVALID_TRACE_EXPORTER', `AgentHarness traceExporter is ${describeValue(exporter)}; expected an object with an export(spans) method.`, 'Pass new InMemoryExporter(), new NoopExporter(), or your own { export(spans) { ... } }.');
 }
 
 // The harness's own tools, offered in every session: each needs a name and an execute function.

@@ -9,6 +9,7 @@ const { ContextImpl } = require('./context.cjs');
 const { ChannelStore } = require('./channels.cjs');
 const { ZodError } = require('zod');
 const { runHooks, repliesJson } = require('./hooks.cjs');
+const { memorySpan } = require('./observability.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
@@ -378,6 +379,27 @@ class Runtime {
   }
 
   // A loop's throwing `until` predicate arrives with its `stepId` (and `layerId: ''`).
+  // Hands spans to the harness's exporter at once (an in-memory exporter has them before the run's promise settles);
+  // an exporter that fails loses its spans, never the run.
+  exportSpans(spans) {
+    if (spans.length === 0) return;
+    const report = (e) => process.emitWarning(`trace exporter failed: ${messageOf(e)}`);
+    try {
+      Promise.resolve(this.harness.traceExporter.export(spans)).catch(report);
+    } catch (e) {
+      report(e);
+    }
+  }
+
+  // A context's span, when something read it, ends and is exported when the context goes.
+  endSpan(id) {
+    const span = (this.contexts.get(id) ?? this.active.get(id)?.ctx)?._span;
+    if (span && this.tracing) {
+      span.end();
+      this.exportSpans([span]);
+    }
+  }
+
   diagnostic({ layerId, stepId, hook, message }) {
     const diagnostic = stepId === undefined ? { layerId, hook, message } : { layerId: '', stepId, hook, message };
     if (this.onDiagnostic) this.onDiagnostic(diagnostic);
@@ -445,12 +467,16 @@ class Runtime {
       case 'hooks':
         return runHooks(this, message.call).then(repliesJson);
       case 'release':
+        this.endSpan(message.context);
         this.contexts.delete(message.context);
         this.replies.delete(message.context);
         if (!this.kept.has(message.context)) this.states.delete(message.context);
         return '';
       case 'diagnostic':
         this.diagnostic(message);
+        return '';
+      case 'traces':
+        this.exportSpans(JSON.parse(this.native.takeTraces()).map(memorySpan));
         return '';
       case 'settled':
         this.settled(message.run, message.result);

@@ -32,6 +32,7 @@ use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
+use noetic_runtime::memory::trace::TraceBuffer;
 
 /// Validates layer descriptions where they are registered (DECISIONS D1).
 #[napi(catch_unwind, skip_typescript)]
@@ -45,6 +46,8 @@ pub struct NativeHarness {
   pub(crate) inner: Arc<Harness>,
   pub(crate) dispatch: Dispatch,
   pub(crate) driver: Driver,
+  /// Hook spans waiting for the trace exporter (`None`: the harness does not trace).
+  traces: Option<Arc<TraceBuffer>>,
 }
 
 /// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever,
@@ -193,10 +196,11 @@ impl NativeHarness {
       Some("host") => Model::Host,
       _ => Model::None,
     };
+    let traces = (config.get("tracing").and_then(Value::as_bool) == Some(true)).then(Arc::default);
     let env = MemoryEnv {
       host: Arc::new(JsHost { dispatch: dispatch.clone() }),
       states: Arc::new(StateStore::new()),
-      sink: Arc::new(JsDiagnostics { dispatch: dispatch.clone() }),
+      sink: Arc::new(JsDiagnostics { dispatch: dispatch.clone(), traces: traces.clone() }),
       storage,
     };
     let harness = Harness::new(
@@ -220,7 +224,14 @@ impl NativeHarness {
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());
-    Ok(Self { inner: Arc::new(harness), dispatch, driver })
+    Ok(Self { inner: Arc::new(harness), dispatch, driver, traces })
+  }
+
+  /// The hook spans recorded since the last call, as a JSON array (D14).
+  #[napi(catch_unwind)]
+  pub fn take_traces(&self) -> String {
+    let spans = self.traces.as_ref().map(|traces| traces.take()).unwrap_or_default();
+    serde_json::to_string(&spans).unwrap_or_else(|_| "[]".to_owned())
   }
 
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
@@ -290,8 +301,12 @@ impl NativeHarness {
     // As upstream, a context made without a thread id gets a thread of its own.
     let thread = text_field(&options, "threadId").unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let depth = parent.as_ref().map_or(0, |p| p.depth + 1);
+    let root = parent.as_ref().map(|p| p.root.clone());
     let parent = parent.map(|p| p.id.clone());
-    let ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), depth, parent, layers);
+    let mut ctx = ExecContext::new(id.clone(), thread, text_field(&options, "resourceId"), depth, parent, layers);
+    if let Some(root) = root {
+      ctx.root = root;
+    }
     let ctx = self.inner.open_context(ctx);
     let types = self.inner.item_types.unless_checked(options.get("checked").and_then(Value::as_bool) == Some(true));
     match parse_item_batch(&items, types, "createContext") {
@@ -434,6 +449,7 @@ impl NativeHarness {
         "resourceId": ctx.resource_id,
         "depth": ctx.depth,
         "parent": ctx.parent,
+        "root": ctx.root,
         "layers": layers,
       })
       .to_string(),

@@ -70,6 +70,8 @@ struct JsHookReply {
   rethrow: bool,
   /// projectHistory: a log position (a number) or an item the hook made, per item of the projected history.
   projected: Option<Vec<Box<RawValue>>>,
+  rerender: Option<RerenderRequest>,
+  elapsed_ms: Option<f64>,
 }
 
 fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
@@ -151,6 +153,8 @@ impl JsHookReply {
           })
           .collect()
       }),
+      rerender: self.rerender,
+      elapsed_ms: self.elapsed_ms,
     }
   }
 }

@@ -9,6 +9,7 @@ use napi_derive::napi;
 use noetic_runtime::ConfigError;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
+use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
 use noetic_runtime::storage::{InMemoryStorage, SqliteStorage, Storage, StorageError, StorageResult};
 use serde_json::{Value, json};
 
@@ -144,6 +145,8 @@ impl Storage for JsStorage {
 /// Diagnostics go to JS, which logs them (as upstream, with `console.warn`) and hands them to `onDiagnostic`.
 pub struct JsDiagnostics {
   pub dispatch: Dispatch,
+  /// Hook spans wait here for JS to take them (`takeTraces`) when the harness has a trace exporter.
+  pub traces: Option<Arc<TraceBuffer>>,
 }
 
 impl DiagnosticSink for JsDiagnostics {
@@ -155,5 +158,18 @@ impl DiagnosticSink for JsDiagnostics {
   fn step_diagnostic(&self, step_id: &str, hook: &str, message: &str) {
     let note = json!({ "op": "diagnostic", "stepId": step_id, "hook": hook, "message": message });
     self.dispatch.notify(note.to_string());
+  }
+
+  fn tracing(&self) -> bool {
+    self.traces.is_some()
+  }
+
+  /// JS is told once when spans start to wait, and takes every span recorded by the time it asks.
+  fn trace(&self, spans: Vec<HookSpan>) {
+    if let Some(traces) = &self.traces
+      && traces.push(spans)
+    {
+      self.dispatch.notify(r#"{"op":"traces"}"#.to_owned());
+    }
   }
 }

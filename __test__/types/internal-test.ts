@@ -15,3 +15,13 @@ log.append({ type: 'message', role: 'user', id: 'm', status: 'completed', conten
 // @ts-expect-error the public Context keeps its counters read-only
 asContext.cost = 2;
 void [depth, ran, ctx.checkpoint()];
+
+// Traces: the exporters, the context's span and the hook spans' records are typed.
+import { AgentHarness as TracedHarness, InMemoryExporter, GenAI, ToolAttr, type MemoryTraceSpan } from '@noetic-tools/core';
+const traceExporter = new InMemoryExporter();
+const traced = new TracedHarness({ name: 'traced', params: {}, traceExporter });
+const rootSpan = traced.createSpan('root', null);
+rootSpan.setAttribute(GenAI.REQUEST_MODEL, 'm');
+rootSpan.setAttribute(ToolAttr.NAME, 'search');
+const hookRecords: Array<MemoryTraceSpan | undefined> = traceExporter.getTraceTree(rootSpan.traceId).map((s) => s.memory);
+void hookRecords;

@@ -31,6 +31,9 @@ pub struct ExecInfo {
   pub cost: f64,
   /// Whether `callModel` is present on the hook's context (D8).
   pub has_model: bool,
+  /// The root context of the run, which names its trace (D14); not sent to the host.
+  #[serde(skip)]
+  pub trace_id: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -135,7 +138,7 @@ pub struct HookCall {
 
 #[derive(Debug, Clone)]
 pub struct HookBatch {
-  pub phase: &'static str,
+  pub hook: HookKind,
   /// The context whose log the hooks receive.
   pub context: String,
   pub exec: ExecInfo,
@@ -148,6 +151,8 @@ pub struct HookBatch {
   /// recall: the host keeps the items each hook returned, under a key in its reply, until told to let them go
   /// ([`Host::release_recalled`]), so that the model call after it can name them instead of sending them back.
   pub keep_recalled: bool,
+  /// The harness traces (D14): the host reports how long each hook took.
+  pub timed: bool,
 }
 
 /// The JSON texts of the log items at positions `from..from + items.len()`.
@@ -188,6 +193,8 @@ impl Serialize for HookBatch {
       items: Option<&'a Vec<String>>,
       #[serde(skip_serializing_if = "std::ops::Not::not")]
       keep_recalled: bool,
+      #[serde(skip_serializing_if = "std::ops::Not::not")]
+      timed: bool,
     }
     let first = self.calls.first().map(|call| &call.args);
     let shared = first.filter(|first| self.calls.iter().all(|call| &call.args == *first));
@@ -205,7 +212,7 @@ impl Serialize for HookBatch {
       })
       .collect();
     Batch {
-      phase: self.phase,
+      phase: self.hook.name(),
       context: &self.context,
       exec: &self.exec,
       calls,
@@ -213,6 +220,7 @@ impl Serialize for HookBatch {
       new_items: self.new_items.as_ref(),
       items: self.items.as_ref(),
       keep_recalled: self.keep_recalled,
+      timed: self.timed,
     }
     .serialize(serializer)
   }
@@ -220,7 +228,16 @@ impl Serialize for HookBatch {
 
 impl HookBatch {
   pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
-    Self { phase: phase.name(), context, exec, calls: Vec::new(), new_items: None, items: None, keep_recalled: false }
+    Self {
+      hook: phase,
+      context,
+      exec,
+      calls: Vec::new(),
+      new_items: None,
+      items: None,
+      keep_recalled: false,
+      timed: false,
+    }
   }
 }
 
@@ -267,6 +284,35 @@ pub struct HookReply {
   pub rethrow: bool,
   /// projectHistory: the history the last hook returned.
   pub projected: Option<Vec<ProjectedItem>>,
+  /// onItemAppend: the hook asked for a re-render (D23).
+  pub rerender: Option<RerenderRequest>,
+  /// How long the hook took, when the batch asked (`timed`).
+  pub elapsed_ms: Option<f64>,
+}
+
+/// An onItemAppend hook's request that layers recall again before the model sees them (§13.2, D23).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct RerenderRequest {
+  pub timing: RerenderTiming,
+  pub scope: RerenderScope,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RerenderTiming {
+  Immediate,
+  Batched,
+}
+
+/// Which layers a re-render recalls: the requester, it and every layer at or after its slot, or all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum RerenderScope {
+  #[serde(rename = "self")]
+  OnlySelf,
+  #[serde(rename = "slot-after")]
+  SlotAfter,
+  #[serde(rename = "all")]
+  All,
 }
 
 impl HookReply {
@@ -282,6 +328,8 @@ impl HookReply {
       decision: None,
       rethrow: false,
       projected: None,
+      rerender: None,
+      elapsed_ms: None,
     }
   }
 }
@@ -712,6 +760,7 @@ mod tests {
       token_usage: TokenCounts::default(),
       cost: 0.0,
       has_model: false,
+      trace_id: "E".into(),
     };
     let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info);
     for (i, query) in queries.iter().enumerate() {

@@ -10,6 +10,7 @@ use noetic_runtime::harness::{
 use noetic_runtime::host::*;
 use noetic_runtime::memory::builtin::layers::working_memory_layer;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
+use noetic_runtime::memory::HookKind;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
@@ -32,8 +33,8 @@ impl Host for ScriptHost {
   async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply> {
     let mut replies = Vec::new();
     for call in &batch.calls {
-      self.calls.lock().unwrap().push(format!("{}:{}", batch.phase, call.layer_id));
-      if batch.phase == "init" && *self.failing_init.lock().unwrap() == Some(call.layer) {
+      self.calls.lock().unwrap().push(format!("{}:{}", batch.hook.name(), call.layer_id));
+      if batch.hook == HookKind::Init && *self.failing_init.lock().unwrap() == Some(call.layer) {
         replies.push(HookReply { error: Some(99), ..HookReply::of(HookStatus::Threw("boom".into())) });
         if call.stop_on_error {
           break;

@@ -41,6 +41,8 @@ pub struct ExecContext {
   pub resource_id: Option<String>,
   pub depth: u32,
   pub parent: Option<String>,
+  /// The context at the root of its lineage, whose id names the trace its spans belong to (D14).
+  pub root: String,
   /// Its memory layers; `provide` adds some for the time its child runs.
   layers: Mutex<Arc<LayerSet>>,
   started: Instant,
@@ -70,6 +72,7 @@ impl ExecContext {
     layers: Arc<LayerSet>,
   ) -> Self {
     Self {
+      root: id.clone(),
       id,
       thread_id,
       resource_id,
@@ -117,6 +120,7 @@ impl ExecContext {
       Some(parent.id.clone()),
       layers,
     );
+    child.root = parent.root.clone();
     child.events = parent.events.clone();
     child
   }
@@ -202,6 +206,7 @@ impl ExecContext {
       token_usage: TokenCounts { input: state.tokens.input, output: state.tokens.output },
       cost: state.cost,
       has_model,
+      trace_id: self.root.clone(),
     }
   }
 }

@@ -10,6 +10,7 @@ mod projection;
 pub mod registry;
 mod scope;
 pub mod state;
+pub mod trace;
 
 pub use self::budget::{BudgetAllocation, BudgetLimits, BudgetUsage, LayerAllocation, allocate_budgets, check_budget};
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};

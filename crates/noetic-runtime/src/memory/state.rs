@@ -29,6 +29,14 @@ pub trait DiagnosticSink: Send + Sync {
   fn step_diagnostic(&self, step_id: &str, hook: &str, message: &str) {
     self.diagnostic(step_id, hook, message);
   }
+
+  /// Whether hook spans are wanted (D14): a sink that exports none is never handed any.
+  fn tracing(&self) -> bool {
+    false
+  }
+
+  /// The spans of one phase's hooks.
+  fn trace(&self, _spans: Vec<super::trace::HookSpan>) {}
 }
 
 /// A layer's state as the runtime holds it.

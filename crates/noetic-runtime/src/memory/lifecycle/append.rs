@@ -34,7 +34,10 @@ pub async fn append_items(
     let layer = layers[next];
     if let LayerImpl::Native(native) = &layer.imp {
       let state = env.state_json(&exec, layer.id());
-      match native.on_item_append(state.as_ref(), &current).await {
+      let started = std::time::Instant::now();
+      let outcome = native.on_item_append(state.as_ref(), &current).await;
+      env.trace_native(scope.trace_target(), layer, HookKind::OnItemAppend, started, &outcome);
+      match outcome {
         Ok(write) => apply_native(env, &exec, layer.id(), write),
         Err(message) => env.diagnose(layer.id(), HookKind::OnItemAppend, &message),
       }

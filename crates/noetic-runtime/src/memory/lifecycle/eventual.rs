@@ -211,10 +211,11 @@ pub fn refresh_eventual(
   budgets: &HashMap<String, f64>,
 ) {
   let exec = scope.exec_id();
-  for layer in env.participants(scope, HookKind::Recall) {
-    if layer.spec.recall_mode != RecallMode::Eventual {
-      continue;
-    }
+  // Not `participants`: a layer the gate keeps out is not refreshed, which is no hook call to trace as skipped.
+  let refreshed = |layer: &&Arc<Layer>| {
+    layer.has(HookKind::Recall) && layer.spec.recall_mode == RecallMode::Eventual && !env.skipped(exec, layer)
+  };
+  for layer in scope.layers.in_slot_order().filter(refreshed) {
     let key = cache_key(scope, layer);
     let mut inner = cache.lock();
     let cached = inner.touch(exec, &key, layer, cache.capacity);

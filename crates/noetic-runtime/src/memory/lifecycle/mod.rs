@@ -16,7 +16,8 @@ use std::sync::Arc;
 use super::HookKind;
 use super::registry::{Layer, LayerImpl, LayerSet};
 use super::state::{DiagnosticSink, Persist, StateStore, StateValue, StateWrite};
-use crate::host::{ExecInfo, HookBatch, HookCall, HookReply, HookStatus, Host};
+use super::trace::{HookSpan, SpanBudget, TraceTarget};
+use crate::host::{ExecInfo, HookArgs, HookBatch, HookCall, HookReply, HookStatus, Host, RecallReply};
 use crate::items::ItemTypes;
 use crate::storage::Storage;
 
@@ -55,6 +56,10 @@ impl ExecScope<'_> {
   pub fn exec_id(&self) -> &str {
     &self.info.execution_id
   }
+
+  fn trace_target(&self) -> TraceTarget<'_> {
+    TraceTarget { trace_id: &self.info.trace_id, context: self.context }
+  }
 }
 
 impl MemoryEnv {
@@ -64,13 +69,46 @@ impl MemoryEnv {
   }
 
   /// The layers that take part in a phase, in slot order (reversed for dispose).
+  /// Layers the gate keeps out show in the trace as `skipped` (D22).
   fn participants<'s>(&self, scope: &'s ExecScope<'_>, hook: HookKind) -> Vec<&'s Arc<Layer>> {
     let exec = scope.exec_id();
-    let keep = |layer: &&Arc<Layer>| layer.has(hook) && !self.skipped(exec, layer);
-    if hook == HookKind::Dispose {
-      scope.layers.in_slot_order().rev().filter(keep).collect()
+    let mut skipped = Vec::new();
+    let mut keep = |layer: &&Arc<Layer>| {
+      if !layer.has(hook) {
+        return false;
+      }
+      let skip = self.skipped(exec, layer);
+      if skip && self.sink.tracing() {
+        skipped.push(HookSpan::timed(scope.trace_target(), layer.id(), hook, 0.0, &HookStatus::Skipped));
+      }
+      !skip
+    };
+    let layers = if hook == HookKind::Dispose {
+      scope.layers.in_slot_order().rev().filter(&mut keep).collect()
     } else {
-      scope.layers.in_slot_order().filter(keep).collect()
+      scope.layers.in_slot_order().filter(&mut keep).collect()
+    };
+    if !skipped.is_empty() {
+      self.sink.trace(skipped);
+    }
+    layers
+  }
+
+  /// Traces a built-in layer's hook that started at `started` and ended with `outcome`.
+  fn trace_native<T>(
+    &self,
+    target: TraceTarget<'_>,
+    layer: &Layer,
+    hook: HookKind,
+    started: std::time::Instant,
+    outcome: &Result<T, String>,
+  ) {
+    if self.sink.tracing() {
+      let status = match outcome {
+        Ok(_) => HookStatus::Ok,
+        Err(message) => HookStatus::Threw(message.clone()),
+      };
+      self.sink.trace(vec![HookSpan::ended(target, layer.id(), hook, started, &status)]);
     }
   }
 
@@ -117,12 +155,47 @@ impl MemoryEnv {
   }
 
   /// The replies as the host gave them: fewer than the calls when the phase ended early (a steering deny).
-  async fn run_batch_as_answered(&self, batch: HookBatch) -> Vec<HookReply> {
+  async fn run_batch_as_answered(&self, mut batch: HookBatch) -> Vec<HookReply> {
     if batch.calls.is_empty() {
       return Vec::new();
     }
-    self.host.run_hooks(batch).await
+    if !self.sink.tracing() {
+      return self.host.run_hooks(batch).await;
+    }
+    batch.timed = true;
+    let started = std::time::Instant::now();
+    let (context, info, calls) = (batch.context.clone(), batch.exec.clone(), batch.calls.clone());
+    let hook = batch.hook;
+    let replies = self.host.run_hooks(batch).await;
+    let target = TraceTarget { trace_id: &info.trace_id, context: &context };
+    let batch_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let spans =
+      calls.iter().zip(&replies).map(|(call, reply)| batch_span(target, hook, call, reply, batch_ms)).collect();
+    self.sink.trace(spans);
+    replies
   }
+}
+
+/// A JS hook's span: the time the host measured (the whole batch's when it measured none), and for a recall the
+/// items it gave and the budget they used.
+fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: &HookCall, reply: &HookReply, batch_ms: f64) -> HookSpan {
+  let mut span = HookSpan::timed(target, &call.layer_id, hook, reply.elapsed_ms.unwrap_or(batch_ms), &reply.status);
+  if let (HookArgs::Recall { budget, .. }, Some(recall)) = (&call.args, &reply.recall) {
+    let (count, used) = match recall {
+      RecallReply::Nothing => (0, 0.0),
+      RecallReply::Text(text) => (usize::from(!text.is_empty()), crate::tokens::estimate_tokens(text) as f64),
+      RecallReply::Items { items, token_count, .. } => {
+        let estimate = || items.iter().map(|text| crate::tokens::estimate_tokens(text) as f64).sum();
+        (items.len(), token_count.unwrap_or_else(estimate))
+      }
+    };
+    span.item_count = Some(count);
+    span.budget = Some(SpanBudget::new(*budget, used));
+  }
+  if let Some(items) = &reply.items {
+    span.item_count = Some(items.len());
+  }
+  span
 }
 
 fn host_call(

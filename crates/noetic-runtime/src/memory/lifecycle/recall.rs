@@ -14,6 +14,8 @@ use crate::tokens::estimate_tokens;
 
 use super::eventual::{RecallCache, cache_key};
 use super::{ExecScope, MemoryEnv, failure, host_call, within};
+use crate::host::HookStatus;
+use crate::memory::trace::{HookSpan, SpanBudget, TraceTarget};
 
 /// One layer's contribution: its items and the token count it reported (trusted as is, §9.1).
 #[derive(Debug, Clone)]
@@ -96,7 +98,7 @@ pub(super) async fn recall_each(
   let mut batch_index = Vec::new();
   for (index, &(layer, budget)) in layers.iter().enumerate() {
     match &layer.imp {
-      LayerImpl::Native(native) => outcomes[index].0 = recall_native(env, target.exec, layer, native, budget).await,
+      LayerImpl::Native(native) => outcomes[index].0 = recall_native(env, target, layer, native, budget).await,
       LayerImpl::Host(_) => {
         let args = HookArgs::Recall { budget, query: query.to_owned() };
         if let Some(call) = host_call(layer, HookKind::Recall, write, args) {
@@ -139,16 +141,28 @@ pub(super) async fn recall_each(
 /// A built-in recall, under the layer's recall timeout like a JS one. Built-ins never write state from recall.
 async fn recall_native(
   env: &MemoryEnv,
-  exec: &str,
+  target: &RecallTarget<'_>,
   layer: &Layer,
   native: &Arc<dyn NativeLayer>,
   budget: f64,
 ) -> Recalled {
-  let state = env.state_json(exec, layer.id());
+  let state = env.state_json(target.exec, layer.id());
+  let started = std::time::Instant::now();
   let outcome = match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await {
     Ok(outcome) => outcome,
     Err(ms) => Err(format!("Timeout after {}ms", crate::js_number(ms))),
   };
+  if env.sink.tracing() {
+    let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
+    let status = outcome.as_ref().map_or_else(|message| HookStatus::Threw(message.clone()), |_| HookStatus::Ok);
+    let mut span = HookSpan::ended(trace, layer.id(), HookKind::Recall, started, &status);
+    if let Ok(recalled) = &outcome {
+      let used = recalled.as_ref().map_or(0.0, |recalled| recalled.token_count);
+      span.item_count = Some(usize::from(recalled.is_some()));
+      span.budget = Some(SpanBudget::new(budget, used));
+    }
+    env.sink.trace(vec![span]);
+  }
   let made = match outcome {
     Ok(Some(NativeRecall { text, token_count })) => {
       create_message(&text, "developer").map(|item| Some((item, token_count))).map_err(|error| error.message)

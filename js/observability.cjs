@@ -1,0 +1,130 @@
+'use strict';
+// Spans and trace exporters (upstream's observability), and the memory spans the runtime records for every hook
+// call when the harness has an exporter (DECISIONS D14, D22).
+const { randomUUID } = require('node:crypto');
+
+class SpanImpl {
+  constructor(name, parent = null, traceId) {
+    this.name = name;
+    this.traceId = traceId ?? parent?.traceId ?? randomUUID();
+    this.spanId = randomUUID();
+    this.parentSpanId = parent?.spanId ?? null;
+    this.startTime = Date.now();
+    this.endTime = undefined;
+    this.attributes = new Map();
+    this.events = [];
+  }
+
+  setAttribute(key, value) {
+    this.attributes.set(key, value);
+  }
+
+  addEvent(name, attributes) {
+    this.events.push({ name, timestamp: Date.now(), attributes });
+  }
+
+  end() {
+    this.endTime = Date.now();
+  }
+
+  get duration() {
+    return (this.endTime ?? Date.now()) - this.startTime;
+  }
+}
+
+// The span a context has when nothing traces: ids and nothing recorded, as upstream's.
+class NoopSpan {
+  constructor() {
+    this.traceId = randomUUID();
+    this.spanId = randomUUID();
+    this.parentSpanId = null;
+  }
+  setAttribute() {}
+  addEvent() {}
+  end() {}
+}
+
+class NoopExporter {
+  async export(_spans) {}
+}
+
+class InMemoryExporter {
+  constructor() {
+    this.spans = [];
+  }
+
+  async export(spans) {
+    for (const span of spans) if (span instanceof SpanImpl) this.spans.push(span);
+  }
+
+  clear() {
+    this.spans.length = 0;
+  }
+
+  getSpansByName(name) {
+    return this.spans.filter((s) => s.name === name);
+  }
+
+  getChildSpans(parentSpanId) {
+    return this.spans.filter((s) => s.parentSpanId === parentSpanId);
+  }
+
+  getTraceTree(traceId) {
+    return this.spans.filter((s) => s.traceId === traceId);
+  }
+}
+
+const GenAI = Object.freeze({
+  SYSTEM: 'gen_ai.system',
+  REQUEST_MODEL: 'gen_ai.request.model',
+  USAGE_INPUT_TOKENS: 'gen_ai.usage.input_tokens',
+  USAGE_OUTPUT_TOKENS: 'gen_ai.usage.output_tokens',
+  COST: 'gen_ai.cost',
+});
+
+const ToolAttr = Object.freeze({
+  NAME: 'tool.name',
+  NEEDS_APPROVAL: 'tool.needs_approval',
+});
+
+// A harness traces when it has an exporter that keeps something.
+const isTracing = (exporter) => exporter != null && !(exporter instanceof NoopExporter);
+
+// A span with the ids the runtime chose: a context's (its id, its root's id as the trace), or a hook's.
+function spanWithIds(name, { traceId, spanId, parentSpanId }) {
+  const span = new SpanImpl(name, null, traceId);
+  span.spanId = spanId;
+  span.parentSpanId = parentSpanId;
+  return span;
+}
+
+// One recorded hook call as a span under its context's span: `memory.<hook>`, its `MemoryTraceSpan` as `memory`,
+// and the same figures as attributes for exporters that read only those.
+function memorySpan(record) {
+  const span = spanWithIds(`memory.${record.hook}`, { traceId: record.traceId, spanId: randomUUID(), parentSpanId: record.context });
+  span.startTime = record.startTime;
+  span.endTime = record.startTime + record.durationMs;
+  const memory = { layerId: record.layerId, hook: record.hook, durationMs: record.durationMs, status: record.status };
+  span.setAttribute('memory.layer_id', record.layerId);
+  span.setAttribute('memory.hook', record.hook);
+  span.setAttribute('memory.status', record.status);
+  span.setAttribute('memory.duration_ms', record.durationMs);
+  if (record.budget) {
+    memory.budget = { ...record.budget };
+    span.setAttribute('memory.budget.allocated', record.budget.allocated);
+    span.setAttribute('memory.budget.used', record.budget.used);
+    span.setAttribute('memory.budget.yielded', record.budget.yielded);
+  }
+  if (record.itemCount !== undefined) {
+    memory.itemCount = record.itemCount;
+    span.setAttribute('memory.item_count', record.itemCount);
+  }
+  if (record.error !== undefined) {
+    memory.error = { message: record.error };
+    span.setAttribute('error.message', record.error);
+  }
+  span.memory = memory;
+  return span;
+}
+
+module.exports = { SpanImpl, NoopSpan, NoopExporter, InMemoryExporter, GenAI, ToolAttr, isTracing, spanWithIds, memorySpan };
