@@ -113,6 +113,11 @@ function stateOf(rule, result) {
       if (!result) return NONE;
       if (typeof result !== 'object') throw new TypeError(`Cannot use 'in' operator to search for 'state' in ${result}`);
       return 'state' in result ? result.state : NONE;
+    // onSpawn: a `childState` of undefined still gives the child an (undefined) state; null gives it none.
+    case 'childState':
+      return result && result.childState !== null ? result.childState : NONE;
+    case 'parentState':
+      return typeof result === 'object' && result !== null && result.parentState !== undefined ? result.parentState : NONE;
     default:
       return NONE;
   }
@@ -135,7 +140,7 @@ function recallOf(result, schemas, layer) {
 
 // Each hook's parameters, with a `signal` getter written into the literal (defining it afterwards would cost more
 // than the rest of the call).
-function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
+function paramsFor(phase, args, { state, log, exec, runtime, layerId }, guard) {
   switch (phase) {
     case 'init':
       return {
@@ -204,6 +209,24 @@ function paramsFor(phase, args, { state, log, exec, runtime }, guard) {
         items: args.items,
         ctx: exec,
         state,
+        get signal() {
+          return guard.signal;
+        },
+      };
+    case 'onSpawn':
+      return {
+        parentState: runtime.statesOf(args.parentExec).get(layerId),
+        childCtx: exec,
+        get signal() {
+          return guard.signal;
+        },
+      };
+    case 'onReturn':
+      return {
+        childState: runtime.statesOf(args.childExec).get(layerId),
+        childLog: runtime.context(args.childExec).itemLog,
+        parentState: state,
+        result: args.result,
         get signal() {
           return guard.signal;
         },
@@ -311,6 +334,22 @@ async function projectPipeline(batch, call, apply, log) {
   return replies;
 }
 
+// onReturn: each hook gets the output as the one before left it; the last change crosses back as a step value.
+async function returnPipeline(batch, call, apply, runtime) {
+  let current = runtime.fromRef(batch.args.result);
+  const replies = [];
+  for (const c of batch.calls) {
+    const reply = apply(c, await call({ ...c, args: { ...batch.args, result: current } }));
+    if ('piped' in reply) {
+      current = reply.piped;
+      reply.piped = undefined;
+      reply.result = runtime.toRef(current);
+    }
+    replies.push(reply);
+  }
+  return replies;
+}
+
 function projectedOf(items, log) {
   const objects = log._objects;
   const length = log._length;
@@ -344,7 +383,7 @@ async function runHooks(runtime, batch) {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard(c.timeoutMs);
     // A call's own args, or those every call of the batch shares.
-    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime }, guard);
+    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId }, guard);
     const started = batch.timed ? performance.now() : 0;
     const reply = await settle(c, layer, params, guard);
     if (batch.timed) reply.elapsedMs = performance.now() - started;
@@ -365,6 +404,13 @@ async function runHooks(runtime, batch) {
         if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
+      if (batch.phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {
+        reply.itemsChecked = admit(gateOf(runtime.harness.itemSchemas, [layer]), result.items);
+        reply.items = result.items.map((item) => JSON.stringify(item));
+      }
+      if (batch.phase === 'onReturn' && typeof result === 'object' && result !== null && result.result !== undefined) {
+        reply.piped = result.result;
+      }
       if (batch.phase === 'projectHistory') {
         if (!Array.isArray(result?.items)) throw new TypeError('projectHistory must return { items }');
         reply.history = result.items;
@@ -389,6 +435,7 @@ async function runHooks(runtime, batch) {
   };
   if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
   if (batch.phase === 'projectHistory') return projectPipeline(batch, call, apply, log);
+  if (batch.phase === 'onReturn') return returnPipeline(batch, call, apply, runtime);
   // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
   if (batch.phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
   if (batch.phase === 'store') {
@@ -430,6 +477,7 @@ function replyJson(reply) {
   if (reply.projected !== undefined) text += `,"projected":[${reply.projected.join(',')}]`;
   if (reply.rerender !== undefined) text += `,"rerender":${JSON.stringify(reply.rerender)}`;
   if (reply.elapsedMs !== undefined) text += `,"elapsedMs":${reply.elapsedMs}`;
+  if (reply.result !== undefined) text += `,"result":${JSON.stringify(reply.result)}`;
   return `${text}}`;
 }
 

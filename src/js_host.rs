@@ -71,6 +71,8 @@ struct JsHookReply {
   /// projectHistory: a log position (a number) or an item the hook made, per item of the projected history.
   projected: Option<Vec<Box<RawValue>>>,
   rerender: Option<RerenderRequest>,
+  /// onReturn: the output as this hook left it, as a step value reference.
+  result: Option<Value>,
   elapsed_ms: Option<f64>,
 }
 
@@ -154,6 +156,7 @@ impl JsHookReply {
           .collect()
       }),
       rerender: self.rerender,
+      result: self.result.as_ref().map(step_value_from),
       elapsed_ms: self.elapsed_ms,
     }
   }

@@ -54,6 +54,10 @@ pub enum WriteRule {
   IfKeyPresent,
   /// dispose, projectHistory.
   Never,
+  /// onSpawn, into the child's execution: `result.childState` unless the result or it is `null`.
+  ChildState,
+  /// onReturn, into the parent's execution: a defined `result.parentState`.
+  ParentState,
 }
 
 /// The per-phase arguments of one hook call.
@@ -94,6 +98,18 @@ pub enum HookArgs {
   },
   /// The first hook receives the context's log as the host holds it; each next one what the one before returned.
   ProjectHistory,
+  /// The batch runs in the child's execution; `parentState` is read from execution `parent_exec`.
+  #[serde(rename_all = "camelCase")]
+  OnSpawn {
+    parent_exec: String,
+  },
+  /// The batch runs in the parent's execution; the child's state and log are execution `child_exec`'s. `result`
+  /// is the child's output, piped through the hooks.
+  #[serde(rename_all = "camelCase")]
+  OnReturn {
+    child_exec: String,
+    result: StepValueRef,
+  },
 }
 
 /// One item of a projected history: the log's own item at a position, or an item the hook made (JSON text).
@@ -286,6 +302,8 @@ pub struct HookReply {
   pub projected: Option<Vec<ProjectedItem>>,
   /// onItemAppend: the hook asked for a re-render (D23).
   pub rerender: Option<RerenderRequest>,
+  /// onReturn: the result as the hooks so far have piped it, when one changed it.
+  pub result: Option<StepValue>,
   /// How long the hook took, when the batch asked (`timed`).
   pub elapsed_ms: Option<f64>,
 }
@@ -329,6 +347,7 @@ impl HookReply {
       rethrow: false,
       projected: None,
       rerender: None,
+      result: None,
       elapsed_ms: None,
     }
   }
@@ -503,7 +522,7 @@ pub struct UntilCall {
 }
 
 /// How a step value crosses in a request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "t", content = "v", rename_all = "camelCase")]
 pub enum StepValueRef {
   Undefined,

@@ -8,9 +8,9 @@ use noetic_runtime::harness::{
   Harness, HarnessConfig, Model, RunError, RunOptions, ScriptedModel, ScriptedToolCall, ScriptedTurn,
 };
 use noetic_runtime::host::*;
+use noetic_runtime::memory::HookKind;
 use noetic_runtime::memory::builtin::layers::working_memory_layer;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
-use noetic_runtime::memory::HookKind;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};

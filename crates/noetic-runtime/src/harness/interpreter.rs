@@ -16,6 +16,7 @@ use crate::host::{
   FnArg, FnCall, HostError, HostRef, InboxCall, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall,
   Verdict, WakeCall,
 };
+use crate::memory::lifecycle;
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
 use crate::steps::{Emit, EveryStep, LoopStep, RetryPolicy, Step};
 
@@ -122,6 +123,28 @@ pub(super) fn value_json(value: &StepValue) -> Value {
     StepValue::Json(json) => json.clone(),
     other => json!({ "$stepValue": StepValueRef::from(other) }),
   }
+}
+
+/// A child that inherits its parent's layers: onSpawn gives it their states and its first items, and once it
+/// succeeds onReturn hands its states back and may transform its output (§15.3).
+async fn spawn_inheriting(
+  harness: &Harness,
+  child: &Step,
+  input: StepValue,
+  parent: &Arc<ExecContext>,
+  child_ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
+  let (parent_scope, child_scope) = (harness.scope(parent), harness.scope(child_ctx));
+  let items = lifecycle::spawn_layers(&harness.env, &parent_scope, &child_scope).await?;
+  {
+    let mut state = child_ctx.state();
+    for item in items {
+      state.log.push(item);
+    }
+  }
+  let output = nested(harness, child, input, child_ctx, depth + 1).await?;
+  Ok(lifecycle::return_layers(&harness.env, &harness.scope(parent), &harness.scope(child_ctx), output).await)
 }
 
 /// A spawn's child within its time limit (DECISIONS G7): past it the child is aborted, and still finished (so that
@@ -257,7 +280,12 @@ async fn run_step(
         if memory.is_some() {
           harness.run_in(&child_ctx, child, input).await
         } else {
-          let result = nested(harness, child, input, &child_ctx, depth + 1).await;
+          let inherits = !child_ctx.layers().is_empty();
+          let result = if inherits {
+            spawn_inheriting(harness, child, input, ctx, &child_ctx, depth).await
+          } else {
+            nested(harness, child, input, &child_ctx, depth + 1).await
+          };
           harness.recall_cache.finish(&child_ctx.id).await;
           // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
           // executeSpawn cleans up its child).

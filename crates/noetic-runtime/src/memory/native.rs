@@ -52,6 +52,12 @@ pub trait NativeLayer: Send + Sync {
     Ok(NativeWrite::Unchanged)
   }
 
+  /// The child's state when a spawn's child inherits the layer, from the parent's: `Set` it, `Clear` (the layer
+  /// runs in the child with no state), or `Unchanged` (nothing is set, so a layer with init is inert there).
+  async fn on_spawn(&self, _parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(NativeWrite::Unchanged)
+  }
+
   /// A `provides` function: the result (JSON, `None` for `void`) and the new state, if any.
   async fn call(
     &self,

@@ -66,8 +66,20 @@ impl WorkingMemory {
   }
 }
 
+/// A copy of the parent's state for the child; an undefined parent state gives the child an undefined one.
+fn spawned(copy: Option<Value>) -> NativeWrite {
+  copy.map_or(NativeWrite::Clear, NativeWrite::Set)
+}
+
 #[async_trait]
 impl NativeLayer for WorkingMemory {
+  async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    if self.config.scope != crate::memory::Scope::Resource {
+      return Ok(NativeWrite::Unchanged);
+    }
+    Ok(spawned(parent_state.cloned()))
+  }
+
   async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
     // As `wm::init_state`, with the schema asked in the host about a saved value only.
     Ok(Some(match saved_state(storage).await?.filter(|value| !value.is_null()) {
@@ -165,6 +177,10 @@ impl NativeLayer for ObservationalMemory {
     let read = fields(new_items);
     let accumulated = om::store(&before, &maps(&read), &self.config);
     self.settle(&before, accumulated).await
+  }
+
+  async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(spawned(parent_state.map(om::on_spawn)))
   }
 
   async fn on_item_append(&self, state: Option<&Value>, items: &[Arc<Item>]) -> Result<NativeWrite, String> {

@@ -8,6 +8,7 @@ mod eventual;
 mod init;
 mod project;
 mod recall;
+mod spawn;
 mod steering;
 mod store;
 
@@ -27,6 +28,7 @@ pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, init_layers};
 pub use self::project::{Projected, project_history};
 pub use self::recall::{RecallEntry, recall_layers};
+pub use self::spawn::{return_layers, spawn_layers};
 pub use self::steering::{after_model_call, before_tool_call, most_restrictive};
 pub use self::store::store_layers;
 
