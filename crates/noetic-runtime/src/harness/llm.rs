@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::context::ExecContext;
 use super::model::Model;
 use super::round_model::RoundRequest;
+use super::tool_loop::StepRecall;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
@@ -153,7 +154,7 @@ impl Harness {
       ProjectionPolicy { token_budget: (policy.token_budget - system_tokens).max(0.0), ..policy.clone() };
 
     let mut budgets = HashMap::new();
-    let recalled = if has_layers {
+    let mut recalled = if has_layers {
       budgets = layer_budgets(&layers, &policy, system_tokens)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
@@ -176,7 +177,8 @@ impl Harness {
       // Layers may project the history (read-side, once per model attempt, §11.1).
       let projected = if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx)).await? } else { None };
       let view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
-      let response = self.call_model(step, &tools, view, ctx).await?;
+      let memory = has_layers.then(|| StepRecall { recalled: &mut recalled, budgets: &budgets, query: &query });
+      let response = self.call_model(step, &tools, view, ctx, memory).await?;
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response);
       if !has_layers {
@@ -188,8 +190,11 @@ impl Harness {
         SteeringAction::Deny => return Err(NoeticError::steering_denied(decision.guidance.as_deref()).into()),
         SteeringAction::Guide if retries < MAX_STEERING_RETRIES => {
           let guidance = decision.guidance.as_deref().unwrap_or("Please adjust your response.");
+          // The guidance is an injected message: it passes through onItemAppend (D7).
           let message = Arc::new(create_message(guidance, "developer")?);
-          ctx.state().log.push(message);
+          for item in lifecycle::append_items(&self.env, &self.scope(ctx), vec![message]).await? {
+            ctx.state().log.push(item);
+          }
           retries += 1;
         }
         _ => break response,
@@ -288,6 +293,7 @@ impl Harness {
     tools: &[ToolDef],
     view: View,
     ctx: &Arc<ExecContext>,
+    memory: Option<StepRecall<'_>>,
   ) -> RunResult<Round> {
     let request = RoundRequest {
       step_id: &step.id,
@@ -301,8 +307,8 @@ impl Harness {
     };
     match &self.model {
       Model::None => Err(no_provider().into()),
-      Model::Scripted(model) => self.tool_loop(model, request, view.items, ctx).await,
-      Model::OpenRouter(provider) => self.tool_loop(provider, request, view.items, ctx).await,
+      Model::Scripted(model) => self.tool_loop(model, request, view.items, ctx, memory).await,
+      Model::OpenRouter(provider) => self.tool_loop(provider, request, view.items, ctx, memory).await,
       Model::Host => {
         let call = ModelCall {
           context: ctx.id.clone(),

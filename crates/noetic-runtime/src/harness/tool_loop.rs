@@ -1,6 +1,7 @@
 //! The runtime's tool loop: the model answers a round, every function call it makes runs, the outputs go back,
 //! and the next round starts, until a round makes no calls.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use super::Harness;
@@ -11,7 +12,7 @@ use super::session::message_text;
 use crate::error::NoeticError;
 use crate::host::SteeringAction;
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
-use crate::memory::lifecycle;
+use crate::memory::lifecycle::{self, RecallEntry};
 use crate::provider::Round;
 
 /// Rounds one step may take before the loop stops asking.
@@ -26,6 +27,7 @@ impl Harness {
     request: RoundRequest<'_>,
     mut conversation: Vec<Arc<Item>>,
     ctx: &Arc<ExecContext>,
+    mut memory: Option<StepRecall<'_>>,
   ) -> RunResult<Round> {
     let mut response = Round::default();
     for round_number in 0..MAX_ROUNDS {
@@ -36,7 +38,7 @@ impl Harness {
         return Err(NoeticError::cancelled(&reason).into());
       }
       if round_number > 0 {
-        self.take_in_between_rounds(ctx, round_number, &mut conversation);
+        self.take_in_between_rounds(ctx, round_number, &mut conversation).await?;
       }
       let round = model.answer(&RoundRequest { conversation: &conversation, ..request }).await?;
       response.add_usage(&round);
@@ -64,10 +66,33 @@ impl Harness {
         };
         outputs.push(Arc::new(result));
       }
+      let done = outputs.is_empty();
+      // Tool outputs are input items: they pass through the layers' onItemAppend (D7), whose re-render requests
+      // are honoured before the next round (D23).
+      let outputs = match memory.as_mut() {
+        Some(memory) if !done => {
+          let appended = lifecycle::append_with_requests(&self.env, &self.scope(ctx), outputs).await?;
+          if !appended.rerender.is_empty() {
+            let before = memory.recalled.clone();
+            let scope = self.scope(ctx);
+            lifecycle::rerender_layers(
+              &self.env,
+              &scope,
+              &appended.rerender,
+              memory.budgets,
+              memory.query,
+              memory.recalled,
+            )
+            .await;
+            replace_layer_items(&mut conversation, &before, memory.recalled);
+          }
+          appended.items
+        }
+        _ => outputs,
+      };
       conversation.extend(round.items.iter().cloned());
       conversation.extend(outputs.iter().cloned());
       response.items.extend(round.items);
-      let done = outputs.is_empty();
       response.items.extend(outputs);
       if done {
         break;
@@ -98,15 +123,26 @@ impl Harness {
 
   /// Messages sent to the session with `deliveryMode: 'between-rounds'` join the turn before its next round: each
   /// becomes a user message in the conversation and the log, and `inbox_injected` reports them, as upstream.
-  fn take_in_between_rounds(&self, ctx: &ExecContext, round: usize, conversation: &mut Vec<Arc<Item>>) {
-    let Some(session) = ctx.inbox.as_ref().and_then(Weak::upgrade) else { return };
+  async fn take_in_between_rounds(
+    &self,
+    ctx: &Arc<ExecContext>,
+    round: usize,
+    conversation: &mut Vec<Arc<Item>>,
+  ) -> RunResult<()> {
+    let Some(session) = ctx.inbox.as_ref().and_then(Weak::upgrade) else { return Ok(()) };
     let messages = session.take_between_rounds();
     if messages.is_empty() {
-      return;
+      return Ok(());
     }
-    for message in &messages {
-      let id = format!("user-{}", uuid::Uuid::new_v4());
-      let item = Arc::new(input_message(id, "user", message_text(message)));
+    let mut items: Vec<Arc<Item>> = messages
+      .iter()
+      .map(|message| Arc::new(input_message(format!("user-{}", uuid::Uuid::new_v4()), "user", message_text(message))))
+      .collect();
+    // Injected messages are input items too (D7).
+    if !ctx.layers().is_empty() {
+      items = lifecycle::append_items(&self.env, &self.scope(ctx), items).await?;
+    }
+    for item in items {
       ctx.state().log.push(Arc::clone(&item));
       conversation.push(item);
     }
@@ -120,5 +156,91 @@ impl Harness {
         serde_json::json!({ "round": round, "count": messages.len(), "messageIds": ids }),
       );
     }
+    Ok(())
+  }
+}
+
+/// What a step's tool loop needs to re-render layers between rounds: the step's recalled entries (updated in
+/// place), their budgets and the recall query.
+pub(super) struct StepRecall<'a> {
+  pub recalled: &'a mut Vec<RecallEntry>,
+  pub budgets: &'a HashMap<String, f64>,
+  pub query: &'a str,
+}
+
+/// Puts each re-rendered layer's fresh items where its old ones stood in the conversation (found by identity); a
+/// layer that had none there goes after the last layer item, or after the leading system messages.
+fn replace_layer_items(conversation: &mut Vec<Arc<Item>>, before: &[RecallEntry], after: &[RecallEntry]) {
+  let position_of =
+    |conversation: &[Arc<Item>], item: &Arc<Item>| conversation.iter().position(|c| Arc::ptr_eq(c, item));
+  for entry in after {
+    let old = before.iter().find(|old| old.layer_id == entry.layer_id);
+    let unchanged = old.is_some_and(|old| {
+      old.items.len() == entry.items.len() && old.items.iter().zip(&entry.items).all(|(a, b)| Arc::ptr_eq(a, b))
+    });
+    if unchanged {
+      continue;
+    }
+    let mut at = None;
+    for item in old.map(|old| old.items.as_slice()).unwrap_or_default() {
+      if let Some(pos) = position_of(conversation, item) {
+        conversation.remove(pos);
+        at = Some(at.map_or(pos, |at: usize| at.min(pos)));
+      }
+    }
+    let at = at.unwrap_or_else(|| {
+      let last_layer_item = before
+        .iter()
+        .chain(after)
+        .flat_map(|entry| &entry.items)
+        .filter_map(|item| position_of(conversation, item))
+        .max();
+      last_layer_item
+        .map_or_else(|| conversation.iter().take_while(|item| item.role() == Some("system")).count(), |pos| pos + 1)
+    });
+    for (offset, item) in entry.items.iter().enumerate() {
+      conversation.insert(at + offset, Arc::clone(item));
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn message(text: &str, role: &str) -> Arc<Item> {
+    Arc::new(input_message(text.to_owned(), role, text))
+  }
+
+  fn entry(id: &str, slot: f64, items: &[&Arc<Item>]) -> RecallEntry {
+    let items = items.iter().map(|item| Arc::clone(item)).collect();
+    RecallEntry { layer_id: id.to_owned(), slot, items, token_count: None, host_key: None }
+  }
+
+  fn ids(conversation: &[Arc<Item>]) -> Vec<String> {
+    conversation.iter().map(|item| item.id().unwrap_or_default().to_owned()).collect()
+  }
+
+  #[test]
+  fn rerendered_items_take_the_place_of_the_old_ones_and_new_layers_follow_the_others() {
+    let (system, a1, a2, b1, user) = (
+      message("sys", "system"),
+      message("a1", "developer"),
+      message("a2", "developer"),
+      message("b1", "developer"),
+      message("u", "user"),
+    );
+    let mut conversation = vec![system.clone(), a1.clone(), a2.clone(), b1.clone(), user.clone()];
+    let before = [entry("a", 1.0, &[&a1, &a2]), entry("b", 2.0, &[&b1])];
+    let a_new = message("a-new", "developer");
+    let c_new = message("c-new", "developer");
+    let after = [entry("a", 1.0, &[&a_new]), entry("b", 2.0, &[&b1]), entry("c", 3.0, &[&c_new])];
+    replace_layer_items(&mut conversation, &before, &after);
+    assert_eq!(ids(&conversation), ["sys", "a-new", "b1", "c-new", "u"]);
+
+    // With no layer items at all, a new one goes after the leading system messages.
+    let mut bare = vec![system.clone(), user.clone()];
+    replace_layer_items(&mut bare, &[], &[entry("c", 3.0, &[&c_new])]);
+    assert_eq!(ids(&bare), ["sys", "c-new", "u"]);
   }
 }

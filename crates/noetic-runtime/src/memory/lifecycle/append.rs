@@ -5,19 +5,27 @@
 //! Consecutive JS layers go to the host in one batch, which chains them there; built-in layers only observe, so
 //! they run here on the items as they stand at their slot.
 //!
-//! TODO(D7, D23): only the step's input passes through here so far, not tool outputs or injected messages; a
-//! `rerender` request is not acted on, because the recall that follows the input already sees the new state.
+//! Every input item passes through (D7): the session's user message, a step's input, tool outputs and injected
+//! messages. A hook may ask for a re-render (D23); the requests come back with the items, for the caller to honour
+//! before its next model call (the recall that follows a step's input already does).
 
 use std::sync::Arc;
 
 use crate::error::NoeticError;
-use crate::host::{HookArgs, HookBatch, HookStatus, WriteRule};
+use crate::host::{HookArgs, HookBatch, HookStatus, RerenderRequest, WriteRule};
 use crate::items::{Item, parse_js_item};
 use crate::memory::HookKind;
 use crate::memory::registry::{Layer, LayerImpl};
 
 use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, host_call};
+
+/// What the pipeline passed on, and the re-renders its hooks asked for: `(layer id, slot, request)`.
+#[derive(Debug, Default)]
+pub struct Appended {
+  pub items: Vec<Arc<Item>>,
+  pub rerender: Vec<(String, f64, RerenderRequest)>,
+}
 
 /// The items to append after every layer has had its say. An item a JS layer made that is not a valid item fails
 /// the step, as an invalid item appended to the log would.
@@ -26,6 +34,16 @@ pub async fn append_items(
   scope: &ExecScope<'_>,
   items: Vec<Arc<Item>>,
 ) -> Result<Vec<Arc<Item>>, NoeticError> {
+  Ok(append_with_requests(env, scope, items).await?.items)
+}
+
+/// As [`append_items`], with the re-render requests.
+pub async fn append_with_requests(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  items: Vec<Arc<Item>>,
+) -> Result<Appended, NoeticError> {
+  let mut rerender = Vec::new();
   let exec = scope.exec_id().to_owned();
   let layers = env.participants(scope, HookKind::OnItemAppend);
   let mut current = items;
@@ -47,9 +65,9 @@ pub async fn append_items(
     let group: Vec<&Arc<Layer>> =
       layers[next..].iter().copied().take_while(|layer| matches!(layer.imp, LayerImpl::Host(_))).collect();
     next += group.len();
-    current = run_host_group(env, scope, &exec, group, current).await?;
+    current = run_host_group(env, scope, &exec, group, current, &mut rerender).await?;
   }
-  Ok(current)
+  Ok(Appended { items: current, rerender })
 }
 
 /// One batch for a run of JS layers; the result is the last list a hook passed on.
@@ -59,6 +77,7 @@ async fn run_host_group(
   exec: &str,
   group: Vec<&Arc<Layer>>,
   items: Vec<Arc<Item>>,
+  rerender: &mut Vec<(String, f64, RerenderRequest)>,
 ) -> Result<Vec<Arc<Item>>, NoeticError> {
   let mut batch = HookBatch::new(HookKind::OnItemAppend, scope.context.to_owned(), scope.info.clone());
   let mut called = Vec::new();
@@ -75,6 +94,11 @@ async fn run_host_group(
     .rev()
     .find(|reply| reply.status == HookStatus::Ok)
     .and_then(|reply| reply.items.clone().map(|texts| (texts, scope.item_types.unless_checked(reply.items_checked))));
+  for (layer, reply) in called.iter().zip(&replies) {
+    if let (HookStatus::Ok, Some(request)) = (&reply.status, &reply.rerender) {
+      rerender.push((layer.id().to_owned(), layer.spec.slot, request.clone()));
+    }
+  }
   env.settle(exec, HookKind::OnItemAppend, called, replies);
   match passed_on {
     Some((texts, types)) => texts.iter().map(|text| parse_js_item(text, types).map(Arc::new)).collect(),

@@ -208,3 +208,54 @@ fn normalise(reply: Option<RecallReply>, types: ItemTypes) -> Result<Option<Reca
     }
   }
 }
+
+/// Recalls again the layers re-render requests select (§13.2, D23: every request of one append pipeline is
+/// coalesced into one recall, whatever its timing) and merges them into `recalled`: a layer's fresh entry replaces
+/// its old one, a new one joins, and entries stay in slot order. A layer whose recall fails or gives nothing now
+/// keeps its old entry.
+pub async fn rerender_layers(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  requests: &[(String, f64, crate::host::RerenderRequest)],
+  budgets: &HashMap<String, f64>,
+  query: &str,
+  recalled: &mut Vec<RecallEntry>,
+) {
+  use crate::host::RerenderScope;
+  if requests.is_empty() {
+    return;
+  }
+  let exec = scope.exec_id();
+  let selected = |layer: &Layer| {
+    requests.iter().any(|(id, slot, request)| match request.scope {
+      RerenderScope::OnlySelf => layer.id() == id,
+      RerenderScope::SlotAfter => layer.spec.slot >= *slot,
+      RerenderScope::All => true,
+    })
+  };
+  let layers: Vec<(&Layer, f64)> = scope
+    .layers
+    .in_slot_order()
+    .filter(|layer| layer.has(HookKind::Recall) && !env.skipped(exec, layer) && selected(layer))
+    .map(|layer| (&**layer, budgets.get(layer.id()).copied().unwrap_or(0.0)))
+    .collect();
+  let target = RecallTarget {
+    exec,
+    context: scope.context,
+    info: &scope.info,
+    item_types: scope.item_types,
+    keep_recalled: false,
+  };
+  let outcomes = recall_each(env, &target, &layers, query, WriteRule::IfDefined).await;
+  for ((layer, _), (recalled_now, write)) in layers.iter().zip(outcomes) {
+    if !matches!(recalled_now, Recalled::Failed) {
+      env.apply_host_write(exec, layer.id(), write);
+    }
+    let Recalled::Entry(entry) = recalled_now else { continue };
+    match recalled.iter_mut().find(|old| old.layer_id == entry.layer_id) {
+      Some(old) => *old = entry,
+      None => recalled.push(entry),
+    }
+  }
+  recalled.sort_by(|a, b| a.slot.total_cmp(&b.slot));
+}
