@@ -144,6 +144,23 @@ class AgentHarness {
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
   }
 
+  // A layer's state in an execution, as its hooks see it (a built-in layer's included), while the execution is
+  // known here; undefined otherwise.
+  getLayerState(executionId, layerId) {
+    const runtime = this._runtime;
+    const ctx = runtime.liveContext(executionId);
+    if (ctx && runtime.layerOf(ctx, layerId)) return runtime.layerStateOf(ctx, layerId);
+    return runtime.states.get(executionId)?.get(layerId);
+  }
+
+  // Sets a JS layer's state in an execution, as a hook's write would (mirrored durably for non-execution scopes).
+  setLayerState(executionId, layerId, state) {
+    const runtime = this._runtime;
+    const ctx = runtime.liveContext(executionId);
+    if (ctx && runtime.layerOf(ctx, layerId)) return void runtime.setLayerStateOf(ctx, layerId, state);
+    runtime.statesOf(executionId).set(layerId, state);
+  }
+
   createSpan(name, parent) {
     return new SpanImpl(name, parent ?? null);
   }

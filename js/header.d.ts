@@ -2224,6 +2224,10 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   readonly itemSchemas: ItemSchemaRegistry;
   /** Moves the root cwd, keeping the old one as `previousCwd`; setting the current cwd changes nothing. */
   setRootCwd(nextCwd: string): void;
+  /** A layer's state in a live execution (a context's id), as its hooks see it; undefined when there is none. */
+  getLayerState<T>(executionId: string, layerId: string): T | undefined;
+  /** Sets a JS layer's state in an execution, as a hook's write would (durable scopes are mirrored). */
+  setLayerState<T>(executionId: string, layerId: string, state: T): void;
   /** `opts.traceExporter`, else a `NoopExporter` (nothing is traced). */
   readonly traceExporter: TraceExporter;
   /** A new span, a child of `parent` in its trace, or the root of a new trace. */

@@ -778,6 +778,18 @@ class Runtime {
     };
   }
 
+  // The context of an execution while the native side still has it (one it has ended is not revived).
+  liveContext(id) {
+    const ctx = this.contexts.get(id) ?? this.active.get(id)?.ctx;
+    if (ctx) return ctx;
+    try {
+      this.native.contextStatic(id);
+    } catch {
+      return undefined;
+    }
+    return this.context(id);
+  }
+
   layerOf(ctx, layerId) {
     const entry = ctx._layers.find((l) => l.id === layerId);
     return entry && this.handles.get(entry.handle);

@@ -1,0 +1,32 @@
+// The harness's getLayerState / setLayerState (issue 10): a layer's state in an execution, read and written as its
+// hooks see it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AgentHarness, step, workingMemory, createInMemoryStorage } from '../js/index.mjs';
+
+test('getLayerState reads JS and built-in layer states; setLayerState writes what the next hook sees, durably', async () => {
+  const storage = createInMemoryStorage();
+  const seen = [];
+  const counter = {
+    id: 'counter',
+    slot: 10,
+    scope: 'thread',
+    hooks: { init: async () => ({ state: { n: 1 } }), recall: async ({ state }) => (seen.push(state.n), null) },
+  };
+  const h = new AgentHarness({ name: 'ls', params: {}, storage, memory: [counter, workingMemory()], llm: { provider: 'scripted', script: [{ text: 'a' }, { text: 'b' }] } });
+  const ctx = h.createContext({ threadId: 't1' });
+  await h.run(step.run({ id: 'w', execute: async (i, c) => (await c.memory['working-memory'].update({ city: 'Oslo' }), i) }), 'x', ctx);
+  assert.deepEqual(h.getLayerState(ctx.id, 'counter'), { n: 1 });
+  assert.deepEqual(h.getLayerState(ctx.id, 'working-memory'), { city: 'Oslo' });
+  assert.equal(h.getLayerState(ctx.id, 'nope'), undefined);
+  assert.equal(h.getLayerState('no-such-execution', 'counter'), undefined);
+
+  h.setLayerState(ctx.id, 'counter', { n: 42 });
+  await h.run(step.llm({ id: 'ask', model: 'm' }), 'hi', ctx);
+  assert.deepEqual(seen, [42], 'the next recall sees the state that was set');
+  await new Promise((r) => setTimeout(r, 10));
+  const keys = await storage.list('layers/counter/');
+  const saved = await storage.get(keys.find((k) => k.endsWith('/state')));
+  assert.deepEqual(saved, { n: 42 }, 'a thread-scoped state set this way is mirrored to storage');
+  assert.throws(() => h.setLayerState(ctx.id, 'working-memory', {}), /built-in layer/);
+});
