@@ -259,13 +259,11 @@ function failed(e, runtime) {
 const STEERING = new Set(['beforeToolCall', 'afterModelCall']);
 const RERENDER_SCOPES = new Set(['self', 'slot-after', 'all']);
 
-// An onItemAppend result's re-render request (§13.2): its timing, else the layer's, else batched; a scope that
-// names no layers asks for nothing.
-function rerenderOf(result, layer) {
+// An onItemAppend result's re-render request (§13.2): a scope that names no layers asks for nothing. Its timing
+// needs no sending: every request is met before the next model call (DECISIONS M5).
+function rerenderOf(result) {
   const scope = result.scope ?? 'slot-after';
-  if (!RERENDER_SCOPES.has(scope)) return undefined;
-  const timing = result.timing ?? layer.rerenderTiming;
-  return { timing: timing === 'immediate' ? 'immediate' : 'batched', scope };
+  return RERENDER_SCOPES.has(scope) ? { scope } : undefined;
 }
 const ACTIONS = new Set(['allow', 'deny', 'guide']);
 
@@ -401,7 +399,7 @@ async function runHooks(runtime, batch) {
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
-        if (result.rerender) reply.rerender = rerenderOf(result, layer);
+        if (result.rerender) reply.rerender = rerenderOf(result);
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
       if (batch.phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {

@@ -272,8 +272,13 @@ class Runtime {
     this.values.clear();
   }
 
+  // The JS context of `id`, if one has been made and not yet released.
+  knownContext(id) {
+    return this.contexts.get(id) ?? this.active.get(id)?.ctx;
+  }
+
   context(id) {
-    let ctx = this.contexts.get(id) ?? this.active.get(id)?.ctx;
+    let ctx = this.knownContext(id);
     if (!ctx) {
       ctx = new ContextImpl(this, id);
       this.contexts.set(id, ctx);
@@ -393,7 +398,7 @@ class Runtime {
 
   // A context's span, when something read it, ends and is exported when the context goes.
   endSpan(id) {
-    const span = (this.contexts.get(id) ?? this.active.get(id)?.ctx)?._span;
+    const span = this.knownContext(id)?._span;
     if (span && this.tracing) {
       span.end();
       this.exportSpans([span]);
@@ -500,13 +505,13 @@ class Runtime {
         this.turnInput(message);
         return '';
       case 'aborted': {
-        const ctx = this.contexts.get(message.context) ?? this.active.get(message.context)?.ctx;
+        const ctx = this.knownContext(message.context);
         ctx?._aborted(message.reason);
         return '';
       }
       case 'adoptState': {
         // A race's winner: its state becomes the fork's. A winner no JS code touched kept the fork's state as it was.
-        const winner = this.contexts.get(message.from) ?? this.active.get(message.from)?.ctx;
+        const winner = this.knownContext(message.from);
         if (winner) this.context(message.into).state = winner.state;
         return '';
       }
@@ -780,7 +785,7 @@ class Runtime {
 
   // The context of an execution while the native side still has it (one it has ended is not revived).
   liveContext(id) {
-    const ctx = this.contexts.get(id) ?? this.active.get(id)?.ctx;
+    const ctx = this.knownContext(id);
     if (ctx) return ctx;
     try {
       this.native.contextStatic(id);

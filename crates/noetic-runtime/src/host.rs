@@ -308,18 +308,11 @@ pub struct HookReply {
   pub elapsed_ms: Option<f64>,
 }
 
-/// An onItemAppend hook's request that layers recall again before the model sees them (§13.2, D23).
+/// An onItemAppend hook's request that layers recall again before the model sees them (§13.2). Its `timing` is
+/// not kept: every request is met before the next model call (DECISIONS M5).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct RerenderRequest {
-  pub timing: RerenderTiming,
   pub scope: RerenderScope,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RerenderTiming {
-  Immediate,
-  Batched,
 }
 
 /// Which layers a re-render recalls: the requester, it and every layer at or after its slot, or all.

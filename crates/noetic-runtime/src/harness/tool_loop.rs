@@ -71,10 +71,10 @@ impl Harness {
       // are honoured before the next round (D23).
       let outputs = match memory.as_mut() {
         Some(memory) if !done => {
-          let appended = lifecycle::append_with_requests(&self.env, &self.scope(ctx), outputs).await?;
+          let scope = self.scope(ctx);
+          let appended = lifecycle::append_with_requests(&self.env, &scope, outputs).await?;
           if !appended.rerender.is_empty() {
             let before = memory.recalled.clone();
-            let scope = self.scope(ctx);
             lifecycle::rerender_layers(
               &self.env,
               &scope,

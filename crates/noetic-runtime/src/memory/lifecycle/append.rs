@@ -21,7 +21,7 @@ use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, host_call};
 
 /// What the pipeline passed on, and the re-renders its hooks asked for: `(layer id, slot, request)`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Appended {
   pub items: Vec<Arc<Item>>,
   pub rerender: Vec<(String, f64, RerenderRequest)>,

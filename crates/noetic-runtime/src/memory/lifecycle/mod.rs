@@ -105,13 +105,28 @@ impl MemoryEnv {
     started: std::time::Instant,
     outcome: &Result<T, String>,
   ) {
-    if self.sink.tracing() {
-      let status = match outcome {
-        Ok(_) => HookStatus::Ok,
-        Err(message) => HookStatus::Threw(message.clone()),
-      };
-      self.sink.trace(vec![HookSpan::ended(target, layer.id(), hook, started, &status)]);
+    if let Some(span) = self.native_span(target, layer, hook, started, outcome) {
+      self.sink.trace(vec![span]);
     }
+  }
+
+  /// A built-in hook's span, when the harness traces.
+  fn native_span<T>(
+    &self,
+    target: TraceTarget<'_>,
+    layer: &Layer,
+    hook: HookKind,
+    started: std::time::Instant,
+    outcome: &Result<T, String>,
+  ) -> Option<HookSpan> {
+    if !self.sink.tracing() {
+      return None;
+    }
+    let status = match outcome {
+      Ok(_) => HookStatus::Ok,
+      Err(message) => HookStatus::Threw(message.clone()),
+    };
+    Some(HookSpan::ended(target, layer.id(), hook, started, &status))
   }
 
   fn state_json(&self, exec: &str, layer: &str) -> Option<serde_json::Value> {

@@ -14,8 +14,7 @@ use crate::tokens::estimate_tokens;
 
 use super::eventual::{RecallCache, cache_key};
 use super::{ExecScope, MemoryEnv, failure, host_call, within};
-use crate::host::HookStatus;
-use crate::memory::trace::{HookSpan, SpanBudget, TraceTarget};
+use crate::memory::trace::{SpanBudget, TraceTarget};
 
 /// One layer's contribution: its items and the token count it reported (trusted as is, §9.1).
 #[derive(Debug, Clone)]
@@ -152,10 +151,8 @@ async fn recall_native(
     Ok(outcome) => outcome,
     Err(ms) => Err(format!("Timeout after {}ms", crate::js_number(ms))),
   };
-  if env.sink.tracing() {
-    let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
-    let status = outcome.as_ref().map_or_else(|message| HookStatus::Threw(message.clone()), |_| HookStatus::Ok);
-    let mut span = HookSpan::ended(trace, layer.id(), HookKind::Recall, started, &status);
+  let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
+  if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &outcome) {
     if let Ok(recalled) = &outcome {
       let used = recalled.as_ref().map_or(0.0, |recalled| recalled.token_count);
       span.item_count = Some(usize::from(recalled.is_some()));
