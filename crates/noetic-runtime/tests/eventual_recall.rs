@@ -14,6 +14,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::{NativeLayer, NativeRecall, NativeWrite};
 use noetic_runtime::memory::registry::{Layer, LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
+use noetic_runtime::memory::trace::HookSpan;
 use noetic_runtime::memory::{HookKind, HookSet, LayerSpec, RecallMode, Scope};
 use noetic_runtime::steps::{LlmStep, Step, Until};
 use noetic_runtime::storage::{InMemoryStorage, ScopedStorage};
@@ -129,12 +130,22 @@ impl Host for VersionHost {
   fn release_context(&self, _context: &str) {}
 }
 
+/// The diagnostics as `layer:hook:message`, and every hook span as `layer:hook:status`.
 #[derive(Default)]
-struct Diagnostics(Mutex<Vec<String>>);
+struct Diagnostics(Mutex<Vec<String>>, Mutex<Vec<String>>);
 
 impl DiagnosticSink for Diagnostics {
   fn diagnostic(&self, layer_id: &str, hook: &str, message: &str) {
     self.0.lock().unwrap().push(format!("{layer_id}:{hook}:{message}"));
+  }
+
+  fn tracing(&self) -> bool {
+    true
+  }
+
+  fn trace(&self, spans: Vec<HookSpan>) {
+    let status = |span: &HookSpan| serde_json::to_value(span.status).unwrap().as_str().unwrap_or_default().to_owned();
+    self.1.lock().unwrap().extend(spans.iter().map(|span| format!("{}:{}:{}", span.layer_id, span.hook, status(span))));
   }
 }
 
@@ -398,6 +409,11 @@ async fn built_in_layers_refresh_in_the_background_under_their_recall_timeout() 
     f.diagnostics.0.lock().unwrap()[..2],
     ["counter:recall:Timeout after 50ms", "counter:recall:Timeout after 50ms"]
   );
+  // Its spans say it timed out, not that it failed.
+  let recalls: Vec<String> =
+    f.diagnostics.1.lock().unwrap().iter().filter(|span| span.starts_with("counter:recall")).cloned().collect();
+  assert_eq!(recalls[recalls.len() - 2..], ["counter:recall:timeout", "counter:recall:timeout"]);
+  assert!(recalls[..2].iter().all(|span| span == "counter:recall:ok"), "{recalls:?}");
   f.assert_all_ended();
 }
 
@@ -424,7 +440,14 @@ async fn execution_entries_go_with_their_execution_and_no_refresh_outlives_it() 
   assert!(f.views().iter().all(Vec::is_empty));
 
   // A spawned child that inherits the layers ends its refreshes too.
-  let spawn = Step::Spawn { id: "child".into(), child: Arc::new(llm()), memory: None, timeout_ms: None };
+  let spawn = Step::Spawn {
+    id: "child".into(),
+    child: Arc::new(llm()),
+    memory: None,
+    timeout_ms: None,
+    context_in: Default::default(),
+    context_out: Default::default(),
+  };
   let start = Instant::now();
   f.harness.run(&spawn, StepValue::Text("hi".into()), RunOptions::default()).await.unwrap();
   assert!(start.elapsed() < Duration::from_secs(1));

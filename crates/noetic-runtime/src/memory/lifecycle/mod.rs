@@ -105,28 +105,24 @@ impl MemoryEnv {
     started: std::time::Instant,
     outcome: &Result<T, String>,
   ) {
-    if let Some(span) = self.native_span(target, layer, hook, started, outcome) {
+    if let Some(span) = self.native_span(target, layer, hook, started, &status_of(outcome)) {
       self.sink.trace(vec![span]);
     }
   }
 
   /// A built-in hook's span, when the harness traces.
-  fn native_span<T>(
+  fn native_span(
     &self,
     target: TraceTarget<'_>,
     layer: &Layer,
     hook: HookKind,
     started: std::time::Instant,
-    outcome: &Result<T, String>,
+    status: &HookStatus,
   ) -> Option<HookSpan> {
     if !self.sink.tracing() {
       return None;
     }
-    let status = match outcome {
-      Ok(_) => HookStatus::Ok,
-      Err(message) => HookStatus::Threw(message.clone()),
-    };
-    Some(HookSpan::ended(target, layer.id(), hook, started, &status))
+    Some(HookSpan::ended(target, layer.id(), hook, started, status))
   }
 
   fn state_json(&self, exec: &str, layer: &str) -> Option<serde_json::Value> {
@@ -245,6 +241,14 @@ async fn within<F: std::future::Future>(ms: f64, hook: F) -> Result<F::Output, f
     Ok(limit) => tokio::time::timeout(limit, hook).await.map_err(|_| ms),
     // Too long to represent (Infinity included): it never fires.
     Err(_) => Ok(hook.await),
+  }
+}
+
+/// How a built-in hook ended, as its span reports it.
+fn status_of<T>(outcome: &Result<T, String>) -> HookStatus {
+  match outcome {
+    Ok(_) => HookStatus::Ok,
+    Err(message) => HookStatus::Threw(message.clone()),
   }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::host::{ExecInfo, HookArgs, HookBatch, RecallReply, WriteRule};
+use crate::host::{ExecInfo, HookArgs, HookBatch, HookStatus, RecallReply, WriteRule};
 use crate::items::{Item, ItemTypes, check_item_type, create_message};
 use crate::memory::native::{NativeLayer, NativeRecall};
 use crate::memory::registry::{Layer, LayerImpl};
@@ -13,7 +13,7 @@ use crate::memory::{HookKind, RecallMode, StateWrite};
 use crate::tokens::estimate_tokens;
 
 use super::eventual::{RecallCache, cache_key};
-use super::{ExecScope, MemoryEnv, failure, host_call, within};
+use super::{ExecScope, MemoryEnv, failure, host_call, status_of, within};
 use crate::memory::trace::{SpanBudget, TraceTarget};
 
 /// One layer's contribution: its items and the token count it reported (trusted as is, §9.1).
@@ -147,12 +147,16 @@ async fn recall_native(
 ) -> Recalled {
   let state = env.state_json(target.exec, layer.id());
   let started = std::time::Instant::now();
-  let outcome = match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await {
-    Ok(outcome) => outcome,
-    Err(ms) => Err(format!("Timeout after {}ms", crate::js_number(ms))),
+  let (outcome, status) = match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await
+  {
+    Ok(outcome) => {
+      let status = status_of(&outcome);
+      (outcome, status)
+    }
+    Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
   };
   let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
-  if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &outcome) {
+  if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &status) {
     if let Ok(recalled) = &outcome {
       let used = recalled.as_ref().map_or(0.0, |recalled| recalled.token_count);
       span.item_count = Some(usize::from(recalled.is_some()));
