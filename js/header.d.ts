@@ -776,7 +776,13 @@ export interface LayerTimeouts {
 export interface ProjectionPolicy {
   tokenBudget: number;
   responseReserve: number;
+  /**
+   * What happens to history the budget cannot hold: `truncate` drops the oldest; `sliding_window` first keeps only
+   * the last `windowSize` items; `summarize` shows a model-made summary in place of what was dropped (an LLM step
+   * with a model; elsewhere it truncates).
+   */
   overflow: 'truncate' | 'summarize' | 'sliding_window';
+  /** The model that writes `summarize`'s summaries (default: the step's model). */
   overflowModel?: string;
   windowSize?: number;
 }
@@ -1587,17 +1593,47 @@ export interface StepProvide<TMemory = ContextMemory, I = unknown, O = unknown> 
   memory: MemoryConfig | MemoryLayer[];
 }
 
-/** Runs the child in an isolated child context. */
-export interface StepSpawn<TMemory = ContextMemory, I = unknown, O = unknown> {
+/** Runs the child in an isolated child context. `C`: the child's output, which `contextOut` may make into another `O`. */
+export interface StepSpawn<TMemory = ContextMemory, I = unknown, O = unknown, C = O> {
   kind: 'spawn';
   id: string;
-  child: Step<TMemory, I, O>;
+  child: Step<TMemory, I, C>;
   /** Replaces the parent's layers for the child. */
   memory?: MemoryConfig | MemoryLayer[];
   /** Milliseconds. */
   timeout?: number;
   subprocess?: SubprocessAdapter;
+  contextIn?: ContextInStrategy;
+  contextOut?: ContextOutStrategy;
 }
+
+/**
+ * What a spawned child's log starts with, before any onSpawn items (not in upstream 1.0, whose children always start
+ * empty: `'fresh'`, the default).
+ */
+export type ContextInStrategy =
+  | 'fresh'
+  | 'inherit'
+  | { strategy: 'fresh' }
+  | { strategy: 'inherit' }
+  | {
+      strategy: 'subset';
+      /** Picks from a copy of the parent's log. */
+      select: (parentItems: Item[], parentState: Record<string, unknown>) => Item[] | Promise<Item[]>;
+    }
+  | { strategy: 'custom'; build: (input: unknown, parentCtx: Context) => Item[] | Promise<Item[]> };
+
+/**
+ * What the parent receives of a spawned child's output, before onReturn (not in upstream 1.0: `'full'`, the
+ * default). A summary is the model's text about the child's conversation, asked with `prompt`, of `model` or else
+ * the model of the child's last LLM step; a schema parses the output (`llm_parse_error` when it does not fit).
+ */
+export type ContextOutStrategy =
+  | 'full'
+  | 'summary'
+  | { strategy: 'full' }
+  | { strategy: 'summary'; model?: string; prompt?: string }
+  | { strategy: 'schema'; schema: ZodType };
 
 export interface StepLoop<TMemory = ContextMemory, I = unknown, O = unknown> {
   kind: 'loop';
@@ -1703,8 +1739,18 @@ interface SpawnOptions<TMemory, I, O> {
   memory?: MemoryConfig | readonly MemoryLayer[];
   timeout?: number;
   subprocess?: SubprocessAdapter;
+  contextIn?: ContextInStrategy;
+  contextOut?: ContextOutStrategy;
 }
 
+/** Runs `child` in an isolated child context; with `contextOut` summary its output is the summary's text. */
+export declare function spawn<TMemory = ContextMemory, I = unknown, O = unknown>(
+  opts: SpawnOptions<TMemory, I, O> & { contextOut: 'summary' | { strategy: 'summary'; model?: string; prompt?: string } },
+): StepSpawn<TMemory, I, string, O>;
+/** Runs `child` in an isolated child context; with `contextOut` schema its output is what the schema parses. */
+export declare function spawn<TMemory = ContextMemory, I = unknown, O = unknown, S extends ZodType = ZodType>(
+  opts: SpawnOptions<TMemory, I, O> & { contextOut: { strategy: 'schema'; schema: S } },
+): StepSpawn<TMemory, I, z.infer<S>, O>;
 /** Runs `child` in an isolated child context, optionally with its own layers. */
 export declare function spawn<TMemory = ContextMemory, I = unknown, O = unknown>(
   opts: SpawnOptions<TMemory, I, O>,

@@ -829,8 +829,9 @@ class Runtime {
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
     // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
     const checked = admit(gateOf(this.harness.itemSchemas, [...layers, ...tools]), response.items);
-    // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves.
-    this.replies.set(call.context, response.items);
+    // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
+    // call aside (a summary) never goes in the log.
+    if (!call.aside) this.replies.set(call.context, response.items);
     return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
   }
 }

@@ -2,7 +2,7 @@
 // Step builders: plain step objects, as upstream (tests inspect `.kind`, users write literals), and the
 // description of a step tree the native interpreter runs. Built-in predicates carry a marker so the runtime
 // evaluates them without crossing; they stay callable from JS.
-const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
 const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
 const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
@@ -95,8 +95,79 @@ function spawn(opts) {
   requireId(opts, 'spawn', 'my-spawn');
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
+  const contextIn = contextInOf(opts.contextIn, opts.id);
+  const contextOut = contextOutOf(opts.contextOut, opts.id);
   registerStep(opts.child);
-  return built({ kind: 'spawn', ...opts });
+  return built({ kind: 'spawn', ...opts, ...(contextIn ? { contextIn } : {}), ...(contextOut ? { contextOut } : {}) });
+}
+
+// A spawn's context strategies (DECISIONS D12, M6), as `{ strategy, ... }`; a bare strategy name stands for the
+// object when the strategy needs nothing else. Absent means upstream's behaviour (fresh in, full out).
+function strategyOf(value, names, what, id) {
+  if (value == null) return undefined;
+  const spec = typeof value === 'string' ? { strategy: value } : value;
+  need(
+    typeof spec === 'object' && names.includes(spec.strategy),
+    what === 'contextIn' ? 'INVALID_CONTEXT_IN' : 'INVALID_CONTEXT_OUT',
+    `spawn '${id}' has ${what} ${describeValue(value)}; expected one of ${names.map((n) => `'${n}'`).join(', ')} or { strategy, ... }.`,
+    what === 'contextIn'
+      ? "Use 'fresh' (the default), 'inherit', { strategy: 'subset', select(items, state) }, or { strategy: 'custom', build(input, ctx) }."
+      : "Use 'full' (the default), { strategy: 'summary', model?, prompt? }, or { strategy: 'schema', schema }.",
+  );
+  return spec;
+}
+
+function contextInOf(value, id) {
+  const spec = strategyOf(value, ['fresh', 'inherit', 'subset', 'custom'], 'contextIn', id);
+  if (spec?.strategy === 'subset') need(typeof spec.select === 'function', 'INVALID_CONTEXT_IN', `spawn '${id}' has contextIn 'subset' without a select function.`, 'Pass { strategy: \'subset\', select: (parentItems, parentState) => items }.');
+  if (spec?.strategy === 'custom') need(typeof spec.build === 'function', 'INVALID_CONTEXT_IN', `spawn '${id}' has contextIn 'custom' without a build function.`, 'Pass { strategy: \'custom\', build: (input, parentCtx) => items }.');
+  return spec;
+}
+
+function contextOutOf(value, id) {
+  const spec = strategyOf(value, ['full', 'summary', 'schema'], 'contextOut', id);
+  if (spec?.strategy === 'schema') need(typeof spec.schema?.safeParse === 'function', 'INVALID_CONTEXT_OUT', `spawn '${id}' has contextOut 'schema' without a schema.`, 'Pass { strategy: \'schema\', schema: z.object({...}) } (any object with safeParse).');
+  if (spec?.strategy === 'summary') {
+    for (const key of ['model', 'prompt']) need(spec[key] === undefined || typeof spec[key] === 'string', 'INVALID_CONTEXT_OUT', `spawn '${id}' has contextOut summary ${key} ${describeValue(spec[key])}; expected a string.`, `Pass ${key} as a string, or leave it out.`);
+  }
+  return spec;
+}
+
+// What the native side calls: `select` with the parent's items and state, `build` with the input and the parent's
+// context (their items cross as one JSON text), and the schema as a parse that fails with llm_parse_error.
+const itemsText = (items) => (Array.isArray(items) ? JSON.stringify(items) : items);
+
+function describeContextIn(spec, keep) {
+  switch (spec?.strategy) {
+    case 'inherit':
+      return { strategy: 'inherit' };
+    case 'subset':
+      return { strategy: 'subset', fn: keep(async (ctx) => itemsText(await spec.select([...ctx.itemLog.items], ctx.state))) };
+    case 'custom':
+      return { strategy: 'custom', fn: keep(async (input, ctx) => itemsText(await spec.build(input, ctx))) };
+    default:
+      return undefined;
+  }
+}
+
+function describeContextOut(spec, keep, stepId) {
+  switch (spec?.strategy) {
+    case 'summary':
+      return { strategy: 'summary', model: spec.model, prompt: spec.prompt };
+    case 'schema': {
+      const parse = (output) => {
+        const checked = spec.schema.safeParse(output);
+        if (checked.success) return checked.data;
+        const failure = new NoeticErrorImpl({ kind: 'llm_parse_error', stepId, raw: JSON.stringify(output) ?? String(output), schema: spec.schema, zodError: checked.error });
+        // The very object reaches the caller, schema and ZodError included.
+        failure[KEEP_IDENTITY] = true;
+        throw failure;
+      };
+      return { strategy: 'schema', fn: keep(parse) };
+    }
+    default:
+      return undefined;
+  }
 }
 
 function branch(opts) {
@@ -331,6 +402,8 @@ function describeStep(s, keep, describeLayer) {
         child: describeStep(s.child, keep, describeLayer),
         memory: s.memory == null ? undefined : layersOf(s.memory, `spawn '${s.id}'`).map((l) => describeLayer(l, keep)),
         timeout: s.timeout === undefined ? undefined : num(s.timeout),
+        contextIn: describeContextIn(contextInOf(s.contextIn, s.id), keep),
+        contextOut: describeContextOut(contextOutOf(s.contextOut, s.id), keep, s.id),
       };
     default:
       return base;

@@ -16,8 +16,8 @@ use noetic_runtime::memory::registry::{
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{
-  Backoff, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams, RetryPolicy, Step,
-  StructuredOutput, Until,
+  Backoff, ContextIn, ContextOut, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams,
+  RetryPolicy, Step, StructuredOutput, Until,
 };
 use serde_json::Value;
 
@@ -315,6 +315,8 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
         _ => None,
       },
       timeout_ms: value.get("timeout").and_then(number),
+      context_in: context_in(value.get("contextIn").unwrap_or(&Value::Null)),
+      context_out: context_out(value.get("contextOut").unwrap_or(&Value::Null)),
       id,
     },
     Some(other) => {
@@ -322,6 +324,27 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
     }
     None => return Err(describe_error("A step has no `kind`.")),
   })
+}
+
+/// A spawn's `contextIn` as JS describes it: `{strategy, fn}` (JS has checked it).
+fn context_in(value: &Value) -> ContextIn {
+  let func = value.get("fn").and_then(Value::as_u64);
+  match (value.get("strategy").and_then(Value::as_str), func) {
+    (Some("inherit"), _) => ContextIn::Inherit,
+    (Some("subset"), Some(func)) => ContextIn::Subset(func),
+    (Some("custom"), Some(func)) => ContextIn::Custom(func),
+    _ => ContextIn::Fresh,
+  }
+}
+
+/// A spawn's `contextOut` as JS describes it: `{strategy, model?, prompt?, fn?}`.
+fn context_out(value: &Value) -> ContextOut {
+  let text = |key| value.get(key).and_then(Value::as_str).map(str::to_owned);
+  match (value.get("strategy").and_then(Value::as_str), value.get("fn").and_then(Value::as_u64)) {
+    (Some("summary"), _) => ContextOut::Summary { model: text("model"), prompt: text("prompt") },
+    (Some("schema"), Some(func)) => ContextOut::Schema(func),
+    _ => ContextOut::Full,
+  }
 }
 
 /// The steps a branch or fork may choose at run time (`_optimizable`).

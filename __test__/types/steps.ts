@@ -16,6 +16,8 @@ import {
   type CallModelRequest,
   type Context,
   type ContextMemory,
+  type StepSpawn,
+  createMessage,
   type LLMResponse,
   type Snapshot,
   type SettleResult,
@@ -100,6 +102,21 @@ const refineLoop = loop({
 });
 
 const isolated = spawn({ id: 'isolated', child: refineLoop, timeout: 30_000 });
+
+// Context strategies: a summary's output is a string, a schema's what it parses.
+const summarized = spawn({ id: 'summarized', child: refineLoop, contextIn: 'inherit', contextOut: { strategy: 'summary', prompt: 'Briefly.' } });
+const summaryText: StepSpawn<ContextMemory, string, string, string> = summarized;
+const typed = spawn({
+  id: 'typed',
+  child: refineLoop,
+  contextIn: { strategy: 'subset', select: (items, state) => items.filter(() => state.keep !== false) },
+  contextOut: { strategy: 'schema', schema: z.object({ city: z.string() }) },
+});
+const typedCity: StepSpawn<ContextMemory, string, { city: string }, string> = typed;
+const built = spawn({ id: 'built', child: refineLoop, contextIn: { strategy: 'custom', build: (input, parent) => [createMessage(`${String(input)} @${parent.depth}`, 'user')] } });
+// @ts-expect-error an unknown strategy is not a ContextInStrategy
+spawn({ id: 'bad', child: refineLoop, contextIn: 'everything' });
+void [summaryText, typedCity, built];
 
 const harness = new AgentHarness({
   name: 'steps',

@@ -402,6 +402,9 @@ pub struct ModelCall {
   pub tools: Vec<ToolRef>,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub allowed_tool_names: Option<Vec<String>>,
+  /// A call beside the conversation (a summary): its reply never enters the log, so the host keeps nothing of it.
+  #[serde(skip_serializing_if = "std::ops::Not::not")]
+  pub aside: bool,
 }
 
 /// Part of the context window sent to a model: a run of consecutive log positions `[start, end)` the host

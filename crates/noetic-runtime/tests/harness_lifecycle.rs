@@ -326,7 +326,14 @@ async fn a_spawned_child_that_inherits_the_layers_drops_its_state_when_it_ends()
   // Without init the layer is not skipped in the child (§5.2), so its store writes state there.
   let layers = LayerSet::register(vec![js_layer("loose", 1.0, "thread", 1, &["store"])]).unwrap();
   let f = fixture(layers, vec![]);
-  let spawn = Step::Spawn { id: "child".into(), child: Arc::new(llm()), memory: None, timeout_ms: None };
+  let spawn = Step::Spawn {
+    id: "child".into(),
+    child: Arc::new(llm()),
+    memory: None,
+    timeout_ms: None,
+    context_in: Default::default(),
+    context_out: Default::default(),
+  };
   f.harness.run(&spawn, StepValue::Text("hi".into()), thread("T")).await.unwrap();
   assert_eq!(*f.host.calls.lock().unwrap(), ["store:loose"]);
   assert_eq!(f.harness.env.states.live_executions(), 0);

@@ -27,6 +27,10 @@ pub struct ContextState {
   /// `lastStepMeta` as the JSON JS reads.
   pub last_step_meta: Option<Value>,
   pub last_tool_calls: usize,
+  /// The model of the last LLM step: what a spawn's summary asks when it names none.
+  pub last_model: Option<String>,
+  /// What a `summarize` projection shows in place of the history it dropped (D10).
+  pub overflow_summary: Option<super::summary::OverflowSummary>,
   /// `lastLayerUsage` as the JSON JS reads.
   pub last_layer_usage: Option<super::usage::LayerUsage>,
   pub completion: Option<StepValue>,

@@ -10,13 +10,13 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::fork::run_fork;
+use super::spawn::{Spawn, run_spawn};
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{
   FnArg, FnCall, HostError, HostRef, InboxCall, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall,
   Verdict, WakeCall,
 };
-use crate::memory::lifecycle;
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
 use crate::steps::{Emit, EveryStep, LoopStep, RetryPolicy, Step};
 
@@ -78,7 +78,7 @@ fn step_failed_with(step_id: &str, cause: Value, message: &str, retries_exhauste
   )
 }
 
-fn step_failed(step_id: &str, cause: String) -> NoeticError {
+pub(super) fn step_failed(step_id: &str, cause: String) -> NoeticError {
   step_failed_with(step_id, json!({ "message": cause }), &cause, false)
 }
 
@@ -104,7 +104,7 @@ fn cause_of(error: &RunError) -> Value {
 }
 
 /// `step_failed` with `error` as its cause.
-fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
+pub(super) fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
   step_failed_with(step_id, cause_of(error), &error.to_string(), retries_exhausted)
 }
 
@@ -122,48 +122,6 @@ pub(super) fn value_json(value: &StepValue) -> Value {
     StepValue::Text(text) => Value::String(text.clone()),
     StepValue::Json(json) => json.clone(),
     other => json!({ "$stepValue": StepValueRef::from(other) }),
-  }
-}
-
-/// A child that inherits its parent's layers: onSpawn gives it their states and its first items, and once it
-/// succeeds onReturn hands its states back and may transform its output (§15.3).
-async fn spawn_inheriting(
-  harness: &Harness,
-  child: &Step,
-  input: StepValue,
-  parent: &Arc<ExecContext>,
-  child_ctx: &Arc<ExecContext>,
-  depth: usize,
-) -> RunResult<StepValue> {
-  let (parent_scope, child_scope) = (harness.scope(parent), harness.scope(child_ctx));
-  let items = lifecycle::spawn_layers(&harness.env, &parent_scope, &child_scope).await?;
-  {
-    let mut state = child_ctx.state();
-    for item in items {
-      state.log.push(item);
-    }
-  }
-  let output = nested(harness, child, input, child_ctx, depth + 1).await?;
-  Ok(lifecycle::return_layers(&harness.env, &harness.scope(parent), &harness.scope(child_ctx), output).await)
-}
-
-/// A spawn's child within its time limit (DECISIONS G7): past it the child is aborted, and still finished (so that
-/// its layers end cleanly) before the spawn fails with `step_failed`.
-async fn within(
-  id: &str,
-  ms: f64,
-  child: &Arc<ExecContext>,
-  run: impl Future<Output = RunResult<StepValue>>,
-) -> RunResult<StepValue> {
-  let mut run = std::pin::pin!(run);
-  tokio::select! {
-    result = &mut run => result,
-    () = tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)) => {
-      let message = format!("Spawn '{id}' timed out after {}ms", crate::js_number(ms));
-      child.abort(message.clone());
-      let _ = run.await;
-      Err(step_failed(id, message).into())
-    }
   }
 }
 
@@ -271,33 +229,11 @@ async fn run_step(
     Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
     Step::Loop(looped) => run_loop(harness, looped, input, ctx, depth).await,
     Step::Every(every) => run_every(harness, every, input, ctx, depth).await,
-    Step::Spawn { id, child, memory, timeout_ms } => {
+    Step::Spawn { id, child, memory, timeout_ms, context_in, context_out } => {
       let layers = memory.clone().unwrap_or_else(|| ctx.layers());
       let child_ctx = harness.open_context(ExecContext::child_of(ctx, layers));
-      // A child with its own layers initialises and finishes them; one that inherits the parent's runs them as
-      // the parent left them (upstream: no init in children).
-      let run = async {
-        if memory.is_some() {
-          harness.run_in(&child_ctx, child, input).await
-        } else {
-          let inherits = !child_ctx.layers().is_empty();
-          let result = if inherits {
-            spawn_inheriting(harness, child, input, ctx, &child_ctx, depth).await
-          } else {
-            nested(harness, child, input, &child_ctx, depth + 1).await
-          };
-          harness.recall_cache.finish(&child_ctx.id).await;
-          // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
-          // executeSpawn cleans up its child).
-          harness.env.states.flush(&child_ctx.id).await;
-          harness.env.states.cleanup(&child_ctx.id);
-          result
-        }
-      };
-      let result = match timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
-        None => run.await,
-        Some(ms) => within(id, ms, &child_ctx, run).await,
-      };
+      let spawn = Spawn { id, child, own_layers: memory.is_some(), timeout_ms: *timeout_ms, context_in, context_out };
+      let result = run_spawn(harness, spawn, input, ctx, &child_ctx, depth).await;
       harness.close_context(&child_ctx.id);
       result
     }

@@ -18,7 +18,7 @@ use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, StepValue, ViewEntry};
 use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
-use crate::memory::{DEFAULT_PROJECTION, HistoryView, ProjectionPolicy, assemble_view};
+use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
 
@@ -34,6 +34,8 @@ pub(super) fn no_provider() -> ConfigError {
 struct HistoryOfLog<'a> {
   log: &'a ItemLog,
   system: &'a [usize],
+  /// Items before this index are not offered: an overflow summary stands for them (D10).
+  floor: usize,
 }
 
 impl HistoryOfLog<'_> {
@@ -69,7 +71,7 @@ impl HistoryView for HistoryOfLog<'_> {
   fn newest_run_within(&self, start: usize, budget: f64) -> usize {
     // Not `<=`: a NaN budget fits everything, as the walk's `used + cost > budget` never stops it.
     let fits = |i: usize| (self.suffix_cost(i) as f64).partial_cmp(&budget) != Some(std::cmp::Ordering::Greater);
-    let (mut low, mut high) = (start, self.len());
+    let (mut low, mut high) = (start.max(self.floor), self.len());
     while low < high {
       let mid = low + (high - low) / 2;
       if fits(mid) {
@@ -95,6 +97,8 @@ impl HistoryOfLog<'_> {
 struct View {
   entries: Vec<ViewEntry>,
   items: Vec<Arc<Item>>,
+  /// Log positions of the history the budget dropped beyond what an overflow summary covers: `[from, to)`.
+  dropped: std::ops::Range<usize>,
 }
 
 impl Harness {
@@ -176,7 +180,13 @@ impl Harness {
     let response = loop {
       // Layers may project the history (read-side, once per model attempt, §11.1).
       let projected = if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx)).await? } else { None };
-      let view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
+      let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
+      if policy.overflow == Overflow::Summarize
+        && !view.dropped.is_empty()
+        && self.summarize_overflow(ctx, step, &policy, view.dropped.clone()).await
+      {
+        view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
+      }
       let memory = has_layers.then(|| StepRecall { recalled: &mut recalled, budgets: &budgets, query: &query });
       let response = self.call_model(step, &tools, view, ctx, memory).await?;
       // Every response counts, including one steering rejects: the spend is real.
@@ -219,6 +229,7 @@ impl Harness {
         .map(|item| Value::Object(item.fields().into_owned()))
         .collect();
       state.last_tool_calls = tool_calls.len();
+      state.last_model = Some(step.model.clone());
       state.last_step_meta = Some(json!({
         "toolCalls": tool_calls,
         "usage": { "inputTokens": response.input_tokens, "outputTokens": response.output_tokens },
@@ -317,6 +328,7 @@ impl Harness {
           view: view.entries,
           tools: tools.iter().map(|tool| self.tool_ref(tool, ctx)).collect(),
           allowed_tool_names: None,
+          aside: false,
         };
         let reply = self.env.host.call_model(call).await?;
         let items = reply
@@ -339,7 +351,7 @@ impl Harness {
 /// Guides a step accepts before it takes the response as it is (upstream's `MAX_STEERING_RETRIES`).
 const MAX_STEERING_RETRIES: usize = 3;
 
-fn track_usage(ctx: &ExecContext, response: &Round) {
+pub(super) fn track_usage(ctx: &ExecContext, response: &Round) {
   let mut state = ctx.state();
   state.tokens.input += response.input_tokens;
   state.tokens.output += response.output_tokens;
@@ -376,6 +388,8 @@ fn project(
   with_items: bool,
 ) -> View {
   let state = ctx.state();
+  // A summary of dropped history stands for the log before `covers`, after the layer items (D10).
+  let summary = state.overflow_summary.as_ref().filter(|s| projected.is_none() && s.covers <= state.log.len());
   // A projected history is costed as a log of its own; `origin` maps its positions back to the context's log,
   // so that the log's own items are still named by position (`None`: an item a hook made).
   let built;
@@ -403,20 +417,29 @@ fn project(
     }
   };
   let system = log.system_positions();
-  let history = HistoryOfLog { log, system };
+  let floor = summary.map_or(0, |s| s.covers - system.partition_point(|&pos| pos < s.covers));
+  let history = HistoryOfLog { log, system, floor };
   // Each layer item, with where the host keeps it when it does.
   let layer_items: Vec<(&Arc<Item>, Kept)> = recalled
     .iter()
     .flat_map(|entry| {
       entry.items.iter().enumerate().map(|(index, item)| (item, entry.host_key.map(|key| (key, index))))
     })
+    .chain(summary.map(|s| (&s.item, None)))
     .collect();
   let system_costs: Vec<u64> = system.iter().map(|&pos| log.cost_at(pos)).collect();
   // Layer items are costed as the log would cost them (with the harness's tokenizer, when it has one).
   let layer_costs: Vec<u64> = layer_items.iter().map(|(item, _)| log.cost_of(item)).collect();
   let plan = assemble_view(&system_costs, &layer_costs, &history, Some(policy));
 
-  let mut view = View { entries: Vec::new(), items: Vec::new() };
+  let first = plan.history_kept.first().copied().unwrap_or(history.len());
+  let dropped = if origin.is_some() || first <= floor {
+    0..0
+  } else {
+    let to = if first < history.len() { history.position(first) } else { log.len() };
+    summary.map_or(0, |s| s.covers)..to
+  };
+  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
       let pos = match origin.as_ref().map(|origin| origin[pos]) {
@@ -482,7 +505,7 @@ mod tests {
       let role = if i % 17 == 3 { "system" } else { "user" };
       log.push(Arc::new(input_message(format!("m{i}"), role, "x".repeat(i * 7 % 50))));
     }
-    let history = HistoryOfLog { log: &log, system: log.system_positions() };
+    let history = HistoryOfLog { log: &log, system: log.system_positions(), floor: 0 };
     assert!(!history.system.is_empty());
     for start in [0, 5, 30, history.len()] {
       for budget in [0.0, 1.0, 25.0, 100.0, 333.0, 1e9, f64::NAN] {

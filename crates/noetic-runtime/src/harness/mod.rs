@@ -10,6 +10,8 @@ mod model;
 mod round_model;
 mod scripted;
 pub mod session;
+mod spawn;
+mod summary;
 mod tool_loop;
 mod tools;
 mod usage;

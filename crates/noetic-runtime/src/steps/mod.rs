@@ -38,8 +38,16 @@ pub enum Step {
   /// runs; no layer hook runs for them (as upstream).
   Provide { id: String, child: Arc<Step>, memory: Arc<LayerSet> },
   /// `spawn`: run a child step in an isolated child context, with its own layers if given; past `timeout_ms` the
-  /// child is aborted and the spawn fails.
-  Spawn { id: String, child: Arc<Step>, memory: Option<Arc<LayerSet>>, timeout_ms: Option<f64> },
+  /// child is aborted and the spawn fails. `context_in` seeds the child's log, `context_out` shapes its output
+  /// (DECISIONS D12, M6).
+  Spawn {
+    id: String,
+    child: Arc<Step>,
+    memory: Option<Arc<LayerSet>>,
+    timeout_ms: Option<f64>,
+    context_in: ContextIn,
+    context_out: ContextOut,
+  },
 }
 
 impl Step {
@@ -71,6 +79,33 @@ impl Step {
       Self::Spawn { .. } => "spawn",
     }
   }
+}
+
+/// What a spawned child's log starts with (before any onSpawn items).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ContextIn {
+  /// Empty: upstream's behaviour.
+  #[default]
+  Fresh,
+  /// A copy of the parent's log.
+  Inherit,
+  /// The items a host function picks (`select(parentItems, parentState)`, called with the parent's context).
+  Subset(HostRef),
+  /// The items a host function builds (`build(input, parentCtx)`).
+  Custom(HostRef),
+}
+
+/// What the parent receives of a spawned child's output (before any onReturn).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum ContextOut {
+  /// The output as it is: upstream's behaviour.
+  #[default]
+  Full,
+  /// A text the model makes of the child's conversation, asked with `prompt`, by `model` or else the model of the
+  /// child's last LLM step.
+  Summary { model: Option<String>, prompt: Option<String> },
+  /// The output parsed by a host schema (`llm_parse_error` when it does not fit).
+  Schema(HostRef),
 }
 
 #[derive(Debug, Clone)]

@@ -1,0 +1,174 @@
+//! Summaries made by the harness's model: a spawn's `contextOut: summary` (D12) and the history a `summarize`
+//! projection drops (D10). One model round without tools, on part of a context's log.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::llm::{no_provider, track_usage};
+use super::round_model::{RoundModel, RoundRequest};
+use super::{ExecContext, Harness, Model, RunResult};
+use crate::host::{ModelCall, ViewEntry};
+use crate::items::{Item, Pairing, create_message, extract_assistant_text, parse_js_item};
+use crate::memory::ProjectionPolicy;
+use crate::steps::{LlmStep, ModelParams};
+
+/// What a `summarize` projection puts in place of the history before `covers` (log positions), kept by the context
+/// and extended whenever the budget drops more (D10).
+#[derive(Debug, Clone)]
+pub struct OverflowSummary {
+  pub covers: usize,
+  pub text: String,
+  /// The developer message the view shows after the layer items.
+  pub item: Arc<Item>,
+}
+
+/// Asked of the model for an overflow summary.
+const OVERFLOW_PROMPT: &str = "The conversation above no longer fits the context window. Summarize it so the \
+                               conversation can go on without it: the user's goals, decisions, facts learned, tool \
+                               results that still matter, and what remains open. Be concise.";
+
+/// What to summarize: a run of a context's log, after an earlier summary it extends (if any), asked with `prompt`.
+pub(crate) struct SummaryRequest<'a> {
+  /// Named in errors.
+  pub step_id: &'a str,
+  pub model: &'a str,
+  pub range: Range<usize>,
+  pub earlier: Option<&'a str>,
+  pub prompt: &'a str,
+}
+
+impl Harness {
+  /// The model's text for `request`. Its usage counts in `ctx`, like any model call the context makes.
+  pub(crate) async fn summarize(&self, ctx: &Arc<ExecContext>, request: SummaryRequest<'_>) -> RunResult<String> {
+    let earlier = match request.earlier {
+      Some(text) => {
+        Some(Arc::new(create_message(format!("Summary of the conversation so far:\n{text}"), "developer")?))
+      }
+      None => None,
+    };
+    let ask = Arc::new(create_message(request.prompt, "user")?);
+    let round = match &self.model {
+      Model::None => return Err(no_provider().into()),
+      Model::Host => {
+        // A JS model is handed log positions it already holds, not the items again.
+        let mut view: Vec<ViewEntry> = earlier.into_iter().map(|item| ViewEntry::Layer { item, kept: None }).collect();
+        view.push(ViewEntry::Log { start: request.range.start, end: request.range.end });
+        view.push(ViewEntry::Layer { item: ask, kept: None });
+        let call = ModelCall {
+          context: ctx.id.clone(),
+          model: request.model.to_owned(),
+          instructions: None,
+          view,
+          tools: Vec::new(),
+          allowed_tool_names: None,
+          aside: true,
+        };
+        let reply = self.env.host.call_model(call).await?;
+        let items = reply
+          .items
+          .iter()
+          .map(|text| parse_js_item(text, self.item_types.unless_checked(reply.items_checked)).map(Arc::new))
+          .collect::<Result<Vec<_>, _>>()?;
+        crate::provider::Round {
+          items,
+          input_tokens: reply.input_tokens,
+          output_tokens: reply.output_tokens,
+          cached_tokens: reply.cached_tokens.unwrap_or(0.0),
+          cost: reply.cost.unwrap_or(0.0),
+        }
+      }
+      Model::Scripted(model) => {
+        model.answer(&Self::aside(&request, &conversation(ctx, earlier, &request, ask))).await?
+      }
+      Model::OpenRouter(provider) => {
+        provider.answer(&Self::aside(&request, &conversation(ctx, earlier, &request, ask))).await?
+      }
+    };
+    track_usage(ctx, &round);
+    let answer = round.items.iter().rev().find(|item| item.role() == Some("assistant"));
+    Ok(answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default())
+  }
+
+  /// Summarizes the history the budget dropped (`dropped`, log positions), with the earlier summary and half of
+  /// what the budget kept: the next summary is then due only once the history has grown by about half the budget
+  /// again, not on every step. Whether the context's summary changed. Without a model the history is only truncated;
+  /// a failed summary is a diagnostic, and the step goes on truncated.
+  pub(crate) async fn summarize_overflow(
+    &self,
+    ctx: &Arc<ExecContext>,
+    step: &LlmStep,
+    policy: &ProjectionPolicy,
+    dropped: Range<usize>,
+  ) -> bool {
+    if matches!(self.model, Model::None) {
+      return false;
+    }
+    let (to, earlier) = {
+      let state = ctx.state();
+      let len = state.log.len();
+      let mut to = dropped.end + (len - dropped.end) / 2;
+      // A tool output goes where its call goes.
+      while to < len && matches!(state.log.pairing(to), Pairing::Output(_)) {
+        to += 1;
+      }
+      // The newest item (the question at hand) is never summarized away.
+      let to = to.min(len.saturating_sub(1)).max(dropped.end);
+      (to, state.overflow_summary.as_ref().map(|s| s.text.clone()))
+    };
+    let model = policy.overflow_model.as_deref().unwrap_or(&step.model);
+    let request = SummaryRequest {
+      step_id: &step.id,
+      model,
+      range: dropped.start..to,
+      earlier: earlier.as_deref(),
+      prompt: OVERFLOW_PROMPT,
+    };
+    let summarized = match self.summarize(ctx, request).await {
+      Ok(text) => create_message(format!("Summary of the earlier conversation:\n{text}"), "developer")
+        .map(|item| OverflowSummary { covers: to, text, item: Arc::new(item) })
+        .map_err(|e| e.to_string()),
+      Err(error) => Err(error.to_string()),
+    };
+    match summarized {
+      Ok(summary) => {
+        ctx.state().overflow_summary = Some(summary);
+        true
+      }
+      Err(message) => {
+        self.env.sink.step_diagnostic(&step.id, "summarize", &format!("Overflow summary failed: {message}"));
+        false
+      }
+    }
+  }
+
+  /// A round with no tools and no context: a summary is not streamed to a session's readers as if it were the
+  /// agent's reply.
+  fn aside<'a>(request: &'a SummaryRequest<'_>, conversation: &'a [Arc<Item>]) -> RoundRequest<'a> {
+    RoundRequest {
+      step_id: request.step_id,
+      model: request.model,
+      instructions: None,
+      params: &NO_PARAMS,
+      conversation,
+      tools: &[],
+      output_schema: None,
+      ctx: None,
+    }
+  }
+}
+
+static NO_PARAMS: std::sync::LazyLock<ModelParams> = std::sync::LazyLock::new(ModelParams::default);
+
+/// The earlier summary, the log's run, then the request.
+fn conversation(
+  ctx: &ExecContext,
+  earlier: Option<Arc<Item>>,
+  request: &SummaryRequest<'_>,
+  ask: Arc<Item>,
+) -> Vec<Arc<Item>> {
+  let mut items: Vec<Arc<Item>> = earlier.into_iter().collect();
+  let state = ctx.state();
+  items.extend(state.log.items().get(request.range.clone()).unwrap_or_default().iter().cloned());
+  items.push(ask);
+  items
+}
