@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { allocateBudgets, assembleView, checkBudget } from '../js/unstable.mjs';
-import { estimateTokens, stripUnresolvedToolCalls, findFunctionCall, isNoeticError } from '../js/index.mjs';
+import { allocateBudgets, assembleView, checkBudget, createScopedStorage } from '../js/unstable.mjs';
+import { AgentHarness, createInMemoryStorage, estimateTokens, step, stripUnresolvedToolCalls, findFunctionCall, isNoeticError } from '../js/index.mjs';
 
 const msg = (id, role, text) => ({ id, type: 'message', role, status: 'completed', content: [{ type: role === 'assistant' ? 'output_text' : 'input_text', text }] });
 const call = (id, callId) => ({ id, type: 'function_call', callId, name: 't', arguments: '{}' });
@@ -130,4 +130,30 @@ test('assembleView gives the same view as the plan measured over the whole histo
     const reference = referenceView(input).map((i) => i.id);
     assert.deepEqual(ours, reference, `round ${round}: ${JSON.stringify(input.policy)}`);
   }
+});
+
+test('createScopedStorage confines a storage adapter to one layer and scope, where the harness keeps that layer', async () => {
+  const storage = createInMemoryStorage();
+  const scoped = createScopedStorage(storage, 'notes', 'thread-1');
+  await scoped.set('draft', { text: 'hi' });
+  await scoped.set('sub/a', 1);
+  await storage.set('layers/notes/thread-2/draft', 'other scope');
+  assert.deepEqual(await storage.get('layers/notes/thread-1/draft'), { text: 'hi' });
+  assert.deepEqual(await scoped.get('draft'), { text: 'hi' });
+  assert.equal(await scoped.get('missing'), null);
+  assert.deepEqual((await scoped.list()).sort(), ['draft', 'sub/a']);
+  assert.deepEqual(await scoped.list('sub/'), ['sub/a'], 'the asked-for prefix stays on the keys');
+  await scoped.delete('draft');
+  assert.equal(await storage.get('layers/notes/thread-1/draft'), null);
+
+  // A thread-scoped layer's durable state is where the scoped view of its id and thread finds it.
+  const layer = { id: 'notes', slot: 10, scope: 'thread', hooks: { init: async () => ({ state: { n: 1 } }), store: async ({ state }) => ({ state: { n: state.n + 1 } }) } };
+  const h = new AgentHarness({ name: 'scoped', params: {}, storage, memory: [layer], initialStep: step.llm({ id: 'chat', model: 'm' }), llm: { provider: 'scripted', script: [{ text: 'ok' }] } });
+  await h.execute('hello', { threadId: 'thread-1' });
+  await h.getAgentResponse({ threadId: 'thread-1' });
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(await scoped.get('state'), { n: 2 });
+
+  assert.throws(() => createScopedStorage({ get() {} }, 'l', 's'), (e) => e.code === 'INVALID_STORAGE');
+  assert.throws(() => createScopedStorage(storage, 7, 's'), (e) => e.code === 'INVALID_STORAGE' && /layerId/.test(e.message));
 });

@@ -100,4 +100,24 @@ const frameworkCast = (value) => value;
 
 const { retargetCwdForSpawn } = require('./cwd.cjs');
 
-module.exports = { allocateBudgets, assembleView, checkBudget, frameworkCast, retargetCwdForSpawn };
+// A storage adapter confined to one layer and scope key (`layers/<layerId>/<scopeKey>/`), as a layer's hooks see
+// theirs. Keys are not escaped, as upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a
+// prefix. `list` gives keys relative to that prefix (the `keyPrefix` asked for stays on them).
+function createScopedStorage(storage, layerId, scopeKey) {
+  const methods = ['get', 'set', 'delete', 'list'];
+  if (typeof storage !== 'object' || storage === null || methods.some((m) => typeof storage[m] !== 'function')) {
+    throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: storage is ${describeValue(storage)}; expected a StorageAdapter.`, hint: 'Pass createInMemoryStorage(), createSqliteStorage(path) or an object with get, set, delete and list.' });
+  }
+  for (const [name, value] of [['layerId', layerId], ['scopeKey', scopeKey]]) {
+    if (typeof value !== 'string') throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: ${name} is ${describeValue(value)}; expected a string.`, hint: 'Pass the layer id and the scope key (for example the thread id) as strings.' });
+  }
+  const prefix = `layers/${layerId}/${scopeKey}/`;
+  return {
+    get: (key) => storage.get(prefix + key),
+    set: (key, value) => storage.set(prefix + key, value),
+    delete: (key) => storage.delete(prefix + key),
+    list: async (keyPrefix) => (await storage.list(prefix + (keyPrefix ?? ''))).map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key)),
+  };
+}
+
+module.exports = { allocateBudgets, assembleView, checkBudget, createScopedStorage, frameworkCast, retargetCwdForSpawn };

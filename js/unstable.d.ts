@@ -3,7 +3,7 @@
 // May change in any minor release.
 // -----------------------------------------------------------------------------
 
-import type { Context, Item, MemoryLayer, ProjectionPolicy } from '../index.js';
+import type { Context, Item, MemoryLayer, ProjectionPolicy, ScopedStorage, StorageAdapter } from '../index.js';
 
 export type { LayerStateStore } from '../index.js';
 
@@ -56,6 +56,13 @@ export declare function assembleView(opts: {
   historyItems: readonly Item[];
   policy?: ProjectionPolicy;
 }): Item[];
+
+/**
+ * `storage` confined to `layers/<layerId>/<scopeKey>/`, as a layer's hooks see theirs (its durable state is under the
+ * key `state`). `list(keyPrefix)` gives keys relative to that prefix. NoeticConfigError `INVALID_STORAGE` for
+ * anything but a StorageAdapter and two strings.
+ */
+export declare function createScopedStorage(storage: StorageAdapter, layerId: string, scopeKey: string): ScopedStorage;
 
 /** The value itself, typed as `T`: a deliberate unchecked cast at a framework boundary. */
 export declare function frameworkCast<T>(value: unknown): T;

@@ -1,10 +1,11 @@
 // The `@noetic-tools/core/unstable` subpath.
 
-import { createMessage, workingMemory, type Context, type Item } from '@noetic-tools/core';
+import { createInMemoryStorage, createMessage, workingMemory, type Context, type Item, type ScopedStorage } from '@noetic-tools/core';
 import {
   allocateBudgets,
   assembleView,
   checkBudget,
+  createScopedStorage,
   type BudgetAllocation,
   type BudgetLimits,
   type LayerStateStore,
@@ -43,3 +44,7 @@ void store;
 
 // @ts-expect-error totalBudget is required
 allocateBudgets({ layers: [], systemPromptTokens: 0, responseReserve: 0 });
+
+// A layer's storage view, as its hooks see it.
+const scoped: ScopedStorage = createScopedStorage(createInMemoryStorage(), 'notes', 'thread-1');
+void scoped.list('sub/').then((keys: string[]) => keys.length);
