@@ -147,14 +147,14 @@ async fn recall_native(
 ) -> Recalled {
   let state = env.state_json(target.exec, layer.id());
   let started = std::time::Instant::now();
-  let (outcome, status) = match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await
-  {
-    Ok(outcome) => {
-      let status = status_of(&outcome);
-      (outcome, status)
-    }
-    Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
-  };
+  let (outcome, status) =
+    match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await {
+      Ok(outcome) => {
+        let status = status_of(&outcome);
+        (outcome, status)
+      }
+      Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
+    };
   let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
   if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &status) {
     if let Ok(recalled) = &outcome {
