@@ -14,6 +14,7 @@ const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
+const { scopedView } = require('./storage.cjs');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
 function textOfOutput(output) {
@@ -351,16 +352,7 @@ class Runtime {
   }
 
   scopedStorage(prefix) {
-    const storage = this.storage;
-    return {
-      get: (key) => storage.get(prefix + key),
-      set: (key, value) => storage.set(prefix + key, value),
-      delete: (key) => storage.delete(prefix + key),
-      list: async (keyPrefix) => {
-        const keys = await storage.list(prefix + (keyPrefix ?? ''));
-        return keys.map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key));
-      },
-    };
+    return scopedView(this.storage, prefix);
   }
 
   // A layer's `provides` function, from `ctx.memory` or as a model tool. Input is validated synchronously, as

@@ -69,4 +69,18 @@ const nativeStoreOf = (storage) => storage?.[NATIVE_STORE];
 const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
 const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
 
-module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore };
+// `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
+// relative to it (the `keyPrefix` asked for stays on them).
+function scopedView(storage, prefix) {
+  return {
+    get: (key) => storage.get(prefix + key),
+    set: (key, value) => storage.set(prefix + key, value),
+    delete: (key) => storage.delete(prefix + key),
+    list: async (keyPrefix) => {
+      const keys = await storage.list(prefix + (keyPrefix ?? ''));
+      return keys.map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key));
+    },
+  };
+}
+
+module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, scopedView };

@@ -99,10 +99,10 @@ function checkBudget(ctx, limits) {
 const frameworkCast = (value) => value;
 
 const { retargetCwdForSpawn } = require('./cwd.cjs');
+const { scopedView } = require('./storage.cjs');
 
-// A storage adapter confined to one layer and scope key (`layers/<layerId>/<scopeKey>/`), as a layer's hooks see
-// theirs. Keys are not escaped, as upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a
-// prefix. `list` gives keys relative to that prefix (the `keyPrefix` asked for stays on them).
+// A storage adapter confined to one layer and scope key, as a layer's hooks see theirs. Keys are not escaped, as
+// upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a prefix.
 function createScopedStorage(storage, layerId, scopeKey) {
   const methods = ['get', 'set', 'delete', 'list'];
   if (typeof storage !== 'object' || storage === null || methods.some((m) => typeof storage[m] !== 'function')) {
@@ -111,13 +111,7 @@ function createScopedStorage(storage, layerId, scopeKey) {
   for (const [name, value] of [['layerId', layerId], ['scopeKey', scopeKey]]) {
     if (typeof value !== 'string') throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: ${name} is ${describeValue(value)}; expected a string.`, hint: 'Pass the layer id and the scope key (for example the thread id) as strings.' });
   }
-  const prefix = `layers/${layerId}/${scopeKey}/`;
-  return {
-    get: (key) => storage.get(prefix + key),
-    set: (key, value) => storage.set(prefix + key, value),
-    delete: (key) => storage.delete(prefix + key),
-    list: async (keyPrefix) => (await storage.list(prefix + (keyPrefix ?? ''))).map((key) => (key.startsWith(prefix) ? key.slice(prefix.length) : key)),
-  };
+  return scopedView(storage, `layers/${layerId}/${scopeKey}/`);
 }
 
 module.exports = { allocateBudgets, assembleView, checkBudget, createScopedStorage, frameworkCast, retargetCwdForSpawn };

@@ -330,21 +330,26 @@ impl Harness {
           allowed_tool_names: None,
           aside: false,
         };
-        let reply = self.env.host.call_model(call).await?;
-        let items = reply
-          .items
-          .iter()
-          .map(|text| parse_js_item(text, self.item_types.unless_checked(reply.items_checked)).map(Arc::new))
-          .collect::<Result<_, _>>()?;
-        Ok(Round {
-          items,
-          input_tokens: reply.input_tokens,
-          output_tokens: reply.output_tokens,
-          cached_tokens: reply.cached_tokens.unwrap_or(0.0),
-          cost: reply.cost.unwrap_or(0.0),
-        })
+        self.host_round(call).await
       }
     }
+  }
+
+  /// Asks the JS model (`_testCallModel`) and takes its reply items as the harness admits them.
+  pub(super) async fn host_round(&self, call: ModelCall) -> RunResult<Round> {
+    let reply = self.env.host.call_model(call).await?;
+    let items = reply
+      .items
+      .iter()
+      .map(|text| parse_js_item(text, self.item_types.unless_checked(reply.items_checked)).map(Arc::new))
+      .collect::<Result<_, _>>()?;
+    Ok(Round {
+      items,
+      input_tokens: reply.input_tokens,
+      output_tokens: reply.output_tokens,
+      cached_tokens: reply.cached_tokens.unwrap_or(0.0),
+      cost: reply.cost.unwrap_or(0.0),
+    })
   }
 }
 

@@ -212,8 +212,13 @@ impl Harness {
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
   /// do. It is not added to any context's tokens (§2.4).
   pub async fn call_model_once(&self, request: &ModelRequest) -> RunResult<Round> {
+    self.answer_aside("callModel", request).await
+  }
+
+  /// [`Harness::call_model_once`] naming `step_id` in its errors; also what summaries ask of a native model.
+  pub(crate) async fn answer_aside(&self, step_id: &str, request: &ModelRequest) -> RunResult<Round> {
     let round = RoundRequest {
-      step_id: "callModel",
+      step_id,
       model: &request.model,
       instructions: request.instructions.as_deref(),
       params: &request.params,

@@ -7,7 +7,7 @@ use super::interpreter::{nested, step_failed, step_failed_by};
 use super::summary::SummaryRequest;
 use super::{ExecContext, Harness, RunResult};
 use crate::error::ConfigError;
-use crate::host::{FnArg, FnCall, StepValue, StepValueRef};
+use crate::host::{FnArg, FnCall, HostRef, StepValue};
 use crate::items::{Item, check_item_type};
 use crate::memory::lifecycle;
 use crate::steps::{ContextIn, ContextOut, Step};
@@ -41,14 +41,10 @@ pub(super) async fn run_spawn(
       return shape(harness, &spawn, output, ctx, child_ctx).await;
     }
     let inherits = !child_ctx.layers().is_empty();
+    let (parent_scope, child_scope) = (harness.scope(ctx), harness.scope(child_ctx));
     let result = async {
-      if !inherits {
-        let output = nested(harness, spawn.child, input, child_ctx, depth + 1).await?;
-        return shape(harness, &spawn, output, ctx, child_ctx).await;
-      }
-      let (parent_scope, child_scope) = (harness.scope(ctx), harness.scope(child_ctx));
-      let items = lifecycle::spawn_layers(&harness.env, &parent_scope, &child_scope).await?;
-      {
+      if inherits {
+        let items = lifecycle::spawn_layers(&harness.env, &parent_scope, &child_scope).await?;
         let mut state = child_ctx.state();
         for item in items {
           state.log.push(item);
@@ -56,7 +52,11 @@ pub(super) async fn run_spawn(
       }
       let output = nested(harness, spawn.child, input, child_ctx, depth + 1).await?;
       let output = shape(harness, &spawn, output, ctx, child_ctx).await?;
-      Ok(lifecycle::return_layers(&harness.env, &parent_scope, &child_scope, output).await)
+      Ok(if inherits {
+        lifecycle::return_layers(&harness.env, &parent_scope, &child_scope, output).await
+      } else {
+        output
+      })
     }
     .await;
     harness.recall_cache.finish(&child_ctx.id).await;
@@ -106,14 +106,9 @@ async fn seed(
       parent.take_held_items(&*harness.env.host).await?;
       parent.state().log.items().to_vec()
     }
-    ContextIn::Subset(func) | ContextIn::Custom(func) => {
-      let args = match spawn.context_in {
-        ContextIn::Custom(_) => vec![FnArg::Value(StepValueRef::from(input))],
-        _ => Vec::new(),
-      };
-      let call = FnCall { func: *func, context: parent.id.clone(), args };
-      let value = harness.env.host.call_fn(call).await.map_err(|e| step_failed_by(spawn.id, &e.into(), false))?;
-      items_of(harness, spawn, value)?
+    ContextIn::Subset(select) => host_items(harness, spawn, "select", *select, Vec::new(), parent).await?,
+    ContextIn::Custom(build) => {
+      host_items(harness, spawn, "build", *build, vec![FnArg::Value(input.into())], parent).await?
     }
   };
   let mut state = child.state();
@@ -123,10 +118,18 @@ async fn seed(
   Ok(())
 }
 
-/// The items a `select` or `build` gave (as JSON text, see `describeContextIn`): an array of items the harness admits, or a clear error naming the first
-/// that is not one.
-fn items_of(harness: &Harness, spawn: &Spawn<'_>, value: StepValue) -> RunResult<Vec<Arc<Item>>> {
-  let which = if matches!(spawn.context_in, ContextIn::Subset(_)) { "select" } else { "build" };
+/// The items `select` or `build` (`which`) gives, called with the parent's context: an array of items the harness
+/// admits (as JSON text, see `describeContextIn`), or a clear error naming the first that is not one.
+async fn host_items(
+  harness: &Harness,
+  spawn: &Spawn<'_>,
+  which: &str,
+  func: HostRef,
+  args: Vec<FnArg>,
+  parent: &ExecContext,
+) -> RunResult<Vec<Arc<Item>>> {
+  let call = FnCall { func, context: parent.id.clone(), args };
+  let value = harness.env.host.call_fn(call).await.map_err(|e| step_failed_by(spawn.id, &e.into(), false))?;
   let hint = "Return an array of items, e.g. createMessage('...', 'user'), from contextIn's function.";
   let parsed = match value {
     StepValue::Text(text) => crate::js_text::from_js_json(&text).ok(),

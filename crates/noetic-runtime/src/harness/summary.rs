@@ -4,13 +4,12 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::llm::{no_provider, track_usage};
-use super::round_model::{RoundModel, RoundRequest};
-use super::{ExecContext, Harness, Model, RunResult};
+use super::llm::track_usage;
+use super::{ExecContext, Harness, Model, ModelRequest, RunResult};
 use crate::host::{ModelCall, ViewEntry};
-use crate::items::{Item, Pairing, create_message, extract_assistant_text, parse_js_item};
+use crate::items::{Item, Pairing, create_message, extract_assistant_text};
 use crate::memory::ProjectionPolicy;
-use crate::steps::{LlmStep, ModelParams};
+use crate::steps::LlmStep;
 
 /// What a `summarize` projection puts in place of the history before `covers` (log positions), kept by the context
 /// and extended whenever the budget drops more (D10).
@@ -47,42 +46,28 @@ impl Harness {
       None => None,
     };
     let ask = Arc::new(create_message(request.prompt, "user")?);
-    let round = match &self.model {
-      Model::None => return Err(no_provider().into()),
-      Model::Host => {
-        // A JS model is handed log positions it already holds, not the items again.
-        let mut view: Vec<ViewEntry> = earlier.into_iter().map(|item| ViewEntry::Layer { item, kept: None }).collect();
-        view.push(ViewEntry::Log { start: request.range.start, end: request.range.end });
-        view.push(ViewEntry::Layer { item: ask, kept: None });
-        let call = ModelCall {
-          context: ctx.id.clone(),
-          model: request.model.to_owned(),
-          instructions: None,
-          view,
-          tools: Vec::new(),
-          allowed_tool_names: None,
-          aside: true,
-        };
-        let reply = self.env.host.call_model(call).await?;
-        let items = reply
-          .items
-          .iter()
-          .map(|text| parse_js_item(text, self.item_types.unless_checked(reply.items_checked)).map(Arc::new))
-          .collect::<Result<Vec<_>, _>>()?;
-        crate::provider::Round {
-          items,
-          input_tokens: reply.input_tokens,
-          output_tokens: reply.output_tokens,
-          cached_tokens: reply.cached_tokens.unwrap_or(0.0),
-          cost: reply.cost.unwrap_or(0.0),
-        }
-      }
-      Model::Scripted(model) => {
-        model.answer(&Self::aside(&request, &conversation(ctx, earlier, &request, ask))).await?
-      }
-      Model::OpenRouter(provider) => {
-        provider.answer(&Self::aside(&request, &conversation(ctx, earlier, &request, ask))).await?
-      }
+    let round = if matches!(self.model, Model::Host) {
+      // A JS model is handed log positions it already holds, not the items again.
+      let mut view: Vec<ViewEntry> = earlier.into_iter().map(|item| ViewEntry::Layer { item, kept: None }).collect();
+      view.push(ViewEntry::Log { start: request.range.start, end: request.range.end });
+      view.push(ViewEntry::Layer { item: ask, kept: None });
+      let call = ModelCall {
+        context: ctx.id.clone(),
+        model: request.model.to_owned(),
+        instructions: None,
+        view,
+        tools: Vec::new(),
+        allowed_tool_names: None,
+        aside: true,
+      };
+      self.host_round(call).await?
+    } else {
+      // No context: a summary is not streamed to a session's readers as if it were the agent's reply.
+      let mut items: Vec<Arc<Item>> = earlier.into_iter().collect();
+      items.extend(ctx.state().log.items().get(request.range.clone()).unwrap_or_default().iter().cloned());
+      items.push(ask);
+      let aside = ModelRequest { model: request.model.to_owned(), items, ..ModelRequest::default() };
+      self.answer_aside(request.step_id, &aside).await?
     };
     track_usage(ctx, &round);
     let answer = round.items.iter().rev().find(|item| item.role() == Some("assistant"));
@@ -140,35 +125,4 @@ impl Harness {
       }
     }
   }
-
-  /// A round with no tools and no context: a summary is not streamed to a session's readers as if it were the
-  /// agent's reply.
-  fn aside<'a>(request: &'a SummaryRequest<'_>, conversation: &'a [Arc<Item>]) -> RoundRequest<'a> {
-    RoundRequest {
-      step_id: request.step_id,
-      model: request.model,
-      instructions: None,
-      params: &NO_PARAMS,
-      conversation,
-      tools: &[],
-      output_schema: None,
-      ctx: None,
-    }
-  }
-}
-
-static NO_PARAMS: std::sync::LazyLock<ModelParams> = std::sync::LazyLock::new(ModelParams::default);
-
-/// The earlier summary, the log's run, then the request.
-fn conversation(
-  ctx: &ExecContext,
-  earlier: Option<Arc<Item>>,
-  request: &SummaryRequest<'_>,
-  ask: Arc<Item>,
-) -> Vec<Arc<Item>> {
-  let mut items: Vec<Arc<Item>> = earlier.into_iter().collect();
-  let state = ctx.state();
-  items.extend(state.log.items().get(request.range.clone()).unwrap_or_default().iter().cloned());
-  items.push(ask);
-  items
 }
