@@ -103,7 +103,7 @@ class AgentHarness {
     this.itemSchemas = new ItemSchemaRegistry(opts.itemSchemas, { strictUnknownExtensions: this.config.strictItemSchemas });
     // Shared by every root context, so a `cd` in one run is seen by the next (as upstream).
     this.rootCwdState = { cwd: opts.initialCwd ?? '/' };
-    const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic });
+    const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic, layerStateStore: opts.layerStateStore });
     runtime.harness = this;
     runtime.initialState = undefined;
     // Layers are validated where the native harness registers them (D1).
@@ -150,7 +150,7 @@ class AgentHarness {
     const runtime = this._runtime;
     const ctx = runtime.liveContext(executionId);
     if (ctx && runtime.layerOf(ctx, layerId)) return runtime.layerStateOf(ctx, layerId);
-    return runtime.states.get(executionId)?.get(layerId);
+    return runtime.layerStates.get(executionId, layerId);
   }
 
   // Sets a JS layer's state in an execution, as a hook's write would (mirrored durably for non-execution scopes).

@@ -2240,6 +2240,11 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   /** Treat every layer as `recallMode: 'atomic'`. */
   forceAtomicRecall?: boolean;
   traceExporter?: TraceExporter;
+  /**
+   * Holds the state of the harness's JS layers (`get` / `set` on every hook); `disable` and `cleanup` are called as
+   * layers are disabled and executions end. Built-in layers keep theirs natively, and durable mirroring is the
+   * harness's own: `registerDurable` and `flush` are not called.
+   */
   layerStateStore?: LayerStateStore;
   defaultDeliveryMode?: DeliveryMode;
   /**

@@ -416,6 +416,8 @@ async function runHooks(runtime, batch) {
       return reply;
     } catch (e) {
       const reply = failed(e, runtime);
+      // The native gate keeps such a layer out from now on; a user's layerStateStore hears of it too.
+      if (batch.phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(batch.exec.executionId, c.layerId);
       // A steering hook fails open, except on a configuration error, which propagates (§14.1).
       if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
       return reply;

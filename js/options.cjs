@@ -125,6 +125,21 @@ function checkHarnessOptions(opts) {
   checkTools(opts.tools);
   checkSubprocessAdapter(opts.subprocess);
   checkTraceExporter(opts.traceExporter);
+  checkLayerStateStore(opts.layerStateStore);
+}
+
+const STATE_STORE_METHODS = ['get', 'set', 'cleanup'];
+
+// The harness keeps its JS layers' state in the store, calling these on every hook; a missing one would fail there.
+function checkLayerStateStore(store) {
+  if (store == null) return;
+  const hint = "Pass createLayerStateStore() from '@noetic-tools/core/unstable', or an object with get, set and cleanup methods.";
+  if (typeof store !== 'object') fail('INVALID_LAYER_STATE_STORE', `AgentHarness layerStateStore is ${describeValue(store)}; expected a LayerStateStore.`, hint);
+  const missing = STATE_STORE_METHODS.filter((name) => typeof store[name] !== 'function');
+  if (missing.length > 0) {
+    const list = missing.map((name) => `'${name}'`).join(', ');
+    fail('INVALID_LAYER_STATE_STORE', `AgentHarness layerStateStore has no ${list} method${missing.length > 1 ? 's' : ''}.`, hint);
+  }
 }
 
 // Spans are handed to `export` while runs go on; an exporter without one would fail at the first hook.

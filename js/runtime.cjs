@@ -15,6 +15,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { scopedView } = require('./storage.cjs');
+const { LayerStates } = require('./layer-state.cjs');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
 function textOfOutput(output) {
@@ -24,7 +25,7 @@ function textOfOutput(output) {
 }
 
 class Runtime {
-  constructor({ storage, testModel, onDiagnostic }) {
+  constructor({ storage, testModel, onDiagnostic, layerStateStore }) {
     this.storage = storage;
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
@@ -46,7 +47,7 @@ class Runtime {
     this.kept = new Set();
     this.active = new Map();
     this.contextHandles = new Map();
-    this.states = new Map();
+    this.layerStates = new LayerStates(layerStateStore ?? undefined);
     this.activeRuns = 0;
     // Items handed to `execute`, by thread and message id, until their turn puts them in a log.
     this.inputs = new Map();
@@ -145,7 +146,7 @@ class Runtime {
     this.contextHandles.get(id)?.release();
     this.contextHandles.delete(id);
     this.kept.delete(id);
-    this.states.delete(id);
+    this.layerStates.forget(id);
     this.native.dropContext(id);
   }
 
@@ -288,9 +289,7 @@ class Runtime {
   }
 
   statesOf(executionId) {
-    let states = this.states.get(executionId);
-    if (!states) this.states.set(executionId, (states = new Map()));
-    return states;
+    return this.layerStates.of(executionId);
   }
 
   layerState(contextId, layer) {
@@ -298,7 +297,7 @@ class Runtime {
       const text = this.native.nativeState(contextId, layer.id);
       return text == null ? undefined : JSON.parse(text);
     }
-    return this.states.get(contextId)?.get(layer.id);
+    return this.layerStates.get(contextId, layer.id);
   }
 
   // What gets persisted is serialized now (A4), to JSON text; a state JSON cannot hold is reported, not thrown.
@@ -330,7 +329,7 @@ class Runtime {
         const ctx = this.contexts.get(info.executionId);
         const entry = ctx?._layers.find((l) => l.id === id);
         const layer = entry && this.handles.get(entry.handle);
-        return layer ? this.layerState(info.executionId, layer) : this.states.get(info.executionId)?.get(id);
+        return layer ? this.layerState(info.executionId, layer) : this.layerStates.get(info.executionId, id);
       },
     };
   }
@@ -467,7 +466,7 @@ class Runtime {
         this.endSpan(message.context);
         this.contexts.delete(message.context);
         this.replies.delete(message.context);
-        if (!this.kept.has(message.context)) this.states.delete(message.context);
+        if (!this.kept.has(message.context)) this.layerStates.forget(message.context);
         return '';
       case 'diagnostic':
         this.diagnostic(message);

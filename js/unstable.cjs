@@ -100,6 +100,7 @@ const frameworkCast = (value) => value;
 
 const { retargetCwdForSpawn } = require('./cwd.cjs');
 const { scopedView } = require('./storage.cjs');
+const { createLayerStateStore } = require('./layer-state.cjs');
 
 // A storage adapter confined to one layer and scope key, as a layer's hooks see theirs. Keys are not escaped, as
 // upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a prefix.
@@ -114,4 +115,4 @@ function createScopedStorage(storage, layerId, scopeKey) {
   return scopedView(storage, `layers/${layerId}/${scopeKey}/`);
 }
 
-module.exports = { allocateBudgets, assembleView, checkBudget, createScopedStorage, frameworkCast, retargetCwdForSpawn };
+module.exports = { allocateBudgets, assembleView, checkBudget, createLayerStateStore, createScopedStorage, frameworkCast, retargetCwdForSpawn };

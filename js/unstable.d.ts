@@ -3,7 +3,7 @@
 // May change in any minor release.
 // -----------------------------------------------------------------------------
 
-import type { Context, Item, MemoryLayer, ProjectionPolicy, ScopedStorage, StorageAdapter } from '../index.js';
+import type { Context, Item, LayerStateStore, MemoryLayer, ProjectionPolicy, ScopedStorage, StorageAdapter } from '../index.js';
 
 export type { LayerStateStore } from '../index.js';
 
@@ -62,6 +62,16 @@ export declare function assembleView(opts: {
  * key `state`). `list(keyPrefix)` gives keys relative to that prefix. NoeticConfigError `INVALID_STORAGE` for
  * anything but a StorageAdapter and two strings.
  */
+/**
+ * Per-(execution, layer) state. After `registerDurable`, every write of that key is mirrored to its target under
+ * `state` (`undefined` deletes it), one write in flight per key with later values coalescing, the latest winning;
+ * `flush` waits for them. A failed mirror write goes to `diagnostic(layerId, 'persist', error)`. Pass one as the
+ * harness's `layerStateStore` to hold its JS layers' state.
+ */
+export declare function createLayerStateStore(
+  diagnostic?: (layerId: string, hook: string, error: unknown) => void,
+): Required<LayerStateStore>;
+
 export declare function createScopedStorage(storage: StorageAdapter, layerId: string, scopeKey: string): ScopedStorage;
 
 /** The value itself, typed as `T`: a deliberate unchecked cast at a framework boundary. */

@@ -1,10 +1,11 @@
 // The `@noetic-tools/core/unstable` subpath.
 
-import { createInMemoryStorage, createMessage, workingMemory, type Context, type Item, type ScopedStorage } from '@noetic-tools/core';
+import { AgentHarness, createInMemoryStorage, createMessage, workingMemory, type Context, type Item, type ScopedStorage } from '@noetic-tools/core';
 import {
   allocateBudgets,
   assembleView,
   checkBudget,
+  createLayerStateStore,
   createScopedStorage,
   type BudgetAllocation,
   type BudgetLimits,
@@ -48,3 +49,13 @@ allocateBudgets({ layers: [], systemPromptTokens: 0, responseReserve: 0 });
 // A layer's storage view, as its hooks see it.
 const scoped: ScopedStorage = createScopedStorage(createInMemoryStorage(), 'notes', 'thread-1');
 void scoped.list('sub/').then((keys: string[]) => keys.length);
+
+// A state store of one's own, given to the harness; its mirror failures come back with the layer and the hook.
+const ownStore: LayerStateStore = createLayerStateStore((layerId: string, hook: string) => void `${layerId}:${hook}`);
+ownStore.set('exec', 'notes', { n: 1 });
+const n: { n: number } | undefined = ownStore.get<{ n: number }>('exec', 'notes');
+void n;
+void createLayerStateStore().flush('exec').then(() => undefined);
+new AgentHarness({ name: 'with-store', params: {}, layerStateStore: ownStore });
+// @ts-expect-error a store is an object with get, set and cleanup
+new AgentHarness({ name: 'bad-store', params: {}, layerStateStore: 'memory' });
