@@ -2313,6 +2313,36 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
   /** `opts.subprocess`, else an adapter of its own from `createInMemorySubprocessAdapter()`. */
   readonly subprocess: SubprocessAdapter;
+  // The layer lifecycle over layers the caller names, in a context of this harness, as a step's phases run it.
+  /** init in slot order; `storage` must be the harness's own (or omitted): `UNSUPPORTED_STORAGE` otherwise. */
+  initLayers(layers: MemoryLayer[], ctx: Context<unknown>, storage?: StorageAdapter): Promise<void>;
+  /** Every layer recalled now, with budgets from the harness's projection policy. */
+  recallLayers(layers: MemoryLayer[], input: string, ctx: Context<unknown>): Promise<RecallLayerOutput[]>;
+  /** The layers that are not `eventual` (all of them under `forceAtomicRecall`). */
+  recallLayersAtomic(layers: MemoryLayer[], input: string, ctx: Context<unknown>, budgets: Map<string, number>): Promise<RecallLayerOutput[]>;
+  /** The `eventual` layers, served from the recall cache (nothing while it is cold) and refreshed behind it. */
+  recallLayersEventual(layers: MemoryLayer[], input: string, ctx: Context<unknown>, budgets: Map<string, number>): Promise<RecallLayerOutput[]>;
+  /** store hooks on `response`, which is not appended to the log. */
+  storeLayers(layers: MemoryLayer[], response: LLMResponse, ctx: Context<unknown>): Promise<void>;
+  /** dispose in reverse slot order; then the execution's layer state is dropped. */
+  disposeLayers(layers: MemoryLayer[], ctx: Context<unknown>): Promise<void>;
+  /** The most restrictive decision of the layers' beforeToolCall hooks (allow when none has one). */
+  beforeToolCall(layers: MemoryLayer[], toolName: string, toolArgs: unknown, ctx: Context<unknown>): Promise<SteeringDecision>;
+  afterModelCall(layers: MemoryLayer[], response: LLMResponse, ctx: Context<unknown>): Promise<SteeringDecision>;
+  /** `items` through every projectHistory hook in slot order; the very array when no layer has one. */
+  projectHistory(layers: MemoryLayer[], items: ReadonlyArray<Item>, ctx: Context<unknown>): Promise<ReadonlyArray<Item>>;
+  /** `items` through the onItemAppend hooks in slot order; nothing is appended. */
+  runAppendPipeline(layers: MemoryLayer[], items: Item[], ctx: Context<unknown>): Promise<AppendPipelineResult>;
+  /** Recalls the layers the requests select (`self`, `slot-after`, `all`). */
+  executeRerender(
+    requests: RerenderRequest[],
+    layers: MemoryLayer[],
+    ctx: Context<unknown>,
+    budgets: Map<string, number>,
+    query?: string,
+  ): Promise<RecallLayerOutput[]>;
+  /** As upstream's: does nothing (abort a context with `ctx.abort`). */
+  cancel(ctx: Context<unknown>, reason?: string): Promise<void>;
 }
 
 /** Anything that can seed a session's history. */
@@ -2363,6 +2393,12 @@ declare class NativeFs {
 
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
 declare class NativeHarness {
+  /**
+   * Starts run `run`: the phase `call` describes (`{phase, query?, budgets?, select?, usage?, toolName?,
+   * toolArgs?, requests?}` JSON) for `layers` (layer descriptions) in `context`. `items`: the items or the
+   * response it is about, as one JSON array. The outcome arrives as for `run`; its value is the phase's result.
+   */
+  callLayers(run: number, context: string, call: string, layers: string, items: string): string | null
   /**
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.

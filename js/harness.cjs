@@ -13,6 +13,7 @@ const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./optio
 const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
+const { layerCalls } = require('./layer-calls.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -340,6 +341,9 @@ class AgentHarness {
     return this._runtime.native.liveExecutions;
   }
 }
+
+// initLayers, recallLayers, … executeRerender: the layer lifecycle over layers the caller names (layer-calls.cjs).
+Object.assign(AgentHarness.prototype, layerCalls);
 
 // Runs `step` in a context a run is already in (from a step or a tool): the same interpreter, the same context,
 // its layers as they are (upstream's `execute` export).

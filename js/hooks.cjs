@@ -140,7 +140,7 @@ function recallOf(result, schemas, layer) {
 
 // Each hook's parameters, with a `signal` getter written into the literal (defining it afterwards would cost more
 // than the rest of the call).
-function paramsFor(phase, args, { state, log, exec, runtime, layerId }, guard) {
+function paramsFor(phase, args, { state, log, exec, runtime, layerId, given }, guard) {
   switch (phase) {
     case 'init':
       return {
@@ -163,7 +163,7 @@ function paramsFor(phase, args, { state, log, exec, runtime, layerId }, guard) {
         },
       };
     case 'store': {
-      const newItems = log._objects.slice(args.responseFrom, args.responseTo);
+      const newItems = given ?? log._objects.slice(args.responseFrom, args.responseTo);
       return {
         newItems,
         log,
@@ -261,9 +261,10 @@ const RERENDER_SCOPES = new Set(['self', 'slot-after', 'all']);
 
 // An onItemAppend result's re-render request (§13.2): a scope that names no layers asks for nothing. Its timing
 // needs no sending: every request is met before the next model call (DECISIONS M5).
-function rerenderOf(result) {
+// `timing` is only reported (by ctx.harness.runAppendPipeline): every request is met before the next model call.
+function rerenderOf(result, layer) {
   const scope = result.scope ?? 'slot-after';
-  return RERENDER_SCOPES.has(scope) ? { scope } : undefined;
+  return RERENDER_SCOPES.has(scope) ? { scope, timing: result.timing ?? layer.rerenderTiming ?? 'batched' } : undefined;
 }
 const ACTIONS = new Set(['allow', 'deny', 'guide']);
 
@@ -310,7 +311,8 @@ async function appendPipeline(batch, call, apply, log) {
 // projectHistory: each hook gets what the one before returned, the first the log as JS holds it. The last list is
 // sent as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
 async function projectPipeline(batch, call, apply, log) {
-  let current = log.items;
+  // The log's items, or those ctx.harness.projectHistory was given.
+  let current = batch.items ? batch.items.map((text) => JSON.parse(text)) : log.items;
   const replies = [];
   let last;
   for (const c of batch.calls) {
@@ -377,11 +379,13 @@ async function runHooks(runtime, batch) {
   const states = runtime.statesOf(batch.exec.executionId);
   const log = ctx.itemLog;
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
+  // Items not in the log that a phase is about: a store of ctx.harness.storeLayers' own response.
+  const given = batch.phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined;
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard(c.timeoutMs);
     // A call's own args, or those every call of the batch shares.
-    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId }, guard);
+    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
     const started = batch.timed ? performance.now() : 0;
     const reply = await settle(c, layer, params, guard);
     if (batch.timed) reply.elapsedMs = performance.now() - started;
@@ -399,7 +403,7 @@ async function runHooks(runtime, batch) {
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         reply.items = result.items;
-        if (result.rerender) reply.rerender = rerenderOf(result);
+        if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
       if (batch.phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {

@@ -1,6 +1,8 @@
 //! `NativeHarness`: the JS `AgentHarness` holds one. Runs go to the runtime on its tokio threads; the JS side's
 //! contexts read and append through the sync methods here.
 
+mod layer_calls;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 

@@ -59,3 +59,18 @@ void createLayerStateStore().flush('exec').then(() => undefined);
 new AgentHarness({ name: 'with-store', params: {}, layerStateStore: ownStore });
 // @ts-expect-error a store is an object with get, set and cleanup
 new AgentHarness({ name: 'bad-store', params: {}, layerStateStore: 'memory' });
+
+// The layer lifecycle through a step's ctx.harness, typed as upstream's ContextHarness.
+const layerHarness = new AgentHarness({ name: 'layers', params: {} });
+const layerCtx = layerHarness.createContext();
+async function lifecycle(ctx: Context<unknown>, layers: import('@noetic-tools/core').MemoryLayer[]): Promise<number> {
+  await ctx.harness.initLayers(layers, ctx, createInMemoryStorage());
+  const recalled = await ctx.harness.recallLayersAtomic(layers, 'q', ctx, new Map([['a', 10]]));
+  const decision = await ctx.harness.beforeToolCall(layers, 'rm', { path: '/' }, ctx);
+  const { items, rerenderRequests } = await ctx.harness.runAppendPipeline(layers, [createMessage('x', 'user')], ctx);
+  const projected: ReadonlyArray<Item> = await ctx.harness.projectHistory(layers, items, ctx);
+  const rerendered = await layerHarness.executeRerender(rerenderRequests, layers, ctx, new Map(), 'q');
+  await layerHarness.disposeLayers(layers, ctx);
+  return recalled.length + projected.length + rerendered.length + (decision.action === 'deny' ? 1 : 0);
+}
+void lifecycle(layerCtx, []);

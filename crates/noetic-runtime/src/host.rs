@@ -120,7 +120,7 @@ pub enum ProjectedItem {
 }
 
 /// What a steering hook decided (§14).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SteeringAction {
   Allow,
@@ -128,9 +128,10 @@ pub enum SteeringAction {
   Guide,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct SteeringDecision {
   pub action: SteeringAction,
+  #[serde(skip_serializing_if = "Option::is_none")]
   pub guidance: Option<String>,
 }
 
@@ -309,14 +310,20 @@ pub struct HookReply {
 }
 
 /// An onItemAppend hook's request that layers recall again before the model sees them (§13.2). Its `timing` is
-/// not kept: every request is met before the next model call (DECISIONS M5).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// only reported (`runAppendPipeline`): every request is met before the next model call (DECISIONS M5).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 pub struct RerenderRequest {
   pub scope: RerenderScope,
+  #[serde(default = "batched")]
+  pub timing: String,
+}
+
+fn batched() -> String {
+  "batched".to_owned()
 }
 
 /// Which layers a re-render recalls: the requester, it and every layer at or after its slot, or all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 pub enum RerenderScope {
   #[serde(rename = "self")]
   OnlySelf,

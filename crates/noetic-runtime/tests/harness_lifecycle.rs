@@ -339,3 +339,33 @@ async fn a_spawned_child_that_inherits_the_layers_drops_its_state_when_it_ends()
   assert_eq!(f.harness.env.states.live_executions(), 0);
   assert_eq!(f.harness.live_contexts(), 0);
 }
+
+#[tokio::test]
+async fn layers_the_caller_names_run_their_phases_in_a_live_context() {
+  use noetic_runtime::harness::{ExecContext, LayerCall, LayerCallResult, RecallSelect};
+  let f = fixture(LayerSet::register(vec![]).unwrap(), vec![]);
+  let no_layers = Arc::new(LayerSet::register(vec![]).unwrap());
+  let ctx = f.harness.open_context(ExecContext::new("c1".into(), "T".into(), None, 0, None, no_layers));
+  let named = Arc::new(
+    LayerSet::register(vec![
+      js_layer("late", 20.0, "thread", 2, &["init", "recall", "store", "dispose"]),
+      js_layer("early", 10.0, "execution", 1, &["init", "recall"]),
+    ])
+    .unwrap(),
+  );
+  let call = |call| f.harness.call_layers(&ctx, Arc::clone(&named), call);
+  assert!(matches!(call(LayerCall::Init).await.unwrap(), LayerCallResult::Done));
+  let recall = LayerCall::Recall { query: "q".into(), budgets: None, select: RecallSelect::All };
+  let LayerCallResult::Recalled(entries) = call(recall).await.unwrap() else { panic!("a recall gives entries") };
+  let ids: Vec<_> = entries.iter().map(|e| e.layer_id.as_str()).collect();
+  assert_eq!(ids, ["early", "late"], "slot order");
+  let response = vec![Arc::new(noetic_runtime::items::create_message("done", "developer").unwrap())];
+  call(LayerCall::Store { response, usage: json!({}) }).await.unwrap();
+  // The thread-scoped layer's store write is mirrored as a step's would be; nothing entered the context's log.
+  assert_eq!(f.storage.get_now("layers/late/T/state"), Some(json!({ "stored": 0 })));
+  assert_eq!(ctx.state().log.len(), 0);
+  call(LayerCall::Dispose).await.unwrap();
+  let calls = f.host.calls.lock().unwrap().clone();
+  assert_eq!(calls, ["init:early", "init:late", "recall:early", "recall:late", "store:late", "dispose:late"]);
+  assert!(!f.harness.env.states.has("c1", "early"), "dispose drops the execution's state");
+}

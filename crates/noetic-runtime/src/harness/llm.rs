@@ -179,7 +179,8 @@ impl Harness {
     let mut retries = 0;
     let response = loop {
       // Layers may project the history (read-side, once per model attempt, §11.1).
-      let projected = if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx)).await? } else { None };
+      let projected =
+        if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx), None).await? } else { None };
       let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
       if policy.overflow == Overflow::Summarize
         && !view.dropped.is_empty()
@@ -251,7 +252,7 @@ impl Harness {
     if has_layers {
       let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
       let scope = self.scope(ctx);
-      lifecycle::store_layers(&self.env, &scope, &response.items, (from, to), usage, from_host).await;
+      lifecycle::store_layers(&self.env, &scope, &response.items, Some((from, to)), usage, from_host).await;
       // D6: every eventual layer, not only those whose store changed state: tools, onItemAppend and in-place
       // mutation change state too. The next model call sees whichever refreshes have finished by then.
       if let Some(cache) = self.recall_cache_in_use() {

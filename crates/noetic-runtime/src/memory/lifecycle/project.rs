@@ -18,8 +18,13 @@ pub enum Projected {
   Made(Arc<Item>),
 }
 
-/// The projected history, or `None` when no layer projects (the log is the history).
-pub async fn project_history(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<Option<Vec<Projected>>, NoeticError> {
+/// The projected history, or `None` when no layer projects (the log is the history). `given`: project these items
+/// instead of the log's (`ctx.harness.projectHistory`); the hooks' result is then all [`Projected::Made`].
+pub async fn project_history(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  given: Option<&[Arc<Item>]>,
+) -> Result<Option<Vec<Projected>>, NoeticError> {
   let layers = env.participants(scope, HookKind::ProjectHistory);
   if layers.is_empty() {
     return Ok(None);
@@ -31,6 +36,9 @@ pub async fn project_history(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<O
       batch.calls.push(call);
       called.push(layer);
     }
+  }
+  if let Some(items) = given {
+    batch.items = Some(items.iter().map(|item| item.to_json_text()).collect());
   }
   let replies = env.run_batch(batch).await;
   let projected =

@@ -12,13 +12,14 @@ use crate::memory::state::StateValue;
 
 use super::{ExecScope, MemoryEnv, host_call};
 
-/// `response` holds the new items, which are also the log positions `[from, to)`.
+/// `response` holds the new items, which are also the log positions `[from, to)` when `response_range` is given
+/// (otherwise they are sent as they are: `ctx.harness.storeLayers` with a response of its own).
 /// `host_has_items`: the response came from the host (a JS test model), which holds its items already.
 pub async fn store_layers(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   response: &[Arc<Item>],
-  response_range: (usize, usize),
+  response_range: Option<(usize, usize)>,
   usage: serde_json::Value,
   host_has_items: bool,
 ) {
@@ -39,8 +40,8 @@ pub async fn store_layers(
         }
       }
       LayerImpl::Host(_) => {
-        let args =
-          HookArgs::Store { response_from: response_range.0, response_to: response_range.1, usage: usage.clone() };
+        let (response_from, response_to) = response_range.unwrap_or_default();
+        let args = HookArgs::Store { response_from, response_to, usage: usage.clone() };
         if let Some(call) = host_call(layer, HookKind::Store, WriteRule::IfKeyPresent, args) {
           batch.calls.push(call);
           batch_layers.push(layer);
@@ -50,7 +51,10 @@ pub async fn store_layers(
   }
   if !batch.calls.is_empty() && !host_has_items {
     let items = response.iter().map(|item| item.to_json_text()).collect();
-    batch.new_items = Some(NewItems { from: response_range.0, items });
+    match response_range {
+      Some((from, _)) => batch.new_items = Some(NewItems { from, items }),
+      None => batch.items = Some(items),
+    }
   }
   let replies = env.run_batch(batch).await;
   env.settle(&exec, HookKind::Store, batch_layers, replies);

@@ -1,0 +1,103 @@
+'use strict';
+// The layer lifecycle as `ctx.harness` exposes it (upstream's initLayers, recallLayers, … executeRerender): one
+// hook phase over layers of the caller's choosing, in a live context, run natively as a step's phase is.
+const { ContextImpl } = require('./context.cjs');
+const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const { describeLayer, layersOf } = require('./memory.cjs');
+const { nativeStoreOf } = require('./storage.cjs');
+
+const ALLOW = Object.freeze({ action: 'allow' });
+
+function contextOf(harness, ctx, phase) {
+  if (ctx instanceof ContextImpl && ctx._rt === harness._runtime) return ctx;
+  throw new NoeticConfigError({
+    code: 'INVALID_CONTEXT',
+    message: `ctx.harness.${phase} was given ${describeValue(ctx)}, not a context of this harness.`,
+    hint: 'Pass the ctx a step, tool or hook of this harness was given, or one from harness.createContext().',
+  });
+}
+
+function itemsOf(items, phase) {
+  if (Array.isArray(items)) return items;
+  throw new NoeticConfigError({ code: 'INVALID_ITEMS', message: `ctx.harness.${phase} was given ${describeValue(items)} as items; expected an array.`, hint: 'Pass an array of items.' });
+}
+
+const budgetsOf = (budgets) => (budgets instanceof Map ? Object.fromEntries(budgets) : (budgets ?? {}));
+// Not an array: left to callLayers, which names the mistake.
+const hasHook = (layers, hook) => !Array.isArray(layers) || layers.some((layer) => typeof layer?.hooks?.[hook] === 'function');
+
+// Runs `call.phase` natively; the result is the phase's value (undefined for init, store and dispose).
+async function callLayers(harness, layers, ctx, call, items = []) {
+  const context = contextOf(harness, ctx, call.phase);
+  const runtime = harness._runtime;
+  const checked = layersOf(layers, `ctx.harness.${call.phase}`);
+  // An eventual recall's refresh outlives the call: its layers are kept as long as the harness (once per layer).
+  const handles = call.phase === 'recallLayersEventual' ? { keep: (v) => runtime.keep(v), release() {} } : runtime.scope();
+  try {
+    const described = JSON.stringify(checked.map((layer) => describeLayer(layer, handles.keep)));
+    const itemsText = JSON.stringify(items);
+    return await harness._settle((run) => runtime.native.callLayers(run, context.id, JSON.stringify(call), described, itemsText));
+  } finally {
+    handles.release();
+  }
+}
+
+// Layers keep their durable state in the harness's storage, where its runs read it back; another adapter would
+// split it in two (DECISIONS M9).
+function checkStorage(harness, storage) {
+  const own = harness.config.storage;
+  if (storage == null || storage === own || (nativeStoreOf(storage) !== undefined && nativeStoreOf(storage) === nativeStoreOf(own))) return;
+  throw new NoeticConfigError({
+    code: 'UNSUPPORTED_STORAGE',
+    message: 'ctx.harness.initLayers was given a storage adapter other than the harness’s own.',
+    hint: 'Pass harness.config.storage (or nothing): layer state is kept in the storage the harness was built with.',
+  });
+}
+
+const layerCalls = {
+  async initLayers(layers, ctx, storage) {
+    checkStorage(this, storage);
+    await callLayers(this, layers, ctx, { phase: 'initLayers' });
+  },
+  recallLayers(layers, input, ctx) {
+    return callLayers(this, layers, ctx, { phase: 'recallLayers', query: String(input ?? '') });
+  },
+  recallLayersAtomic(layers, input, ctx, budgets) {
+    return callLayers(this, layers, ctx, { phase: 'recallLayersAtomic', query: String(input ?? ''), budgets: budgetsOf(budgets) });
+  },
+  recallLayersEventual(layers, input, ctx, budgets) {
+    return callLayers(this, layers, ctx, { phase: 'recallLayersEventual', query: String(input ?? ''), budgets: budgetsOf(budgets) });
+  },
+  async storeLayers(layers, response, ctx) {
+    await callLayers(this, layers, ctx, { phase: 'storeLayers', usage: response?.usage }, itemsOf(response?.items ?? [], 'storeLayers'));
+  },
+  // As upstream, the execution's layer state is dropped afterwards, every layer's.
+  async disposeLayers(layers, ctx) {
+    await callLayers(this, layers, ctx, { phase: 'disposeLayers' });
+    this._runtime.layerStates.forget(ctx.id);
+  },
+  async beforeToolCall(layers, toolName, toolArgs, ctx) {
+    if (!hasHook(layers, 'beforeToolCall')) return { ...ALLOW };
+    return callLayers(this, layers, ctx, { phase: 'beforeToolCall', toolName: String(toolName), toolArgs: JSON.stringify(toolArgs ?? {}) });
+  },
+  async afterModelCall(layers, response, ctx) {
+    if (!hasHook(layers, 'afterModelCall')) return { ...ALLOW };
+    return callLayers(this, layers, ctx, { phase: 'afterModelCall', usage: response?.usage }, itemsOf(response?.items ?? [], 'afterModelCall'));
+  },
+  async projectHistory(layers, items, ctx) {
+    if (!hasHook(layers, 'projectHistory')) return items;
+    return callLayers(this, layers, ctx, { phase: 'projectHistory' }, itemsOf(items, 'projectHistory'));
+  },
+  async runAppendPipeline(layers, items, ctx) {
+    if (!hasHook(layers, 'onItemAppend')) return { items, rerenderRequests: [] };
+    return callLayers(this, layers, ctx, { phase: 'runAppendPipeline' }, itemsOf(items, 'runAppendPipeline'));
+  },
+  async executeRerender(requests, layers, ctx, budgets, query) {
+    if (!Array.isArray(requests) || requests.length === 0) return [];
+    return callLayers(this, layers, ctx, { phase: 'executeRerender', requests, budgets: budgetsOf(budgets), query: String(query ?? '') });
+  },
+  // Upstream's does nothing; a context is stopped with ctx.abort.
+  async cancel(_ctx, _reason) {},
+};
+
+module.exports = { layerCalls };
