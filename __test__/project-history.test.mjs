@@ -63,3 +63,19 @@ test('the projection runs once per model attempt: a steering guide sees the guid
   assert.equal(projections, 2);
   assert.deepEqual(requests.map((items) => items.map(textOf)), [['go'], ['go', 'shorter']]);
 });
+
+test('a projection that picks log items out of order, deep in a long log, shows the log’s own items in its order', async () => {
+  const { model, requests } = recording();
+  // The first question, then the newest two items in reverse: positions jump back and forth in the log.
+  const picker = { id: 'picker', slot: 10, scope: 'execution', hooks: { projectHistory: async ({ items }) => ({ items: [items[0], items.at(-1), items.at(-2)] }) } };
+  const h = new AgentHarness({ name: 'p', params: {}, memory: [picker], _testCallModel: model });
+  const ctx = h.createContext();
+  for (let i = 0; i < 40; i++) await h.run(step.llm({ id: 'ask', model: 'm' }), `q${i}`, ctx);
+  const last = requests.at(-1);
+  // The model's answers are named by call: the answer to q38 is r39.
+  assert.deepEqual(last.map(textOf), ['q0', 'q39', 'r39']);
+  const log = ctx.itemLog.items;
+  assert.equal(last[0], log[0]);
+  assert.equal(last[1], log[78]);
+  assert.equal(last[2], log[77]);
+});

@@ -350,18 +350,31 @@ async function returnPipeline(batch, call, apply, runtime) {
   return replies;
 }
 
+// Each log's item positions, by item object, extended as the log grows (positions never move: it only appends), so
+// a projection that starts mid-log is matched in time proportional to it, not to the log.
+const positions = new WeakMap();
+
+function positionOf(log, item) {
+  let index = positions.get(log);
+  if (!index || index.upTo > log._length) positions.set(log, (index = { map: new Map(), upTo: 0 }));
+  const objects = log._objects;
+  for (; index.upTo < log._length; index.upTo++) {
+    const object = objects[index.upTo];
+    if (object !== undefined) index.map.set(object, index.upTo);
+  }
+  const at = index.map.get(item);
+  // A position whose object was replaced (a log rebuilt in place) is no match.
+  return at !== undefined && objects[at] === item ? at : undefined;
+}
+
+// A projected history as the native side reads it: positions of the log's own items, JSON of the others.
 function projectedOf(items, log) {
   const objects = log._objects;
   const length = log._length;
-  let index;
   let cursor = 0;
   return items.map((item, i) => {
     if (cursor >= length || objects[cursor] !== item) {
-      if (!index) {
-        index = new Map();
-        for (let pos = 0; pos < length; pos++) index.set(objects[pos], pos);
-      }
-      const at = index.get(item);
+      const at = positionOf(log, item);
       if (at === undefined) {
         const text = JSON.stringify(item);
         if (typeof text !== 'string' || typeof item?.type !== 'string') throw new TypeError(`items[${i}] is not an item`);
