@@ -46,7 +46,8 @@ async function callLayers(harness, layers, ctx, call, items = []) {
 // split it in two (DECISIONS M9).
 function checkStorage(harness, storage) {
   const own = harness.config.storage;
-  if (storage == null || storage === own || (nativeStoreOf(storage) !== undefined && nativeStoreOf(storage) === nativeStoreOf(own))) return;
+  const native = storage == null ? undefined : nativeStoreOf(storage);
+  if (storage == null || storage === own || (native !== undefined && native === nativeStoreOf(own))) return;
   throw new NoeticConfigError({
     code: 'UNSUPPORTED_STORAGE',
     message: 'ctx.harness.initLayers was given a storage adapter other than the harness’s own.',
