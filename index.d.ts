@@ -1175,6 +1175,15 @@ export interface ObservationalMemoryLayer extends Omit<MemoryLayer<Observational
 /** Buffers conversation text and distils it into observations past a token threshold. */
 export declare function observationalMemory(config?: ObservationalMemoryConfig): ObservationalMemoryLayer;
 
+/** @public Configuration for {@link historyWindow}. */
+export interface HistoryWindowConfig {
+  /** How many trailing items the model sees: an integer in [2, 10000], default 40. */
+  maxItems?: number;
+}
+
+/** Caps the history the model sees to its newest items; the log keeps everything. */
+export declare function historyWindow(config?: HistoryWindowConfig): MemoryLayer<null>;
+
 /** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
 export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
 /** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */

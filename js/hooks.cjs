@@ -311,8 +311,9 @@ async function appendPipeline(batch, call, apply, log) {
 // projectHistory: each hook gets what the one before returned, the first the log as JS holds it. The last list is
 // sent as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
 async function projectPipeline(batch, call, apply, log) {
-  // The log's items, or those ctx.harness.projectHistory was given.
-  let current = batch.items ? batch.items.map((text) => JSON.parse(text)) : log.items;
+  // The log's items, or what an earlier (built-in) layer projected or ctx.harness.projectHistory was given: log
+  // positions and the JSON of other items.
+  let current = batch.history ? historyOf(batch.history, log) : log.items;
   const replies = [];
   let last;
   for (const c of batch.calls) {
@@ -332,6 +333,11 @@ async function projectPipeline(batch, call, apply, log) {
     }
   }
   return replies;
+}
+
+function historyOf(entries, log) {
+  const objects = entries.some((entry) => typeof entry === 'number') ? log._all() : [];
+  return entries.map((entry) => (typeof entry === 'number' ? objects[entry] : JSON.parse(entry)));
 }
 
 // onReturn: each hook gets the output as the one before left it; the last change crosses back as a step value.

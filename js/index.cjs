@@ -33,6 +33,7 @@ module.exports = {
   layerFn: memory.layerFn,
   workingMemory: memory.workingMemory,
   observationalMemory: memory.observationalMemory,
+  historyWindow: memory.historyWindow,
   toolMemoryLayer: memory.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,

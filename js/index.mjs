@@ -21,6 +21,7 @@ export const {
   layerFn,
   workingMemory,
   observationalMemory,
+  historyWindow,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

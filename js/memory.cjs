@@ -199,6 +199,54 @@ function observationalMemory(config = {}) {
   };
 }
 
+// A JS item as the history window reads it: [role, link, callId] (see src/builtin.rs).
+const ROLE_CODES = { user: 1, assistant: 2, system: 3 };
+const roleCode = (item) => (item?.type === 'message' ? (ROLE_CODES[item.role] ?? 0) : 0);
+function shapeOf(item) {
+  const link = item?.type === 'function_call' ? 1 : item?.type === 'function_call_output' ? 2 : 0;
+  return link && typeof item.callId === 'string' ? [roleCode(item), link, item.callId] : [roleCode(item)];
+}
+function lies(items, code, before) {
+  for (let i = before - 1; i >= 0; i--) if (roleCode(items[i]) === code) return true;
+  return false;
+}
+
+function historyWindow(config) {
+  const kind = 'history-window';
+  const given = config?.maxItems;
+  const settings = callNative(native.builtinConfig, kind, {
+    maxItems: given === undefined || given === null ? null : typeof given === 'number' ? num(given) : 'invalid',
+    shown: { maxItems: String(given) },
+  });
+  const { maxItems } = settings;
+  return {
+    id: kind,
+    name: 'History Window',
+    slot: Slot.PROCEDURAL + 25,
+    scope: 'execution',
+    hooks: {
+      init: async () => ({ state: null }),
+      // The window is cut natively from a description of the items it may keep; the items keep their identity.
+      projectHistory: async ({ items }) => {
+        if (items.length <= maxItems) return { items };
+        const from = Math.max(0, items.length - 4 * maxItems);
+        const params = {
+          maxItems,
+          len: items.length,
+          from,
+          tail: items.slice(from).map(shapeOf),
+          head: items.slice(0, Math.min(4, from)).map(roleCode),
+          userBefore: lies(items, 1, from),
+          assistantBefore: lies(items, 2, from),
+        };
+        const kept = builtinHook(kind, 'project', params);
+        return { items: kept === null ? items.slice() : kept.map((i) => items[i]) };
+      },
+    },
+    [NATIVE]: { kind, config: settings, callbacks: {} },
+  };
+}
+
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
@@ -236,6 +284,7 @@ module.exports = {
   layerFn,
   workingMemory,
   observationalMemory,
+  historyWindow,
   describeLayer,
   validateLayers,
   layersOf,

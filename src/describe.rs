@@ -6,7 +6,8 @@ use std::sync::Arc;
 use noetic_runtime::error::ConfigError;
 use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
 use noetic_runtime::items::Item;
-use noetic_runtime::memory::builtin::layers::{observational_memory_layer, working_memory_layer};
+use noetic_runtime::memory::builtin::history_window;
+use noetic_runtime::memory::builtin::layers::{history_window_layer, observational_memory_layer, working_memory_layer};
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
@@ -106,6 +107,9 @@ fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) ->
   let mut layer = match native.get("kind").and_then(Value::as_str)? {
     "working-memory" => working_memory_layer(wm_config(config), callback("schema")),
     "observational-memory" => observational_memory_layer(om_config(config), callback("observer")),
+    "history-window" => history_window_layer(
+      config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
+    ),
     _ => return None,
   };
   layer.handle = handle;

@@ -5,6 +5,7 @@
 // napi registers the exports only outside `cfg(test)`, so a test build of this crate sees them as unused.
 #![cfg_attr(test, allow(dead_code))]
 
+mod builtin;
 mod describe;
 mod dispatcher;
 mod driver;

@@ -1,5 +1,4 @@
-//! `@noetic-tools/core/unstable`: the budget and projection functions, exactly as the runtime uses them, and the
-//! pure hooks of the built-in layers that JS calls directly. Numbers cross as JS numbers (NaN and Infinity
+//! `@noetic-tools/core/unstable`: the budget and projection functions, exactly as the runtime uses them. Numbers cross as JS numbers (NaN and Infinity
 //! included), items as their `JSON.stringify` text.
 
 use napi::bindgen_prelude::*;
@@ -7,14 +6,10 @@ use napi_derive::napi;
 use std::collections::HashMap;
 
 use noetic_runtime::items::Pairing;
-use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
-use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::{
   BudgetConfig, BudgetLimits, BudgetUsage, Overflow, ProjectionPolicy, allocate_budgets, assemble_view, check_budget,
 };
-use serde_json::{Value, json};
 
-use crate::describe::{om_config, wm_config};
 use crate::protocol::{config_json, noetic_json, to_napi};
 
 #[napi(object)]
@@ -135,68 +130,4 @@ pub fn check_budget_native(check: BudgetCheck) -> Result<()> {
   let usage = BudgetUsage { cost: check.cost, steps: check.steps, duration: check.duration };
   let limits = BudgetLimits { max_cost: check.max_cost, max_steps: check.max_steps, max_duration: check.max_duration };
   check_budget(usage, limits).map_err(|e| to_napi(noetic_json(&e)))
-}
-
-fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
-  items.as_array().into_iter().flatten().filter_map(Value::as_object).collect()
-}
-
-/// A built-in layer's pure hook, for JS code that calls `layer.hooks.x(...)` directly. `params` carries the
-/// state, the config and whatever the hook reads; the result is what the hook returns, minus JS-only wrapping.
-/// `schema` is workingMemory's zod check, called synchronously: `null` when a value passes, else zod's message.
-/// An observationalMemory hook that must distil answers `{distill: buffer}`; JS then awaits its observer and
-/// calls `applyDistilled`.
-#[napi(catch_unwind, skip_typescript)]
-pub fn builtin_hook(
-  kind: String,
-  hook: String,
-  params: Value,
-  schema: Option<Function<Value, Value>>,
-) -> Result<Value> {
-  let fail = |message: String| Error::new(Status::GenericFailure, message);
-  let state = params.get("state").cloned().unwrap_or(Value::Null);
-  let config = params.get("config").cloned().unwrap_or(Value::Null);
-  let items = params.get("items").cloned().unwrap_or(Value::Null);
-  let check = |value: &Value| -> std::result::Result<(), String> {
-    match schema.as_ref().map(|schema| schema.call(value.clone())) {
-      None => Ok(()),
-      Some(Ok(answer)) => wm::schema_verdict(answer),
-      Some(Err(error)) => Err(error.reason.clone()),
-    }
-  };
-  let check: Option<wm::SchemaCheck<'_>> = if schema.is_some() { Some(&check) } else { None };
-  Ok(match (kind.as_str(), hook.as_str()) {
-    ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), check),
-    ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
-    ("working-memory", "store") => {
-      wm::store(&state, &maps(&items), &wm_config(&config), check).map_err(fail)?.unwrap_or(Value::Null)
-    }
-    ("working-memory", "update") => {
-      let update = params.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
-      wm::apply_update(&state, &update, check).map_err(fail)?
-    }
-    ("observational-memory", hook) => {
-      let current = ObservationalState::from_value(&state).map_err(|e| fail(e.to_string()))?;
-      let config = om_config(&config);
-      let settle = |acc: om::Accumulated| match acc {
-        om::Accumulated::Kept(next) => next.to_value(),
-        om::Accumulated::Distill { new_buffer } => json!({ "distill": new_buffer }),
-      };
-      match hook {
-        "initState" => om::init_state(params.get("saved").cloned().filter(|v| !v.is_null())),
-        "recall" => {
-          let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
-          om::recall(&current, budget).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
-        }
-        "store" => settle(om::store(&current, &maps(&items), &config)),
-        "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
-        "applyDistilled" => {
-          let distilled = om::distilled(params.get("distilled").cloned().unwrap_or_default()).map_err(fail)?;
-          om::apply_distilled(&current, distilled, &config).to_value()
-        }
-        _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),
-      }
-    }
-    _ => return Err(fail(format!("{kind} has no hook '{hook}'"))),
-  })
 }

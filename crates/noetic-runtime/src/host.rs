@@ -119,6 +119,16 @@ pub enum ProjectedItem {
   Made(String),
 }
 
+/// Sent to the host as the log position (a number) or the item's JSON text (a string).
+impl Serialize for ProjectedItem {
+  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    match self {
+      ProjectedItem::Log(pos) => serializer.serialize_u64(*pos as u64),
+      ProjectedItem::Made(text) => serializer.serialize_str(text),
+    }
+  }
+}
+
 /// What a steering hook decided (§14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -165,6 +175,8 @@ pub struct HookBatch {
   pub new_items: Option<NewItems>,
   /// onItemAppend: the items about to be appended, as JSON texts.
   pub items: Option<Vec<String>>,
+  /// projectHistory: the history an earlier stage projected (else the hooks get the log).
+  pub history: Option<Vec<ProjectedItem>>,
   /// recall: the host keeps the items each hook returned, under a key in its reply, until told to let them go
   /// ([`Host::release_recalled`]), so that the model call after it can name them instead of sending them back.
   pub keep_recalled: bool,
@@ -208,6 +220,8 @@ impl Serialize for HookBatch {
       new_items: Option<&'a NewItems>,
       #[serde(skip_serializing_if = "Option::is_none")]
       items: Option<&'a Vec<String>>,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      history: Option<&'a Vec<ProjectedItem>>,
       #[serde(skip_serializing_if = "std::ops::Not::not")]
       keep_recalled: bool,
       #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -236,6 +250,7 @@ impl Serialize for HookBatch {
       args: shared,
       new_items: self.new_items.as_ref(),
       items: self.items.as_ref(),
+      history: self.history.as_ref(),
       keep_recalled: self.keep_recalled,
       timed: self.timed,
     }
@@ -252,6 +267,7 @@ impl HookBatch {
       calls: Vec::new(),
       new_items: None,
       items: None,
+      history: None,
       keep_recalled: false,
       timed: false,
     }

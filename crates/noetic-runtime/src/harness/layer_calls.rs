@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{ExecContext, Harness, RunResult, layer_budgets};
 use crate::host::{RerenderRequest, SteeringDecision};
-use crate::items::Item;
+use crate::items::{Item, ItemLog};
 use crate::memory::lifecycle::{self, Appended, Projected, RecallEntry};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, RecallMode};
@@ -111,7 +111,8 @@ impl Harness {
         LayerCallResult::Appended(lifecycle::append_with_requests(&self.env, &scope(), items).await?)
       }
       LayerCall::Project { items } => {
-        let projected = lifecycle::project_history(&self.env, &scope(), Some(&items)).await?;
+        let read_log = |read: &mut dyn FnMut(&ItemLog)| read(&ctx.state().log);
+        let projected = lifecycle::project_history(&self.env, &scope(), Some(&items), &read_log).await?;
         LayerCallResult::Projected(match projected {
           None => items,
           Some(entries) => {

@@ -179,8 +179,9 @@ impl Harness {
     let mut retries = 0;
     let response = loop {
       // Layers may project the history (read-side, once per model attempt, §11.1).
+      let read_log = |read: &mut dyn FnMut(&ItemLog)| read(&ctx.state().log);
       let projected =
-        if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx), None).await? } else { None };
+        if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx), None, &read_log).await? } else { None };
       let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
       if policy.overflow == Overflow::Summarize
         && !view.dropped.is_empty()

@@ -23,6 +23,10 @@ pub struct ItemLog {
   prefix: Vec<u64>,
   /// Positions of system-role messages, ascending.
   system: Vec<usize>,
+  /// Where the first user and the first assistant message are: a history window asks whether one lies before a
+  /// position, which would otherwise be a scan of the whole log.
+  first_user: Option<usize>,
+  first_assistant: Option<usize>,
   /// Each item's tool-call pairing, its call id numbered once here: projection pairs every step's kept history,
   /// and this way does so over one dense array, comparing numbers.
   pairings: Vec<Pairing<u32>>,
@@ -51,6 +55,8 @@ impl ItemLog {
       items: Vec::new(),
       prefix: vec![0],
       system: Vec::new(),
+      first_user: None,
+      first_assistant: None,
       pairings: Vec::new(),
       call_ids: HashTable::new(),
       tokenizer: None,
@@ -63,6 +69,11 @@ impl ItemLog {
     self.prefix.push(self.total_cost() + self.cost_of(&item));
     if item.is_system_message() {
       self.system.push(pos);
+    }
+    match item.role() {
+      Some("user") => _ = self.first_user.get_or_insert(pos),
+      Some("assistant") => _ = self.first_assistant.get_or_insert(pos),
+      _ => {}
     }
     let pairing = match item.link() {
       Pairing::Unlinked => Pairing::Unlinked,
@@ -165,6 +176,16 @@ impl ItemLog {
       return 0;
     }
     self.prefix[end] - self.prefix[start]
+  }
+
+  /// The position of the first `message` item with role `user`.
+  pub fn first_user_message(&self) -> Option<usize> {
+    self.first_user
+  }
+
+  /// The position of the first `message` item with role `assistant`.
+  pub fn first_assistant_message(&self) -> Option<usize> {
+    self.first_assistant
   }
 
   /// Positions of `message` items with role `system`, ascending.

@@ -3,6 +3,7 @@
 
 mod budget;
 pub mod builtin;
+pub mod history;
 mod layer;
 pub mod lifecycle;
 pub mod native;

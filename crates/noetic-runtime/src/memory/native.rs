@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::items::Item;
+use crate::memory::history::{History, Projected};
 use crate::storage::ScopedStorage;
 
 /// A function from a built-in layer's config that lives in the host: workingMemory's `schema`,
@@ -56,6 +57,12 @@ pub trait NativeLayer: Send + Sync {
   /// runs in the child with no state), or `Unchanged` (nothing is set, so a layer with init is inert there).
   async fn on_spawn(&self, _parent_state: Option<&Value>) -> Result<NativeWrite, String> {
     Ok(NativeWrite::Unchanged)
+  }
+
+  /// projectHistory (§11.1): the history the model sees, from what the stage is given; `None` passes it unchanged.
+  /// Synchronous: it reads the log under the context's lock.
+  fn project_history(&self, _history: &History<'_>) -> Option<Vec<Projected>> {
+    None
   }
 
   /// A `provides` function: the result (JSON, `None` for `void`) and the new state, if any.

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::history_window as hw;
 use super::observational_memory::{self as om, Accumulated, ObservationalConfig, ObservationalState};
 use super::working_memory::{self as wm, WorkingMemoryConfig};
 use crate::items::Item;
 use crate::memory::STATE_KEY;
+use crate::memory::history::{History, Projected};
 use crate::memory::native::{HostCallback, NativeLayer, NativeRecall, NativeWrite};
 use crate::memory::registry::{Layer, LayerImpl, ProvidedFn};
 use crate::storage::ScopedStorage;
@@ -190,5 +192,30 @@ impl NativeLayer for ObservationalMemory {
       Some(accumulated) => self.settle(&before, accumulated).await,
       None => Ok(NativeWrite::Unchanged),
     }
+  }
+}
+
+pub struct HistoryWindow {
+  pub max_items: usize,
+}
+
+/// `historyWindow(config)` as a registered layer; `max_items` already checked.
+pub fn history_window_layer(max_items: usize) -> Layer {
+  Layer {
+    spec: hw::layer_spec(),
+    imp: LayerImpl::Native(Arc::new(HistoryWindow { max_items })),
+    provides: Vec::new(),
+    handle: None,
+  }
+}
+
+#[async_trait]
+impl NativeLayer for HistoryWindow {
+  async fn init(&self, _storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(Some(Value::Null))
+  }
+
+  fn project_history(&self, history: &History<'_>) -> Option<Vec<Projected>> {
+    hw::project(history, self.max_items)
   }
 }

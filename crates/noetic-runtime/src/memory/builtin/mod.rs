@@ -1,6 +1,7 @@
 //! The built-in layers implemented in Rust, as pure functions over their JSON state: the lifecycle calls them
 //! directly (no JS crossing) and the JS-facing `hooks` objects call the same functions.
 
+pub mod history_window;
 pub mod js_json;
 pub mod layers;
 pub mod observational_memory;

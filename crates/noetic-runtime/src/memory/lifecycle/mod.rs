@@ -26,11 +26,12 @@ pub use self::append::{Appended, append_items, append_with_requests};
 pub use self::complete::{Outcome, complete_layers, dispose_layers};
 pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, init_layers};
-pub use self::project::{Projected, project_history};
+pub use self::project::project_history;
 pub use self::recall::{RecallEntry, recall_layers, rerender_layers};
 pub use self::spawn::{return_layers, spawn_layers};
 pub use self::steering::{after_model_call, before_tool_call, most_restrictive};
 pub use self::store::store_layers;
+pub use crate::memory::history::Projected;
 
 /// What every phase needs from the harness.
 #[derive(Clone)]

@@ -8,38 +8,74 @@ use crate::error::NoeticError;
 use crate::host::{HookArgs, HookBatch, HookStatus, ProjectedItem, WriteRule};
 use crate::items::{Item, ItemTypes, parse_js_item};
 use crate::memory::HookKind;
+use crate::memory::history::{History, LogReader, Projected};
+use crate::memory::registry::{Layer, LayerImpl};
 
 use super::{ExecScope, MemoryEnv, host_call};
 
-/// One item of the projected history: the log's item at a position, or one a hook made.
-#[derive(Debug, Clone)]
-pub enum Projected {
-  Log(usize),
-  Made(Arc<Item>),
-}
-
-/// The projected history, or `None` when no layer projects (the log is the history). `given`: project these items
-/// instead of the log's (`ctx.harness.projectHistory`); the hooks' result is then all [`Projected::Made`].
+/// The projected history, or `None` when no layer changed it (the log is the history). `given`: project these
+/// items instead of the log's (`ctx.harness.projectHistory`); the result is then all [`Projected::Made`].
+/// Built-in layers project natively, over the log `read_log` reads; each run of JS layers between them is one batch.
 pub async fn project_history(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   given: Option<&[Arc<Item>]>,
+  read_log: LogReader<'_>,
 ) -> Result<Option<Vec<Projected>>, NoeticError> {
   let layers = env.participants(scope, HookKind::ProjectHistory);
-  if layers.is_empty() {
-    return Ok(None);
+  let mut current: Option<Vec<Projected>> = given.map(|items| items.iter().cloned().map(Projected::Made).collect());
+  let mut next = 0;
+  while next < layers.len() {
+    let layer = layers[next];
+    if let LayerImpl::Native(native) = &layer.imp {
+      let started = std::time::Instant::now();
+      let mut projected = None;
+      read_log(&mut |log| {
+        let history = match &current {
+          None => History::Log(log),
+          Some(entries) => History::List { entries, log },
+        };
+        projected = native.project_history(&history);
+      });
+      env.trace_native(scope.trace_target(), layer, HookKind::ProjectHistory, started, &Ok::<(), String>(()));
+      current = projected.or(current);
+      next += 1;
+      continue;
+    }
+    let group: Vec<&Arc<Layer>> =
+      layers[next..].iter().copied().take_while(|layer| matches!(layer.imp, LayerImpl::Host(_))).collect();
+    next += group.len();
+    if let Some(projected) = run_host_group(env, scope, group, current.as_deref()).await? {
+      current = Some(projected);
+    }
   }
+  Ok(current)
+}
+
+/// One batch for a run of JS layers, given the history so far (`None`: the log); the last list a hook returned.
+async fn run_host_group(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  group: Vec<&Arc<Layer>>,
+  history: Option<&[Projected]>,
+) -> Result<Option<Vec<Projected>>, NoeticError> {
   let mut batch = HookBatch::new(HookKind::ProjectHistory, scope.context.to_owned(), scope.info.clone());
   let mut called = Vec::new();
-  for layer in layers {
+  for layer in group {
     if let Some(call) = host_call(layer, HookKind::ProjectHistory, WriteRule::Never, HookArgs::ProjectHistory) {
       batch.calls.push(call);
       called.push(layer);
     }
   }
-  if let Some(items) = given {
-    batch.items = Some(items.iter().map(|item| item.to_json_text()).collect());
-  }
+  batch.history = history.map(|entries| {
+    entries
+      .iter()
+      .map(|entry| match entry {
+        Projected::Log(pos) => ProjectedItem::Log(*pos),
+        Projected::Made(item) => ProjectedItem::Made(item.to_json_text()),
+      })
+      .collect()
+  });
   let replies = env.run_batch(batch).await;
   let projected =
     replies.iter().rev().find(|reply| reply.status == HookStatus::Ok).and_then(|reply| reply.projected.clone());

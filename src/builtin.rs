@@ -1,0 +1,136 @@
+//! The built-in layers' JS faces: their configs checked as upstream checks them at construction, and their hooks
+//! for JS code that calls `layer.hooks.x(...)` directly (in a harness the runtime calls them natively).
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use serde_json::{Value, json};
+
+use noetic_runtime::items::Pairing;
+use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
+use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
+use noetic_runtime::memory::builtin::working_memory as wm;
+
+use crate::describe::{om_config, wm_config};
+use crate::protocol::{config_json, number, to_napi};
+
+/// A built-in layer's config, checked and normalized: what its native layer is built from. A bad one throws the
+/// NoeticConfigError upstream's factory throws.
+#[napi(catch_unwind, skip_typescript)]
+pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
+  let given = |key: &str| config.get(key).filter(|value| !value.is_null());
+  let shown = |key: &str| config.get("shown").and_then(|shown| shown.get(key)).and_then(Value::as_str).unwrap_or("");
+  match kind.as_str() {
+    "history-window" => {
+      let max_items = given("maxItems").map(|value| number(value).unwrap_or(f64::NAN));
+      let max_items = hw::validate_max_items(max_items, shown("maxItems")).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(json!({ "maxItems": max_items }))
+    }
+    _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
+  }
+}
+
+fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
+  items.as_array().into_iter().flatten().filter_map(Value::as_object).collect()
+}
+
+/// A built-in layer's pure hook, for JS code that calls `layer.hooks.x(...)` directly. `params` carries the
+/// state, the config and whatever the hook reads; the result is what the hook returns, minus JS-only wrapping.
+/// `schema` is workingMemory's zod check, called synchronously: `null` when a value passes, else zod's message.
+/// An observationalMemory hook that must distil answers `{distill: buffer}`; JS then awaits its observer and
+/// calls `applyDistilled`.
+#[napi(catch_unwind, skip_typescript)]
+pub fn builtin_hook(
+  kind: String,
+  hook: String,
+  params: Value,
+  schema: Option<Function<Value, Value>>,
+) -> Result<Value> {
+  let fail = |message: String| Error::new(Status::GenericFailure, message);
+  let state = params.get("state").cloned().unwrap_or(Value::Null);
+  let config = params.get("config").cloned().unwrap_or(Value::Null);
+  let items = params.get("items").cloned().unwrap_or(Value::Null);
+  let check = |value: &Value| -> std::result::Result<(), String> {
+    match schema.as_ref().map(|schema| schema.call(value.clone())) {
+      None => Ok(()),
+      Some(Ok(answer)) => wm::schema_verdict(answer),
+      Some(Err(error)) => Err(error.reason.clone()),
+    }
+  };
+  let check: Option<wm::SchemaCheck<'_>> = if schema.is_some() { Some(&check) } else { None };
+  Ok(match (kind.as_str(), hook.as_str()) {
+    ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), check),
+    ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
+    ("working-memory", "store") => {
+      wm::store(&state, &maps(&items), &wm_config(&config), check).map_err(fail)?.unwrap_or(Value::Null)
+    }
+    ("working-memory", "update") => {
+      let update = params.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
+      wm::apply_update(&state, &update, check).map_err(fail)?
+    }
+    ("observational-memory", hook) => {
+      let current = ObservationalState::from_value(&state).map_err(|e| fail(e.to_string()))?;
+      let config = om_config(&config);
+      let settle = |acc: om::Accumulated| match acc {
+        om::Accumulated::Kept(next) => next.to_value(),
+        om::Accumulated::Distill { new_buffer } => json!({ "distill": new_buffer }),
+      };
+      match hook {
+        "initState" => om::init_state(params.get("saved").cloned().filter(|v| !v.is_null())),
+        "recall" => {
+          let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
+          om::recall(&current, budget).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+        }
+        "store" => settle(om::store(&current, &maps(&items), &config)),
+        "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
+        "applyDistilled" => {
+          let distilled = om::distilled(params.get("distilled").cloned().unwrap_or_default()).map_err(fail)?;
+          om::apply_distilled(&current, distilled, &config).to_value()
+        }
+        _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),
+      }
+    }
+    ("history-window", "project") => {
+      let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
+      hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
+    }
+    _ => return Err(fail(format!("{kind} has no hook '{hook}'"))),
+  })
+}
+
+/// A role as JS describes it: 1 user, 2 assistant, 3 system, anything else another item.
+fn role(code: Option<&Value>) -> Role {
+  match code.and_then(Value::as_u64) {
+    Some(1) => Role::User,
+    Some(2) => Role::Assistant,
+    Some(3) => Role::System,
+    _ => Role::Other,
+  }
+}
+
+/// The history window's view of a JS item list: `{len, from, tail: [[role, link, callId]], head: [role],
+/// userBefore, assistantBefore}`, where link is 1 for a call and 2 for an output (with a string callId).
+fn described_history(params: &Value) -> Described {
+  let count = |key: &str| params.get(key).and_then(Value::as_u64).unwrap_or(0) as usize;
+  let flag = |key: &str| params.get(key).and_then(Value::as_bool).unwrap_or(false);
+  let list = |key: &str| params.get(key).and_then(Value::as_array).cloned().unwrap_or_default();
+  let tail = list("tail")
+    .iter()
+    .map(|entry| {
+      let id = entry.get(2).and_then(Value::as_str).map(str::to_owned);
+      let link = match (entry.get(1).and_then(Value::as_u64), id) {
+        (Some(1), Some(id)) => Pairing::Call(id),
+        (Some(2), Some(id)) => Pairing::Output(id),
+        _ => Pairing::Unlinked,
+      };
+      (role(entry.get(0)), link)
+    })
+    .collect();
+  Described {
+    len: count("len"),
+    from: count("from"),
+    tail,
+    head: list("head").iter().map(|code| role(Some(code))).collect(),
+    user_before: flag("userBefore"),
+    assistant_before: flag("assistantBefore"),
+  }
+}
