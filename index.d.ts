@@ -1184,6 +1184,41 @@ export interface HistoryWindowConfig {
 /** Caps the history the model sees to its newest items; the log keeps everything. */
 export declare function historyWindow(config?: HistoryWindowConfig): MemoryLayer<null>;
 
+/** @public The state of {@link durableTaskState}. */
+export interface DurableTaskState {
+  checkpoints: Array<{ timestamp: number; depth: number }>;
+  files: string[];
+  data: Record<string, unknown>;
+}
+
+export interface DurableTaskStateLayer extends Omit<MemoryLayer<DurableTaskState>, 'provides'> {
+  id: 'durable-task-state';
+  name: string;
+  slot: number;
+  scope: 'thread';
+  budget: { min: number; max: number };
+}
+
+/** Task checkpoints, files and data kept across the executions of a thread (newest 50 checkpoints). */
+export declare function durableTaskState(): DurableTaskStateLayer;
+
+/** Options of {@link staticContent}. */
+export interface StaticContentOptions {
+  /** Default `'static-content'`. */
+  id?: string;
+  /** Default 105 (`Slot.WORKING_MEMORY + 5`). */
+  slot?: number;
+  /** Default `'resource'`. */
+  scope?: MemoryScope;
+  /** Loads the text; called when each execution starts. */
+  load: () => Promise<string>;
+  /** The XML tag the text is recalled in (default `'instructions'`). */
+  tag?: string;
+}
+
+/** Text loaded once per execution and recalled in an XML tag, cut to the layer's budget. */
+export declare function staticContent(opts: StaticContentOptions): Omit<MemoryLayer<string>, 'provides'>;
+
 /** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
 export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
 /** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */

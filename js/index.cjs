@@ -34,6 +34,8 @@ module.exports = {
   workingMemory: memory.workingMemory,
   observationalMemory: memory.observationalMemory,
   historyWindow: memory.historyWindow,
+  durableTaskState: memory.durableTaskState,
+  staticContent: memory.staticContent,
   toolMemoryLayer: memory.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,

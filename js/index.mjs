@@ -22,6 +22,8 @@ export const {
   workingMemory,
   observationalMemory,
   historyWindow,
+  durableTaskState,
+  staticContent,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

@@ -63,7 +63,10 @@ function describeTimeouts(timeouts) {
 
 function describeLayer(layer, keep) {
   if (typeof layer !== 'object' || layer === null) return { id: null };
-  if (layer[NATIVE]) return { native: layer[NATIVE], handle: keep(layer), recallMode: layer.recallMode };
+  if (layer[NATIVE]) {
+    const { timeouts, onInitError, recallMode } = layer;
+    return { native: layer[NATIVE], handle: keep(layer), recallMode, timeouts: describeTimeouts(timeouts), onInitError };
+  }
   const hooks = {};
   for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
   const provides = [];
@@ -199,6 +202,64 @@ function observationalMemory(config = {}) {
   };
 }
 
+function durableTaskState() {
+  const kind = 'durable-task-state';
+  const hook = (name, params) => builtinHook(kind, name, params);
+  return {
+    id: kind,
+    name: 'Durable Task State',
+    slot: Slot.WORKING_MEMORY + 10,
+    scope: 'thread',
+    budget: { min: 100, max: 800 },
+    timeouts: { store: 30_000 },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state, budget }) => recalled(hook('recall', { state: state ?? null, budget })),
+      store: async ({ state, ctx }) => ({ state: hook('store', { state: state ?? null, depth: ctx?.depth ?? 0 }) }),
+      onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState), items: [] }),
+      onReturn: async ({ childState, parentState }) => ({ parentState: hook('onReturn', { parent: parentState ?? null, child: childState ?? null }) }),
+      onComplete: async ({ state, outcome }) => {
+        const next = hook('onComplete', { state: state ?? null, outcome });
+        return next === null ? undefined : { state: next };
+      },
+    },
+    [NATIVE]: { kind, config: {}, callbacks: {} },
+  };
+}
+
+function staticContent(opts) {
+  const kind = 'static-content';
+  const load = opts?.load;
+  const given = (key) => (opts?.[key] === undefined ? null : opts[key]);
+  const settings = callNative(native.builtinConfig, kind, {
+    id: typeof opts?.id === 'string' ? opts.id : null,
+    slot: typeof opts?.slot === 'number' ? num(opts.slot) : opts?.slot === undefined ? null : 'invalid',
+    scope: given('scope'),
+    tag: typeof opts?.tag === 'string' ? opts.tag : null,
+    load: typeof load === 'function',
+    shown: { load: describeValue(load), scope: String(opts?.scope) },
+  });
+  const { tag } = settings;
+  // What load gives, as the text the layer wraps: nothing (or anything falsy) loads nothing.
+  const loadText = async () => {
+    const raw = await load();
+    return raw ? String(raw) : '';
+  };
+  return {
+    id: settings.id,
+    slot: settings.slot,
+    scope: settings.scope,
+    hooks: {
+      init: async () => ({ state: builtinHook(kind, 'wrap', { raw: await loadText(), tag }) }),
+      recall: async ({ state, budget }) => {
+        const result = builtinHook(kind, 'recall', { state: typeof state === 'string' ? state : '', budget, tag });
+        return result === null ? null : result[0];
+      },
+    },
+    [NATIVE]: { kind, config: settings, callbacks: { load: loadText } },
+  };
+}
+
 // A JS item as the history window reads it: [role, link, callId] (see src/builtin.rs).
 const ROLE_CODES = { user: 1, assistant: 2, system: 3 };
 const roleCode = (item) => (item?.type === 'message' ? (ROLE_CODES[item.role] ?? 0) : 0);
@@ -285,6 +346,8 @@ module.exports = {
   workingMemory,
   observationalMemory,
   historyWindow,
+  durableTaskState,
+  staticContent,
   describeLayer,
   validateLayers,
   layersOf,

@@ -5,9 +5,12 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
+use noetic_runtime::error::ConfigError;
 use noetic_runtime::items::Pairing;
+use noetic_runtime::memory::builtin::durable_task_state as dts;
 use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
+use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
 use noetic_runtime::memory::builtin::working_memory as wm;
 
 use crate::describe::{om_config, wm_config};
@@ -24,6 +27,25 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
       let max_items = given("maxItems").map(|value| number(value).unwrap_or(f64::NAN));
       let max_items = hw::validate_max_items(max_items, shown("maxItems")).map_err(|e| to_napi(config_json(&e)))?;
       Ok(json!({ "maxItems": max_items }))
+    }
+    "static-content" => {
+      if config.get("load").and_then(Value::as_bool) != Some(true) {
+        let error = ConfigError::new(
+          "INVALID_STATIC_CONTENT_LOAD",
+          format!("staticContent: load must be a function returning the text, got {}", shown("load")),
+          "Pass load: async () => text (read a file, fetch a prompt); it runs when each execution starts.",
+        );
+        return Err(to_napi(config_json(&error)));
+      }
+      let text = |key: &str| config.get(key).and_then(Value::as_str).map(str::to_owned);
+      let scope =
+        config.get("scope").filter(|value| !value.is_null()).map(|value| value.as_str().unwrap_or(shown("scope")));
+      let slot = given("slot").map(|value| number(value).unwrap_or(f64::NAN));
+      let checked =
+        StaticContentConfig::new(text("id"), slot, scope, text("tag")).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(
+        json!({ "id": checked.id, "slot": checked.slot, "scope": checked.scope.as_str(), "tag": checked.tag, "load": true }),
+      )
     }
     _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
@@ -89,11 +111,47 @@ pub fn builtin_hook(
         _ => return Err(fail(format!("observational-memory has no hook '{hook}'"))),
       }
     }
+    ("durable-task-state", hook) => durable_task_state_hook(hook, &params).map_err(fail)?,
+    ("static-content", "wrap") => {
+      let raw = params.get("raw").and_then(Value::as_str).unwrap_or_default();
+      json!(sc::wrap(raw, params.get("tag").and_then(Value::as_str).unwrap_or(sc::DEFAULT_TAG)))
+    }
+    ("static-content", "recall") => {
+      let tag = params.get("tag").and_then(Value::as_str).unwrap_or(sc::DEFAULT_TAG);
+      let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
+      let recalled = sc::recall(state.as_str().unwrap_or_default(), budget, tag);
+      recalled.map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+    }
     ("history-window", "project") => {
       let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
       hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
     }
     _ => return Err(fail(format!("{kind} has no hook '{hook}'"))),
+  })
+}
+
+fn durable_task_state_hook(hook: &str, params: &Value) -> std::result::Result<Value, String> {
+  let value = |key: &str| params.get(key).filter(|value| !value.is_null());
+  Ok(match hook {
+    "initState" => dts::init_state(value("saved").cloned()),
+    "recall" => {
+      let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
+      let recalled = value("state").and_then(|state| dts::recall(state, budget));
+      recalled.map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+    }
+    "store" => {
+      let depth = params.get("depth").and_then(Value::as_u64).unwrap_or(0) as u32;
+      dts::store(value("state"), dts::now_ms(), depth)?
+    }
+    "onReturn" => dts::on_return(value("parent"), params.get("child").unwrap_or(&Value::Null))?,
+    "onComplete" => match value("state") {
+      Some(state) => {
+        dts::on_complete(state, params.get("outcome").and_then(Value::as_str).unwrap_or(""), dts::now_ms())?
+          .unwrap_or(Value::Null)
+      }
+      None => Value::Null,
+    },
+    _ => return Err(format!("durable-task-state has no hook '{hook}'")),
   })
 }
 

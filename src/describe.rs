@@ -7,12 +7,16 @@ use noetic_runtime::error::ConfigError;
 use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
 use noetic_runtime::items::Item;
 use noetic_runtime::memory::builtin::history_window;
-use noetic_runtime::memory::builtin::layers::{history_window_layer, observational_memory_layer, working_memory_layer};
+use noetic_runtime::memory::builtin::layers::{
+  durable_task_state_layer, history_window_layer, observational_memory_layer, static_content_layer,
+  working_memory_layer,
+};
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
+use noetic_runtime::memory::builtin::static_content::StaticContentConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{
-  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts,
+  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts, override_builtin,
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
@@ -93,6 +97,17 @@ pub fn om_config(config: &Value) -> ObservationalConfig {
   }
 }
 
+/// `staticContent(opts)`'s settings as `builtinConfig` normalized them.
+pub fn static_content_config(config: &Value) -> StaticContentConfig {
+  StaticContentConfig::new(
+    text(config, "id"),
+    config.get("slot").and_then(number),
+    config.get("scope").and_then(Value::as_str),
+    text(config, "tag"),
+  )
+  .unwrap_or_default()
+}
+
 /// A built-in layer. Its host functions (a schema, an observer) are called through `host`; without one (when
 /// layers are only validated) it is built without them.
 fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) -> Option<Layer> {
@@ -107,6 +122,8 @@ fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) ->
   let mut layer = match native.get("kind").and_then(Value::as_str)? {
     "working-memory" => working_memory_layer(wm_config(config), callback("schema")),
     "observational-memory" => observational_memory_layer(om_config(config), callback("observer")),
+    "durable-task-state" => durable_task_state_layer(),
+    "static-content" => static_content_layer(static_content_config(config), callback("load")),
     "history-window" => history_window_layer(
       config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
     ),
@@ -125,6 +142,8 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
     if let Some(mut native) = layer.get("native").and_then(|native| native_layer(native, handle, host)) {
       // A built-in's recallMode can be set on its object (`{...workingMemory(), recallMode: 'eventual'}`).
       native.spec.recall_mode = RecallMode::parse(layer.get("recallMode").and_then(Value::as_str));
+      let timeouts = layer.get("timeouts").filter(|value| !value.is_null()).map(|value| raw_timeouts(Some(value)));
+      override_builtin(&mut native, timeouts, layer.get("onInitError").and_then(Value::as_str))?;
       natives.push((index, native));
       continue;
     }

@@ -133,6 +133,17 @@ impl Dispatch {
 
   /// Sends a request and waits for the reply text. A JS throw or rejection comes back as `Err`.
   pub async fn call(&self, message: String) -> Reply {
+    let foreground = FOREGROUND.try_with(|()| ()).is_ok();
+    self.request(message, foreground).await
+  }
+
+  /// A call whose wait Rust bounds with a timer of its own (a built-in layer's callback under its hook's timeout):
+  /// JS keeps Node alive while it is pending, since the run is still working, and the timer will end the wait.
+  pub async fn call_bounded(&self, message: String) -> Reply {
+    self.request(message, false).await
+  }
+
+  async fn request(&self, message: String, foreground: bool) -> Reply {
     let id = self.next_id();
     let (sender, receiver) = oneshot::channel();
     {
@@ -145,7 +156,6 @@ impl Dispatch {
     }
     // A caller that stops waiting (an aborted background recall) takes its entry with it; a late reply is ignored.
     let _waiting = Waiting { dispatch: self, id };
-    let foreground = FOREGROUND.try_with(|()| ()).is_ok();
     let status = self.send(JsRequest { id, text: message, foreground });
     if status != Status::Ok {
       return Err(format!("could not call into JavaScript: {status}"));

@@ -30,7 +30,7 @@ pub struct JsCallback {
 impl HostCallback for JsCallback {
   async fn call(&self, args: Value) -> Result<Value, String> {
     let message = json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args });
-    let text = self.dispatch.call(message.to_string()).await?;
+    let text = self.dispatch.call_bounded(message.to_string()).await?;
     open::<JsValue>(&text).map(|reply| reply.value).map_err(|error| error.to_string())
   }
 }

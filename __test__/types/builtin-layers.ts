@@ -14,3 +14,14 @@ const projected = window.hooks.projectHistory?.({ items: [], state: null } as ne
 assertType<Equal<typeof projected, Promise<ProjectHistoryResult> | undefined>>();
 // @ts-expect-error maxItems is a number
 historyWindow({ maxItems: '40' });
+
+// durableTaskState's state is typed; staticContent needs its loader.
+import { durableTaskState, staticContent, type DurableTaskState } from '@noetic-tools/core';
+const tasks = durableTaskState();
+const initial: Promise<{ state: DurableTaskState }> | undefined = tasks.hooks.init?.({} as never) as never;
+void initial;
+assertType<Equal<typeof tasks.id, 'durable-task-state'>>();
+const rules = staticContent({ load: async () => 'Be brief.', tag: 'rules', scope: 'thread' });
+new AgentHarness({ name: 'typed', params: {}, memory: [tasks, rules] });
+// @ts-expect-error load is required
+staticContent({ tag: 'rules' });

@@ -7,6 +7,19 @@ pub fn utf16_len(text: &str) -> usize {
   text.bytes().map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0)).sum()
 }
 
+/// The longest prefix of `text` of at most `units` UTF-16 units: JS's `text.slice(0, units)`, except that a cut
+/// through a surrogate pair drops the pair's first half too (a Rust string cannot hold it alone).
+pub fn utf16_prefix(text: &str, units: usize) -> &str {
+  let mut used = 0;
+  for (at, c) in text.char_indices() {
+    used += c.len_utf16();
+    if used > units {
+      return &text[..at];
+    }
+  }
+  text
+}
+
 /// Tokens for a number of UTF-16 units.
 pub fn tokens_for_units(units: usize) -> u64 {
   (units as u64).div_ceil(4)
@@ -54,6 +67,15 @@ pub fn count_tokens(tokenizer: Option<Tokenizer>, text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
   use super::*;
+
+  #[test]
+  fn prefixes_by_utf16_units() {
+    assert_eq!(utf16_prefix("abcdef", 3), "abc");
+    assert_eq!(utf16_prefix("ab", 9), "ab");
+    assert_eq!(utf16_prefix("é😀x", 3), "é😀");
+    assert_eq!(utf16_prefix("é😀x", 2), "é", "half a pair is not kept");
+    assert_eq!(utf16_prefix("abc", 0), "");
+  }
 
   #[test]
   fn counts_utf16_units_not_bytes_or_chars() {

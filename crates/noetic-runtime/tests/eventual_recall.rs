@@ -375,6 +375,7 @@ impl NativeLayer for Counter {
     &self,
     state: Option<&Value>,
     _new_items: &[Arc<noetic_runtime::items::Item>],
+    _exec: &ExecInfo,
   ) -> Result<NativeWrite, String> {
     let n = state.and_then(|s| s["n"].as_u64()).unwrap_or_default();
     Ok(NativeWrite::Set(json!({ "n": n + 1 })))

@@ -174,6 +174,13 @@ pub enum OnInitError {
   Disable,
 }
 
+impl OnInitError {
+  /// `'disable'` disables; anything else (unset included) throws, the default.
+  pub fn parse(text: Option<&str>) -> Self {
+    if text == Some("disable") { Self::Disable } else { Self::Throw }
+  }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecallMode {
   #[default]

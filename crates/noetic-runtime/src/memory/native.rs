@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::host::ExecInfo;
 use crate::items::Item;
 use crate::memory::history::{History, Projected};
 use crate::storage::ScopedStorage;
@@ -44,7 +45,13 @@ pub trait NativeLayer: Send + Sync {
     Ok(None)
   }
 
-  async fn store(&self, _state: Option<&Value>, _new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+  /// `exec`: the execution storing (its depth, ids and usage so far).
+  async fn store(
+    &self,
+    _state: Option<&Value>,
+    _new_items: &[Arc<Item>],
+    _exec: &ExecInfo,
+  ) -> Result<NativeWrite, String> {
     Ok(NativeWrite::Unchanged)
   }
 
@@ -56,6 +63,16 @@ pub trait NativeLayer: Send + Sync {
   /// The child's state when a spawn's child inherits the layer, from the parent's: `Set` it, `Clear` (the layer
   /// runs in the child with no state), or `Unchanged` (nothing is set, so a layer with init is inert there).
   async fn on_spawn(&self, _parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(NativeWrite::Unchanged)
+  }
+
+  /// onReturn (§15.3): the parent's new state from the child's, when the child ran with a state.
+  async fn on_return(&self, _parent_state: Option<&Value>, _child_state: &Value) -> Result<NativeWrite, String> {
+    Ok(NativeWrite::Unchanged)
+  }
+
+  /// onComplete (D15) with the execution's outcome (`success`, `failure` or `aborted`).
+  async fn on_complete(&self, _state: Option<&Value>, _outcome: &str) -> Result<NativeWrite, String> {
     Ok(NativeWrite::Unchanged)
   }
 

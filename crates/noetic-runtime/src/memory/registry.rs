@@ -150,7 +150,7 @@ fn validate_budget(id: &str, raw: &RawBudget) -> Result<BudgetConfig, ConfigErro
 /// Each hook's timeout: a number of milliseconds >= 0 (0 = no timeout, as upstream) or Infinity. Names that are no
 /// hook are ignored, as upstream ignores them; NaN, negative numbers and non-numbers would silently disable the
 /// timeout or fire it at once, so they are rejected.
-fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; 11], ConfigError> {
+pub fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; 11], ConfigError> {
   const CODE: &str = "INVALID_LAYER_TIMEOUT";
   const HINT: &str = "Use { hookName: ms } with ms a number >= 0 (0 disables the timeout) or Infinity.";
   let entries = match raw {
@@ -224,16 +224,34 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
   spec.budget = budget;
   spec.hooks = hooks;
   spec.timeouts = timeouts;
-  spec.on_init_error = match raw.on_init_error.as_deref() {
-    Some("disable") => OnInitError::Disable,
-    _ => OnInitError::Throw,
-  };
+  spec.on_init_error = OnInitError::parse(raw.on_init_error.as_deref());
   spec.recall_mode = RecallMode::parse(raw.recall_mode.as_deref());
   let handle = match raw.imp {
     LayerImpl::Host(handle) => Some(handle),
     LayerImpl::Native(_) => None,
   };
   Ok(Layer { spec, imp: raw.imp, provides: raw.provides, handle })
+}
+
+/// What a user may override on a built-in layer's object (`{...staticContent(opts), timeouts, onInitError}`), checked
+/// as a JS layer's own settings are.
+pub fn override_builtin(
+  layer: &mut Layer,
+  timeouts: Option<RawTimeouts>,
+  on_init_error: Option<&str>,
+) -> Result<(), ConfigError> {
+  if let Some(raw) = timeouts {
+    let given = validate_timeouts(layer.id(), raw)?;
+    for (slot, ms) in layer.spec.timeouts.iter_mut().zip(given) {
+      if ms.is_some() {
+        *slot = ms;
+      }
+    }
+  }
+  if on_init_error.is_some() {
+    layer.spec.on_init_error = OnInitError::parse(on_init_error);
+  }
+  Ok(())
 }
 
 /// The layers of a context, in the caller's order, with their slot order computed once.

@@ -6,9 +6,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::durable_task_state as dts;
 use super::history_window as hw;
 use super::observational_memory::{self as om, Accumulated, ObservationalConfig, ObservationalState};
+use super::static_content::{self as sc, StaticContentConfig};
 use super::working_memory::{self as wm, WorkingMemoryConfig};
+use crate::host::ExecInfo;
 use crate::items::Item;
 use crate::memory::STATE_KEY;
 use crate::memory::history::{History, Projected};
@@ -97,7 +100,12 @@ impl NativeLayer for WorkingMemory {
     Ok(state.and_then(wm::recall).map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
   }
 
-  async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+  async fn store(
+    &self,
+    state: Option<&Value>,
+    new_items: &[Arc<Item>],
+    _exec: &ExecInfo,
+  ) -> Result<NativeWrite, String> {
     let read = fields(new_items);
     Ok(match wm::legacy_update(&maps(&read), &self.config) {
       Some(update) => NativeWrite::Set(self.gated_merge(state, &update).await?),
@@ -174,7 +182,12 @@ impl NativeLayer for ObservationalMemory {
     Ok(om::recall(&state, budget).map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
   }
 
-  async fn store(&self, state: Option<&Value>, new_items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+  async fn store(
+    &self,
+    state: Option<&Value>,
+    new_items: &[Arc<Item>],
+    _exec: &ExecInfo,
+  ) -> Result<NativeWrite, String> {
     let before = Self::state(state)?;
     let read = fields(new_items);
     let accumulated = om::store(&before, &maps(&read), &self.config);
@@ -217,5 +230,88 @@ impl NativeLayer for HistoryWindow {
 
   fn project_history(&self, history: &History<'_>) -> Option<Vec<Projected>> {
     hw::project(history, self.max_items)
+  }
+}
+
+pub struct DurableTaskState;
+
+/// `durableTaskState()` as a registered layer.
+pub fn durable_task_state_layer() -> Layer {
+  Layer {
+    spec: dts::layer_spec(),
+    imp: LayerImpl::Native(Arc::new(DurableTaskState)),
+    provides: Vec::new(),
+    handle: None,
+  }
+}
+
+#[async_trait]
+impl NativeLayer for DurableTaskState {
+  async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(Some(dts::init_state(saved_state(storage).await?)))
+  }
+
+  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+    let recalled = state.and_then(|state| dts::recall(state, budget));
+    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+  }
+
+  async fn store(
+    &self,
+    state: Option<&Value>,
+    _new_items: &[Arc<Item>],
+    exec: &ExecInfo,
+  ) -> Result<NativeWrite, String> {
+    dts::store(state, dts::now_ms(), exec.depth).map(NativeWrite::Set)
+  }
+
+  /// Always a state for the child: a copy of the parent's (none when it has none).
+  async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(spawned(parent_state.cloned()))
+  }
+
+  async fn on_return(&self, parent_state: Option<&Value>, child_state: &Value) -> Result<NativeWrite, String> {
+    dts::on_return(parent_state, child_state).map(NativeWrite::Set)
+  }
+
+  async fn on_complete(&self, state: Option<&Value>, outcome: &str) -> Result<NativeWrite, String> {
+    let Some(state) = state else { return Ok(NativeWrite::Unchanged) };
+    Ok(dts::on_complete(state, outcome, dts::now_ms())?.map_or(NativeWrite::Unchanged, NativeWrite::Set))
+  }
+}
+
+pub struct StaticContent {
+  pub config: StaticContentConfig,
+  /// The user's `load`, answering the text (JS makes it a string; nothing loaded is `""`).
+  pub load: Option<Arc<dyn HostCallback>>,
+}
+
+/// `staticContent(opts)` as a registered layer.
+pub fn static_content_layer(config: StaticContentConfig, load: Option<Arc<dyn HostCallback>>) -> Layer {
+  Layer {
+    spec: sc::layer_spec(&config),
+    imp: LayerImpl::Native(Arc::new(StaticContent { config, load })),
+    provides: Vec::new(),
+    handle: None,
+  }
+}
+
+#[async_trait]
+impl NativeLayer for StaticContent {
+  /// Loads on every execution; storage is not read, and the state is never written back.
+  async fn init(&self, _storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    let Some(load) = &self.load else { return Ok(Some(Value::String(String::new()))) };
+    let raw = match load.call(Value::Null).await? {
+      Value::String(text) => text,
+      Value::Null => String::new(),
+      other => other.to_string(),
+    };
+    Ok(Some(Value::String(sc::wrap(&raw, &self.config.tag))))
+  }
+
+  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+    let text = state.and_then(Value::as_str).unwrap_or_default();
+    let recalled = sc::recall(text, budget, &self.config.tag);
+    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
   }
 }

@@ -5,6 +5,7 @@ use crate::host::{HookArgs, HookBatch, WriteRule};
 use crate::memory::HookKind;
 use crate::memory::registry::LayerImpl;
 
+use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, host_call};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +26,17 @@ impl Outcome {
 }
 
 pub async fn complete_layers(env: &MemoryEnv, scope: &ExecScope<'_>, outcome: Outcome) {
+  let exec = scope.exec_id().to_owned();
+  for layer in env.participants(scope, HookKind::OnComplete) {
+    if let LayerImpl::Native(native) = &layer.imp {
+      let state = env.state_json(&exec, layer.id());
+      let complete = native.on_complete(state.as_ref(), outcome.as_str());
+      match env.run_native(scope.trace_target(), layer, HookKind::OnComplete, complete).await {
+        Ok(write) => apply_native(env, &exec, layer.id(), write),
+        Err(message) => env.diagnose(layer.id(), HookKind::OnComplete, &message),
+      }
+    }
+  }
   run_host_only(env, scope, HookKind::OnComplete, WriteRule::IfKeyPresent, || HookArgs::OnComplete {
     outcome: outcome.as_str(),
   })
@@ -40,7 +52,7 @@ pub async fn dispose_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
   env.states.cleanup(exec);
 }
 
-/// The built-in layers have no onComplete or dispose, so these phases are JS only.
+/// The JS layers of a phase, in one batch (the built-ins have no dispose, and run their onComplete natively).
 async fn run_host_only(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,

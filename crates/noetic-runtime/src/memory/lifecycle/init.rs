@@ -37,10 +37,7 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
     match &layer.imp {
       LayerImpl::Native(native) => {
         let storage = ScopedStorage::new(Arc::clone(&env.storage), layer.id(), &scope_key);
-        let started = std::time::Instant::now();
-        let outcome = native.init(&storage).await;
-        env.trace_native(scope.trace_target(), layer, HookKind::Init, started, &outcome);
-        match outcome {
+        match env.run_native(scope.trace_target(), layer, HookKind::Init, native.init(&storage)).await {
           Ok(state) => {
             let value = state.map_or(StateValue::Undefined, StateValue::Json);
             env.states.set(&exec, layer.id(), value, None, &env.sink);

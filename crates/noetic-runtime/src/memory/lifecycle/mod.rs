@@ -97,6 +97,27 @@ impl MemoryEnv {
     layers
   }
 
+  /// Runs a built-in hook under the layer's timeout for it (as the host runs JS hooks, §6.1), traced. A built-in
+  /// that calls a user function (staticContent's `load`, an observer) must not hang the phase when it never
+  /// settles: the timeout is then the hook's error, `Timeout after <ms>ms`.
+  async fn run_native<T, F>(&self, target: TraceTarget<'_>, layer: &Layer, hook: HookKind, run: F) -> Result<T, String>
+  where
+    F: std::future::Future<Output = Result<T, String>>,
+  {
+    let started = std::time::Instant::now();
+    let (outcome, status) = match within(layer.spec.timeout_ms(hook), run).await {
+      Ok(outcome) => {
+        let status = status_of(&outcome);
+        (outcome, status)
+      }
+      Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
+    };
+    if let Some(span) = self.native_span(target, layer, hook, started, &status) {
+      self.sink.trace(vec![span]);
+    }
+    outcome
+  }
+
   /// Traces a built-in layer's hook that started at `started` and ended with `outcome`.
   fn trace_native<T>(
     &self,

@@ -87,6 +87,17 @@ pub async fn return_layers(
   let mut called = Vec::new();
   let result = StepValueRef::from(&output);
   for layer in layers {
+    // Built-ins hand their state back natively and leave the output alone.
+    if let LayerImpl::Native(native) = &layer.imp {
+      let Some(child_state) = env.state_json(&child_exec, layer.id()) else { continue };
+      let parent_state = env.state_json(&parent_exec, layer.id());
+      let hand_back = native.on_return(parent_state.as_ref(), &child_state);
+      match env.run_native(parent.trace_target(), layer, HookKind::OnReturn, hand_back).await {
+        Ok(write) => apply_native(env, &parent_exec, layer.id(), write),
+        Err(message) => env.diagnose(layer.id(), HookKind::OnReturn, &message),
+      }
+      continue;
+    }
     let args = HookArgs::OnReturn { child_exec: child_exec.clone(), result: result.clone() };
     if let Some(call) = host_call(layer, HookKind::OnReturn, WriteRule::ParentState, args) {
       batch.calls.push(call);

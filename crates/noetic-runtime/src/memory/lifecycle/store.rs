@@ -31,10 +31,8 @@ pub async fn store_layers(
     match &layer.imp {
       LayerImpl::Native(native) => {
         let state = env.state_json(&exec, layer.id());
-        let started = std::time::Instant::now();
-        let outcome = native.store(state.as_ref(), response).await;
-        env.trace_native(scope.trace_target(), layer, HookKind::Store, started, &outcome);
-        match outcome {
+        let store = native.store(state.as_ref(), response, &scope.info);
+        match env.run_native(scope.trace_target(), layer, HookKind::Store, store).await {
           Ok(write) => apply_native(env, &exec, layer.id(), write),
           Err(message) => env.diagnose(layer.id(), HookKind::Store, &message),
         }
