@@ -94,7 +94,11 @@ impl Harness {
           if let NativeWrite::Set(value) = write {
             self.env.states.set(&ctx.id, layer.id(), StateValue::Json(value), None, &self.env.sink);
           }
-          result.map(|v| crate::items::to_js_json(&v))
+          // As the host does for a JS tool: a string result is the output as it is, anything else its JSON.
+          result.map(|v| match v {
+            Value::String(text) => text,
+            other => crate::items::to_js_json(&other),
+          })
         }
         Err(message) => Some(format!("Error: {message}")),
       };

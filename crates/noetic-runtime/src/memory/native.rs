@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::host::ExecInfo;
+use crate::host::{ExecInfo, SteeringDecision};
 use crate::items::Item;
 use crate::memory::history::{History, Projected};
 use crate::storage::ScopedStorage;
@@ -80,6 +80,17 @@ pub trait NativeLayer: Send + Sync {
   /// Synchronous: it reads the log under the context's lock.
   fn project_history(&self, _history: &History<'_>) -> Option<Vec<Projected>> {
     None
+  }
+
+  /// beforeToolCall (§14.3): the layer's vote on a tool call about to run; `None` casts no vote. `tool_name` is
+  /// the name the model called, which may be the provider-safe form (`plan_updatePrd`).
+  async fn before_tool_call(
+    &self,
+    _state: Option<&Value>,
+    _tool_name: &str,
+    _tool_args: &Value,
+  ) -> Result<Option<SteeringDecision>, String> {
+    Ok(None)
   }
 
   /// A `provides` function: the result (JSON, `None` for `void`) and the new state, if any.

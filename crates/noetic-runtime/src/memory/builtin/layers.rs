@@ -9,9 +9,10 @@ use serde_json::{Map, Value, json};
 use super::durable_task_state as dts;
 use super::history_window as hw;
 use super::observational_memory::{self as om, Accumulated, ObservationalConfig, ObservationalState};
+use super::plan_memory::{self as plan, Ask, FnStep, PlanConfig};
 use super::static_content::{self as sc, StaticContentConfig};
 use super::working_memory::{self as wm, WorkingMemoryConfig};
-use crate::host::ExecInfo;
+use crate::host::{ExecInfo, SteeringAction, SteeringDecision};
 use crate::items::Item;
 use crate::memory::STATE_KEY;
 use crate::memory::history::{History, Projected};
@@ -313,5 +314,102 @@ impl NativeLayer for StaticContent {
     let text = state.and_then(Value::as_str).unwrap_or_default();
     let recalled = sc::recall(text, budget, &self.config.tag);
     Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+  }
+}
+
+pub struct PlanMemory {
+  pub config: PlanConfig,
+  /// The host's `onEnterSession()` and `onExit(state)`, when given.
+  pub on_enter_session: Option<Arc<dyn HostCallback>>,
+  pub on_exit: Option<Arc<dyn HostCallback>>,
+}
+
+/// `planMemory(config)` as a registered layer: its four functions are the model's `plan/...` tools.
+pub fn plan_memory_layer(
+  config: PlanConfig,
+  on_enter_session: Option<Arc<dyn HostCallback>>,
+  on_exit: Option<Arc<dyn HostCallback>>,
+) -> Layer {
+  let config =
+    PlanConfig { has_on_enter_session: on_enter_session.is_some(), has_on_exit: on_exit.is_some(), ..config };
+  let provides = plan::functions()
+    .into_iter()
+    .map(|(name, description, input_schema)| ProvidedFn {
+      name: name.into(),
+      description: description.into(),
+      input_schema,
+    })
+    .collect();
+  Layer {
+    spec: plan::layer_spec(&config),
+    imp: LayerImpl::Native(Arc::new(PlanMemory { config, on_enter_session, on_exit })),
+    provides,
+    handle: None,
+  }
+}
+
+fn plan_state(state: Option<&Value>) -> Cow<'_, Value> {
+  state.map_or_else(|| Cow::Owned(Value::Null), Cow::Borrowed)
+}
+
+#[async_trait]
+impl NativeLayer for PlanMemory {
+  async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(Some(plan::init_state(saved_state(storage).await?)))
+  }
+
+  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+    let recalled = plan::recall(&plan_state(state), budget, &self.config);
+    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+  }
+
+  async fn before_tool_call(
+    &self,
+    state: Option<&Value>,
+    tool_name: &str,
+    _tool_args: &Value,
+  ) -> Result<Option<SteeringDecision>, String> {
+    Ok(Some(match plan::denial(&plan_state(state), tool_name, &self.config) {
+      None => SteeringDecision::ALLOW,
+      Some(guidance) => SteeringDecision { action: SteeringAction::Deny, guidance: Some(guidance) },
+    }))
+  }
+
+  async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(spawned(parent_state.cloned()))
+  }
+
+  async fn on_complete(&self, state: Option<&Value>, outcome: &str) -> Result<NativeWrite, String> {
+    let next = plan::on_complete(&plan_state(state), outcome, dts::now_ms() as f64);
+    Ok(next.map_or(NativeWrite::Unchanged, NativeWrite::Set))
+  }
+
+  async fn call(&self, name: &str, args: Value, state: Option<&Value>) -> Result<(Option<Value>, NativeWrite), String> {
+    let state = plan_state(state);
+    let mut answer = None;
+    loop {
+      match plan::call(name, &args, &state, &self.config, answer.as_ref())? {
+        FnStep::Done { result, state } => {
+          return Ok((Some(Value::String(result)), state.map_or(NativeWrite::Unchanged, NativeWrite::Set)));
+        }
+        // The pure step asks only for a callback the config says the host gave.
+        FnStep::Ask(ask) => {
+          let (callback, args, what) = match ask {
+            Ask::EnterSession => (&self.on_enter_session, Value::Null, "onEnterSession"),
+            Ask::Exit => (&self.on_exit, state.clone().into_owned(), "onExit"),
+          };
+          let callback = callback.as_ref().ok_or_else(|| format!("plan: {what} is not available here"))?;
+          // What the callback threw is the tool's error, as a throw in a JS layer's function is.
+          answer = Some(callback.call(args).await?);
+        }
+      }
+    }
+  }
+
+  fn read(&self, name: &str, state: Option<&Value>) -> Result<Value, String> {
+    match name {
+      "status" => Ok(plan::status(&plan_state(state))),
+      _ => Err(format!("plan has no data entry '{name}'")),
+    }
   }
 }

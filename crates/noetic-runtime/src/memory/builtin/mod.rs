@@ -2,9 +2,11 @@
 //! directly (no JS crossing) and the JS-facing `hooks` objects call the same functions.
 
 pub mod durable_task_state;
+pub mod flow_schema;
 pub mod history_window;
 pub mod js_json;
 pub mod layers;
 pub mod observational_memory;
+pub mod plan_memory;
 pub mod static_content;
 pub mod working_memory;

@@ -10,6 +10,8 @@ use serde_json::Value;
 use crate::host::{HookArgs, HookBatch, HostError, SteeringAction, SteeringDecision, WriteRule};
 use crate::items::Item;
 use crate::memory::HookKind;
+use crate::memory::native::NativeLayer;
+use crate::memory::registry::{Layer, LayerImpl};
 
 use super::{ExecScope, MemoryEnv, failure, host_call};
 
@@ -43,23 +45,79 @@ pub async fn after_model_call(
   .await
 }
 
-/// `inputs`: the hook's arguments and the batch's items, made only when a layer takes part.
+/// `inputs`: the hook's arguments and the batch's items, made only when a layer takes part. Layers vote in slot
+/// order: built-ins natively, each run of JS layers between them in one batch.
 async fn vote(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   hook: HookKind,
   inputs: impl FnOnce() -> (HookArgs, Option<Vec<String>>),
 ) -> Result<SteeringDecision, HostError> {
-  let exec = scope.exec_id().to_owned();
   let layers = env.participants(scope, hook);
   // No layer steers: allow without a crossing.
   if layers.is_empty() {
     return Ok(SteeringDecision::ALLOW);
   }
   let (args, items) = inputs();
+  let mut decisions = Vec::new();
+  let mut next = 0;
+  while next < layers.len() {
+    if let LayerImpl::Native(native) = &layers[next].imp {
+      let layer = layers[next];
+      next += 1;
+      if let Some(decision) = native_vote(env, scope, layer, native, &args).await {
+        if decision.action == SteeringAction::Deny {
+          return Ok(decision);
+        }
+        decisions.push(decision);
+      }
+      continue;
+    }
+    let group: Vec<&Arc<Layer>> =
+      layers[next..].iter().copied().take_while(|layer| matches!(layer.imp, LayerImpl::Host(_))).collect();
+    next += group.len();
+    if let Some(deny) = host_votes(env, scope, hook, group, &args, items.clone(), &mut decisions).await? {
+      return Ok(deny);
+    }
+  }
+  Ok(most_restrictive(&decisions))
+}
+
+/// A built-in layer's vote; one that fails casts none (a diagnostic), as a failing JS hook.
+async fn native_vote(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  layer: &Layer,
+  native: &Arc<dyn NativeLayer>,
+  args: &HookArgs,
+) -> Option<SteeringDecision> {
+  // Built-ins steer only before tool calls.
+  let HookArgs::BeforeToolCall { tool_name, tool_args } = args else { return None };
+  let state = env.state_json(scope.exec_id(), layer.id());
+  let vote = native.before_tool_call(state.as_ref(), tool_name, tool_args);
+  match env.run_native(scope.trace_target(), layer, HookKind::BeforeToolCall, vote).await {
+    Ok(decision) => decision,
+    Err(message) => {
+      env.diagnose(layer.id(), HookKind::BeforeToolCall, &message);
+      None
+    }
+  }
+}
+
+/// One batch for a run of JS layers: the deny that ended it, if any; their other decisions join `decisions`.
+async fn host_votes(
+  env: &MemoryEnv,
+  scope: &ExecScope<'_>,
+  hook: HookKind,
+  group: Vec<&Arc<Layer>>,
+  args: &HookArgs,
+  items: Option<Vec<String>>,
+  decisions: &mut Vec<SteeringDecision>,
+) -> Result<Option<SteeringDecision>, HostError> {
+  let exec = scope.exec_id();
   let mut batch = HookBatch::new(hook, scope.context.to_owned(), scope.info.clone());
   let mut called = Vec::new();
-  for layer in layers {
+  for layer in group {
     if let Some(call) = host_call(layer, hook, WriteRule::IfDefined, args.clone()) {
       batch.calls.push(call);
       called.push(layer);
@@ -68,7 +126,6 @@ async fn vote(
   batch.items = items;
   // The host stops at the first deny: the replies end there.
   let replies = env.run_batch_as_answered(batch).await;
-  let mut decisions = Vec::new();
   for (layer, reply) in called.into_iter().zip(replies) {
     if let Some(message) = failure(&reply.status) {
       if reply.rethrow {
@@ -77,14 +134,14 @@ async fn vote(
       env.diagnose(layer.id(), hook, &message);
       continue;
     }
-    env.apply_host_write(&exec, layer.id(), reply.state);
+    env.apply_host_write(exec, layer.id(), reply.state);
     match reply.decision {
-      Some(decision) if decision.action == SteeringAction::Deny => return Ok(decision),
+      Some(decision) if decision.action == SteeringAction::Deny => return Ok(Some(decision)),
       Some(decision) => decisions.push(decision),
       None => {}
     }
   }
-  Ok(most_restrictive(&decisions))
+  Ok(None)
 }
 
 /// The first deny; else a guide carrying every guide's non-empty guidance, one per line (none when no guide has
