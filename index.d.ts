@@ -1219,6 +1219,119 @@ export interface StaticContentOptions {
 /** Text loaded once per execution and recalled in an XML tag, cut to the layer's budget. */
 export declare function staticContent(opts: StaticContentOptions): Omit<MemoryLayer<string>, 'provides'>;
 
+/** A node of a plan tree (`planMemory`'s `setPlanTree`): every node has a non-empty `id`. */
+interface FlowNodeBase {
+  id: string;
+  subPlanRef?: string;
+}
+/** A leaf: one model call with these instructions and tools (by name). */
+export interface LlmFlowNode extends FlowNodeBase {
+  kind: 'llm';
+  model?: string;
+  instructions: string;
+  tools?: string[];
+}
+/** A leaf: a sub-agent of a preset, given a prompt. */
+export interface SubagentFlowNode extends FlowNodeBase {
+  kind: 'subagent';
+  preset: string;
+  prompt: string;
+}
+export interface ForkFlowNode extends FlowNodeBase {
+  kind: 'fork';
+  mode: 'all' | 'race' | 'settle';
+  /** At least one. */
+  paths: FlowNode[];
+}
+export interface SpawnFlowNode extends FlowNodeBase {
+  kind: 'spawn';
+  child: FlowNode;
+}
+export interface SequenceFlowNode extends FlowNodeBase {
+  kind: 'sequence';
+  /** At least one. */
+  steps: FlowNode[];
+}
+export type FlowNode = LlmFlowNode | SubagentFlowNode | ForkFlowNode | SpawnFlowNode | SequenceFlowNode;
+
+/** The phases of a plan: idle → planning → executing → completed or failed. */
+export declare const PlanPhase: {
+  readonly Idle: 'idle';
+  readonly Planning: 'planning';
+  readonly Executing: 'executing';
+  readonly Completed: 'completed';
+  readonly Failed: 'failed';
+};
+export type PlanPhase = (typeof PlanPhase)[keyof typeof PlanPhase];
+
+/** One finished execution of a plan. */
+export interface PlanExecutionEntry {
+  /** `Date.now()` when the execution ended. */
+  timestamp: number;
+  version: number;
+  outcome: 'success' | 'failure' | 'aborted';
+}
+
+export interface PlanState {
+  phase: PlanPhase;
+  prd: string | null;
+  planTree: FlowNode | null;
+  /** The newest ten outcomes. */
+  executionLog: PlanExecutionEntry[];
+  /** Incremented each time plan mode is entered. */
+  version: number;
+  /** The session id `onEnterSession` gave, or null. */
+  planSlug?: string | null;
+}
+
+/** Called when plan mode is entered; the slug it gives is kept as `planSlug`. */
+export type PlanEnterSessionCallback = () => Promise<{ slug: string }>;
+/** Called when the model asks to execute; `{ approved: false }` keeps the layer planning. */
+export type PlanExitCallback = (state: PlanState) => Promise<{ approved: boolean }>;
+
+/** Configuration for {@link planMemory}; a value of the wrong kind is `INVALID_PLAN_MEMORY_CONFIG`. */
+export interface PlanMemoryConfig {
+  /** Default `'thread'`. */
+  scope?: MemoryScope;
+  /** Tools allowed while planning, besides the read-only and plan tools. */
+  additionalAllowedTools?: string[];
+  /** In UTF-16 units, default 50000. */
+  maxPrdLength?: number;
+  /** Deepest plan tree accepted (leaves are 0), default 5. */
+  maxTreeDepth?: number;
+  /** Appended to the planning brief the model sees. */
+  additionalPlanInstructions?: string;
+  onEnterSession?: PlanEnterSessionCallback;
+  onExit?: PlanExitCallback;
+}
+
+export interface PlanMemoryLayer extends MemoryLayer<PlanState> {
+  id: 'plan';
+  name: string;
+  slot: 240;
+  budget: { min: number; max: number };
+  provides: {
+    status: LayerDataDecl<{ phase: PlanPhase; hasPrd: boolean; hasPlanTree: boolean; version: number }, PlanState>;
+    enterPlanMode: LayerFunctionDecl<{ goal?: string }, string, PlanState>;
+    updatePrd: LayerFunctionDecl<{ content: string }, string, PlanState>;
+    setPlanTree: LayerFunctionDecl<FlowNode, string, PlanState>;
+    exitPlanMode: LayerFunctionDecl<{ action: 'execute' | 'cancel' }, string, PlanState>;
+  };
+  hooks: {
+    init(params: InitParams): Promise<InitResult<PlanState>>;
+    recall(params: RecallParams<PlanState>): Promise<RecallResult<PlanState> | null>;
+    beforeToolCall(params: BeforeToolCallParams<PlanState>): Promise<BeforeToolCallResult<PlanState>>;
+    onSpawn(params: SpawnParams<PlanState>): Promise<SpawnResult<PlanState>>;
+    onComplete(params: CompleteParams<PlanState>): Promise<{ state: PlanState } | undefined>;
+  };
+}
+
+/**
+ * Plan mode: the model enters it (`plan/enterPlanMode`), writes a PRD and a plan tree while only read-only tools
+ * are allowed, and asks to execute (`plan/exitPlanMode`); the execution's outcome is recorded when it ends.
+ */
+export declare function planMemory(config?: PlanMemoryConfig): PlanMemoryLayer;
+
 /** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
 export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
 /** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */

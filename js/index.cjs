@@ -36,6 +36,8 @@ module.exports = {
   historyWindow: memory.historyWindow,
   durableTaskState: memory.durableTaskState,
   staticContent: memory.staticContent,
+  planMemory: memory.planMemory,
+  PlanPhase: memory.PlanPhase,
   toolMemoryLayer: memory.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,

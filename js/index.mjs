@@ -24,6 +24,8 @@ export const {
   historyWindow,
   durableTaskState,
   staticContent,
+  planMemory,
+  PlanPhase,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

@@ -308,6 +308,70 @@ function historyWindow(config) {
   };
 }
 
+const PlanPhase = Object.freeze({ Idle: 'idle', Planning: 'planning', Executing: 'executing', Completed: 'completed', Failed: 'failed' });
+
+// A config field as the native check reads it: absent (null), the value when it is of the kind `fits` accepts, or
+// what it is instead, for the error to name.
+function configField(value, fits) {
+  if (value === undefined || value === null) return null;
+  return fits(value) ? value : { invalid: describeValue(value) };
+}
+const isFunction = (v) => typeof v === 'function';
+
+function planMemory(config = {}) {
+  const kind = 'plan';
+  const onEnterSession = isFunction(config?.onEnterSession) ? config.onEnterSession : undefined;
+  const onExit = isFunction(config?.onExit) ? config.onExit : undefined;
+  const numberField = (v) => { const f = configField(v, (x) => typeof x === 'number'); return typeof f === 'number' ? num(f) : f; };
+  const callbackField = (v) => { const f = configField(v, isFunction); return typeof f === 'function' ? true : f; };
+  const settings = callNative(native.builtinConfig, kind, {
+    scope: configField(config?.scope, (v) => typeof v === 'string'),
+    additionalAllowedTools: configField(config?.additionalAllowedTools, (v) => Array.isArray(v) && v.every((t) => typeof t === 'string')),
+    maxPrdLength: numberField(config?.maxPrdLength),
+    maxTreeDepth: numberField(config?.maxTreeDepth),
+    additionalPlanInstructions: configField(config?.additionalPlanInstructions, (v) => typeof v === 'string'),
+    onEnterSession: callbackField(config?.onEnterSession),
+    onExit: callbackField(config?.onExit),
+  });
+  const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
+  const callbacks = { onEnterSession: onEnterSession && (() => onEnterSession()), onExit };
+  // A function runs natively; when it needs the host's answer it says which callback to await, then runs again.
+  // A refusal hands back the very state object it was given.
+  const run = async (name, args, state) => {
+    const params = { name, args: args ?? null, state: state ?? null };
+    let step = hook('call', params);
+    if (step.ask) step = hook('call', { ...params, answered: true, answer: (await callbacks[step.ask](state)) ?? null });
+    return { result: step.result, state: 'state' in step ? step.state : state };
+  };
+  const fn = (name, description, input) => layerFn({ description, input, output: z().string(), execute: (args, state) => run(name, args, state) });
+  return {
+    id: kind,
+    name: 'Plan Memory',
+    slot: Slot.PROCEDURAL - 10,
+    scope: settings.scope,
+    budget: { min: 100, max: 3000 },
+    provides: {
+      status: layerData({ read: (state) => hook('status', { state: state ?? null }) }),
+      enterPlanMode: fn('enterPlanMode', 'Enter plan mode. The agent switches to read-only exploration and PRD authoring.', z().object({ goal: z().string().optional() })),
+      updatePrd: fn('updatePrd', 'Update the PRD document with new markdown content.', z().object({ content: z().string() })),
+      // The flow tree is checked natively (its shape, then its depth).
+      setPlanTree: fn('setPlanTree', 'Set the execution plan tree. Input must be a valid FlowNode — a discriminated union with kind: "llm" | "subagent" | "fork" | "spawn" | "sequence". Structural nodes (sequence, fork, spawn) nest child FlowNodes; leaf nodes (llm, subagent) carry execution instructions.', z().unknown()),
+      exitPlanMode: fn('exitPlanMode', 'Exit plan mode. Use action "execute" to begin executing the plan, or "cancel" to discard it.', z().object({ action: z().enum(['execute', 'cancel']) })),
+    },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state, budget }) => recalled(hook('recall', { state: state ?? null, budget: num(budget) })),
+      beforeToolCall: async ({ toolName, state }) => ({ decision: hook('beforeToolCall', { state: state ?? null, toolName: String(toolName) }), state }),
+      onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),
+      onComplete: async ({ state, outcome }) => {
+        const next = hook('onComplete', { state: state ?? null, outcome: String(outcome), now: Date.now() });
+        return next === null ? undefined : { state: next };
+      },
+    },
+    [NATIVE]: { kind, config: settings, callbacks },
+  };
+}
+
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
@@ -340,12 +404,16 @@ module.exports = {
   NATIVE,
   toolMemoryLayer,
   Slot,
+  SteeringAction,
+  LedgerEntryKind,
   memory,
   layerData,
   layerFn,
   workingMemory,
   observationalMemory,
   historyWindow,
+  planMemory,
+  PlanPhase,
   durableTaskState,
   staticContent,
   describeLayer,

@@ -10,6 +10,7 @@ use noetic_runtime::items::Pairing;
 use noetic_runtime::memory::builtin::durable_task_state as dts;
 use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
+use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
 use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
 use noetic_runtime::memory::builtin::working_memory as wm;
 
@@ -46,6 +47,10 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
       Ok(
         json!({ "id": checked.id, "slot": checked.slot, "scope": checked.scope.as_str(), "tag": checked.tag, "load": true }),
       )
+    }
+    "plan" => {
+      let checked = plan::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(plan::config_json(&checked))
     }
     _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
@@ -122,6 +127,7 @@ pub fn builtin_hook(
       let recalled = sc::recall(state.as_str().unwrap_or_default(), budget, tag);
       recalled.map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
     }
+    ("plan", hook) => plan_hook(hook, &params, &state).map_err(fail)?,
     ("history-window", "project") => {
       let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
       hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
@@ -191,4 +197,42 @@ fn described_history(params: &Value) -> Described {
     user_before: flag("userBefore"),
     assistant_before: flag("assistantBefore"),
   }
+}
+
+/// planMemory's hooks and functions for its JS face. A function that needs a host callback answers
+/// `{ask: "onEnterSession" | "onExit"}`; JS awaits the callback and calls again with `{answered: true, answer}`.
+fn plan_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<Value, String> {
+  let config = plan::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
+  Ok(match hook {
+    "initState" => plan::init_state(params.get("saved").cloned()),
+    "recall" => {
+      let budget = params.get("budget").and_then(number).unwrap_or(f64::NAN);
+      plan::recall(state, budget, &config).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+    }
+    "beforeToolCall" => match plan::denial(state, text("toolName"), &config) {
+      None => json!({ "action": "allow" }),
+      Some(guidance) => json!({ "action": "deny", "guidance": guidance }),
+    },
+    "onComplete" => {
+      let now = params.get("now").and_then(Value::as_f64).unwrap_or(0.0);
+      plan::on_complete(state, text("outcome"), now).unwrap_or(Value::Null)
+    }
+    "status" => plan::status(state),
+    "call" => {
+      let answer = params
+        .get("answered")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        .then(|| params.get("answer").cloned().unwrap_or(Value::Null));
+      let args = params.get("args").unwrap_or(&Value::Null);
+      match plan::call(text("name"), args, state, &config, answer.as_ref())? {
+        FnStep::Done { result, state: Some(next) } => json!({ "result": result, "state": next }),
+        FnStep::Done { result, state: None } => json!({ "result": result }),
+        FnStep::Ask(Ask::EnterSession) => json!({ "ask": "onEnterSession" }),
+        FnStep::Ask(Ask::Exit) => json!({ "ask": "onExit" }),
+      }
+    }
+    _ => return Err(format!("plan has no hook '{hook}'")),
+  })
 }

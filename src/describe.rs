@@ -8,10 +8,11 @@ use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, Tool
 use noetic_runtime::items::Item;
 use noetic_runtime::memory::builtin::history_window;
 use noetic_runtime::memory::builtin::layers::{
-  durable_task_state_layer, history_window_layer, observational_memory_layer, static_content_layer,
+  durable_task_state_layer, history_window_layer, observational_memory_layer, plan_memory_layer, static_content_layer,
   working_memory_layer,
 };
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
+use noetic_runtime::memory::builtin::plan_memory;
 use noetic_runtime::memory::builtin::static_content::StaticContentConfig;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
@@ -124,6 +125,7 @@ fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) ->
     "observational-memory" => observational_memory_layer(om_config(config), callback("observer")),
     "durable-task-state" => durable_task_state_layer(),
     "static-content" => static_content_layer(static_content_config(config), callback("load")),
+    "plan" => plan_memory_layer(plan_memory::config_from(config).ok()?, callback("onEnterSession"), callback("onExit")),
     "history-window" => history_window_layer(
       config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
     ),

@@ -25,3 +25,41 @@ const rules = staticContent({ load: async () => 'Be brief.', tag: 'rules', scope
 new AgentHarness({ name: 'typed', params: {}, memory: [tasks, rules] });
 // @ts-expect-error load is required
 staticContent({ tag: 'rules' });
+
+// planMemory: typed state, config callbacks and provides; PlanPhase is a value and a type.
+import {
+  memory,
+  planMemory,
+  PlanPhase,
+  react,
+  type Context,
+  type FlowNode,
+  type InferMemory,
+  type PlanMemoryConfig,
+  type PlanState,
+} from '@noetic-tools/core';
+const planConfig: PlanMemoryConfig = {
+  maxPrdLength: 10_000,
+  additionalAllowedTools: ['Deploy'],
+  onEnterSession: async () => ({ slug: 'amber' }),
+  onExit: async (state: PlanState) => ({ approved: state.prd !== null }),
+};
+const plan = planMemory(planConfig);
+assertType<Equal<typeof plan.id, 'plan'>>();
+const phase: PlanPhase = PlanPhase.Executing;
+void phase;
+const planTree: FlowNode = { kind: 'fork', id: 'f', mode: 'race', paths: [{ kind: 'subagent', id: 's', preset: 'explore', prompt: 'look' }] };
+void plan.provides.setPlanTree.execute(planTree, {} as PlanState, {} as never);
+const planMem = memory([plan] as const);
+react({ model: 'm', memory: planMem });
+async function usePlan(ctx: Context<InferMemory<typeof planMem>>) {
+  const status = ctx.memory.plan.status;
+  assertType<Equal<typeof status.phase, PlanPhase>>();
+  const said: string = await ctx.memory.plan.enterPlanMode({ goal: 'g' });
+  return said;
+}
+void usePlan;
+// @ts-expect-error action is 'execute' or 'cancel'
+void plan.provides.exitPlanMode.execute({ action: 'later' }, {} as PlanState, {} as never);
+// @ts-expect-error onExit must resolve to { approved }
+planMemory({ onExit: async () => true });
