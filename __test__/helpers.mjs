@@ -66,6 +66,17 @@ export function recordingModel(reply = 'ok') {
   return { model, requests };
 }
 
+// A test model answering r1, r2, ... in turn, keeping the items of each request it was sent.
+export function numberedReplies() {
+  const requests = [];
+  const model = async (request) => {
+    requests.push(request.items);
+    const text = `r${requests.length}`;
+    return { items: [{ id: text, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] };
+  };
+  return { model, requests };
+}
+
 // An extension item type of our own, a schema that admits it, and an assistant reply item.
 export const ticket = (id, extra = {}) => ({ id, type: 'acme:ticket', priority: 2, ...extra });
 export const Ticket = z.object({ type: z.literal('acme:ticket'), priority: z.number() });

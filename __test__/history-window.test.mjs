@@ -2,21 +2,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentHarness, NoeticConfigError, historyWindow, spawn, step } from '../js/index.mjs';
+import { numberedReplies } from './helpers.mjs';
 
 let ids = 0;
 const createMessage = (text, role) => ({ id: `m${ids++}`, type: 'message', role, content: [{ type: role === 'assistant' ? 'output_text' : 'input_text', text }] });
 
 const textOf = (item) => item.content?.[0]?.text ?? item.type;
-
-function recording() {
-  const requests = [];
-  const model = async (request) => {
-    requests.push(request.items);
-    const text = `r${requests.length}`;
-    return { items: [{ id: text, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] };
-  };
-  return { model, requests };
-}
 
 // Counts the hook batches the native side sends to JS.
 function countBatches(harness) {
@@ -31,7 +22,7 @@ function countBatches(harness) {
 }
 
 test('the model sees the newest maxItems items and the system anchor; the log keeps everything, with no crossing', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   const h = new AgentHarness({ name: 'w', params: {}, memory: [historyWindow({ maxItems: 4 })], _testCallModel: model });
   const counted = countBatches(h);
   const ctx = h.createContext({ items: [createMessage('be brief', 'system')] });
@@ -45,7 +36,7 @@ test('the model sees the newest maxItems items and the system anchor; the log ke
 });
 
 test('JS layers before and after it in slot order see the history as the stages before them left it', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   const seen = [];
   // Slot 10 runs first: it hides notes. Slot 300 runs after the window (275): it sees the window and adds a summary.
   const hide = { id: 'hide', slot: 10, scope: 'execution', hooks: { projectHistory: async ({ items }) => ({ items: items.filter((i) => !textOf(i).startsWith('note')) }) } };
@@ -66,7 +57,7 @@ test('JS layers before and after it in slot order see the history as the stages 
 });
 
 test('a spawned child does not inherit the window (it has no onSpawn), as upstream', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   const h = new AgentHarness({ name: 'w', params: {}, memory: [historyWindow({ maxItems: 2 })], _testCallModel: model });
   const ctx = h.createContext({ items: ['a', 'b', 'c', 'd'].map((t, i) => createMessage(t, i % 2 ? 'assistant' : 'user')) });
   await h.run(step.llm({ id: 'ask', model: 'm' }), 'e', ctx);
@@ -76,7 +67,7 @@ test('a spawned child does not inherit the window (it has no onSpawn), as upstre
 });
 
 test('ctx.harness.projectHistory windows the items it is given', async () => {
-  const h = new AgentHarness({ name: 'w', params: {}, memory: [], _testCallModel: recording().model });
+  const h = new AgentHarness({ name: 'w', params: {}, memory: [], _testCallModel: numberedReplies().model });
   const ctx = h.createContext({});
   const layer = historyWindow({ maxItems: 2 });
   const history = ['u1', 'a1', 'u2', 'a2', 'u3'].map((t, i) => createMessage(t, i % 2 ? 'assistant' : 'user'));

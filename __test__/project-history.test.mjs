@@ -2,21 +2,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentHarness, createMessage, step } from '../js/index.mjs';
+import { numberedReplies } from './helpers.mjs';
 
 const textOf = (item) => item.content?.[0]?.text ?? item.type;
 
-function recording() {
-  const requests = [];
-  const model = async (request) => {
-    requests.push(request.items);
-    const text = `r${requests.length}`;
-    return { items: [{ id: text, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] };
-  };
-  return { model, requests };
-}
-
 test('layers project the history in slot order, each given what the one before returned; the log is untouched', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   const calls = [];
   const windowed = { id: 'window', slot: 275, scope: 'execution', hooks: { projectHistory: async ({ items, signal }) => (calls.push(['window', items.length, signal instanceof AbortSignal]), { items: items.slice(-2) }) } };
   const summary = { id: 'summary', slot: 300, scope: 'execution', hooks: { projectHistory: async ({ items }) => (calls.push(['summary', items.length]), { items: [createMessage('earlier: elided', 'user'), ...items] }) } };
@@ -38,7 +29,7 @@ test('a projectHistory that throws, answers without items, or returns a non-item
     async ({ items }) => ({ items: [...items, { no: 'type' }] }),
   ];
   for (const projectHistory of cases) {
-    const { model, requests } = recording();
+    const { model, requests } = numberedReplies();
     const h = new AgentHarness({ name: 'p', params: {}, memory: [{ id: 'bad', slot: 1, scope: 'execution', hooks: { projectHistory } }], _testCallModel: model, onDiagnostic: (d) => diagnostics.push(`${d.layerId}/${d.hook}`) });
     assert.equal(await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello'), 'r1');
     assert.deepEqual(requests[0].map(textOf), ['hello']);
@@ -47,7 +38,7 @@ test('a projectHistory that throws, answers without items, or returns a non-item
 });
 
 test('the projection runs once per model attempt: a steering guide sees the guidance projected too', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   let projections = 0;
   let guided = false;
   const layer = {
@@ -65,7 +56,7 @@ test('the projection runs once per model attempt: a steering guide sees the guid
 });
 
 test('a projection that picks log items out of order, deep in a long log, shows the log’s own items in its order', async () => {
-  const { model, requests } = recording();
+  const { model, requests } = numberedReplies();
   // The first question, then the newest two items in reverse: positions jump back and forth in the log.
   const picker = { id: 'picker', slot: 10, scope: 'execution', hooks: { projectHistory: async ({ items }) => ({ items: [items[0], items.at(-1), items.at(-2)] }) } };
   const h = new AgentHarness({ name: 'p', params: {}, memory: [picker], _testCallModel: model });

@@ -230,11 +230,10 @@ function durableTaskState() {
 function staticContent(opts) {
   const kind = 'static-content';
   const load = opts?.load;
-  const given = (key) => (opts?.[key] === undefined ? null : opts[key]);
   const settings = callNative(native.builtinConfig, kind, {
     id: typeof opts?.id === 'string' ? opts.id : null,
     slot: typeof opts?.slot === 'number' ? num(opts.slot) : opts?.slot === undefined ? null : 'invalid',
-    scope: given('scope'),
+    scope: opts?.scope ?? null,
     tag: typeof opts?.tag === 'string' ? opts.tag : null,
     load: typeof load === 'function',
     shown: { load: describeValue(load), scope: String(opts?.scope) },

@@ -14,7 +14,7 @@ use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
 use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
 use noetic_runtime::memory::builtin::working_memory as wm;
 
-use crate::describe::{om_config, wm_config};
+use crate::describe::{om_config, text, wm_config};
 use crate::protocol::{config_json, number, to_napi};
 
 /// A built-in layer's config, checked and normalized: what its native layer is built from. A bad one throws the
@@ -38,12 +38,11 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
         );
         return Err(to_napi(config_json(&error)));
       }
-      let text = |key: &str| config.get(key).and_then(Value::as_str).map(str::to_owned);
       let scope =
         config.get("scope").filter(|value| !value.is_null()).map(|value| value.as_str().unwrap_or(shown("scope")));
       let slot = given("slot").map(|value| number(value).unwrap_or(f64::NAN));
-      let checked =
-        StaticContentConfig::new(text("id"), slot, scope, text("tag")).map_err(|e| to_napi(config_json(&e)))?;
+      let checked = StaticContentConfig::new(text(&config, "id"), slot, scope, text(&config, "tag"))
+        .map_err(|e| to_napi(config_json(&e)))?;
       Ok(
         json!({ "id": checked.id, "slot": checked.slot, "scope": checked.scope.as_str(), "tag": checked.tag, "load": true }),
       )
@@ -86,7 +85,7 @@ pub fn builtin_hook(
   let check: Option<wm::SchemaCheck<'_>> = if schema.is_some() { Some(&check) } else { None };
   Ok(match (kind.as_str(), hook.as_str()) {
     ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), check),
-    ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
+    ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, recall_json),
     ("working-memory", "store") => {
       wm::store(&state, &maps(&items), &wm_config(&config), check).map_err(fail)?.unwrap_or(Value::Null)
     }
@@ -105,7 +104,7 @@ pub fn builtin_hook(
         "initState" => om::init_state(params.get("saved").cloned().filter(|v| !v.is_null())),
         "recall" => {
           let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
-          om::recall(&current, budget).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+          om::recall(&current, budget).map_or(Value::Null, recall_json)
         }
         "store" => settle(om::store(&current, &maps(&items), &config)),
         "onItemAppend" => om::on_item_append(&current, &maps(&items), &config).map_or(Value::Null, settle),
@@ -125,7 +124,7 @@ pub fn builtin_hook(
       let tag = params.get("tag").and_then(Value::as_str).unwrap_or(sc::DEFAULT_TAG);
       let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
       let recalled = sc::recall(state.as_str().unwrap_or_default(), budget, tag);
-      recalled.map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+      recalled.map_or(Value::Null, recall_json)
     }
     ("plan", hook) => plan_hook(hook, &params, &state).map_err(fail)?,
     ("history-window", "project") => {
@@ -143,7 +142,7 @@ fn durable_task_state_hook(hook: &str, params: &Value) -> std::result::Result<Va
     "recall" => {
       let budget = params.get("budget").and_then(Value::as_f64).unwrap_or(0.0);
       let recalled = value("state").and_then(|state| dts::recall(state, budget));
-      recalled.map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+      recalled.map_or(Value::Null, recall_json)
     }
     "store" => {
       let depth = params.get("depth").and_then(Value::as_u64).unwrap_or(0) as u32;
@@ -159,6 +158,11 @@ fn durable_task_state_hook(hook: &str, params: &Value) -> std::result::Result<Va
     },
     _ => return Err(format!("durable-task-state has no hook '{hook}'")),
   })
+}
+
+/// A pure recall as the JS faces read it: `[text, tokenCount]`.
+fn recall_json((text, tokens): (String, u64)) -> Value {
+  json!([text, tokens])
 }
 
 /// A role as JS describes it: 1 user, 2 assistant, 3 system, anything else another item.
@@ -208,7 +212,7 @@ fn plan_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<V
     "initState" => plan::init_state(params.get("saved").cloned()),
     "recall" => {
       let budget = params.get("budget").and_then(number).unwrap_or(f64::NAN);
-      plan::recall(state, budget, &config).map_or(Value::Null, |(text, tokens)| json!([text, tokens]))
+      plan::recall(state, budget, &config).map_or(Value::Null, recall_json)
     }
     "beforeToolCall" => match plan::denial(state, text("toolName"), &config) {
       None => json!({ "action": "allow" }),

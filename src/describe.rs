@@ -31,7 +31,7 @@ use crate::dispatcher::Dispatch;
 use crate::js_host::JsCallback;
 use crate::protocol::number;
 
-fn text(value: &Value, key: &str) -> Option<String> {
+pub(crate) fn text(value: &Value, key: &str) -> Option<String> {
   value.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 

@@ -33,6 +33,13 @@ pub struct NativeRecall {
   pub token_count: f64,
 }
 
+impl From<(String, u64)> for NativeRecall {
+  /// A text and its token estimate, as the built-ins' pure recalls give them.
+  fn from((text, tokens): (String, u64)) -> Self {
+    Self { text, token_count: tokens as f64 }
+  }
+}
+
 /// A built-in layer's hooks. Each has a default that does nothing; the layer's `HookSet` says which are real.
 #[async_trait]
 pub trait NativeLayer: Send + Sync {

@@ -98,7 +98,7 @@ impl NativeLayer for WorkingMemory {
   }
 
   async fn recall(&self, state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
-    Ok(state.and_then(wm::recall).map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+    Ok(state.and_then(wm::recall).map(NativeRecall::from))
   }
 
   async fn store(
@@ -180,7 +180,7 @@ impl NativeLayer for ObservationalMemory {
 
   async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
     let state = Self::state(state)?;
-    Ok(om::recall(&state, budget).map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+    Ok(om::recall(&state, budget).map(NativeRecall::from))
   }
 
   async fn store(
@@ -254,7 +254,7 @@ impl NativeLayer for DurableTaskState {
 
   async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
     let recalled = state.and_then(|state| dts::recall(state, budget));
-    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+    Ok(recalled.map(NativeRecall::from))
   }
 
   async fn store(
@@ -313,7 +313,7 @@ impl NativeLayer for StaticContent {
   async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
     let text = state.and_then(Value::as_str).unwrap_or_default();
     let recalled = sc::recall(text, budget, &self.config.tag);
-    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+    Ok(recalled.map(NativeRecall::from))
   }
 }
 
@@ -360,7 +360,7 @@ impl NativeLayer for PlanMemory {
 
   async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
     let recalled = plan::recall(&plan_state(state), budget, &self.config);
-    Ok(recalled.map(|(text, tokens)| NativeRecall { text, token_count: tokens as f64 }))
+    Ok(recalled.map(NativeRecall::from))
   }
 
   async fn before_tool_call(

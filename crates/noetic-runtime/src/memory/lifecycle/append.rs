@@ -17,7 +17,6 @@ use crate::items::{Item, parse_js_item};
 use crate::memory::HookKind;
 use crate::memory::registry::{Layer, LayerImpl};
 
-use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, host_call};
 
 /// What the pipeline passed on, and the re-renders its hooks asked for: `(layer id, slot, request)`.
@@ -52,13 +51,8 @@ pub async fn append_with_requests(
     let layer = layers[next];
     if let LayerImpl::Native(native) = &layer.imp {
       let state = env.state_json(&exec, layer.id());
-      let started = std::time::Instant::now();
-      let outcome = native.on_item_append(state.as_ref(), &current).await;
-      env.trace_native(scope.trace_target(), layer, HookKind::OnItemAppend, started, &outcome);
-      match outcome {
-        Ok(write) => apply_native(env, &exec, layer.id(), write),
-        Err(message) => env.diagnose(layer.id(), HookKind::OnItemAppend, &message),
-      }
+      let observe = native.on_item_append(state.as_ref(), &current);
+      env.write_native(scope.trace_target(), &exec, layer, HookKind::OnItemAppend, observe).await;
       next += 1;
       continue;
     }

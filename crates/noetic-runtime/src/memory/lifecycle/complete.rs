@@ -5,7 +5,6 @@ use crate::host::{HookArgs, HookBatch, WriteRule};
 use crate::memory::HookKind;
 use crate::memory::registry::LayerImpl;
 
-use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, host_call};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,10 +30,7 @@ pub async fn complete_layers(env: &MemoryEnv, scope: &ExecScope<'_>, outcome: Ou
     if let LayerImpl::Native(native) = &layer.imp {
       let state = env.state_json(&exec, layer.id());
       let complete = native.on_complete(state.as_ref(), outcome.as_str());
-      match env.run_native(scope.trace_target(), layer, HookKind::OnComplete, complete).await {
-        Ok(write) => apply_native(env, &exec, layer.id(), write),
-        Err(message) => env.diagnose(layer.id(), HookKind::OnComplete, &message),
-      }
+      env.write_native(scope.trace_target(), &exec, layer, HookKind::OnComplete, complete).await;
     }
   }
   run_host_only(env, scope, HookKind::OnComplete, WriteRule::IfKeyPresent, || HookArgs::OnComplete {

@@ -118,16 +118,21 @@ impl MemoryEnv {
     outcome
   }
 
-  /// Traces a built-in layer's hook that started at `started` and ended with `outcome`.
-  fn trace_native<T>(
-    &self,
-    target: TraceTarget<'_>,
-    layer: &Layer,
-    hook: HookKind,
-    started: std::time::Instant,
-    outcome: &Result<T, String>,
-  ) {
-    if let Some(span) = self.native_span(target, layer, hook, started, &status_of(outcome)) {
+  /// A built-in hook that may change the layer's state in `exec`, run as [`Self::run_native`]: its write is
+  /// applied, a failure is a diagnostic.
+  async fn write_native<F>(&self, target: TraceTarget<'_>, exec: &str, layer: &Layer, hook: HookKind, run: F)
+  where
+    F: std::future::Future<Output = Result<crate::memory::native::NativeWrite, String>>,
+  {
+    match self.run_native(target, layer, hook, run).await {
+      Ok(write) => store::apply_native(self, exec, layer.id(), write),
+      Err(message) => self.diagnose(layer.id(), hook, &message),
+    }
+  }
+
+  /// Traces a built-in layer's synchronous hook (a projection, which cannot time out) that started at `started`.
+  fn trace_native(&self, target: TraceTarget<'_>, layer: &Layer, hook: HookKind, started: std::time::Instant) {
+    if let Some(span) = self.native_span(target, layer, hook, started, &HookStatus::Ok) {
       self.sink.trace(vec![span]);
     }
   }

@@ -37,7 +37,7 @@ pub async fn project_history(
         };
         projected = native.project_history(&history);
       });
-      env.trace_native(scope.trace_target(), layer, HookKind::ProjectHistory, started, &Ok::<(), String>(()));
+      env.trace_native(scope.trace_target(), layer, HookKind::ProjectHistory, started);
       current = projected.or(current);
       next += 1;
       continue;

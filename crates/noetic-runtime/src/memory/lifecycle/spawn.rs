@@ -11,7 +11,6 @@ use crate::memory::registry::LayerImpl;
 use crate::memory::state::StateValue;
 use crate::memory::{HookKind, STATE_KEY, resolve_scope_key, scoped_key};
 
-use super::store::apply_native;
 use super::{ExecScope, MemoryEnv, failure, host_call};
 
 /// Runs onSpawn for the layers the parent's gate lets through, writing each child state into the child's
@@ -31,13 +30,8 @@ pub async fn spawn_layers(
     match &layer.imp {
       LayerImpl::Native(native) => {
         let state = env.state_json(parent.exec_id(), layer.id());
-        let started = std::time::Instant::now();
-        let outcome = native.on_spawn(state.as_ref()).await;
-        env.trace_native(child.trace_target(), layer, HookKind::OnSpawn, started, &outcome);
-        match outcome {
-          Ok(write) => apply_native(env, &child_exec, layer.id(), write),
-          Err(message) => env.diagnose(layer.id(), HookKind::OnSpawn, &message),
-        }
+        let hand_over = native.on_spawn(state.as_ref());
+        env.write_native(child.trace_target(), &child_exec, layer, HookKind::OnSpawn, hand_over).await;
       }
       LayerImpl::Host(_) => {
         let args = HookArgs::OnSpawn { parent_exec: parent.exec_id().to_owned() };
@@ -92,10 +86,7 @@ pub async fn return_layers(
       let Some(child_state) = env.state_json(&child_exec, layer.id()) else { continue };
       let parent_state = env.state_json(&parent_exec, layer.id());
       let hand_back = native.on_return(parent_state.as_ref(), &child_state);
-      match env.run_native(parent.trace_target(), layer, HookKind::OnReturn, hand_back).await {
-        Ok(write) => apply_native(env, &parent_exec, layer.id(), write),
-        Err(message) => env.diagnose(layer.id(), HookKind::OnReturn, &message),
-      }
+      env.write_native(parent.trace_target(), &parent_exec, layer, HookKind::OnReturn, hand_back).await;
       continue;
     }
     let args = HookArgs::OnReturn { child_exec: child_exec.clone(), result: result.clone() };

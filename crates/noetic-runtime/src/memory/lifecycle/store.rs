@@ -32,10 +32,7 @@ pub async fn store_layers(
       LayerImpl::Native(native) => {
         let state = env.state_json(&exec, layer.id());
         let store = native.store(state.as_ref(), response, &scope.info);
-        match env.run_native(scope.trace_target(), layer, HookKind::Store, store).await {
-          Ok(write) => apply_native(env, &exec, layer.id(), write),
-          Err(message) => env.diagnose(layer.id(), HookKind::Store, &message),
-        }
+        env.write_native(scope.trace_target(), &exec, layer, HookKind::Store, store).await;
       }
       LayerImpl::Host(_) => {
         let (response_from, response_to) = response_range.unwrap_or_default();
