@@ -561,9 +561,9 @@ class Runtime {
         return { stop: Boolean(verdict?.stop), reason: verdict?.reason, feedback: verdict?.feedback };
       }
       case 'layerCallback': {
-        // A built-in layer's schema or observer.
+        // A built-in layer's user function (a schema, an observer, steering's predicates); `info` when it takes a ctx.
         const fn = this.handles.get(message.layer)[NATIVE].callbacks[message.name];
-        return { value: (await fn(message.args)) ?? null };
+        return { value: (await fn(message.args, message.info && this.execContext(message.info))) ?? null };
       }
       case 'lazy':
         return this.resolveLazy(message.call);

@@ -29,7 +29,19 @@ pub struct JsCallback {
 #[async_trait]
 impl HostCallback for JsCallback {
   async fn call(&self, args: Value) -> Result<Value, String> {
-    let message = json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args });
+    self.send(json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args })).await
+  }
+
+  /// The host builds the hook's `ctx` from `info` and hands it to the function after its arguments.
+  async fn call_in(&self, args: Value, exec: &ExecInfo) -> Result<Value, String> {
+    self
+      .send(json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args, "info": exec }))
+      .await
+  }
+}
+
+impl JsCallback {
+  async fn send(&self, message: Value) -> Result<Value, String> {
     let text = self.dispatch.call_bounded(message.to_string()).await?;
     open::<JsValue>(&text).map(|reply| reply.value).map_err(|error| error.to_string())
   }

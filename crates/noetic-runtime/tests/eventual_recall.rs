@@ -363,7 +363,12 @@ impl NativeLayer for Counter {
     Ok(Some(json!({ "n": 0 })))
   }
 
-  async fn recall(&self, state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(
+    &self,
+    state: Option<&Value>,
+    _budget: f64,
+    _exec: &noetic_runtime::host::ExecInfo,
+  ) -> Result<Option<NativeRecall>, String> {
     let _in_flight = InFlight::start(&self.running);
     let delay = *self.recall_delay.lock().unwrap();
     tokio::time::sleep(delay).await;

@@ -162,7 +162,7 @@ impl Harness {
       budgets = layer_budgets(&layers, &policy, system_tokens)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
-      let keep_recalled = matches!(self.model, Model::Host);
+      let keep_recalled = matches!(*self.model, Model::Host);
       lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache, keep_recalled).await
     } else {
       Vec::new()
@@ -173,7 +173,7 @@ impl Harness {
       keys: recalled.iter().filter_map(|entry| entry.host_key).collect(),
     };
     // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
-    let with_items = !matches!(self.model, Model::Host);
+    let with_items = !matches!(*self.model, Model::Host);
     // Steering (§7.3, step 7): with layers, afterModelCall judges each response; a guide asks again, up to
     // MAX_STEERING_RETRIES times, with the guidance appended as a developer message.
     let mut retries = 0;
@@ -213,7 +213,7 @@ impl Harness {
       }
     };
 
-    let from_host = matches!(self.model, Model::Host);
+    let from_host = matches!(*self.model, Model::Host);
     let (from, to, history_tokens) = {
       let mut state = ctx.state();
       let from = state.log.len();
@@ -318,7 +318,7 @@ impl Harness {
       output_schema: step.output.as_ref().map(|output| &output.json_schema),
       ctx: Some(ctx),
     };
-    match &self.model {
+    match &*self.model {
       Model::None => Err(no_provider().into()),
       Model::Scripted(model) => self.tool_loop(model, request, view.items, ctx, memory).await,
       Model::OpenRouter(provider) => self.tool_loop(provider, request, view.items, ctx, memory).await,

@@ -1,6 +1,7 @@
 //! The harness: owns the memory environment, the default layers and projection, the model, and the live
 //! contexts; `run` is one execution from init to dispose.
 
+mod aside;
 mod context;
 mod error;
 mod fork;
@@ -24,6 +25,7 @@ use self::round_model::{RoundModel, RoundRequest};
 use crate::host::StepValue;
 use crate::items::{Item, ItemTypes};
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
+use crate::memory::native::AsideModel;
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
@@ -56,7 +58,8 @@ pub struct Harness {
   pub env: MemoryEnv,
   pub layers: Arc<LayerSet>,
   pub projection: Option<ProjectionPolicy>,
-  pub model: Model,
+  /// Shared with [`Harness::asks`].
+  pub model: Arc<Model>,
   pub force_atomic_recall: bool,
   /// The item types its contexts admit (`strictItemSchemas`); set with [`Harness::with_item_types`].
   pub item_types: ItemTypes,
@@ -69,6 +72,8 @@ pub struct Harness {
   pub session_tools: Arc<Vec<ToolDef>>,
   /// Where routes and fork paths get their steps from (the host's step language); none on a host without one.
   pub step_source: Option<Arc<dyn StepSource>>,
+  /// The model as built-in layers ask it; `None` without one.
+  asks: Option<Arc<dyn AsideModel>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   sessions: Mutex<HashMap<String, Arc<session::Session>>>,
 }
@@ -95,12 +100,17 @@ const DEFAULT_THREAD_ID: &str = "__default__";
 
 impl Harness {
   pub fn new(config: HarnessConfig, env: MemoryEnv) -> Self {
+    let model = Arc::new(config.model);
+    let asks = model.is_configured().then(|| {
+      Arc::new(aside::LayerAsks { model: Arc::clone(&model), host: Arc::clone(&env.host) }) as Arc<dyn AsideModel>
+    });
     Self {
       name: config.name,
       env,
       layers: config.layers,
       projection: config.projection,
-      model: config.model,
+      model,
+      asks,
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       tokenizer: None,
@@ -168,6 +178,7 @@ impl Harness {
       resource_id: ctx.resource_id.as_deref(),
       info: ctx.exec_info(self.model.is_configured()),
       item_types: self.item_types,
+      model: self.asks.clone(),
     }
   }
 
@@ -229,7 +240,7 @@ impl Harness {
       output_schema: None,
       ctx: None,
     };
-    match &self.model {
+    match &*self.model {
       Model::Scripted(model) => model.answer(&round).await,
       Model::OpenRouter(provider) => provider.answer(&round).await,
       Model::None | Model::Host => Err(llm::no_provider().into()),

@@ -46,7 +46,7 @@ impl Harness {
       None => None,
     };
     let ask = Arc::new(create_message(request.prompt, "user")?);
-    let round = if matches!(self.model, Model::Host) {
+    let round = if matches!(*self.model, Model::Host) {
       // A JS model is handed log positions it already holds, not the items again.
       let mut view: Vec<ViewEntry> = earlier.into_iter().map(|item| ViewEntry::Layer { item, kept: None }).collect();
       view.push(ViewEntry::Log { start: request.range.start, end: request.range.end });
@@ -85,7 +85,7 @@ impl Harness {
     policy: &ProjectionPolicy,
     dropped: Range<usize>,
   ) -> bool {
-    if matches!(self.model, Model::None) {
+    if matches!(*self.model, Model::None) {
       return false;
     }
     let (to, earlier) = {

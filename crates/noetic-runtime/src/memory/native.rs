@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::error::ConfigError;
 use crate::host::{ExecInfo, SteeringDecision};
 use crate::items::Item;
 use crate::memory::history::{History, Projected};
@@ -16,6 +17,55 @@ use crate::storage::ScopedStorage;
 pub trait HostCallback: Send + Sync {
   /// Calls the function with JSON arguments; its JSON answer, or what it threw.
   async fn call(&self, args: Value) -> Result<Value, String>;
+
+  /// [`Self::call`] on behalf of an execution, for functions that take the hook's `ctx` (steering predicates).
+  async fn call_in(&self, args: Value, _exec: &ExecInfo) -> Result<Value, String> {
+    self.call(args).await
+  }
+}
+
+/// One model round a built-in layer asks of the harness's model, beside the conversation: steering's verdicts,
+/// fileReference's relevance scores. The harness implements it; memory does not know the harness.
+#[async_trait]
+pub trait AsideModel: Send + Sync {
+  /// `prompt` as the only (user) message to `model`, no tools, no history: the reply's assistant text.
+  /// `context` names the execution asking (a JS test model is handed its `ctx`).
+  async fn ask(&self, context: &str, model: &str, prompt: &str) -> Result<String, String>;
+}
+
+/// What a built-in hook may reach beyond its state: the execution, and the harness's model when it has one
+/// (upstream's `ctx.callModel`, present exactly when the harness has a model).
+#[derive(Clone, Copy)]
+pub struct HookCtx<'a> {
+  pub exec: &'a ExecInfo,
+  pub model: Option<&'a Arc<dyn AsideModel>>,
+}
+
+/// A built-in layer's steering vote and the state change it records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeVote {
+  /// `None` casts no vote.
+  pub decision: Option<SteeringDecision>,
+  pub write: NativeWrite,
+}
+
+impl From<Option<SteeringDecision>> for NativeVote {
+  fn from(decision: Option<SteeringDecision>) -> Self {
+    Self { decision, write: NativeWrite::Unchanged }
+  }
+}
+
+/// Why a built-in steering hook gave no vote: a failure casts none (fail-open), a config error ends the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VoteError {
+  Failed(String),
+  Config(ConfigError),
+}
+
+impl From<String> for VoteError {
+  fn from(message: String) -> Self {
+    Self::Failed(message)
+  }
 }
 
 /// A state change a built-in hook asks for.
@@ -48,7 +98,13 @@ pub trait NativeLayer: Send + Sync {
     Ok(None)
   }
 
-  async fn recall(&self, _state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
+  /// `exec`: the execution recalling, for a layer that holds something per execution (steering's late verdicts).
+  async fn recall(
+    &self,
+    _state: Option<&Value>,
+    _budget: f64,
+    _exec: &ExecInfo,
+  ) -> Result<Option<NativeRecall>, String> {
     Ok(None)
   }
 
@@ -89,15 +145,27 @@ pub trait NativeLayer: Send + Sync {
     None
   }
 
-  /// beforeToolCall (§14.3): the layer's vote on a tool call about to run; `None` casts no vote. `tool_name` is
-  /// the name the model called, which may be the provider-safe form (`plan_updatePrd`).
+  /// beforeToolCall (§14.3): the layer's vote on a tool call about to run. `tool_name` is the name the model
+  /// called, which may be the provider-safe form (`plan_updatePrd`).
   async fn before_tool_call(
     &self,
     _state: Option<&Value>,
     _tool_name: &str,
     _tool_args: &Value,
-  ) -> Result<Option<SteeringDecision>, String> {
-    Ok(None)
+    _ctx: HookCtx<'_>,
+  ) -> Result<NativeVote, VoteError> {
+    Ok(NativeVote::from(None))
+  }
+
+  /// afterModelCall (§14.4): the layer's vote on a model response (its items and `{inputTokens, outputTokens}`).
+  async fn after_model_call(
+    &self,
+    _state: Option<&Value>,
+    _response: &[Arc<Item>],
+    _usage: &Value,
+    _ctx: HookCtx<'_>,
+  ) -> Result<NativeVote, VoteError> {
+    Ok(NativeVote::from(None))
   }
 
   /// A `provides` function: the result (JSON, `None` for `void`) and the new state, if any.

@@ -16,7 +16,7 @@ use crate::host::{ExecInfo, SteeringAction, SteeringDecision};
 use crate::items::Item;
 use crate::memory::STATE_KEY;
 use crate::memory::history::{History, Projected};
-use crate::memory::native::{HostCallback, NativeLayer, NativeRecall, NativeWrite};
+use crate::memory::native::{HookCtx, HostCallback, NativeLayer, NativeRecall, NativeVote, NativeWrite, VoteError};
 use crate::memory::registry::{Layer, LayerImpl, ProvidedFn};
 use crate::storage::ScopedStorage;
 
@@ -97,7 +97,12 @@ impl NativeLayer for WorkingMemory {
     }))
   }
 
-  async fn recall(&self, state: Option<&Value>, _budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(
+    &self,
+    state: Option<&Value>,
+    _budget: f64,
+    _exec: &ExecInfo,
+  ) -> Result<Option<NativeRecall>, String> {
     Ok(state.and_then(wm::recall).map(NativeRecall::from))
   }
 
@@ -178,7 +183,7 @@ impl NativeLayer for ObservationalMemory {
     Ok(Some(om::init_state(saved_state(storage).await?)))
   }
 
-  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
     let state = Self::state(state)?;
     Ok(om::recall(&state, budget).map(NativeRecall::from))
   }
@@ -252,7 +257,7 @@ impl NativeLayer for DurableTaskState {
     Ok(Some(dts::init_state(saved_state(storage).await?)))
   }
 
-  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
     let recalled = state.and_then(|state| dts::recall(state, budget));
     Ok(recalled.map(NativeRecall::from))
   }
@@ -310,7 +315,7 @@ impl NativeLayer for StaticContent {
     Ok(Some(Value::String(sc::wrap(&raw, &self.config.tag))))
   }
 
-  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
     let text = state.and_then(Value::as_str).unwrap_or_default();
     let recalled = sc::recall(text, budget, &self.config.tag);
     Ok(recalled.map(NativeRecall::from))
@@ -358,7 +363,7 @@ impl NativeLayer for PlanMemory {
     Ok(Some(plan::init_state(saved_state(storage).await?)))
   }
 
-  async fn recall(&self, state: Option<&Value>, budget: f64) -> Result<Option<NativeRecall>, String> {
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
     let recalled = plan::recall(&plan_state(state), budget, &self.config);
     Ok(recalled.map(NativeRecall::from))
   }
@@ -368,11 +373,12 @@ impl NativeLayer for PlanMemory {
     state: Option<&Value>,
     tool_name: &str,
     _tool_args: &Value,
-  ) -> Result<Option<SteeringDecision>, String> {
-    Ok(Some(match plan::denial(&plan_state(state), tool_name, &self.config) {
+    _ctx: HookCtx<'_>,
+  ) -> Result<NativeVote, VoteError> {
+    Ok(NativeVote::from(Some(match plan::denial(&plan_state(state), tool_name, &self.config) {
       None => SteeringDecision::ALLOW,
       Some(guidance) => SteeringDecision { action: SteeringAction::Deny, guidance: Some(guidance) },
-    }))
+    })))
   }
 
   async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {

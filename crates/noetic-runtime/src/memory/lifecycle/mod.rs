@@ -15,6 +15,7 @@ mod store;
 use std::sync::Arc;
 
 use super::HookKind;
+use super::native::{AsideModel, HookCtx};
 use super::registry::{Layer, LayerImpl, LayerSet};
 use super::state::{DiagnosticSink, Persist, StateStore, StateValue, StateWrite};
 use super::trace::{HookSpan, SpanBudget, TraceTarget};
@@ -53,6 +54,8 @@ pub struct ExecScope<'a> {
   pub info: ExecInfo,
   /// Which item types hooks may hand back (`strictItemSchemas`).
   pub item_types: ItemTypes,
+  /// The harness's model for built-in layers' own questions; `None` when it has none.
+  pub model: Option<Arc<dyn AsideModel>>,
 }
 
 impl ExecScope<'_> {
@@ -62,6 +65,11 @@ impl ExecScope<'_> {
 
   fn trace_target(&self) -> TraceTarget<'_> {
     TraceTarget { trace_id: &self.info.trace_id, context: self.context }
+  }
+
+  /// What a built-in hook may reach in this execution.
+  fn hook_ctx(&self) -> HookCtx<'_> {
+    HookCtx { exec: &self.info, model: self.model.as_ref() }
   }
 }
 

@@ -148,7 +148,7 @@ async fn recall_native(
   let state = env.state_json(target.exec, layer.id());
   let started = std::time::Instant::now();
   let (outcome, status) =
-    match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget)).await {
+    match within(layer.spec.timeout_ms(HookKind::Recall), native.recall(state.as_ref(), budget, target.info)).await {
       Ok(outcome) => {
         let status = status_of(&outcome);
         (outcome, status)

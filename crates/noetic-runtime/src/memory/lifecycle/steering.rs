@@ -10,10 +10,10 @@ use serde_json::Value;
 use crate::host::{HookArgs, HookBatch, HostError, SteeringAction, SteeringDecision, WriteRule};
 use crate::items::Item;
 use crate::memory::HookKind;
-use crate::memory::native::NativeLayer;
+use crate::memory::native::{NativeLayer, VoteError};
 use crate::memory::registry::{Layer, LayerImpl};
 
-use super::{ExecScope, MemoryEnv, failure, host_call};
+use super::{ExecScope, MemoryEnv, failure, host_call, store};
 
 /// The layers' decision on a function call about to run. `arguments` (its JSON text) is parsed only when some
 /// layer will see it; arguments that do not parse are `{}`.
@@ -23,7 +23,7 @@ pub async fn before_tool_call(
   tool_name: &str,
   arguments: &str,
 ) -> Result<SteeringDecision, HostError> {
-  vote(env, scope, HookKind::BeforeToolCall, || {
+  vote(env, scope, HookKind::BeforeToolCall, &[], || {
     let tool_args = crate::js_text::from_js_json(arguments).unwrap_or_else(|_| Value::Object(Default::default()));
     (HookArgs::BeforeToolCall { tool_name: tool_name.to_owned(), tool_args }, None)
   })
@@ -38,7 +38,7 @@ pub async fn after_model_call(
   response: &[Arc<Item>],
   usage: impl FnOnce() -> Value,
 ) -> Result<SteeringDecision, HostError> {
-  vote(env, scope, HookKind::AfterModelCall, || {
+  vote(env, scope, HookKind::AfterModelCall, response, || {
     let items = response.iter().map(|item| item.to_json_text()).collect();
     (HookArgs::AfterModelCall { usage: usage() }, Some(items))
   })
@@ -46,11 +46,13 @@ pub async fn after_model_call(
 }
 
 /// `inputs`: the hook's arguments and the batch's items, made only when a layer takes part. Layers vote in slot
-/// order: built-ins natively, each run of JS layers between them in one batch.
+/// order: built-ins natively, each run of JS layers between them in one batch. `response`: the model's items, for
+/// built-ins' afterModelCall.
 async fn vote(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   hook: HookKind,
+  response: &[Arc<Item>],
   inputs: impl FnOnce() -> (HookArgs, Option<Vec<String>>),
 ) -> Result<SteeringDecision, HostError> {
   let layers = env.participants(scope, hook);
@@ -65,7 +67,7 @@ async fn vote(
     if let LayerImpl::Native(native) = &layers[next].imp {
       let layer = layers[next];
       next += 1;
-      if let Some(decision) = native_vote(env, scope, layer, native, &args).await {
+      if let Some(decision) = native_vote(env, scope, layer, native, &args, response).await? {
         if decision.action == SteeringAction::Deny {
           return Ok(decision);
         }
@@ -83,23 +85,45 @@ async fn vote(
   Ok(most_restrictive(&decisions))
 }
 
-/// A built-in layer's vote; one that fails casts none (a diagnostic), as a failing JS hook.
+/// A built-in layer's vote, its state change applied. One that fails casts none (a diagnostic), as a failing JS
+/// hook; a config error (an LLM rule with no model to ask) ends the call, as a NoeticConfigError thrown in JS.
 async fn native_vote(
   env: &MemoryEnv,
   scope: &ExecScope<'_>,
   layer: &Layer,
   native: &Arc<dyn NativeLayer>,
   args: &HookArgs,
-) -> Option<SteeringDecision> {
-  // Built-ins steer only before tool calls.
-  let HookArgs::BeforeToolCall { tool_name, tool_args } = args else { return None };
-  let state = env.state_json(scope.exec_id(), layer.id());
-  let vote = native.before_tool_call(state.as_ref(), tool_name, tool_args);
-  match env.run_native(scope.trace_target(), layer, HookKind::BeforeToolCall, vote).await {
-    Ok(decision) => decision,
+  response: &[Arc<Item>],
+) -> Result<Option<SteeringDecision>, HostError> {
+  let exec = scope.exec_id();
+  let state = env.state_json(exec, layer.id());
+  let ctx = scope.hook_ctx();
+  let (hook, vote) = match args {
+    HookArgs::BeforeToolCall { tool_name, tool_args } => {
+      (HookKind::BeforeToolCall, native.before_tool_call(state.as_ref(), tool_name, tool_args, ctx))
+    }
+    HookArgs::AfterModelCall { usage } => {
+      (HookKind::AfterModelCall, native.after_model_call(state.as_ref(), response, usage, ctx))
+    }
+    _ => return Ok(None),
+  };
+  // A config error is carried through run_native's timeout and trace as a value, then raised.
+  let vote = async {
+    match vote.await {
+      Ok(vote) => Ok(Ok(vote)),
+      Err(VoteError::Config(error)) => Ok(Err(error)),
+      Err(VoteError::Failed(message)) => Err(message),
+    }
+  };
+  match env.run_native(scope.trace_target(), layer, hook, vote).await {
+    Ok(Ok(vote)) => {
+      store::apply_native(env, exec, layer.id(), vote.write);
+      Ok(vote.decision)
+    }
+    Ok(Err(error)) => Err(HostError::Config(error)),
     Err(message) => {
-      env.diagnose(layer.id(), HookKind::BeforeToolCall, &message);
-      None
+      env.diagnose(layer.id(), hook, &message);
+      Ok(None)
     }
   }
 }
