@@ -1332,6 +1332,31 @@ export interface PlanMemoryLayer extends MemoryLayer<PlanState> {
  */
 export declare function planMemory(config?: PlanMemoryConfig): PlanMemoryLayer;
 
+export interface SteeringLayer extends Omit<MemoryLayer<SteeringState>, 'provides' | 'hooks'> {
+  id: 'steering';
+  name: string;
+  slot: number;
+  scope: MemoryScope;
+  budget: { min: number; max: number };
+  timeouts: { beforeToolCall: number; afterModelCall: number };
+  hooks: {
+    init(params: InitParams): Promise<InitResult<SteeringState>>;
+    recall(params: RecallParams<SteeringState>): Promise<RecallResult<SteeringState> | null>;
+    store(params: StoreParams<SteeringState>): Promise<undefined>;
+    beforeToolCall(params: BeforeToolCallParams<SteeringState>): Promise<BeforeToolCallResult<SteeringState>>;
+    afterModelCall(params: AfterModelCallParams<SteeringState>): Promise<AfterModelCallResult<SteeringState>>;
+    onSpawn(params: SpawnParams<SteeringState>): Promise<SpawnResult<SteeringState>>;
+    onComplete(params: CompleteParams<SteeringState>): Promise<{ state: SteeringState }>;
+  };
+}
+
+/**
+ * Rules voted on before each tool call and after each model response: a rule's `predicate` decides, else its
+ * `llmEval` asks the harness's model for ALLOW, DENY or GUIDE. Every vote is kept in a capped ledger. A config
+ * of the wrong shape is `INVALID_STEERING_CONFIG`.
+ */
+export declare function steering(config: SteeringConfig): SteeringLayer;
+
 /** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
 export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
 /** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */

@@ -38,6 +38,7 @@ module.exports = {
   staticContent: memory.staticContent,
   planMemory: memory.planMemory,
   PlanPhase: memory.PlanPhase,
+  steering: memory.steering,
   toolMemoryLayer: memory.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,

@@ -26,6 +26,7 @@ export const {
   staticContent,
   planMemory,
   PlanPhase,
+  steering,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

@@ -371,6 +371,115 @@ function planMemory(config = {}) {
   };
 }
 
+// A steering rule as the native check reads it: its predicate as a flag, its other fields as given.
+function describeRule(rule) {
+  if (typeof rule !== 'object' || rule === null) return { invalid: describeValue(rule) };
+  const { id, appliesTo, predicate, llmEval } = rule;
+  return {
+    id: configField(id, (v) => typeof v === 'string'),
+    appliesTo: Array.isArray(appliesTo) ? appliesTo.map((h) => (typeof h === 'string' ? h : { invalid: describeValue(h) })) : configField(appliesTo, () => false),
+    predicate: configField(predicate, isFunction) === null ? false : isFunction(predicate) ? true : { invalid: describeValue(predicate) },
+    llmEval: llmEval === undefined || llmEval === null ? null : typeof llmEval === 'object' ? { mode: llmEval.mode ?? null, prompt: llmEval.prompt ?? null, model: llmEval.model ?? null } : { invalid: describeValue(llmEval) },
+  };
+}
+
+// A predicate's answer as the native walk reads it: null (no decision) or {action, guidance?}.
+const predicateAnswer = (decision) => (decision ? { action: String(decision.action), ...(typeof decision.guidance === 'string' ? { guidance: decision.guidance } : {}) } : null);
+
+function steering(config) {
+  const kind = 'steering';
+  const rules = Array.isArray(config?.rules) ? config.rules : [];
+  const described = {
+    rules: Array.isArray(config?.rules) ? rules.map(describeRule) : configField(config?.rules, () => false),
+    maxLedgerEntries: configField(config?.maxLedgerEntries, (v) => typeof v === 'number'),
+    maxRetries: configField(config?.maxRetries, (v) => typeof v === 'number'),
+    scope: configField(config?.scope, (v) => typeof v === 'string'),
+  };
+  const settings = callNative(native.builtinConfig, kind, described);
+  const hook = (name, params) => builtinHook(kind, name, params);
+  const max = settings.maxLedgerEntries;
+  // The harness's walk asks here for the predicates of a run of rules: one crossing, stopping after a deny.
+  const predicates = ({ hook: hookName, rules: indices, params, state }, ctx) => {
+    const answers = [];
+    for (const index of indices) {
+      const answer = predicateAnswer(rules[index].predicate({ ...params, ctx, state }));
+      answers.push(answer);
+      if (answer?.action === 'deny') break;
+    }
+    return answers;
+  };
+  // `hooks` called directly from JS walk the rules here, with the predicates and ctx.callModel at hand.
+  const ask = async (rule, params, ctx) => {
+    const prompt = hook('prompt', { prompt: rule.llmEval.prompt, ...('toolName' in params ? { toolName: params.toolName, toolArgs: params.toolArgs } : { items: params.response.items.length }) });
+    for (let attempt = 0; attempt <= settings.maxRetries; attempt++) {
+      const response = await ctx.callModel({ model: rule.llmEval.model ?? 'openai/gpt-4o-mini', items: [createMessage(prompt, 'user')] });
+      const verdict = hook('verdictOf', { items: response.items });
+      if (verdict) return verdict;
+    }
+    return { action: SteeringAction.Allow };
+  };
+  const evaluate = async (hookName, params, state) => {
+    const decisions = [];
+    const verdict = () => hook('mostRestrictive', { decisions });
+    for (const rule of rules.filter((r) => r.appliesTo.includes(hookName))) {
+      const decision = rule.predicate ? hook('predicateDecision', { answer: predicateAnswer(rule.predicate(params)) }) : null;
+      if (decision) {
+        decisions.push(decision);
+        if (decision.action === SteeringAction.Deny) return verdict();
+        continue;
+      }
+      if (!rule.llmEval) continue;
+      if (!params.ctx?.callModel) {
+        throw new NoeticConfigError({ code: 'MISSING_CALL_MODEL', message: `LLM-evaluated steering rule "${rule.id}" requires a callModel but none is available.`, hint: 'Pass `llm: { provider: "openrouter", apiKey: "..." }` to AgentHarness or set OPENROUTER_API_KEY.' });
+      }
+      if (rule.llmEval.mode === 'sync') {
+        const decision = await ask(rule, params, params.ctx);
+        decisions.push(decision);
+        if (decision.action === SteeringAction.Deny) return verdict();
+        continue;
+      }
+      // Async: the verdict lands in the array held now, even if the state moves on.
+      const pending = state.pendingAsync;
+      ask(rule, params, params.ctx).then((decision) => decision.action !== SteeringAction.Allow && pending.push(hook('pending', { ruleId: rule.id, decision })), () => {});
+    }
+    return verdict();
+  };
+  // The state is changed in place, as upstream's: its ledger is replaced by the recorded one.
+  const record = (state, name, params) => {
+    state.ledger = hook(name, { state, max, now: Date.now(), ...params }).ledger;
+    return state;
+  };
+  return {
+    id: kind,
+    name: 'Steering',
+    slot: Slot.STEERING,
+    scope: settings.scope,
+    budget: { min: 0, max: 500 },
+    timeouts: { beforeToolCall: 5e3, afterModelCall: 1e4 },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state }) => {
+        if (!state?.pendingAsync?.length) return null;
+        const [text, tokenCount] = hook('feedback', { state });
+        state.pendingAsync.splice(0, state.pendingAsync.length);
+        return { items: [createMessage(text, 'developer')], tokenCount, state };
+      },
+      store: async () => undefined,
+      beforeToolCall: async ({ toolName, toolArgs, ctx, state }) => {
+        const decision = await evaluate('beforeToolCall', { toolName, toolArgs, ctx, state }, state);
+        return { decision, state: record(state, 'recordTool', { toolName, toolArgs: toolArgs ?? null, decision }) };
+      },
+      afterModelCall: async ({ response, ctx, state }) => {
+        const decision = await evaluate('afterModelCall', { response, ctx, state }, state);
+        return { decision, state: record(state, 'recordModel', { usage: response.usage, decision }) };
+      },
+      onSpawn: async ({ parentState }) => ({ childState: hook('spawned', { state: parentState ?? null }) }),
+      onComplete: async ({ state, outcome }) => ({ state: record(state, 'recordOutcome', { outcome: String(outcome) }) }),
+    },
+    [NATIVE]: { kind, config: { ...described, predicates: rules.some((r) => isFunction(r?.predicate)) }, callbacks: { predicates } },
+  };
+}
+
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
@@ -410,6 +519,7 @@ module.exports = {
   layerFn,
   workingMemory,
   observationalMemory,
+  steering,
   historyWindow,
   planMemory,
   PlanPhase,

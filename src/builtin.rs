@@ -6,13 +6,17 @@ use napi_derive::napi;
 use serde_json::{Value, json};
 
 use noetic_runtime::error::ConfigError;
+use noetic_runtime::host::SteeringDecision;
 use noetic_runtime::items::Pairing;
+use noetic_runtime::items::extract_assistant_text;
 use noetic_runtime::memory::builtin::durable_task_state as dts;
 use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
 use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
 use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
+use noetic_runtime::memory::builtin::steering as st;
 use noetic_runtime::memory::builtin::working_memory as wm;
+use noetic_runtime::memory::lifecycle::most_restrictive;
 
 use crate::describe::{om_config, text, wm_config};
 use crate::protocol::{config_json, number, to_napi};
@@ -50,6 +54,12 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
     "plan" => {
       let checked = plan::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
       Ok(plan::config_json(&checked))
+    }
+    "steering" => {
+      let checked = st::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(
+        json!({ "scope": checked.scope.as_str(), "maxLedgerEntries": checked.max_ledger_entries, "maxRetries": checked.max_retries }),
+      )
     }
     _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
@@ -127,11 +137,54 @@ pub fn builtin_hook(
       recalled.map_or(Value::Null, recall_json)
     }
     ("plan", hook) => plan_hook(hook, &params, &state).map_err(fail)?,
+    ("steering", hook) => steering_hook(hook, &params, &state).map_err(fail)?,
     ("history-window", "project") => {
       let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
       hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
     }
     _ => return Err(fail(format!("{kind} has no hook '{hook}'"))),
+  })
+}
+
+/// steering's pure parts; the JS face walks the rules itself, as its predicates and `ctx.callModel` live there.
+fn steering_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<Value, String> {
+  let field = |key: &str| params.get(key).cloned().unwrap_or(Value::Null);
+  let decision = || serde_json::from_value::<SteeringDecision>(field("decision")).map_err(|e| e.to_string());
+  let max = field("max").as_u64().unwrap_or(100) as usize;
+  let now = field("now").as_f64().unwrap_or(0.0);
+  let state = Some(state).filter(|state| !state.is_null());
+  Ok(match hook {
+    "initState" => st::init_state(params.get("saved").cloned()),
+    "prompt" => {
+      let context = match params.get("toolName").and_then(Value::as_str) {
+        Some(name) => st::tool_context(name, &field("toolArgs")),
+        None => st::response_context(field("items").as_u64().unwrap_or(0) as usize),
+      };
+      Value::String(st::verdict_prompt(field("prompt").as_str().unwrap_or_default(), &context))
+    }
+    "verdictOf" => {
+      let items = field("items");
+      let text = extract_assistant_text(&maps(&items));
+      st::parse_verdict(&text).map_or(Value::Null, |d| json!(d))
+    }
+    "mostRestrictive" => {
+      let decisions: Vec<SteeringDecision> = serde_json::from_value(field("decisions")).map_err(|e| e.to_string())?;
+      json!(most_restrictive(&decisions))
+    }
+    "predicateDecision" => st::predicate_decision(&field("answer")).map_or(Value::Null, |d| json!(d)),
+    "pending" => {
+      let pending = st::Pending::of(field("ruleId").as_str().unwrap_or_default(), &decision()?);
+      json!({ "ruleId": pending.rule_id, "guidance": pending.guidance })
+    }
+    "feedback" => st::feedback(&st::pending_in(state)).map_or(Value::Null, |(text, tokens)| json!([text, tokens])),
+    "recordTool" => {
+      let entry = st::tool_entry(now, field("toolName").as_str().unwrap_or_default(), &field("toolArgs"), &decision()?);
+      st::record(state, entry, max)
+    }
+    "recordModel" => st::record(state, st::model_entry(now, &field("usage"), &decision()?), max),
+    "recordOutcome" => st::record(state, st::outcome_entry(now, field("outcome").as_str().unwrap_or_default()), max),
+    "spawned" => st::spawned(state),
+    other => return Err(format!("steering has no hook '{other}'")),
   })
 }
 

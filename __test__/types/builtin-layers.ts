@@ -63,3 +63,24 @@ void usePlan;
 void plan.provides.exitPlanMode.execute({ action: 'later' }, {} as PlanState, {} as never);
 // @ts-expect-error onExit must resolve to { approved }
 planMemory({ onExit: async () => true });
+
+// steering: rules typed as upstream's; the layer's state is the ledger.
+import { steering, SteeringAction, type SteeringConfig, type SteeringState } from '@noetic-tools/core';
+const steeringConfig: SteeringConfig = {
+  rules: [
+    { id: 'no-rm', appliesTo: ['beforeToolCall'], predicate: (params) => ('toolName' in params && params.toolName === 'rm' ? { action: SteeringAction.Deny, guidance: 'no' } : { action: SteeringAction.Allow }) },
+    { id: 'judge', appliesTo: ['afterModelCall'], llmEval: { mode: 'async', prompt: 'Was that answer honest?' } },
+  ],
+  maxLedgerEntries: 50,
+};
+const steer = steering(steeringConfig);
+assertType<Equal<typeof steer.id, 'steering'>>();
+async function readLedger(state: SteeringState) {
+  const result = await steer.hooks.beforeToolCall({ toolName: 't', toolArgs: {}, ctx: {} as never, state });
+  const action: SteeringAction = result.decision.action;
+  return [action, result.state?.ledger.length];
+}
+void readLedger;
+react({ model: 'm', memory: memory([steer] as const) });
+// @ts-expect-error appliesTo names steering hooks only
+steering({ rules: [{ id: 'x', appliesTo: ['onStore'] }] });

@@ -373,7 +373,7 @@ impl NativeLayer for Counter {
     let delay = *self.recall_delay.lock().unwrap();
     tokio::time::sleep(delay).await;
     let n = state.and_then(|s| s["n"].as_u64()).unwrap_or_default();
-    Ok(Some(NativeRecall { text: format!("native n={n}"), token_count: 3.0 }))
+    Ok(Some(NativeRecall { text: format!("native n={n}"), token_count: 3.0, state: None }))
   }
 
   async fn store(

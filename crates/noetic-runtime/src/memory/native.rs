@@ -81,12 +81,14 @@ pub enum NativeWrite {
 pub struct NativeRecall {
   pub text: String,
   pub token_count: f64,
+  /// The state the recall leaves, when it changes it (steering drains its pending feedback).
+  pub state: Option<Value>,
 }
 
 impl From<(String, u64)> for NativeRecall {
   /// A text and its token estimate, as the built-ins' pure recalls give them.
   fn from((text, tokens): (String, u64)) -> Self {
-    Self { text, token_count: tokens as f64 }
+    Self { text, token_count: tokens as f64, state: None }
   }
 }
 

@@ -9,4 +9,6 @@ pub mod layers;
 pub mod observational_memory;
 pub mod plan_memory;
 pub mod static_content;
+pub mod steering;
+pub mod steering_layer;
 pub mod working_memory;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::host::{ExecInfo, HookArgs, HookBatch, HookStatus, RecallReply, WriteRule};
 use crate::items::{Item, ItemTypes, check_item_type, create_message};
-use crate::memory::native::{NativeLayer, NativeRecall};
+use crate::memory::native::{NativeLayer, NativeRecall, NativeWrite};
 use crate::memory::registry::{Layer, LayerImpl};
 use crate::memory::{HookKind, RecallMode, StateWrite};
 use crate::tokens::estimate_tokens;
@@ -137,7 +137,7 @@ pub(super) async fn recall_each(
   outcomes
 }
 
-/// A built-in recall, under the layer's recall timeout like a JS one. Built-ins never write state from recall.
+/// A built-in recall, under the layer's recall timeout like a JS one, its state change (if any) applied.
 async fn recall_native(
   env: &MemoryEnv,
   target: &RecallTarget<'_>,
@@ -165,7 +165,10 @@ async fn recall_native(
     env.sink.trace(vec![span]);
   }
   let made = match outcome {
-    Ok(Some(NativeRecall { text, token_count })) => {
+    Ok(Some(NativeRecall { text, token_count, state })) => {
+      if let Some(state) = state {
+        super::store::apply_native(env, target.exec, layer.id(), NativeWrite::Set(state));
+      }
       create_message(&text, "developer").map(|item| Some((item, token_count))).map_err(|error| error.message)
     }
     Ok(None) => Ok(None),
