@@ -1357,6 +1357,81 @@ export interface SteeringLayer extends Omit<MemoryLayer<SteeringState>, 'provide
  */
 export declare function steering(config: SteeringConfig): SteeringLayer;
 
+/** @public One remembered fact and the instant it belongs to. */
+export interface TemporalFact {
+  /** ISO-8601 timestamp of when it happened or was said. */
+  ts: string;
+  fact: string;
+}
+
+/** @public What `temporal/searchMemory` answers. */
+export interface TemporalSearchResult {
+  /** The matching facts, most relevant first. */
+  facts: string[];
+  /** The date the query resolves to, when it names a time (ISO-8601 or a phrase). */
+  date?: string;
+  /** True when `date` is approximate. */
+  fuzzy?: boolean;
+}
+
+/** @public Turns buffered conversation text into facts; `now` is `YYYY/MM/DD (Ddd) HH:MM` in local time. */
+export type FactExtractor = (input: { transcript: string; now: string }) => Promise<TemporalFact[]>;
+/** @public Searches the ledger (oldest fact first) for a query, resolving a date when one applies. */
+export type FactSearcher = (input: { query: string; facts: ReadonlyArray<TemporalFact>; now: string }) => Promise<TemporalSearchResult>;
+
+/** @public Configuration for {@link temporalMemory}; a value of the wrong kind is `INVALID_TEMPORAL_MEMORY_CONFIG`. */
+export interface TemporalMemoryConfig {
+  /** The clock for grounding and extraction; default the system clock. */
+  now?: () => Date;
+  /** Default `'resource'`. */
+  scope?: MemoryScope;
+  /** Without it the layer only buffers text: it never invents facts. */
+  extract?: FactExtractor;
+  /** Without it `searchMemory` answers the whole ledger. */
+  search?: FactSearcher;
+  /** Buffered tokens that trigger an extraction (default 2000). */
+  bufferThreshold?: number;
+  /** Facts kept, the newest (default 200). */
+  maxFacts?: number;
+  /** Put a `<current_datetime>` block in recall (default true). */
+  groundDateTime?: boolean;
+  /** Put the ledger in recall too, within the budget (default false). */
+  injectLedger?: boolean;
+}
+
+interface TemporalState {
+  /** Timestamp to the facts recorded at it. */
+  facts: Record<string, string[]>;
+  /** Text awaiting extraction. */
+  buffer: string[];
+  bufferTokens: number;
+  version: number;
+}
+
+export interface TemporalMemoryLayer extends MemoryLayer<TemporalState> {
+  id: 'temporal';
+  name: string;
+  slot: 80;
+  budget: { min: number; max: number };
+  timeouts: { store: number; onItemAppend: number };
+  provides: {
+    searchMemory: LayerFunctionDecl<{ query: string }, TemporalSearchResult, TemporalState>;
+  };
+  hooks: {
+    init(params: InitParams): Promise<InitResult<TemporalState>>;
+    recall(params: RecallParams<TemporalState>): Promise<RecallResult<TemporalState> | null>;
+    store(params: StoreParams<TemporalState>): Promise<StoreResult<TemporalState>>;
+    onItemAppend(params: OnItemAppendParams<TemporalState>): Promise<OnItemAppendResult<TemporalState>>;
+    onSpawn(params: SpawnParams<TemporalState>): Promise<SpawnResult<TemporalState>>;
+  };
+}
+
+/**
+ * A ledger of timestamped facts the host's `extract` distils from the conversation, searched by the model through
+ * `temporal/searchMemory`, and a `<current_datetime>` block on recall that grounds relative time.
+ */
+export declare function temporalMemory(config?: TemporalMemoryConfig): TemporalMemoryLayer;
+
 /** The directory a tool resolves relative paths from: `ctx.cwdState.cwd`, else `fallback`, else `process.cwd()`. */
 export declare function getToolCwd(ctx: Context | undefined, fallback?: string): string;
 /** A `cd` for the context and its tools (pass an absolute, normalised path); a `cd` to the same place changes nothing. */

@@ -39,6 +39,7 @@ module.exports = {
   planMemory: memory.planMemory,
   PlanPhase: memory.PlanPhase,
   steering: memory.steering,
+  temporalMemory: memory.temporalMemory,
   toolMemoryLayer: memory.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,

@@ -27,6 +27,7 @@ export const {
   planMemory,
   PlanPhase,
   steering,
+  temporalMemory,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

@@ -316,13 +316,14 @@ function configField(value, fits) {
   return fits(value) ? value : { invalid: describeValue(value) };
 }
 const isFunction = (v) => typeof v === 'function';
+// A number field (NaN and Infinity as the strings JSON can carry) and a callback field (`true` when a function).
+const numberField = (v) => { const f = configField(v, (x) => typeof x === 'number'); return typeof f === 'number' ? num(f) : f; };
+const callbackField = (v) => { const f = configField(v, isFunction); return typeof f === 'function' ? true : f; };
 
 function planMemory(config = {}) {
   const kind = 'plan';
   const onEnterSession = isFunction(config?.onEnterSession) ? config.onEnterSession : undefined;
   const onExit = isFunction(config?.onExit) ? config.onExit : undefined;
-  const numberField = (v) => { const f = configField(v, (x) => typeof x === 'number'); return typeof f === 'number' ? num(f) : f; };
-  const callbackField = (v) => { const f = configField(v, isFunction); return typeof f === 'function' ? true : f; };
   const settings = callNative(native.builtinConfig, kind, {
     scope: configField(config?.scope, (v) => typeof v === 'string'),
     additionalAllowedTools: configField(config?.additionalAllowedTools, (v) => Array.isArray(v) && v.every((t) => typeof t === 'string')),
@@ -480,6 +481,74 @@ function steering(config) {
   };
 }
 
+// A Date's local fields as the native clock reads them: [year, month, day, weekday, hour, minute].
+function clockReader(now) {
+  return async () => {
+    const date = await now();
+    if (typeof date?.getFullYear !== 'function') {
+      throw new TypeError(`temporalMemory: now() must return a Date, got ${describeValue(date)}`);
+    }
+    return [date.getFullYear(), date.getMonth() + 1, date.getDate(), date.getDay(), date.getHours(), date.getMinutes()];
+  };
+}
+
+function temporalMemory(config = {}) {
+  const kind = 'temporal';
+  const settings = callNative(native.builtinConfig, kind, {
+    scope: configField(config?.scope, (v) => typeof v === 'string'),
+    bufferThreshold: numberField(config?.bufferThreshold),
+    maxFacts: numberField(config?.maxFacts),
+    groundDateTime: configField(config?.groundDateTime, (v) => typeof v === 'boolean'),
+    injectLedger: configField(config?.injectLedger, (v) => typeof v === 'boolean'),
+    now: callbackField(config?.now),
+    extract: callbackField(config?.extract),
+    search: callbackField(config?.search),
+  });
+  const { extract, search } = config;
+  const readClock = clockReader(settings.now ? config.now : () => new Date());
+  const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
+  // The native step says when the buffer must be extracted; the extractor runs here, then its answer is folded in.
+  const next = async (name, params) => {
+    let state = hook(name, params);
+    if (typeof state?.extract === 'string') {
+      const now = hook('formatNow', { now: await readClock() });
+      const facts = await extract({ transcript: state.extract, now });
+      state = hook('applyExtracted', { state: params.state, facts: facts ?? null });
+    }
+    return state === null ? undefined : { state };
+  };
+  return {
+    id: kind,
+    name: 'Temporal Memory',
+    slot: Slot.REMINDER,
+    scope: settings.scope,
+    budget: { min: 0, max: settings.injectLedger ? 800 : 200 },
+    timeouts: { store: 60_000, onItemAppend: 60_000 },
+    provides: {
+      searchMemory: layerFn({
+        description: 'Search remembered facts about the user by topic or fact, and resolve relative time. Returns matching facts and, when the query implies a time, a resolved date (which may be approximate).',
+        input: z().object({ query: z().string() }),
+        output: z().object({ facts: z().array(z().string()), date: z().string().optional(), fuzzy: z().boolean().optional() }),
+        // Without a searcher the native step answers the ledger; with one it answers the searcher's input.
+        execute: async (args, state) => {
+          const answer = hook('search', { state: state ?? null, args: args ?? null, now: search ? await readClock() : null });
+          return { result: search ? await search(answer) : answer };
+        },
+      }),
+    },
+    hooks: {
+      init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
+      recall: async ({ state, budget }) =>
+        recalled(hook('recall', { state: state ?? null, budget: num(budget), now: settings.groundDateTime ? await readClock() : null })),
+      store: async ({ state, newItems }) => next('store', { state: state ?? null, items: newItems }),
+      onItemAppend: async ({ state, items }) => ({ items, ...(await next('onItemAppend', { state: state ?? null, items })) }),
+      onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),
+    },
+    // Only the callbacks given cross to JS: without `now` the native layer reads the system clock itself.
+    [NATIVE]: { kind, config: settings, callbacks: { now: settings.now ? readClock : undefined, extract, search } },
+  };
+}
+
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
@@ -523,6 +592,7 @@ module.exports = {
   historyWindow,
   planMemory,
   PlanPhase,
+  temporalMemory,
   durableTaskState,
   staticContent,
   describeLayer,

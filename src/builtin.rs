@@ -15,6 +15,7 @@ use noetic_runtime::memory::builtin::observational_memory::{self as om, Observat
 use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
 use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
 use noetic_runtime::memory::builtin::steering as st;
+use noetic_runtime::memory::builtin::temporal_memory::{self as tm, TemporalState};
 use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::lifecycle::most_restrictive;
 
@@ -60,6 +61,10 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
       Ok(
         json!({ "scope": checked.scope.as_str(), "maxLedgerEntries": checked.max_ledger_entries, "maxRetries": checked.max_retries }),
       )
+    }
+    "temporal" => {
+      let checked = tm::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(tm::config_json(&checked))
     }
     _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
@@ -138,6 +143,7 @@ pub fn builtin_hook(
     }
     ("plan", hook) => plan_hook(hook, &params, &state).map_err(fail)?,
     ("steering", hook) => steering_hook(hook, &params, &state).map_err(fail)?,
+    ("temporal", hook) => temporal_hook(hook, &params, &state).map_err(fail)?,
     ("history-window", "project") => {
       let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
       hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
@@ -291,5 +297,44 @@ fn plan_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<V
       }
     }
     _ => return Err(format!("plan has no hook '{hook}'")),
+  })
+}
+
+/// temporalMemory's hooks for its JS face. The clock's reading arrives as `now`, the local fields of a `Date`.
+/// A hook that must extract answers `{extract: transcript}`; JS then formats the clock (`formatNow`), awaits its
+/// extractor and calls `applyExtracted`. `search` answers the searcher's input when the layer has one, else the
+/// result itself.
+fn temporal_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<Value, String> {
+  let config = tm::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let now = || tm::local_time_from(params.get("now").unwrap_or(&Value::Null)).map(|time| tm::format_now(&time));
+  let settle = |accumulated: tm::Accumulated| match accumulated {
+    tm::Accumulated::Kept(next) => next.to_value(),
+    tm::Accumulated::Extract { transcript } => json!({ "extract": transcript }),
+  };
+  if hook == "initState" {
+    return Ok(tm::init_state(params.get("saved").cloned()));
+  }
+  if hook == "formatNow" {
+    return now().map(Value::String);
+  }
+  let current = TemporalState::from_value(state)?;
+  let items = params.get("items").unwrap_or(&Value::Null);
+  Ok(match hook {
+    "recall" => {
+      let budget = params.get("budget").and_then(number).unwrap_or(f64::NAN);
+      let now = if config.ground_date_time { Some(now()?) } else { None };
+      tm::recall(&current, budget, now.as_deref(), &config).map_or(Value::Null, recall_json)
+    }
+    "store" => settle(tm::store(&current, &maps(items), &config)),
+    "onItemAppend" => tm::on_item_append(&current, &maps(items), &config).map_or(Value::Null, settle),
+    "applyExtracted" => {
+      let facts = tm::extracted(params.get("facts").unwrap_or(&Value::Null))?;
+      tm::apply_extracted(&current, facts, &config).to_value()
+    }
+    "search" => {
+      let query = tm::search_query(params.get("args").unwrap_or(&Value::Null))?;
+      if config.has_search { tm::search_request(query, &current, &now()?) } else { tm::unsearched(&current) }
+    }
+    _ => return Err(format!("temporal has no hook '{hook}'")),
   })
 }

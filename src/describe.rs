@@ -9,13 +9,14 @@ use noetic_runtime::items::Item;
 use noetic_runtime::memory::builtin::history_window;
 use noetic_runtime::memory::builtin::layers::{
   durable_task_state_layer, history_window_layer, observational_memory_layer, plan_memory_layer, static_content_layer,
-  working_memory_layer,
+  temporal_memory_layer, working_memory_layer,
 };
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::plan_memory;
 use noetic_runtime::memory::builtin::static_content::StaticContentConfig;
 use noetic_runtime::memory::builtin::steering;
 use noetic_runtime::memory::builtin::steering_layer::steering_layer;
+use noetic_runtime::memory::builtin::temporal_memory;
 use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{
@@ -129,6 +130,12 @@ fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) ->
     "static-content" => static_content_layer(static_content_config(config), callback("load")),
     "plan" => plan_memory_layer(plan_memory::config_from(config).ok()?, callback("onEnterSession"), callback("onExit")),
     "steering" => steering_layer(steering::config_from(config).ok()?, callback("predicates")),
+    "temporal" => temporal_memory_layer(
+      temporal_memory::config_from(config).ok()?,
+      callback("now"),
+      callback("extract"),
+      callback("search"),
+    ),
     "history-window" => history_window_layer(
       config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
     ),

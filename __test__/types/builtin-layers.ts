@@ -84,3 +84,31 @@ void readLedger;
 react({ model: 'm', memory: memory([steer] as const) });
 // @ts-expect-error appliesTo names steering hooks only
 steering({ rules: [{ id: 'x', appliesTo: ['onStore'] }] });
+// temporalMemory: typed extractor, searcher and search tool.
+import {
+  temporalMemory,
+  type FactExtractor,
+  type FactSearcher,
+  type TemporalFact,
+  type TemporalMemoryConfig,
+  type TemporalSearchResult,
+} from '@noetic-tools/core';
+const extract: FactExtractor = async ({ transcript, now }) => [{ ts: now, fact: transcript.slice(0, 20) }];
+const search: FactSearcher = async ({ query, facts }) => ({ facts: facts.filter((f: TemporalFact) => f.fact.includes(query)).map((f) => f.fact), fuzzy: true });
+const temporalConfig: TemporalMemoryConfig = { now: () => new Date(), extract, search, injectLedger: true, maxFacts: 50 };
+const temporal = temporalMemory(temporalConfig);
+assertType<Equal<typeof temporal.id, 'temporal'>>();
+const temporalMem = memory([temporal] as const);
+async function useTemporal(ctx: Context<InferMemory<typeof temporalMem>>) {
+  const found = await ctx.memory.temporal.searchMemory({ query: 'Lisbon' });
+  assertType<Equal<typeof found, TemporalSearchResult>>();
+  const stored = await temporal.hooks.store({} as never);
+  const ledger: Record<string, string[]> = stored.state.facts;
+  return ledger;
+}
+void useTemporal;
+new AgentHarness({ name: 'typed', params: {}, memory: [temporal, temporalMemory()] });
+// @ts-expect-error the extractor must resolve to facts
+temporalMemory({ extract: async () => 'facts' });
+// @ts-expect-error now is a clock function
+temporalMemory({ now: new Date() });

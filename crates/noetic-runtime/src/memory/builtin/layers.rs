@@ -11,6 +11,7 @@ use super::history_window as hw;
 use super::observational_memory::{self as om, Accumulated, ObservationalConfig, ObservationalState};
 use super::plan_memory::{self as plan, Ask, FnStep, PlanConfig};
 use super::static_content::{self as sc, StaticContentConfig};
+use super::temporal_memory::{self as tm, TemporalConfig, TemporalState};
 use super::working_memory::{self as wm, WorkingMemoryConfig};
 use crate::host::{ExecInfo, SteeringAction, SteeringDecision};
 use crate::items::Item;
@@ -417,5 +418,120 @@ impl NativeLayer for PlanMemory {
       "status" => Ok(plan::status(&plan_state(state))),
       _ => Err(format!("plan has no data entry '{name}'")),
     }
+  }
+}
+
+pub struct TemporalMemory {
+  pub config: TemporalConfig,
+  /// The host's `now`, `extract` and `search`, when given; without `now` the system clock is read here.
+  pub now: Option<Arc<dyn HostCallback>>,
+  pub extract: Option<Arc<dyn HostCallback>>,
+  pub search: Option<Arc<dyn HostCallback>>,
+}
+
+/// `temporalMemory(config)` as a registered layer: its `searchMemory` is the model's `temporal/searchMemory` tool.
+pub fn temporal_memory_layer(
+  config: TemporalConfig,
+  now: Option<Arc<dyn HostCallback>>,
+  extract: Option<Arc<dyn HostCallback>>,
+  search: Option<Arc<dyn HostCallback>>,
+) -> Layer {
+  let config =
+    TemporalConfig { has_now: now.is_some(), has_extract: extract.is_some(), has_search: search.is_some(), ..config };
+  let provides = vec![ProvidedFn {
+    name: tm::SEARCH_FUNCTION.into(),
+    description: tm::SEARCH_DESCRIPTION.into(),
+    input_schema: tm::search_input_schema(),
+  }];
+  Layer {
+    spec: tm::layer_spec(&config),
+    imp: LayerImpl::Native(Arc::new(TemporalMemory { config, now, extract, search })),
+    provides,
+    handle: None,
+  }
+}
+
+impl TemporalMemory {
+  fn state(state: Option<&Value>) -> Result<TemporalState, String> {
+    state.map_or_else(|| Ok(TemporalState::default()), TemporalState::from_value)
+  }
+
+  /// The clock's reading as the layer writes it: the configured `now`, else the system clock in local time.
+  async fn now(&self) -> Result<String, String> {
+    let time = match &self.now {
+      Some(clock) => tm::local_time_from(&clock.call(Value::Null).await?)?,
+      None => tm::system_now(),
+    };
+    Ok(tm::format_now(&time))
+  }
+
+  /// The state after buffering, asking the extractor when the threshold is reached. What it throws or answers
+  /// malformed fails the hook, so the state before is kept.
+  async fn settle(&self, before: &TemporalState, accumulated: tm::Accumulated) -> Result<NativeWrite, String> {
+    let next = match (accumulated, &self.extract) {
+      (tm::Accumulated::Kept(state), _) => state,
+      (tm::Accumulated::Extract { transcript }, Some(extract)) => {
+        let request = tm::extract_request(&transcript, &self.now().await?);
+        tm::apply_extracted(before, tm::extracted(&extract.call(request).await?)?, &self.config)
+      }
+      // `accumulate` asks to extract only when the layer has an extractor.
+      (tm::Accumulated::Extract { .. }, None) => return Ok(NativeWrite::Unchanged),
+    };
+    Ok(NativeWrite::Set(next.to_value()))
+  }
+}
+
+#[async_trait]
+impl NativeLayer for TemporalMemory {
+  async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(Some(tm::init_state(saved_state(storage).await?)))
+  }
+
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
+    let state = Self::state(state)?;
+    let now = if self.config.ground_date_time { Some(self.now().await?) } else { None };
+    Ok(tm::recall(&state, budget, now.as_deref(), &self.config).map(NativeRecall::from))
+  }
+
+  async fn store(
+    &self,
+    state: Option<&Value>,
+    new_items: &[Arc<Item>],
+    _exec: &ExecInfo,
+  ) -> Result<NativeWrite, String> {
+    let before = Self::state(state)?;
+    let read = fields(new_items);
+    let accumulated = tm::store(&before, &maps(&read), &self.config);
+    self.settle(&before, accumulated).await
+  }
+
+  async fn on_item_append(&self, state: Option<&Value>, items: &[Arc<Item>]) -> Result<NativeWrite, String> {
+    let before = Self::state(state)?;
+    let read = fields(items);
+    match tm::on_item_append(&before, &maps(&read), &self.config) {
+      Some(accumulated) => self.settle(&before, accumulated).await,
+      None => Ok(NativeWrite::Unchanged),
+    }
+  }
+
+  async fn on_spawn(&self, parent_state: Option<&Value>) -> Result<NativeWrite, String> {
+    Ok(spawned(parent_state.map(tm::on_spawn)))
+  }
+
+  /// `searchMemory`: the searcher's answer as it is (bounded, as no hook timeout covers a function), or the whole
+  /// ledger without one. It never writes the state.
+  async fn call(&self, name: &str, args: Value, state: Option<&Value>) -> Result<(Option<Value>, NativeWrite), String> {
+    if name != tm::SEARCH_FUNCTION {
+      return Err(format!("temporal has no function '{name}'"));
+    }
+    let query = tm::search_query(&args)?;
+    let state = Self::state(state)?;
+    let Some(search) = &self.search else { return Ok((Some(tm::unsearched(&state)), NativeWrite::Unchanged)) };
+    let request = tm::search_request(query, &state, &self.now().await?);
+    let limit = std::time::Duration::from_secs_f64(tm::SEARCH_TIMEOUT_MS / 1000.0);
+    let answer = tokio::time::timeout(limit, search.call(request))
+      .await
+      .map_err(|_| format!("searchMemory: search did not settle within {}ms", tm::SEARCH_TIMEOUT_MS))??;
+    Ok((Some(answer).filter(|value| !value.is_null()), NativeWrite::Unchanged))
   }
 }

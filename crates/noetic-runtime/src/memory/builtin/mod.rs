@@ -11,4 +11,5 @@ pub mod plan_memory;
 pub mod static_content;
 pub mod steering;
 pub mod steering_layer;
+pub mod temporal_memory;
 pub mod working_memory;
