@@ -6,6 +6,11 @@ const native = require('./native.cjs');
 
 const encoder = new TextEncoder();
 
+// The NativeFs behind an adapter this module made: a harness given that adapter reads it natively for built-in
+// layers. Not enumerable, so an object spread from the adapter (a wrapper that may intercept reads) has none.
+const NATIVE_FS = Symbol('noetic.nativeFs');
+const nativeFsOf = (adapter) => adapter?.[NATIVE_FS];
+
 // Upstream starts with `path.trim()`, so a path that is not a string rejects with the TypeError that throws.
 function pathOf(path) {
   if (typeof path === 'string') return path;
@@ -84,6 +89,7 @@ function createInMemoryFsAdapter(seed) {
       return call(() => fs.readdir(pathOf(path)));
     },
   };
+  Object.defineProperty(adapter, NATIVE_FS, { value: fs });
   for (const [path, content] of Object.entries(seed ?? {})) {
     call(() => fs.seedFile(path, bytesOf(content)));
   }
@@ -103,4 +109,4 @@ function createInMemoryShellAdapter() {
   };
 }
 
-module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter };
+module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf };

@@ -10,7 +10,7 @@ const session = require('./session.cjs');
 const { itemsJson } = require('./items.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
-const { createInMemoryFsAdapter, createInMemoryShellAdapter } = require('./adapters.cjs');
+const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
 const { layerCalls } = require('./layer-calls.cjs');
@@ -137,7 +137,7 @@ class AgentHarness {
     Object.defineProperty(this, '_layers', { value: memory });
     Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null),
+      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(this.fs) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.

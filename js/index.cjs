@@ -37,6 +37,7 @@ module.exports = {
   durableTaskState: memory.durableTaskState,
   staticContent: memory.staticContent,
   planMemory: memory.planMemory,
+  fileReference: memory.fileReference,
   PlanPhase: memory.PlanPhase,
   steering: memory.steering,
   temporalMemory: memory.temporalMemory,

@@ -28,6 +28,7 @@ export const {
   PlanPhase,
   steering,
   temporalMemory,
+  fileReference,
   toolMemoryLayer,
   getToolCwd,
   setToolCwd,

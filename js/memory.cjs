@@ -3,6 +3,7 @@
 const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
 const { callNative, describeValue, nonJsonAt, NoeticConfigError } = require('./errors.cjs');
+const { readFiles } = require('./file-reads.cjs');
 
 // Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
 const NATIVE = Symbol.for('noetic.nativeLayer');
@@ -549,6 +550,85 @@ function temporalMemory(config = {}) {
   };
 }
 
+// fileReference's state as JS sees it: upstream's `{files: Map, baseDir}`; natively the files are a JSON object.
+const withFilesMap = (state) => state && { ...state, files: new Map(Object.entries(state.files ?? {})) };
+const withFilesObject = (state) => (state?.files instanceof Map ? { ...state, files: Object.fromEntries(state.files) } : state);
+
+// A scoring reply's text, as upstream reads it: every text part of every message, joined and trimmed.
+function replyText(response) {
+  const texts = [];
+  for (const item of response?.items ?? []) {
+    if (item?.type !== 'message' || !Array.isArray(item.content)) continue;
+    for (const part of item.content) if (typeof part?.text === 'string') texts.push(part.text);
+  }
+  return texts.join('').trim();
+}
+
+// One relevance question to `ctx.callModel`; a failure is no answer (scored 50 natively).
+async function askScore(callModel, model, instructions, prompt) {
+  try {
+    return replyText(await callModel({ model, items: [createMessage(prompt, 'user')], instructions }));
+  } catch {
+    return null;
+  }
+}
+
+const workingDirectory = () => (typeof process !== 'undefined' && typeof process.cwd === 'function' ? process.cwd() : '/');
+
+function fileReference(opts) {
+  const kind = 'file-reference';
+  const given = opts ?? {};
+  const isString = (v) => typeof v === 'string';
+  const cwd = workingDirectory();
+  // A relative baseDir is taken from the working directory (upstream would read it from the root).
+  const baseDir = given.baseDir === undefined || given.baseDir === null ? cwd : isString(given.baseDir) && given.baseDir !== '' && !given.baseDir.startsWith('/') ? `${cwd}/${given.baseDir}` : given.baseDir;
+  const settings = callNative(native.builtinConfig, kind, {
+    baseDir: configField(baseDir, isString),
+    slot: numberField(given.slot),
+    scoringModel: configField(given.scoringModel, isString),
+    maxFileSize: numberField(given.maxFileSize),
+    followSymlinks: configField(given.followSymlinks, (v) => typeof v === 'boolean'),
+    allowedExtensions: configField(given.allowedExtensions, (v) => Array.isArray(v) && v.every(isString)),
+  });
+  const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
+  return {
+    id: kind,
+    name: 'File Reference',
+    slot: settings.slot,
+    scope: 'thread',
+    budget: 'auto',
+    rerenderTiming: 'immediate',
+    timeouts: { onItemAppend: 30_000 },
+    hooks: {
+      init: async (params) => ({ state: withFilesMap(hook('initState', { saved: (await params?.storage?.get('state')) ?? null })) }),
+      // The same three native steps as in a harness, with the reads through `ctx.fs` and the scores through
+      // `ctx.callModel` (the path heuristic without it) in between.
+      onItemAppend: async ({ items, ctx, state }) => {
+        const current = withFilesObject(state) ?? null;
+        const planned = hook('appendPlan', { state: current, items });
+        const outcomes = planned.reads.length === 0 ? [] : await readFiles(ctx.fs, planned.reads);
+        const settled = hook('appendReads', { state: current, plan: planned.plan, outcomes });
+        let next = settled.state;
+        if (settled.asks.length > 0) {
+          const callModel = ctx?.callModel;
+          const ask = (a) => askScore(callModel, settings.scoringModel, settled.instructions, a.prompt);
+          const replies = callModel ? await Promise.all(settled.asks.map(ask)) : null;
+          next = hook('appendScores', { state: next, asks: settled.asks, replies, heuristic: !callModel });
+        }
+        return {
+          items: planned.items.map((rewritten, i) => rewritten ?? items[i]),
+          state: withFilesMap(next),
+          rerender: settled.changed,
+          timing: 'immediate',
+          scope: 'self',
+        };
+      },
+      recall: async ({ state, budget }) => recalled(hook('recall', { state: withFilesObject(state) ?? null, budget: num(budget) })) ?? { items: [], tokenCount: 0 },
+    },
+    [NATIVE]: { kind, config: settings, callbacks: {}, revive: withFilesMap },
+  };
+}
+
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
@@ -593,6 +673,7 @@ module.exports = {
   planMemory,
   PlanPhase,
   temporalMemory,
+  fileReference,
   durableTaskState,
   staticContent,
   describeLayer,

@@ -15,6 +15,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { scopedView } = require('./storage.cjs');
+const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
@@ -295,7 +296,10 @@ class Runtime {
   layerState(contextId, layer) {
     if (layer[NATIVE]) {
       const text = this.native.nativeState(contextId, layer.id);
-      return text == null ? undefined : JSON.parse(text);
+      if (text == null) return undefined;
+      // A built-in whose state upstream holds in JS-only shapes (fileReference's Map) gives them back.
+      const revive = layer[NATIVE].revive;
+      return revive ? revive(JSON.parse(text)) : JSON.parse(text);
     }
     return this.layerStates.get(contextId, layer.id);
   }
@@ -565,6 +569,9 @@ class Runtime {
         const fn = this.handles.get(message.layer)[NATIVE].callbacks[message.name];
         return { value: (await fn(message.args, message.info && this.execContext(message.info))) ?? null };
       }
+      case 'readFiles':
+        // A built-in layer's reads through the harness's filesystem (one request for all its files).
+        return { outcomes: await readFiles(this.harness.fs, message.reads) };
       case 'lazy':
         return this.resolveLazy(message.call);
       case 'parseOutput': {

@@ -10,6 +10,7 @@ use noetic_runtime::host::SteeringDecision;
 use noetic_runtime::items::Pairing;
 use noetic_runtime::items::extract_assistant_text;
 use noetic_runtime::memory::builtin::durable_task_state as dts;
+use noetic_runtime::memory::builtin::file_reference as fr;
 use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
 use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
@@ -65,6 +66,10 @@ pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
     "temporal" => {
       let checked = tm::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
       Ok(tm::config_json(&checked))
+    }
+    "file-reference" => {
+      let checked = fr::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
+      Ok(fr::config_json(&checked))
     }
     _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
@@ -144,6 +149,7 @@ pub fn builtin_hook(
     ("plan", hook) => plan_hook(hook, &params, &state).map_err(fail)?,
     ("steering", hook) => steering_hook(hook, &params, &state).map_err(fail)?,
     ("temporal", hook) => temporal_hook(hook, &params, &state).map_err(fail)?,
+    ("file-reference", hook) => file_reference_hook(hook, &params).map_err(fail)?,
     ("history-window", "project") => {
       let max_items = params.get("maxItems").and_then(Value::as_u64).unwrap_or(hw::DEFAULT_MAX_ITEMS as u64);
       hw::window(&&described_history(&params), max_items as usize).map_or(Value::Null, |kept| json!(kept))
@@ -336,5 +342,54 @@ fn temporal_hook(hook: &str, params: &Value, state: &Value) -> std::result::Resu
       if config.has_search { tm::search_request(query, &current, &now()?) } else { tm::unsearched(&current) }
     }
     _ => return Err(format!("temporal has no hook '{hook}'")),
+  })
+}
+
+/// fileReference's hooks for its JS face. An append is three calls, JS doing the reads (`ctx.fs`) and the scoring
+/// (`ctx.callModel`) between them: `appendPlan` gives the rewritten items (`null` for one passed on as it is), the
+/// reads and the plan; `appendReads` takes the plan and the read outcomes and gives the state, the files to score
+/// and whether anything changed; `appendScores` takes the state, the asks and the model's replies (`null` for a
+/// failed call), or `heuristic: true` without a model, and gives the state.
+fn file_reference_hook(hook: &str, params: &Value) -> std::result::Result<Value, String> {
+  let config = fr::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let value = |key: &str| params.get(key).filter(|value| !value.is_null());
+  let state = || fr::FileRefState::from_json(value("state"), &config.base_dir);
+  let parsed = |key: &str| value(key).cloned().unwrap_or(Value::Null);
+  Ok(match hook {
+    "initState" => fr::init_state(value("saved"), &config.base_dir),
+    "recall" => {
+      let budget = params.get("budget").and_then(number).unwrap_or(f64::NAN);
+      fr::recall(&state()?, budget).map_or(Value::Null, recall_json)
+    }
+    "appendPlan" => {
+      let items = parsed("items");
+      let plan = fr::plan_append(&state()?, &maps(&items), &config);
+      json!({ "items": plan.items, "reads": plan.reads, "plan": plan })
+    }
+    "appendReads" => {
+      let plan: fr::AppendPlan = serde_json::from_value(parsed("plan")).map_err(|e| e.to_string())?;
+      let outcomes: Vec<noetic_runtime::adapters::FileOutcome> =
+        serde_json::from_value(parsed("outcomes")).map_err(|e| e.to_string())?;
+      let settled = fr::settle_reads(state()?, &plan, outcomes, &config);
+      json!({
+        "state": settled.state.to_json(),
+        "asks": settled.asks,
+        "changed": settled.changed,
+        "instructions": fr::SCORING_INSTRUCTIONS,
+      })
+    }
+    "appendScores" => {
+      let mut next = state()?;
+      let asks: Vec<fr::ScoreAsk> = serde_json::from_value(parsed("asks")).map_err(|e| e.to_string())?;
+      let scores: Vec<f64> = if params.get("heuristic").and_then(Value::as_bool) == Some(true) {
+        asks.iter().map(|ask| ask.heuristic).collect()
+      } else {
+        let replies = params.get("replies").and_then(Value::as_array).cloned().unwrap_or_default();
+        asks.iter().enumerate().map(|(i, _)| fr::parse_score(replies.get(i).and_then(Value::as_str))).collect()
+      };
+      fr::apply_scores(&mut next, &asks, &scores);
+      next.to_json()
+    }
+    _ => return Err(format!("file-reference has no hook '{hook}'")),
   })
 }

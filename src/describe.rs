@@ -6,10 +6,11 @@ use std::sync::Arc;
 use noetic_runtime::error::ConfigError;
 use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
 use noetic_runtime::items::Item;
+use noetic_runtime::memory::builtin::file_reference;
 use noetic_runtime::memory::builtin::history_window;
 use noetic_runtime::memory::builtin::layers::{
-  durable_task_state_layer, history_window_layer, observational_memory_layer, plan_memory_layer, static_content_layer,
-  temporal_memory_layer, working_memory_layer,
+  durable_task_state_layer, file_reference_layer, history_window_layer, observational_memory_layer, plan_memory_layer,
+  static_content_layer, temporal_memory_layer, working_memory_layer,
 };
 use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
 use noetic_runtime::memory::builtin::plan_memory;
@@ -136,6 +137,7 @@ fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) ->
       callback("extract"),
       callback("search"),
     ),
+    "file-reference" => file_reference_layer(file_reference::config_from(config).ok()?),
     "history-window" => history_window_layer(
       config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
     ),

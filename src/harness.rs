@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 use crate::describe;
 use crate::dispatcher::{Dispatch, Dispatcher, batch_text, foreground, js_polls_next};
 use crate::driver::Driver;
+use crate::fs::{HarnessFiles, NativeFs};
 use crate::guard::guarded;
 use crate::js_host::JsHost;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
@@ -169,6 +170,7 @@ impl NativeHarness {
       (),
     >,
     storage: Option<&NativeStorage>,
+    fs: Option<&NativeFs>,
   ) -> Result<Self> {
     let config = parse(&config)?;
     let runtime = WeakRuntime::new(&env, &runtime)?;
@@ -223,6 +225,7 @@ impl NativeHarness {
       env,
     )
     .with_step_source(Arc::new(JsHost { dispatch: dispatch.clone() }))
+    .with_files(Arc::new(HarnessFiles { dispatch: dispatch.clone(), native: fs.map(NativeFs::shared) }))
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());

@@ -112,3 +112,14 @@ new AgentHarness({ name: 'typed', params: {}, memory: [temporal, temporalMemory(
 temporalMemory({ extract: async () => 'facts' });
 // @ts-expect-error now is a clock function
 temporalMemory({ now: new Date() });
+
+
+// fileReference's state keeps upstream's Map of tracked files.
+import { fileReference, type FileReferenceOptions, type FileReferenceState, type TrackedFile } from '@noetic-tools/core';
+const fileRefOptions: FileReferenceOptions = { baseDir: '/repo', maxFileSize: 65_536, allowedExtensions: ['.ts', 'Dockerfile'] };
+const files: MemoryLayer<FileReferenceState> = fileReference(fileRefOptions);
+new AgentHarness({ name: 'typed', params: {}, memory: [files, fileReference()] });
+const tracked: TrackedFile | undefined = ({} as FileReferenceState).files.get('src/a.ts');
+void tracked;
+// @ts-expect-error followSymlinks is a boolean
+fileReference({ followSymlinks: 'yes' });

@@ -43,21 +43,18 @@ pub fn read_memory_fs(fs: &MemoryFs, read: &FileRead) -> FileOutcome {
     FsErrorKind::NotFound => FileOutcome::Missing,
     _ => FileOutcome::Failed { message: error.to_string() },
   };
-  let stat = match read.walk.last() {
-    // Every component must exist: the last one's stat is the file's.
-    Some(_) => match read.walk.iter().map(|path| fs.stat(path)).collect::<Result<Vec<_>, _>>() {
-      Ok(stats) => stats.last().copied(),
-      Err(error) => return failed(error),
-    },
-    None => match fs.stat(&read.path) {
-      Ok(stat) => Some(stat),
-      Err(error) => return failed(error),
-    },
+  // Every component must exist; the last one's size is the file's.
+  let size = if read.walk.is_empty() {
+    fs.stat(&read.path).map(|stat| stat.size)
+  } else {
+    read.walk.iter().try_fold(0, |_, path| fs.stat(path).map(|stat| stat.size))
   };
-  if let (Some(stat), Some(max)) = (stat, read.max_size) {
-    if stat.size as f64 > max {
-      return FileOutcome::TooLarge { size: stat.size as f64 };
-    }
+  let size = match size {
+    Ok(size) => size as f64,
+    Err(error) => return failed(error),
+  };
+  if read.max_size.is_some_and(|max| size > max) {
+    return FileOutcome::TooLarge { size };
   }
   match fs.read_file_text(&read.path) {
     Ok(text) => FileOutcome::Text { text },

@@ -26,12 +26,34 @@ fn assistant_text<'a>(items: impl DoubleEndedIterator<Item = &'a Item>) -> Strin
 #[async_trait]
 impl AsideModel for LayerAsks {
   async fn ask(&self, context: &str, model: &str, prompt: &str) -> Result<String, String> {
+    self.ask_with(context, model, None, prompt).await
+  }
+
+  async fn ask_instructed(
+    &self,
+    context: &str,
+    model: &str,
+    instructions: &str,
+    prompt: &str,
+  ) -> Result<String, String> {
+    self.ask_with(context, model, Some(instructions), prompt).await
+  }
+}
+
+impl LayerAsks {
+  async fn ask_with(
+    &self,
+    context: &str,
+    model: &str,
+    instructions: Option<&str>,
+    prompt: &str,
+  ) -> Result<String, String> {
     let ask = Arc::new(create_message(prompt, "user").map_err(|error| error.message)?);
     let params = ModelParams::default();
     let round = RoundRequest {
       step_id: "callModel",
       model,
-      instructions: None,
+      instructions,
       params: &params,
       conversation: std::slice::from_ref(&ask),
       tools: &[],
@@ -46,7 +68,7 @@ impl AsideModel for LayerAsks {
         let call = ModelCall {
           context: context.to_owned(),
           model: model.to_owned(),
-          instructions: None,
+          instructions: instructions.map(str::to_owned),
           view: vec![ViewEntry::Layer { item: ask, kept: None }],
           tools: Vec::new(),
           allowed_tool_names: None,

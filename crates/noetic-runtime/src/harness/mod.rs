@@ -25,7 +25,7 @@ use self::round_model::{RoundModel, RoundRequest};
 use crate::host::StepValue;
 use crate::items::{Item, ItemTypes};
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
-use crate::memory::native::AsideModel;
+use crate::memory::native::{AsideModel, LayerFiles};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
@@ -74,6 +74,8 @@ pub struct Harness {
   pub step_source: Option<Arc<dyn StepSource>>,
   /// The model as built-in layers ask it; `None` without one.
   asks: Option<Arc<dyn AsideModel>>,
+  /// The filesystem built-in layers read (`ctx.fs`); set with [`Harness::with_files`].
+  files: Option<Arc<dyn LayerFiles>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   sessions: Mutex<HashMap<String, Arc<session::Session>>>,
 }
@@ -111,6 +113,7 @@ impl Harness {
       projection: config.projection,
       model,
       asks,
+      files: None,
       force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       tokenizer: None,
@@ -133,6 +136,11 @@ impl Harness {
 
   pub fn with_step_source(mut self, source: Arc<dyn StepSource>) -> Self {
     self.step_source = Some(source);
+    self
+  }
+
+  pub fn with_files(mut self, files: Arc<dyn LayerFiles>) -> Self {
+    self.files = Some(files);
     self
   }
 
@@ -179,6 +187,7 @@ impl Harness {
       info: ctx.exec_info(self.model.is_configured()),
       item_types: self.item_types,
       model: self.asks.clone(),
+      files: self.files.clone(),
     }
   }
 

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::adapters::{FileOutcome, FileRead};
 use crate::error::ConfigError;
-use crate::host::{ExecInfo, SteeringDecision};
+use crate::host::{ExecInfo, RerenderRequest, SteeringDecision};
 use crate::items::Item;
 use crate::memory::history::{History, Projected};
 use crate::storage::ScopedStorage;
@@ -31,14 +32,35 @@ pub trait AsideModel: Send + Sync {
   /// `prompt` as the only (user) message to `model`, no tools, no history: the reply's assistant text.
   /// `context` names the execution asking (a JS test model is handed its `ctx`).
   async fn ask(&self, context: &str, model: &str, prompt: &str) -> Result<String, String>;
+
+  /// [`Self::ask`] with system `instructions` beside the prompt (fileReference's scorer brief).
+  async fn ask_instructed(
+    &self,
+    context: &str,
+    model: &str,
+    instructions: &str,
+    prompt: &str,
+  ) -> Result<String, String> {
+    let _ = instructions;
+    self.ask(context, model, prompt).await
+  }
 }
 
-/// What a built-in hook may reach beyond its state: the execution, and the harness's model when it has one
-/// (upstream's `ctx.callModel`, present exactly when the harness has a model).
+/// The harness's filesystem (upstream's `ctx.fs`) as built-in layers read it: every file of one request in one go,
+/// one outcome per read, in order. `Err` when the filesystem could not be asked at all.
+#[async_trait]
+pub trait LayerFiles: Send + Sync {
+  async fn read(&self, reads: &[FileRead]) -> Result<Vec<FileOutcome>, String>;
+}
+
+/// What a built-in hook may reach beyond its state: the execution, the harness's model when it has one
+/// (upstream's `ctx.callModel`, present exactly when the harness has a model), and its filesystem (`ctx.fs`).
 #[derive(Clone, Copy)]
 pub struct HookCtx<'a> {
   pub exec: &'a ExecInfo,
   pub model: Option<&'a Arc<dyn AsideModel>>,
+  /// `None` where the harness was given none (a runtime without a host filesystem).
+  pub files: Option<&'a Arc<dyn LayerFiles>>,
 }
 
 /// A built-in layer's steering vote and the state change it records.
@@ -74,6 +96,21 @@ pub enum NativeWrite {
   Unchanged,
   Set(Value),
   Clear,
+}
+
+/// What a built-in onItemAppend gives back: its state change, the items it passes on when it rewrote them, and
+/// the re-render it asks for (§13.2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeAppend {
+  pub write: NativeWrite,
+  pub items: Option<Vec<Arc<Item>>>,
+  pub rerender: Option<RerenderRequest>,
+}
+
+impl From<NativeWrite> for NativeAppend {
+  fn from(write: NativeWrite) -> Self {
+    Self { write, items: None, rerender: None }
+  }
 }
 
 /// A built-in recall: one developer message and its token count.
@@ -120,9 +157,20 @@ pub trait NativeLayer: Send + Sync {
     Ok(NativeWrite::Unchanged)
   }
 
-  /// Input items about to enter the log (D7); built-ins observe them and never transform them.
+  /// Input items about to enter the log (D7), for a layer that only observes them.
   async fn on_item_append(&self, _state: Option<&Value>, _items: &[Arc<Item>]) -> Result<NativeWrite, String> {
     Ok(NativeWrite::Unchanged)
+  }
+
+  /// onItemAppend as the lifecycle calls it: a layer may also rewrite the items (what it passes on goes to the
+  /// next layer) and ask for a re-render. By default it observes them through [`Self::on_item_append`].
+  async fn on_item_append_with(
+    &self,
+    state: Option<&Value>,
+    items: &[Arc<Item>],
+    _ctx: HookCtx<'_>,
+  ) -> Result<NativeAppend, String> {
+    self.on_item_append(state, items).await.map(NativeAppend::from)
   }
 
   /// The child's state when a spawn's child inherits the layer, from the parent's: `Set` it, `Clear` (the layer

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::durable_task_state as dts;
+use super::file_reference::{self as fr, FileRefState, FileReferenceConfig};
 use super::history_window as hw;
 use super::observational_memory::{self as om, Accumulated, ObservationalConfig, ObservationalState};
 use super::plan_memory::{self as plan, Ask, FnStep, PlanConfig};
@@ -17,7 +18,9 @@ use crate::host::{ExecInfo, SteeringAction, SteeringDecision};
 use crate::items::Item;
 use crate::memory::STATE_KEY;
 use crate::memory::history::{History, Projected};
-use crate::memory::native::{HookCtx, HostCallback, NativeLayer, NativeRecall, NativeVote, NativeWrite, VoteError};
+use crate::memory::native::{
+  HookCtx, HostCallback, NativeAppend, NativeLayer, NativeRecall, NativeVote, NativeWrite, VoteError,
+};
 use crate::memory::registry::{Layer, LayerImpl, ProvidedFn};
 use crate::storage::ScopedStorage;
 
@@ -533,5 +536,89 @@ impl NativeLayer for TemporalMemory {
       .await
       .map_err(|_| format!("searchMemory: search did not settle within {}ms", tm::SEARCH_TIMEOUT_MS))??;
     Ok((Some(answer).filter(|value| !value.is_null()), NativeWrite::Unchanged))
+  }
+}
+
+pub struct FileReference {
+  pub config: FileReferenceConfig,
+}
+
+/// `fileReference(opts)` as a registered layer; the config already checked.
+pub fn file_reference_layer(config: FileReferenceConfig) -> Layer {
+  Layer {
+    spec: fr::layer_spec(&config),
+    imp: LayerImpl::Native(Arc::new(FileReference { config })),
+    provides: Vec::new(),
+    handle: None,
+  }
+}
+
+impl FileReference {
+  /// Every read of the plan in one request to the harness's filesystem.
+  async fn read(
+    &self,
+    reads: &[crate::adapters::FileRead],
+    ctx: HookCtx<'_>,
+  ) -> Result<Vec<crate::adapters::FileOutcome>, String> {
+    if reads.is_empty() {
+      return Ok(Vec::new());
+    }
+    let files = ctx.files.ok_or("file-reference: the harness has no filesystem to read")?;
+    files.read(reads).await
+  }
+
+  /// The asked files' scores, all at once: the model's (50 when it fails or answers nonsense), or without a model
+  /// the path heuristic, as upstream scores without `ctx.callModel`.
+  async fn scores(&self, asks: &[fr::ScoreAsk], ctx: HookCtx<'_>) -> Vec<f64> {
+    let Some(model) = ctx.model else { return asks.iter().map(|ask| ask.heuristic).collect() };
+    let context = &ctx.exec.execution_id;
+    let model_name = &self.config.scoring_model;
+    let replies =
+      asks.iter().map(|ask| model.ask_instructed(context, model_name, fr::SCORING_INSTRUCTIONS, &ask.prompt));
+    futures_util::future::join_all(replies).await.iter().map(|reply| fr::parse_score(reply.as_deref().ok())).collect()
+  }
+}
+
+#[async_trait]
+impl NativeLayer for FileReference {
+  async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
+    Ok(Some(fr::init_state(saved_state(storage).await?.as_ref(), &self.config.base_dir)))
+  }
+
+  async fn recall(&self, state: Option<&Value>, budget: f64, _exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
+    let state = FileRefState::from_json(state, &self.config.base_dir)?;
+    Ok(fr::recall(&state, budget).map(NativeRecall::from))
+  }
+
+  /// The items with their references anchored; every tracked file read again and each new one read, in one
+  /// request; new and changed files scored; a re-render asked for when anything changed.
+  async fn on_item_append_with(
+    &self,
+    state: Option<&Value>,
+    items: &[Arc<Item>],
+    ctx: HookCtx<'_>,
+  ) -> Result<NativeAppend, String> {
+    let before = FileRefState::from_json(state, &self.config.base_dir)?;
+    let read = fields(items);
+    let plan = fr::plan_append(&before, &maps(&read), &self.config);
+    let outcomes = self.read(&plan.reads, ctx).await?;
+    let mut settled = fr::settle_reads(before, &plan, outcomes, &self.config);
+    let scores = self.scores(&settled.asks, ctx).await;
+    fr::apply_scores(&mut settled.state, &settled.asks, &scores);
+    let rewritten = plan.items.iter().any(Option::is_some).then(|| {
+      items
+        .iter()
+        .zip(plan.items)
+        .map(|(item, fields)| match fields.map(Item::from_map) {
+          Some(Ok(rewritten)) => Arc::new(rewritten),
+          _ => Arc::clone(item),
+        })
+        .collect()
+    });
+    Ok(NativeAppend {
+      write: if settled.changed { NativeWrite::Set(settled.state.to_json()) } else { NativeWrite::Unchanged },
+      items: rewritten,
+      rerender: settled.changed.then(fr::rerender_request),
+    })
   }
 }

@@ -323,7 +323,7 @@ mod tests {
     let steering = layer(config, Some(Arc::clone(&predicates)));
     let model = answers(&[]);
     let info = exec();
-    let ctx = HookCtx { exec: &info, model: Some(&model) };
+    let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
     let vote = steering.before_tool_call(None, "rm", &json!({ "path": "/" }), ctx).await.unwrap();
     assert_eq!(action(&vote), (SteeringAction::Deny, Some("no rm".into())));
     assert_eq!(*predicates.crossings.lock().unwrap(), vec![json!([0, 1])]);
@@ -342,7 +342,7 @@ mod tests {
       asked: Mutex::default(),
     });
     let model: Arc<dyn AsideModel> = recorder.clone();
-    let ctx = HookCtx { exec: &info, model: Some(&model) };
+    let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
     let usage = json!({ "inputTokens": 3, "outputTokens": 2 });
     let vote = steering.after_model_call(None, &[], &usage, ctx).await.unwrap();
     assert_eq!(action(&vote), (SteeringAction::Guide, Some("shorter please".into())));
@@ -353,7 +353,7 @@ mod tests {
 
     // Unparseable every time: allow once the attempts run out.
     let model = answers(&["?", "?", "?", "DENY"]);
-    let ctx = HookCtx { exec: &info, model: Some(&model) };
+    let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
     let vote = steering.after_model_call(None, &[], &usage, ctx).await.unwrap();
     assert_eq!(action(&vote), (SteeringAction::Allow, None));
   }
@@ -363,7 +363,7 @@ mod tests {
     let config = json!({ "rules": [{ "id": "s", "appliesTo": ["beforeToolCall"], "llmEval": { "mode": "async", "prompt": "p" } }] });
     let steering = layer(config, None);
     let info = exec();
-    let ctx = HookCtx { exec: &info, model: None };
+    let ctx = HookCtx { exec: &info, model: None, files: None };
     match steering.before_tool_call(None, "t", &json!({}), ctx).await {
       Err(VoteError::Config(error)) => assert_eq!(error.code, "MISSING_CALL_MODEL"),
       other => panic!("expected MISSING_CALL_MODEL, got {other:?}"),
@@ -372,7 +372,7 @@ mod tests {
     let steering = layer(config, None);
     let failing: Arc<dyn AsideModel> =
       Arc::new(Answers { replies: Mutex::new([Err("rate limited".to_owned())].into()), asked: Mutex::default() });
-    let ctx = HookCtx { exec: &info, model: Some(&failing) };
+    let ctx = HookCtx { exec: &info, model: Some(&failing), files: None };
     assert_eq!(
       steering.before_tool_call(None, "t", &json!({}), ctx).await,
       Err(VoteError::Failed("rate limited".into()))
@@ -385,7 +385,7 @@ mod tests {
     let steering = layer(config, None);
     let info = exec();
     let model = answers(&["DENY"]);
-    let ctx = HookCtx { exec: &info, model: Some(&model) };
+    let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
     let vote = steering.before_tool_call(None, "t", &json!({}), ctx).await.unwrap();
     // The async rule contributes nothing now.
     assert_eq!(action(&vote), (SteeringAction::Allow, None));

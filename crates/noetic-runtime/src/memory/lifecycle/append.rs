@@ -2,8 +2,8 @@
 //! receiving what the one before it passed on. A layer may transform, drop or add items; once none are left, the
 //! pipeline ends and later layers are not asked.
 //!
-//! Consecutive JS layers go to the host in one batch, which chains them there; built-in layers only observe, so
-//! they run here on the items as they stand at their slot.
+//! Consecutive JS layers go to the host in one batch, which chains them there; built-in layers run here on the
+//! items as they stand at their slot, and may rewrite them too (fileReference's anchors).
 //!
 //! Every input item passes through (D7): the session's user message, a step's input, tool outputs and injected
 //! messages. A hook may ask for a re-render (D23); the requests come back with the items, for the caller to honour
@@ -17,7 +17,7 @@ use crate::items::{Item, parse_js_item};
 use crate::memory::HookKind;
 use crate::memory::registry::{Layer, LayerImpl};
 
-use super::{ExecScope, MemoryEnv, host_call};
+use super::{ExecScope, MemoryEnv, host_call, store};
 
 /// What the pipeline passed on, and the re-renders its hooks asked for: `(layer id, slot, request)`.
 #[derive(Debug)]
@@ -51,8 +51,20 @@ pub async fn append_with_requests(
     let layer = layers[next];
     if let LayerImpl::Native(native) = &layer.imp {
       let state = env.state_json(&exec, layer.id());
-      let observe = native.on_item_append(state.as_ref(), &current);
-      env.write_native(scope.trace_target(), &exec, layer, HookKind::OnItemAppend, observe).await;
+      let append = native.on_item_append_with(state.as_ref(), &current, scope.hook_ctx());
+      match env.run_native(scope.trace_target(), layer, HookKind::OnItemAppend, append).await {
+        Ok(appended) => {
+          store::apply_native(env, &exec, layer.id(), appended.write);
+          if let Some(items) = appended.items {
+            current = items;
+          }
+          if let Some(request) = appended.rerender {
+            rerender.push((layer.id().to_owned(), layer.spec.slot, request));
+          }
+        }
+        // A failed hook passes the items on as they came, as a failing JS hook does.
+        Err(message) => env.diagnose(layer.id(), HookKind::OnItemAppend, &message),
+      }
       next += 1;
       continue;
     }

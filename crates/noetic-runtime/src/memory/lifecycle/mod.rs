@@ -15,7 +15,7 @@ mod store;
 use std::sync::Arc;
 
 use super::HookKind;
-use super::native::{AsideModel, HookCtx};
+use super::native::{AsideModel, HookCtx, LayerFiles};
 use super::registry::{Layer, LayerImpl, LayerSet};
 use super::state::{DiagnosticSink, Persist, StateStore, StateValue, StateWrite};
 use super::trace::{HookSpan, SpanBudget, TraceTarget};
@@ -56,6 +56,8 @@ pub struct ExecScope<'a> {
   pub item_types: ItemTypes,
   /// The harness's model for built-in layers' own questions; `None` when it has none.
   pub model: Option<Arc<dyn AsideModel>>,
+  /// The harness's filesystem for built-in layers' reads; `None` when it has none.
+  pub files: Option<Arc<dyn LayerFiles>>,
 }
 
 impl ExecScope<'_> {
@@ -69,7 +71,7 @@ impl ExecScope<'_> {
 
   /// What a built-in hook may reach in this execution.
   fn hook_ctx(&self) -> HookCtx<'_> {
-    HookCtx { exec: &self.info, model: self.model.as_ref() }
+    HookCtx { exec: &self.info, model: self.model.as_ref(), files: self.files.as_ref() }
   }
 }
 

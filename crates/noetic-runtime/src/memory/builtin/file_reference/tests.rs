@@ -1,6 +1,11 @@
 use serde_json::{Map, Value, json};
 
+use super::append::heuristic_score;
+use super::reads::read_for;
+use super::recall::truncated;
 use super::*;
+use crate::adapters::{FileOutcome, FileRead};
+use crate::tokens::{estimate_tokens, utf16_len};
 
 fn config(base: &str) -> FileReferenceConfig {
   FileReferenceConfig::with_base_dir(base)
