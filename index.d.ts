@@ -1202,6 +1202,50 @@ export interface DurableTaskStateLayer extends Omit<MemoryLayer<DurableTaskState
 /** Task checkpoints, files and data kept across the executions of a thread (newest 50 checkpoints). */
 export declare function durableTaskState(): DurableTaskStateLayer;
 
+/** @public A file {@link fileReference} tracks, under the reference it was written as. */
+export interface TrackedFile {
+  absolutePath: string;
+  referencePath: string;
+  /** `null` when the file is deleted or cannot be read. */
+  content: string | null;
+  /** Relevance 0–100; recall shows higher first. */
+  priority: number;
+  contentHash: string;
+  deleted: boolean;
+  tokenCount: number;
+  /** Why the file cannot be read (`PATH_TRAVERSAL: ...`, `FILE_TOO_LARGE: ...`, `BINARY_FILE: ...`). */
+  error?: string;
+}
+
+/** @public The state of {@link fileReference}: the tracked files in the order they were first referenced. */
+export interface FileReferenceState {
+  files: Map<string, TrackedFile>;
+  baseDir: string;
+}
+
+/** Options of {@link fileReference}; a value of the wrong kind is `INVALID_FILE_REFERENCE_CONFIG`. */
+export interface FileReferenceOptions {
+  /** Where references are resolved and what they may not leave; default the working directory at factory time. */
+  baseDir?: string;
+  /** Default 350 (`Slot.RAG`). */
+  slot?: number;
+  /** The model asked to score a new or changed file's relevance (when the harness has a model). */
+  scoringModel?: string;
+  /** Bytes; default 1 MiB. */
+  maxFileSize?: number;
+  /** Default false: a symbolic link below `baseDir` refuses the read. */
+  followSymlinks?: boolean;
+  /** Extensions (`'.ts'`) or exact names (`'Dockerfile'`) that may be read; empty allows all. */
+  allowedExtensions?: string[];
+}
+
+/**
+ * `#path` references in input messages become anchor links; the files are read through the harness's `fs`, scored
+ * for relevance, and injected by priority within the layer's budget. A changed or deleted file is re-rendered
+ * before the next model call.
+ */
+export declare function fileReference(opts?: FileReferenceOptions): MemoryLayer<FileReferenceState>;
+
 /** Options of {@link staticContent}. */
 export interface StaticContentOptions {
   /** Default `'static-content'`. */
@@ -2660,7 +2704,7 @@ declare class NativeHarness {
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
    */
-  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null)
+  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null, fs?: NativeFs | undefined | null)
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
   /**

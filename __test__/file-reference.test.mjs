@@ -138,25 +138,44 @@ test('files that cannot be read show why, the turn goes on, and the state keeps 
   writeFileSync(join(dir, 'outside', 'secret.ts'), 'TOP SECRET');
   symlinkSync(join(dir, 'outside'), join(base, 'linked'));
   writeFileSync(join(base, 'logo.svg'), Buffer.from([0x3c, 0x73, 0x00, 0x01, 0x02]));
-  writeFileSync(join(base, 'big.ts'), 'x'.repeat(2048));
+  writeFileSync(join(base, 'big.ts'), 'x'.repeat(20_000));
   writeFileSync(join(base, 'tool.exe'), 'MZ');
   writeFileSync(join(base, 'docs', 'ok.md'), 'fine');
+  mkdirSync(join(base, 'folder.md'));
   const { model, requests } = recordingModel('ok');
-  const h = agent(diskFs(), { baseDir: base, maxFileSize: 1024 }, model);
-  await turn(h, 'See #missing.ts #logo.svg #big.ts #tool.exe #../outside/secret.ts #linked/secret.ts #docs/ok.md');
+  const h = agent(diskFs(), { baseDir: base, maxFileSize: 10_000 }, model);
+  await turn(h, 'See #missing.ts #logo.svg #big.ts #tool.exe #../outside/secret.ts #linked/secret.ts #folder.md #docs/ok.md');
   const [shown] = referenced(requests.filter((r) => r.instructions !== SCORER)[0].items);
   assert.match(shown, /## missing\.ts\n\n\[FILE DELETED: .*\/base\/missing\.ts\]/);
   assert.match(shown, /## logo\.svg\n\n\[ERROR: BINARY_FILE: Binary files cannot be referenced\]/);
-  assert.match(shown, /## big\.ts\n\n\[ERROR: FILE_TOO_LARGE: 2048 bytes exceeds limit of 1024\]/);
+  assert.match(shown, /## big\.ts\n\n\[ERROR: FILE_TOO_LARGE: 20000 bytes exceeds limit of 10000\]/);
   assert.match(shown, /## tool\.exe\n\n\[ERROR: DISALLOWED_EXTENSION: \.exe\]/);
   assert.match(shown, /## \.\.\/outside\/secret\.ts\n\n\[ERROR: PATH_TRAVERSAL: File outside allowed directory\]/);
   assert.match(shown, /## linked\/secret\.ts\n\n\[ERROR: SYMLINK: Symlinks not allowed\]/);
+  assert.match(shown, /## folder\.md\n\n\[ERROR: READ_FAILED: EISDIR: illegal operation on a directory, read\]/);
   assert.match(shown, /## docs\/ok\.md\n\n```\nfine\n```/);
   assert.ok(!shown.includes('TOP SECRET'), 'nothing from outside baseDir reaches the model');
+  const saved = await h.config.storage.get('layers/file-reference/T/state');
+  assert.equal(Object.keys(saved.files).length, 8, 'every reference is tracked, readable or not');
+  assert.equal(saved.files['big.ts'].content, null);
   // followSymlinks opts out of the link check.
   const { model: second, requests: seen } = recordingModel('ok');
   await turn(agent(diskFs(), { baseDir: base, followSymlinks: true }, second), 'See #linked/secret.ts');
   assert.match(referenced(seen.filter((r) => r.instructions !== SCORER)[0].items)[0], /TOP SECRET/);
+});
+
+test('a filesystem that never answers: the append times out, the turn goes on with the message as it was', async () => {
+  const diagnostics = [];
+  const stuck = { ...diskFs(), readFileText: () => new Promise(() => {}) };
+  const { model, requests } = recordingModel('ok');
+  const dir = scratchDir();
+  writeFileSync(join(dir, 'a.ts'), 'a');
+  const layer = { ...fileReference({ baseDir: dir }), timeouts: { onItemAppend: 100 } };
+  const h = new AgentHarness({ name: 'f', params: {}, fs: stuck, memory: [layer], initialStep: step.llm({ id: 'ask', model: 'm' }), _testCallModel: model, onDiagnostic: (d) => diagnostics.push(d) });
+  await turn(h, 'Look at #a.ts');
+  assert.deepEqual(diagnostics.map((d) => [d.layerId, d.hook, d.message]), [['file-reference', 'onItemAppend', 'Timeout after 100ms']]);
+  assert.deepEqual(userTexts(requests[0].items), ['Look at #a.ts']);
+  assert.deepEqual(referenced(requests[0].items), []);
 });
 
 test('a file that errored recovers once it can be read, and a file that comes back is shown again', async () => {
