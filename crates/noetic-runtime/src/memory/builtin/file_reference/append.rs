@@ -189,9 +189,13 @@ fn refresh(file: &mut TrackedFile, result: ReadResult) -> Option<String> {
       Some(String::new())
     }
     ReadResult::Content(text) => {
+      let was_shown = !file.deleted && file.error.is_none();
+      // The same text is the common case (every append reads every file): compared as is, before any hashing.
+      if was_shown && file.content.as_deref() == Some(text.as_str()) {
+        return None;
+      }
       let hash = content_hash(&text);
-      let was_shown = !file.deleted && file.error.is_none() && file.content.is_some();
-      if was_shown && hash == file.content_hash {
+      if was_shown && file.content.is_some() && hash == file.content_hash {
         return None;
       }
       file.token_count = estimate_tokens(&text) as f64;
