@@ -25,29 +25,7 @@ fn assistant_text<'a>(items: impl DoubleEndedIterator<Item = &'a Item>) -> Strin
 
 #[async_trait]
 impl AsideModel for LayerAsks {
-  async fn ask(&self, context: &str, model: &str, prompt: &str) -> Result<String, String> {
-    self.ask_with(context, model, None, prompt).await
-  }
-
-  async fn ask_instructed(
-    &self,
-    context: &str,
-    model: &str,
-    instructions: &str,
-    prompt: &str,
-  ) -> Result<String, String> {
-    self.ask_with(context, model, Some(instructions), prompt).await
-  }
-}
-
-impl LayerAsks {
-  async fn ask_with(
-    &self,
-    context: &str,
-    model: &str,
-    instructions: Option<&str>,
-    prompt: &str,
-  ) -> Result<String, String> {
+  async fn ask(&self, context: &str, model: &str, instructions: Option<&str>, prompt: &str) -> Result<String, String> {
     let ask = Arc::new(create_message(prompt, "user").map_err(|error| error.message)?);
     let params = ModelParams::default();
     let round = RoundRequest {

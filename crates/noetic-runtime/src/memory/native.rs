@@ -29,21 +29,10 @@ pub trait HostCallback: Send + Sync {
 /// fileReference's relevance scores. The harness implements it; memory does not know the harness.
 #[async_trait]
 pub trait AsideModel: Send + Sync {
-  /// `prompt` as the only (user) message to `model`, no tools, no history: the reply's assistant text.
-  /// `context` names the execution asking (a JS test model is handed its `ctx`).
-  async fn ask(&self, context: &str, model: &str, prompt: &str) -> Result<String, String>;
-
-  /// [`Self::ask`] with system `instructions` beside the prompt (fileReference's scorer brief).
-  async fn ask_instructed(
-    &self,
-    context: &str,
-    model: &str,
-    instructions: &str,
-    prompt: &str,
-  ) -> Result<String, String> {
-    let _ = instructions;
-    self.ask(context, model, prompt).await
-  }
+  /// `prompt` as the only (user) message to `model`, with system `instructions` if any (fileReference's scorer
+  /// brief), no tools, no history: the reply's assistant text. `context` names the execution asking (a JS test
+  /// model is handed its `ctx`).
+  async fn ask(&self, context: &str, model: &str, instructions: Option<&str>, prompt: &str) -> Result<String, String>;
 }
 
 /// The harness's filesystem (upstream's `ctx.fs`) as built-in layers read it: every file of one request in one go,

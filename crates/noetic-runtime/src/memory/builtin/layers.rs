@@ -573,8 +573,7 @@ impl FileReference {
     let Some(model) = ctx.model else { return asks.iter().map(|ask| ask.heuristic).collect() };
     let context = &ctx.exec.execution_id;
     let model_name = &self.config.scoring_model;
-    let replies =
-      asks.iter().map(|ask| model.ask_instructed(context, model_name, fr::SCORING_INSTRUCTIONS, &ask.prompt));
+    let replies = asks.iter().map(|ask| model.ask(context, model_name, Some(fr::SCORING_INSTRUCTIONS), &ask.prompt));
     futures_util::future::join_all(replies).await.iter().map(|reply| fr::parse_score(reply.as_deref().ok())).collect()
   }
 }

@@ -58,7 +58,7 @@ async fn ask_verdict(
   retries: u32,
 ) -> Result<SteeringDecision, String> {
   for _ in 0..=retries {
-    if let Some(verdict) = st::parse_verdict(&model.ask(context, &eval.model, prompt).await?) {
+    if let Some(verdict) = st::parse_verdict(&model.ask(context, &eval.model, None, prompt).await?) {
       return Ok(verdict);
     }
   }
@@ -248,7 +248,13 @@ mod tests {
 
   #[async_trait]
   impl AsideModel for Answers {
-    async fn ask(&self, _context: &str, model: &str, prompt: &str) -> Result<String, String> {
+    async fn ask(
+      &self,
+      _context: &str,
+      model: &str,
+      _instructions: Option<&str>,
+      prompt: &str,
+    ) -> Result<String, String> {
       self.asked.lock().unwrap().push((model.to_owned(), prompt.to_owned()));
       self.replies.lock().unwrap().pop_front().unwrap_or_else(|| Ok("ALLOW".into()))
     }
