@@ -1,9 +1,12 @@
 // planMemory (issue 11, spec §20.5): the built-in plan-mode layer, run natively inside a harness. The scripted
 // model calls the plan tools as a model would (`_testCallModel` answers whole steps, so no tool runs there).
 import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, PlanPhase, createInMemoryStorage, planMemory, step, tool } from '../js/index.mjs';
+import { scratchDb } from './helpers.mjs';
 
 const leaf = { kind: 'llm', id: 'build', instructions: 'Build it', tools: ['Write'] };
 const tree = { kind: 'sequence', id: 'root', steps: [leaf] };
@@ -196,4 +199,17 @@ test('steering votes in slot order across built-in and JS layers: the plan deny 
   assert.deepEqual(asked, ['early:Bash', 'early:Read', 'late:Read']);
   assert.deepEqual(ran, ['Read']);
   assert.match(outputs(ctx)[0], /^Tool call denied: Plan mode is active\./);
+});
+
+test('the plan persists in SQLite across processes: a second process is still planning and refuses Bash', () => {
+  const path = scratchDb('plan.db');
+  const turn = fileURLToPath(new URL('./fixtures/plan-turn.mjs', import.meta.url));
+  const [first, second] = [1, 2].map((n) => {
+    const result = spawnSync(process.execPath, [turn, path, String(n)], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(result.status, 0, result.stderr);
+    return JSON.parse(result.stdout);
+  });
+  assert.deepEqual([first.phase, first.prd], ['planning', '# Cache']);
+  assert.match(second.outputs[0], /^Tool call denied: Plan mode is active\. "Bash" is not allowed during planning/);
+  assert.deepEqual([second.phase, second.prd], ['planning', '# Cache']);
 });
