@@ -526,3 +526,15 @@ test("a branch's _optimizable steps lend their tools to a session's tool-less LL
   assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain })), ["Error: tool 'lookup' not found"]);
   assert.deepEqual(calls, ['x']);
 });
+
+test('a NoeticConfigError a run step throws is step_failed’s cause as an equal NoeticConfigError, its code kept', async () => {
+  const { NoeticConfigError, isNoeticConfigError } = await import('../js/index.mjs');
+  const thrown = new NoeticConfigError({ code: 'MY_CODE', message: 'bad setup', hint: 'fix it' });
+  await assert.rejects(harness().run(step.run({ id: 'cfg', execute: async () => { throw thrown; } }), 'x'), (e) => {
+    assert.equal(e.noeticError.kind, 'step_failed');
+    const cause = e.noeticError.cause;
+    assert.ok(isNoeticConfigError(cause));
+    assert.deepEqual([cause.code, cause.message, cause.hint], ['MY_CODE', 'bad setup', 'fix it']);
+    return true;
+  });
+});

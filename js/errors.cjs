@@ -150,6 +150,7 @@ function reviveCause(cause, lookup) {
   const original = cause.handle != null ? lookup(cause.handle) : undefined;
   if (original !== undefined) return original;
   if (cause.noeticError) return new NoeticErrorImpl(revivePayload(cause.noeticError, lookup), cause.message);
+  if (cause.config) return new NoeticConfigError(cause.config);
   return new Error(cause.message);
 }
 

@@ -99,6 +99,10 @@ fn cause_of(error: &RunError) -> Value {
       json!({ "message": message, "handle": handle })
     }
     RunError::Noetic(e) => json!({ "message": e.message, "noeticError": e.payload }),
+    // A NoeticConfigError a step threw comes back as an equal one (its code is what callers match on).
+    RunError::Config(e) | RunError::Host(HostError::Config(e)) => {
+      json!({ "message": e.message, "config": { "code": e.code, "message": e.message, "hint": e.hint } })
+    }
     other => json!({ "message": other.to_string() }),
   }
 }
