@@ -2234,6 +2234,255 @@ export declare function react(
   opts: ReactOptions,
 ): StepLoop<ContextMemory, string, string> | StepSpawn<ContextMemory, string, string>;
 
+// ----- JSON workflows (issue 12) ----------------------------------------------------------------------------
+
+/** A named `until` predicate of a JSON workflow; `any` / `all` combine others. */
+export type UntilPredicate =
+  | { kind: 'maxSteps'; n: number }
+  | { kind: 'maxCost'; usd: number }
+  | { kind: 'maxDuration'; ms: number }
+  | { kind: 'noToolCalls' }
+  | { kind: 'outputContains'; marker: string }
+  | { kind: 'outputEquals'; sentinel: string }
+  | { kind: 'converged'; threshold?: number }
+  | { kind: 'any'; predicates: UntilPredicate[] }
+  | { kind: 'all'; predicates: UntilPredicate[] };
+
+/** How a fork node's path outputs become one (`last`, the default, keeps the last path's). */
+export type MergeStrategy = 'last' | 'first' | 'concat';
+
+export interface LlmWorkflowNode {
+  kind: 'llm';
+  id: string;
+  /** Default `openai/gpt-4o`. */
+  model?: string;
+  instructions: string;
+  /** Names in the hydration's tool registry. */
+  tools?: string[];
+  params?: { temperature?: number; topP?: number; maxTokens?: number; stopSequences?: string[] };
+}
+export interface ToolWorkflowNode {
+  kind: 'tool';
+  id: string;
+  toolName: string;
+  args?: Record<string, unknown>;
+}
+/** The first route whose `match` the input contains (case-insensitively) is taken. */
+export interface BranchRoute {
+  match: string;
+  target: WorkflowNode;
+}
+export interface BranchWorkflowNode {
+  kind: 'branch';
+  id: string;
+  routes: BranchRoute[];
+  default?: WorkflowNode;
+}
+export interface ForkWorkflowNode {
+  kind: 'fork';
+  id: string;
+  mode: 'race' | 'all' | 'settle';
+  paths: WorkflowNode[];
+  merge?: MergeStrategy;
+  concurrency?: number;
+}
+export interface SpawnWorkflowNode {
+  kind: 'spawn';
+  id: string;
+  child: WorkflowNode;
+  timeout?: number;
+}
+export interface ProvideWorkflowNode {
+  kind: 'provide';
+  id: string;
+  child: WorkflowNode;
+  /** Names in the hydration's layer registry. */
+  layers: string[];
+}
+export interface LoopWorkflowNode {
+  kind: 'loop';
+  id: string;
+  body: WorkflowNode;
+  until: UntilPredicate;
+  maxIterations?: number;
+}
+export interface SequenceWorkflowNode {
+  kind: 'sequence';
+  id: string;
+  steps: WorkflowNode[];
+}
+export interface EveryWorkflowNode {
+  kind: 'every';
+  id: string;
+  step: WorkflowNode;
+  ms: number;
+  onError?: 'continue' | 'fail';
+}
+/** A JSON-safe step: every step kind but `run`, whose function JSON cannot carry. */
+export type WorkflowNode =
+  | LlmWorkflowNode
+  | ToolWorkflowNode
+  | BranchWorkflowNode
+  | ForkWorkflowNode
+  | SpawnWorkflowNode
+  | ProvideWorkflowNode
+  | LoopWorkflowNode
+  | SequenceWorkflowNode
+  | EveryWorkflowNode;
+export interface WorkflowDocument {
+  version: 1;
+  root: WorkflowNode;
+}
+
+export declare const UntilPredicateSchema: ZodType<UntilPredicate>;
+export declare const MergeStrategySchema: z.ZodEnum<{ last: 'last'; first: 'first'; concat: 'concat' }>;
+export declare const WorkflowNodeSchema: ZodType<WorkflowNode>;
+export declare const WorkflowDocumentSchema: ZodType<WorkflowDocument>;
+/** The checked document (unknown keys dropped). Throws zod's ZodError when it does not fit, and NoeticConfigError
+ * `WORKFLOW_VALIDATION_FAILED` when it nests more than 64 levels deep. */
+export declare function validateWorkflow(input: unknown): WorkflowDocument;
+/** Every node, depth-first and pre-order: the very objects of the tree given. */
+export declare function walkWorkflow(node: WorkflowNode): Iterable<WorkflowNode>;
+/** Leaves (`llm`, `tool`) are 0; any other node one more than its deepest child. */
+export declare function workflowDepth(node: WorkflowNode): number;
+
+/** What a hydration resolves names against, and how its sequences run their steps. */
+export interface HydrationContext {
+  tools: ReadonlyMap<string, Tool>;
+  executeStep: ExecuteStepFn;
+  /** Without it, provide nodes add no layers. */
+  layers?: ReadonlyMap<string, MemoryLayer>;
+}
+/** A node as live steps, made by the builders. Throws NoeticConfigError `UNKNOWN_NODE_KIND`,
+ * `UNKNOWN_TOOL_REFERENCE`, `UNKNOWN_LAYER_REFERENCE`, `UNKNOWN_UNTIL_PREDICATE`, or `WORKFLOW_VALIDATION_FAILED`
+ * (a malformed node, or one nesting more than 64 levels deep). */
+export declare function hydrateNode(node: WorkflowNode, ctx: HydrationContext): Step<ContextMemory, string, string>;
+export declare function hydrateWorkflow(doc: WorkflowDocument, ctx: HydrationContext): Step<ContextMemory, string, string>;
+
+export interface DynamicWorkflowOpts {
+  /** The planner's model; default `openai/gpt-4o`. */
+  model?: string;
+  /** Put before the planner's brief. */
+  instructions?: string;
+  tools: Tool[];
+  /** Default 5. */
+  maxDepth?: number;
+  /** Default 3. */
+  maxRevisions?: number;
+}
+export interface ParseAndRunWorkflowOpts {
+  /** The document, or its JSON text. */
+  json: unknown;
+  /** Only its `run` is used: any AgentHarnessContract, or this package's AgentHarness. */
+  harness: Pick<AgentHarnessContract, 'run'>;
+  ctx: Context;
+  tools: Tool[];
+  input?: string;
+  /** Default 5. */
+  maxDepth?: number;
+}
+/** A step in which a model writes a workflow for its input, which is checked, hydrated and run in the same harness. */
+export declare function dynamicWorkflow(opts: DynamicWorkflowOpts): Step<ContextMemory, string, string>;
+/** Checks, hydrates and runs a workflow; throws NoeticConfigError `WORKFLOW_VALIDATION_FAILED` for a bad document. */
+export declare function parseAndRunWorkflow(opts: ParseAndRunWorkflowOpts): Promise<string>;
+
+export interface PlanNode {
+  id: string;
+  description: string;
+  assignee: string;
+  execution: 'sequential' | 'parallel';
+  children?: PlanNode[];
+}
+export interface PlanConstraints {
+  toolAllowlist?: Record<string, string[]>;
+  maxStepsPerNode?: number;
+  requireApproval?: string[];
+  validate?: (taskId: string, input: unknown, ctx: Context) => Promise<boolean>;
+}
+export declare const PlanNodeSchema: ZodType<PlanNode>;
+export declare function compilePlan<O, A = unknown>(
+  plan: PlanNode,
+  agents: Record<string, (prompt: string) => Step<ContextMemory, string, A>>,
+  constraints?: PlanConstraints,
+  executeStep?: ExecuteStepFn,
+): Step<ContextMemory, string, O>;
+export declare function adaptivePlan<O, A = unknown>(opts: {
+  planner: Step<ContextMemory, string, PlanNode>;
+  agents: Record<string, (prompt: string) => Step<ContextMemory, string, A>>;
+  constraints?: PlanConstraints;
+  maxRevisions: number;
+  executeStep?: ExecuteStepFn;
+}): Step<ContextMemory, string, O>;
+
+export interface InterviewQuestionAnswer {
+  questionId: string;
+  question: string;
+  answer: string | string[];
+  notes?: string;
+}
+export type InterviewResult<Q, C> = { status: 'complete'; envelope: C } | { status: 'maxQuestions'; lastQuestion?: Q };
+export interface InterviewOpts<Q, C> {
+  systemPrompt: string;
+  model: string;
+  questionSchema: ZodType<Q>;
+  completeSchema: ZodType<C>;
+  askQuestion: (envelope: Q) => Promise<InterviewQuestionAnswer>;
+  onComplete: (envelope: C) => Promise<void>;
+  /** Default 8. */
+  maxQuestions?: number;
+  /** Default: the answer as one line of JSON. */
+  formatAnswer?: (answer: InterviewQuestionAnswer) => string;
+}
+export declare function interview<Q, C>(opts: InterviewOpts<Q, C>): Step<ContextMemory, string, InterviewResult<Q, C>>;
+export declare function ralphWiggum(opts: {
+  model: string;
+  instructions: string;
+  tools: Tool[];
+  verify: VerifyFn;
+  /** Default 50. */
+  maxIterations?: number;
+  /** Default 20. */
+  innerMaxSteps?: number;
+}): StepLoop<ContextMemory, string, string>;
+
+export declare const FlowSchema: ZodType<FlowNode>;
+/** The checked flow. Throws zod's ZodError when it does not fit, NoeticConfigError `WORKFLOW_VALIDATION_FAILED`
+ * when it nests more than 256 levels deep. */
+export declare function validateFlow(input: unknown): FlowNode;
+export declare function walkFlow(root: FlowNode): Iterable<FlowNode>;
+export declare function flowDepth(node: FlowNode): number;
+
+// ----- ask-user ----------------------------------------------------------------------------------------------
+
+export declare const AskUserOptionSchema: z.ZodObject<{
+  label: z.ZodString;
+  description: z.ZodString;
+  preview: z.ZodOptional<z.ZodString>;
+}>;
+export declare const AskUserQuestionSchema: z.ZodObject<{
+  question: z.ZodString;
+  header: z.ZodString;
+  options: z.ZodArray<typeof AskUserOptionSchema>;
+  multiSelect: z.ZodDefault<z.ZodBoolean>;
+}>;
+export declare const AskUserInputSchema: z.ZodObject<{ questions: z.ZodArray<typeof AskUserQuestionSchema> }>;
+export declare const AskUserAnnotationSchema: z.ZodObject<{
+  notes: z.ZodOptional<z.ZodString>;
+  preview: z.ZodOptional<z.ZodString>;
+}>;
+export declare const AskUserOutputSchema: z.ZodObject<{
+  answers: z.ZodRecord<z.ZodString, z.ZodString>;
+  annotations: z.ZodOptional<z.ZodRecord<z.ZodString, typeof AskUserAnnotationSchema>>;
+}>;
+export type AskUserOption = z.infer<typeof AskUserOptionSchema>;
+export type AskUserQuestion = z.infer<typeof AskUserQuestionSchema>;
+export type AskUserInput = z.infer<typeof AskUserInputSchema>;
+export type AskUserAnnotation = z.infer<typeof AskUserAnnotationSchema>;
+export type AskUserOutput = z.infer<typeof AskUserOutputSchema>;
+/** The start of the message of an Error a shell adapter reports for a command it killed on timeout (then the
+ * seconds). */
+export declare const TIMEOUT_ERROR_PREFIX = 'timeout:';
+
 // =============================================================================
 // Types: Harness results, Detached, Checkpoint
 // =============================================================================

@@ -109,4 +109,8 @@ function createInMemoryShellAdapter() {
   };
 }
 
-module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf };
+// How a shell adapter says it killed a command that ran too long: an Error whose message is this prefix and the
+// limit in seconds (`timeout:30`).
+const TIMEOUT_ERROR_PREFIX = 'timeout:';
+
+module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf, TIMEOUT_ERROR_PREFIX };

@@ -12,6 +12,9 @@ const channels = require('./channels.cjs');
 const cwd = require('./cwd.cjs');
 const { createOpenRouterEmbed } = require('./embed.cjs');
 const observability = require('./observability.cjs');
+const workflow = require('./workflow.cjs');
+const patterns = require('./patterns.cjs');
+const askUser = require('./ask-user.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -85,4 +88,31 @@ module.exports = {
   InMemoryExporter: observability.InMemoryExporter,
   GenAI: observability.GenAI,
   ToolAttr: observability.ToolAttr,
+  // Workflows, patterns, ask-user (issue 12).
+  MergeStrategySchema: workflow.MergeStrategySchema,
+  UntilPredicateSchema: workflow.UntilPredicateSchema,
+  WorkflowNodeSchema: workflow.WorkflowNodeSchema,
+  WorkflowDocumentSchema: workflow.WorkflowDocumentSchema,
+  validateWorkflow: workflow.validateWorkflow,
+  walkWorkflow: workflow.walkWorkflow,
+  workflowDepth: workflow.workflowDepth,
+  hydrateNode: workflow.hydrateNode,
+  hydrateWorkflow: workflow.hydrateWorkflow,
+  FlowSchema: workflow.FlowSchema,
+  validateFlow: workflow.validateFlow,
+  walkFlow: workflow.walkFlow,
+  flowDepth: workflow.flowDepth,
+  dynamicWorkflow: patterns.dynamicWorkflow,
+  parseAndRunWorkflow: patterns.parseAndRunWorkflow,
+  interview: patterns.interview,
+  adaptivePlan: patterns.adaptivePlan,
+  compilePlan: patterns.compilePlan,
+  PlanNodeSchema: patterns.PlanNodeSchema,
+  ralphWiggum: patterns.ralphWiggum,
+  AskUserAnnotationSchema: askUser.AskUserAnnotationSchema,
+  AskUserInputSchema: askUser.AskUserInputSchema,
+  AskUserOptionSchema: askUser.AskUserOptionSchema,
+  AskUserOutputSchema: askUser.AskUserOutputSchema,
+  AskUserQuestionSchema: askUser.AskUserQuestionSchema,
+  TIMEOUT_ERROR_PREFIX: adapters.TIMEOUT_ERROR_PREFIX,
 };

@@ -20,6 +20,7 @@ mod storage;
 mod subprocess;
 mod unstable;
 mod weak_runtime;
+mod workflow;
 
 use napi_derive::napi;
 

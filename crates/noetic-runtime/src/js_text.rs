@@ -13,20 +13,69 @@ pub const MAX_DEPTH: usize = 128;
 
 /// Parses JSON text from JS, replacing each unpaired surrogate escape with U+FFFD.
 pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
-  let parsed = match serde_json::from_str(text) {
-    Ok(value) => Ok(value),
-    Err(first) => match replace_lone_surrogate_escapes(text) {
-      Some(fixed) => serde_json::from_str(&fixed),
-      None => Err(first),
-    },
-  };
-  parsed.map_err(|error| {
+  parse(text, false).map_err(|error| {
     if error.to_string().starts_with("recursion limit exceeded") {
       serde_json::Error::custom(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"))
     } else {
       error
     }
   })
+}
+
+/// As [`from_js_json`], for values that may rightly nest deeper than [`MAX_DEPTH`] (a JSON step tree, whose every
+/// level is an object in a list): the text's nesting is measured first, without recursion, and a value nesting
+/// past `max_nesting` is refused before anything recurses into it.
+pub fn from_js_json_nested<T: DeserializeOwned>(text: &str, max_nesting: usize) -> serde_json::Result<T> {
+  let nesting = nesting_of(text);
+  if nesting > max_nesting {
+    return Err(serde_json::Error::custom(format!("the value nests {nesting} levels deep, more than {max_nesting}")));
+  }
+  parse(text, true)
+}
+
+fn parse<T: DeserializeOwned>(text: &str, unbounded: bool) -> serde_json::Result<T> {
+  let read = |text: &str| -> serde_json::Result<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    if unbounded {
+      de.disable_recursion_limit();
+    }
+    let value = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+  };
+  match read(text) {
+    Ok(value) => Ok(value),
+    Err(first) => match replace_lone_surrogate_escapes(text) {
+      Some(fixed) => read(&fixed),
+      None => Err(first),
+    },
+  }
+}
+
+/// How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
+fn nesting_of(text: &str) -> usize {
+  let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+  for byte in text.bytes() {
+    if in_string {
+      match byte {
+        _ if escaped => escaped = false,
+        b'\\' => escaped = true,
+        b'"' => in_string = false,
+        _ => {}
+      }
+      continue;
+    }
+    match byte {
+      b'"' => in_string = true,
+      b'[' | b'{' => {
+        depth += 1;
+        deepest = deepest.max(depth);
+      }
+      b']' | b'}' => depth = depth.saturating_sub(1),
+      _ => {}
+    }
+  }
+  deepest
 }
 
 /// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
@@ -98,6 +147,18 @@ mod tests {
     assert!(error.to_string().contains("nests deeper than 128 levels"), "{error}");
     let fine = format!("{}1{}", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1));
     assert!(from_js_json::<Value>(&fine).is_ok());
+  }
+
+  #[test]
+  fn deeper_values_are_read_when_asked_and_refused_past_the_limit_before_parsing() {
+    let nested = |n: usize| format!("{}\"[{{\"{}", "[{\"a\":".repeat(n), "}]".repeat(n));
+    assert_eq!(nesting_of(&nested(3)), 6);
+    let value: Value = from_js_json_nested(&nested(200), 400).expect("parsed");
+    assert!(value.is_array());
+    let error = from_js_json_nested::<Value>(&nested(201), 400).expect_err("too deep");
+    assert!(error.to_string().contains("nests 402 levels deep, more than 400"), "{error}");
+    let with_surrogate: Value = from_js_json_nested(r#"[{"a":"\ud800"}]"#, 4).expect("parsed");
+    assert_eq!(with_surrogate, json!([{"a": "\u{fffd}"}]));
   }
 
   #[test]

@@ -17,6 +17,7 @@ pub mod steps;
 pub mod storage;
 pub mod tokens;
 pub mod tools;
+pub mod workflow;
 
 pub use error::{ConfigError, NoeticError};
 

@@ -1,11 +1,14 @@
 //! The plan tree planMemory's `setPlanTree` accepts (spec §20.5.1): a JSON flow of `llm`, `subagent`, `fork`,
 //! `spawn` and `sequence` nodes. [`parse_flow`] checks a candidate and returns it with unknown keys dropped and
-//! its keys in schema order (as zod hands a parsed object back); [`flow_depth`] measures a checked tree.
+//! its keys in schema order (as zod hands a parsed object back); [`flow_depth`] measures a tree (the walk is
+//! the workflows', [`crate::workflow::tree`]).
 
 use serde_json::{Map, Value};
 
+use crate::workflow::tree::{self, Shape};
+
 /// Nesting past which a tree is refused before it is walked, so that hostile input cannot exhaust the stack.
-const MAX_NESTING: usize = 256;
+pub const MAX_NESTING: usize = 256;
 
 const KINDS: &str = "\"llm\", \"subagent\", \"fork\", \"spawn\" or \"sequence\"";
 const FORK_MODES: [&str; 3] = ["all", "race", "settle"];
@@ -15,16 +18,10 @@ pub fn parse_flow(candidate: &Value) -> Result<Value, String> {
   parse_node(candidate, "plan tree", 0).map(Value::Object)
 }
 
-/// How deep a checked tree goes: leaves (`llm`, `subagent`) are 0; `sequence` and `fork` are one more than their
-/// deepest child; `spawn` is one more than its child.
+/// How deep a tree goes: leaves (`llm`, `subagent`) are 0; `sequence` and `fork` are one more than their
+/// deepest child; `spawn` is one more than its child. Measured without recursion, checked or not.
 pub fn flow_depth(node: &Value) -> usize {
-  let children = |key: &str| node.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-  match node.get("kind").and_then(Value::as_str) {
-    Some("sequence") => 1 + children("steps").iter().map(flow_depth).max().unwrap_or(0),
-    Some("fork") => 1 + children("paths").iter().map(flow_depth).max().unwrap_or(0),
-    Some("spawn") => 1 + node.get("child").map_or(0, flow_depth),
-    _ => 0,
-  }
+  tree::depth(node, Shape::Flow)
 }
 
 /// Copies the fields of one node, checking each; `at` names the node in errors (`plan tree.steps[0]`).
