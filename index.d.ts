@@ -812,6 +812,30 @@ export declare function createInMemoryStorage(): StorageAdapter;
  */
 export declare function createSqliteStorage(path: string): StorageAdapter;
 
+/** Options of `createPostgresStorage`. */
+export interface PostgresStorageOptions {
+  /** The table holding the values, created on first use when missing (a plain SQL name). Default `'noetic_kv'`. */
+  table?: string;
+  /** Pool size: at most this many connections per store. Default 10. */
+  maxConnections?: number;
+  /** How long opening one connection may take, in milliseconds. Default 5000. */
+  connectTimeoutMs?: number;
+  /** How long one call may take, waiting for a connection included, in milliseconds. Default 30000. */
+  timeoutMs?: number;
+}
+
+/**
+ * A StorageAdapter on a PostgreSQL server, shared by any number of harness processes on any number of machines.
+ * Values live in one table as their JSON text; concurrent writes to one key leave the last one committed, whole.
+ * Nothing connects until the first call; a call to a server that is down or unreachable rejects with a
+ * `NoeticConfigError` `STORAGE_UNAVAILABLE` (never hangs past the timeouts), and the store reconnects by itself when
+ * the server is back. A malformed URL, options, or `sslmode=require` (TLS is not supported) throw
+ * `STORAGE_OPEN_FAILED` here.
+ *
+ * @param url `postgres://user:password@host:5432/database`, or a libpq `key=value` string.
+ */
+export declare function createPostgresStorage(url: string, options?: PostgresStorageOptions): StorageAdapter;
+
 export interface MemoryCallModelRequest {
   model: string;
   items: ReadonlyArray<Item>;
@@ -3065,13 +3089,19 @@ declare class NativeHarness {
 }
 
 /**
- * A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
- * `createSqliteStorage(path)`. Harnesses given one use it directly, with no crossing.
+ * A store Rust owns: the Map-backed one of `createInMemoryStorage()`, the SQLite file of
+ * `createSqliteStorage(path)` or the PostgreSQL table of `createPostgresStorage(url)`. Harnesses given one use it
+ * directly, with no crossing.
  */
 declare class NativeStorage {
   constructor()
   /** Opens (creating if needed) the SQLite store at `path`. */
   static sqlite(path: string): NativeStorage
+  /**
+   * A store on the PostgreSQL server at `url`; `options` is the JSON text of the options object (or absent).
+   * Nothing connects until the first call.
+   */
+  static postgres(url: string, options?: string | undefined | null): NativeStorage
   /** Resolves to the stored value's JSON text, or `null` when the key is missing. */
   get(key: string): Promise<string | null>
   /** Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold). */

@@ -1,11 +1,11 @@
 'use strict';
 // `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
 const { Runtime, native } = require('./runtime.cjs');
-const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
+const { fromNative, callNative, NoeticConfigError, describeValue } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { ContextImpl, isHoldable } = require('./context.cjs');
-const { createInMemoryStorage, openSqliteStore, nativeStoreOf } = require('./storage.cjs');
+const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { itemsJson } = require('./items.cjs');
 const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
@@ -22,6 +22,18 @@ function createSqliteStorage(path) {
     throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: 'createSqliteStorage(path) needs a file path.', hint: "Pass a path such as './agent.db', or ':memory:'." });
   }
   return callNative(() => openSqliteStore(path));
+}
+
+// The store shared by many processes on many machines (DECISIONS M19): one PostgreSQL table. Connects on first use.
+function createPostgresStorage(url, options) {
+  const hint = "Pass a URL such as 'postgres://user:password@host:5432/database', and optionally { table, maxConnections, connectTimeoutMs, timeoutMs }.";
+  if (typeof url !== 'string' || url.length === 0) {
+    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: `createPostgresStorage(url) needs a connection URL; got ${describeValue(url)}.`, hint });
+  }
+  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
+    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: `createPostgresStorage: the options are ${describeValue(options)}; expected an object.`, hint });
+  }
+  return callNative(() => openPostgresStore(url, options === undefined ? undefined : JSON.stringify(options)));
 }
 
 // As upstream's createClient: the OpenRouter key is `llm.apiKey`, else OPENROUTER_API_KEY, and without one there
@@ -354,4 +366,4 @@ function execute(step, input, ctx) {
   return ctx._rt.harness.run(step, input, ctx);
 }
 
-module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage, execute };
+module.exports = { AgentHarness, createInMemoryStorage, createSqliteStorage, createPostgresStorage, execute };

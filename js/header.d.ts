@@ -812,6 +812,30 @@ export declare function createInMemoryStorage(): StorageAdapter;
  */
 export declare function createSqliteStorage(path: string): StorageAdapter;
 
+/** Options of `createPostgresStorage`. */
+export interface PostgresStorageOptions {
+  /** The table holding the values, created on first use when missing (a plain SQL name). Default `'noetic_kv'`. */
+  table?: string;
+  /** Pool size: at most this many connections per store. Default 10. */
+  maxConnections?: number;
+  /** How long opening one connection may take, in milliseconds. Default 5000. */
+  connectTimeoutMs?: number;
+  /** How long one call may take, waiting for a connection included, in milliseconds. Default 30000. */
+  timeoutMs?: number;
+}
+
+/**
+ * A StorageAdapter on a PostgreSQL server, shared by any number of harness processes on any number of machines.
+ * Values live in one table as their JSON text; concurrent writes to one key leave the last one committed, whole.
+ * Nothing connects until the first call; a call to a server that is down or unreachable rejects with a
+ * `NoeticConfigError` `STORAGE_UNAVAILABLE` (never hangs past the timeouts), and the store reconnects by itself when
+ * the server is back. A malformed URL, options, or `sslmode=require` (TLS is not supported) throw
+ * `STORAGE_OPEN_FAILED` here.
+ *
+ * @param url `postgres://user:password@host:5432/database`, or a libpq `key=value` string.
+ */
+export declare function createPostgresStorage(url: string, options?: PostgresStorageOptions): StorageAdapter;
+
 export interface MemoryCallModelRequest {
   model: string;
   items: ReadonlyArray<Item>;

@@ -79,6 +79,7 @@ module.exports = {
   AgentHarness: harness.AgentHarness,
   createInMemoryStorage: harness.createInMemoryStorage,
   createSqliteStorage: harness.createSqliteStorage,
+  createPostgresStorage: harness.createPostgresStorage,
   createInMemorySubprocessAdapter: require('./subprocess.cjs').createInMemorySubprocessAdapter,
   serializeError: require('./subprocess.cjs').serializeError,
   seedFromItems: require('./session.cjs').seedFromItems,

@@ -64,6 +64,7 @@ export const {
   AgentHarness,
   createInMemoryStorage,
   createSqliteStorage,
+  createPostgresStorage,
   createInMemorySubprocessAdapter,
   serializeError,
   seedFromItems,

@@ -23,7 +23,7 @@ const STORAGE_METHODS = ['get', 'set', 'delete', 'list'];
 // Upstream's StorageAdapter contract; null and undefined mean the default in-memory storage.
 function checkStorage(storage) {
   if (storage == null || isNativeStorage(storage)) return;
-  const hint = 'Pass createInMemoryStorage(), createSqliteStorage(path), or an object with get, set, delete and list(prefix) methods.';
+  const hint = 'Pass createInMemoryStorage(), createSqliteStorage(path), createPostgresStorage(url), or an object with get, set, delete and list(prefix) methods.';
   if (typeof storage !== 'object' && typeof storage !== 'function') {
     fail('INVALID_STORAGE', `AgentHarness storage is ${describeValue(storage)}; expected a storage adapter.`, hint);
   }

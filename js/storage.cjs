@@ -5,7 +5,7 @@
 // is honoured (a Date comes back as its ISO string), and a value JSON cannot hold (undefined, a function, a
 // BigInt, a cycle) is refused with an error naming the key, never changed silently.
 const native = require('./native.cjs');
-const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
+const { NoeticConfigError, describeValue, messageOf, rethrowNative } = require('./errors.cjs');
 
 const NATIVE_STORE = Symbol('noetic.nativeStore');
 
@@ -38,8 +38,10 @@ class NativeStore {
   }
 
   // Async, so that a bad key rejects rather than throws, as any adapter's would.
+  // A store's failure with a code (PostgreSQL's STORAGE_UNAVAILABLE, ...) arrives encoded and is rethrown as the
+  // NoeticConfigError it describes.
   async get(key) {
-    const text = await this[NATIVE_STORE].get(checkKey('get', key));
+    const text = await this[NATIVE_STORE].get(checkKey('get', key)).catch(rethrowNative);
     return text == null ? null : JSON.parse(text);
   }
 
@@ -50,16 +52,16 @@ class NativeStore {
     } catch (e) {
       // JSON the native side refuses (nested too deep): a value error like the ones above.
       if (e?.code === 'InvalidArg') throw unstorable(key, messageOf(e));
-      throw e;
+      rethrowNative(e);
     }
   }
 
   async delete(key) {
-    await this[NATIVE_STORE].delete(checkKey('delete', key));
+    await this[NATIVE_STORE].delete(checkKey('delete', key)).catch(rethrowNative);
   }
 
   async list(prefix = '') {
-    return this[NATIVE_STORE].list(checkKey('list', prefix));
+    return this[NATIVE_STORE].list(checkKey('list', prefix)).catch(rethrowNative);
   }
 }
 
@@ -68,6 +70,7 @@ const nativeStoreOf = (storage) => storage?.[NATIVE_STORE];
 
 const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
 const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
+const openPostgresStore = (url, optionsJson) => new NativeStore(native.NativeStorage.postgres(url, optionsJson));
 
 // `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
 // relative to it (the `keyPrefix` asked for stays on them).
@@ -83,4 +86,4 @@ function scopedView(storage, prefix) {
   };
 }
 
-module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, scopedView };
+module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, openPostgresStore, scopedView };

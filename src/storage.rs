@@ -1,5 +1,6 @@
-//! Storage as JS sees it: `createInMemoryStorage()` returns a `NativeStorage` (Rust owns the data), and a user's
-//! own adapter object is reached through the dispatcher.
+//! Storage as JS sees it: `createInMemoryStorage()`, `createSqliteStorage(path)` and `createPostgresStorage(url)`
+//! return a `NativeStorage` (Rust owns the data), and a user's own adapter object is reached through the
+//! dispatcher.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,29 +11,39 @@ use noetic_runtime::ConfigError;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
-use noetic_runtime::storage::{InMemoryStorage, SqliteStorage, Storage, StorageError, StorageResult};
+use noetic_runtime::storage::{
+  InMemoryStorage, PostgresError, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError, StorageResult,
+};
 use serde_json::{Value, json};
 
 use crate::dispatcher::Dispatch;
 use crate::guard::guarded;
 use crate::protocol::{config_json, to_napi};
 
-/// A store Rust owns: the Map-backed one of `createInMemoryStorage()` or the SQLite file of
-/// `createSqliteStorage(path)`. Harnesses given one use it directly, with no crossing.
+/// A store Rust owns: the Map-backed one of `createInMemoryStorage()`, the SQLite file of
+/// `createSqliteStorage(path)` or the PostgreSQL table of `createPostgresStorage(url)`. Harnesses given one use it
+/// directly, with no crossing.
 #[napi(js_name = "NativeStorage")]
 pub struct NativeStorage {
   pub(crate) inner: Arc<dyn Storage>,
+  /// The same store when it is PostgreSQL: JS's calls go to it directly, so that a failure reaches JS as a
+  /// NoeticConfigError with its code (`STORAGE_UNAVAILABLE`, ...) and hint.
+  postgres: Option<Arc<PostgresStorage>>,
 }
 
 fn storage_error(error: StorageError) -> napi::Error {
   napi::Error::new(napi::Status::GenericFailure, error.0)
 }
 
+fn postgres_error(error: PostgresError) -> napi::Error {
+  to_napi(config_json(&error.into()))
+}
+
 #[napi]
 impl NativeStorage {
   #[napi(constructor, catch_unwind)]
   pub fn new() -> Self {
-    Self { inner: Arc::new(InMemoryStorage::new()) }
+    Self { inner: Arc::new(InMemoryStorage::new()), postgres: None }
   }
 
   /// Opens (creating if needed) the SQLite store at `path`.
@@ -45,12 +56,30 @@ impl NativeStorage {
         "Pass a path in a directory that exists and is writable, or ':memory:'.",
       )))
     })?;
-    Ok(Self { inner: Arc::new(store) })
+    Ok(Self { inner: Arc::new(store), postgres: None })
+  }
+
+  /// A store on the PostgreSQL server at `url`; `options` is the JSON text of the options object (or absent).
+  /// Nothing connects until the first call.
+  #[napi(factory, catch_unwind)]
+  pub fn postgres(url: String, options: Option<String>) -> napi::Result<Self> {
+    let options = match options {
+      Some(text) => from_js_json(&text).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?,
+      None => Value::Null,
+    };
+    let store = PostgresOptions::from_json(&options)
+      .and_then(|options| PostgresStorage::open(&url, options))
+      .map_err(|error| to_napi(config_json(&error)))?;
+    let store = Arc::new(store);
+    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: Some(store) })
   }
 
   /// Resolves to the stored value's JSON text, or `null` when the key is missing.
   #[napi]
   pub async fn get(&self, key: String) -> napi::Result<Option<String>> {
+    if let Some(store) = self.postgres.clone() {
+      return guarded(async move { Ok(store.fetch(&key).await.map_err(postgres_error)?.map(|v| v.to_string())) }).await;
+    }
     let store = Arc::clone(&self.inner);
     guarded(async move {
       let value = store.get(&key).await.map_err(storage_error)?;
@@ -63,17 +92,26 @@ impl NativeStorage {
   #[napi]
   pub async fn set(&self, key: String, json: String) -> napi::Result<()> {
     let value: Value = from_js_json(&json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
+    if let Some(store) = self.postgres.clone() {
+      return guarded(async move { store.store(&key, &value).await.map_err(postgres_error) }).await;
+    }
     self.inner.set(&key, value).await.map_err(storage_error)
   }
 
   #[napi]
   pub async fn delete(&self, key: String) -> napi::Result<()> {
+    if let Some(store) = self.postgres.clone() {
+      return guarded(async move { store.remove(&key).await.map_err(postgres_error) }).await;
+    }
     let store = Arc::clone(&self.inner);
     guarded(async move { store.delete(&key).await.map_err(storage_error) }).await
   }
 
   #[napi]
   pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
+    if let Some(store) = self.postgres.clone() {
+      return guarded(async move { store.keys(&prefix).await.map_err(postgres_error) }).await;
+    }
     let store = Arc::clone(&self.inner);
     guarded(async move { store.list(&prefix).await.map_err(storage_error) }).await
   }

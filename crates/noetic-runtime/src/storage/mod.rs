@@ -2,6 +2,7 @@
 //! A JS adapter object is reached through the host and implements the same trait in the binding.
 
 mod in_memory;
+mod postgres;
 mod scoped;
 mod sqlite;
 
@@ -9,6 +10,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::in_memory::InMemoryStorage;
+pub use self::postgres::{PostgresError, PostgresOptions, PostgresStorage};
 pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 pub use self::sqlite::SqliteStorage;
 

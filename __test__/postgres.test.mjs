@@ -1,0 +1,154 @@
+// createPostgresStorage against a real PostgreSQL server: NOETIC_TEST_POSTGRES_URL (CI exports one), else a
+// throwaway server started here by scripts/pg-test-server.sh. Only where none can be started do these tests skip,
+// and they say why.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { AgentHarness, createPostgresStorage, isNoeticConfigError, step } from '../js/index.mjs';
+import { sharedServerUrl, startServer } from '../scripts/pg-test-server.mjs';
+
+const server = sharedServerUrl();
+const skip = server.skip ?? false;
+// Child processes and a server of its own take seconds (Bun's default limit is 5 s).
+const slow = { skip, timeout: 120_000 };
+if (skip) console.warn(`SKIPPED PostgreSQL tests: ${skip}`);
+const run = promisify(execFile);
+const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+// A table of each test's own, so that runs and tests never see each other's keys.
+let tables = 0;
+const freshTable = () => `node_${process.pid}_${Date.now() % 1e6}_${tables++}`;
+
+const counter = () => ({
+  id: 'counter',
+  slot: 1,
+  scope: 'thread',
+  hooks: {
+    init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { n: 0 } }),
+    store: async ({ state }) => ({ state: { n: state.n + 1 } }),
+  },
+});
+
+test('the adapter contract: values as JSON, list and delete by prefix', { skip }, async () => {
+  const storage = createPostgresStorage(server.url, { table: freshTable() });
+  assert.equal(await storage.get('missing'), null);
+  const value = { z: 1, a: ['tea', 'é😀', null], when: new Date(0), gone: undefined, n: 1.5 };
+  await storage.set('layers/a/T/state', value);
+  assert.deepEqual(await storage.get('layers/a/T/state'), { z: 1, a: ['tea', 'é😀', null], when: '1970-01-01T00:00:00.000Z', n: 1.5 });
+  assert.deepEqual(Object.keys(await storage.get('layers/a/T/state')), ['z', 'a', 'when', 'n']);
+  for (const key of ['layers/a/U/state', 'layers/a/T/notes', 'layers/ab/T/state', 'other']) await storage.set(key, key.length);
+  assert.deepEqual(await storage.list('layers/a/'), ['layers/a/T/notes', 'layers/a/T/state', 'layers/a/U/state']);
+  assert.deepEqual(await storage.list('layers/a'), ['layers/a/T/notes', 'layers/a/T/state', 'layers/a/U/state', 'layers/ab/T/state']);
+  // Deleting by prefix: every key listed under it, and nothing else.
+  await Promise.all((await storage.list('layers/a/')).map((key) => storage.delete(key)));
+  assert.deepEqual(await storage.list(''), ['layers/ab/T/state', 'other']);
+  assert.equal(await storage.get('layers/a/T/state'), null);
+  await assert.rejects(storage.set('k', () => 1), (e) => isNoeticConfigError(e) && e.code === 'INVALID_STORAGE_VALUE');
+  await assert.rejects(storage.set('a\0b', 1), (e) => isNoeticConfigError(e) && e.code === 'INVALID_STORAGE_KEY' && Boolean(e.hint));
+});
+
+test("a thread-scoped layer's state persists through PostgreSQL and another process rehydrates it", slow, async () => {
+  const table = freshTable();
+  const turns = async (n) => JSON.parse((await run(process.execPath, [fixture('postgres-turn.mjs'), server.url, table, String(n)], { timeout: 60_000 })).stdout);
+  assert.deepEqual(await turns(3), { found: 0, saved: 3, pid: true });
+  assert.deepEqual(await turns(2), { found: 3, saved: 5, pid: true });
+  assert.equal((await createPostgresStorage(server.url, { table }).get('layers/counter/T/state')).n, 5);
+});
+
+test('8 processes writing one key at once: latest wins, every value read is whole', slow, async () => {
+  const table = freshTable();
+  const rounds = 12;
+  const writers = Array.from({ length: 8 }, (_, writer) =>
+    run(process.execPath, [fixture('postgres-writer.mjs'), server.url, table, String(writer), String(rounds)], { timeout: 90_000 }));
+  const checked = (await Promise.all(writers)).map(({ stdout }) => Number(stdout));
+  assert.deepEqual(checked, Array(8).fill(rounds));
+  const last = await createPostgresStorage(server.url, { table }).get('shared/state');
+  assert.equal(last.round, rounds - 1, 'the value left is some writer\'s last write');
+  assert.deepEqual(last, { writer: last.writer, round: last.round, body: `${last.writer}-${last.round}-`.repeat(5_000) });
+});
+
+test('concurrent writes from one process and two stores: the last to commit is read back whole', { skip }, async () => {
+  const table = freshTable();
+  const stores = [createPostgresStorage(server.url, { table }), createPostgresStorage(server.url, { table, maxConnections: 2 })];
+  const valueOf = (i) => ({ i, body: String(i).repeat(20_000) });
+  await Promise.all(Array.from({ length: 64 }, (_, i) => stores[i % 2].set('one/key', valueOf(i))));
+  const last = await stores[1].get('one/key');
+  assert.deepEqual(last, valueOf(last.i));
+  await stores[0].set('one/key', valueOf(99));
+  assert.deepEqual(await stores[1].get('one/key'), valueOf(99), 'a later write wins');
+});
+
+test('a bad URL or options are a NoeticConfigError when the store is made; a password never shows', () => {
+  const refused = (...args) => assert.throws(() => createPostgresStorage(...args), (e) => {
+    assert.ok(isNoeticConfigError(e), String(e));
+    assert.equal(e.code, 'STORAGE_OPEN_FAILED');
+    assert.ok(e.hint);
+    assert.ok(!e.message.includes('s3cret'), e.message);
+    return true;
+  });
+  refused('not a url');
+  refused('postgres://me:s3cret@host:notaport/db');
+  refused('');
+  refused(undefined);
+  refused('postgres://me:s3cret@localhost/db?sslmode=require');
+  refused('postgres://localhost/db', { table: 'drop table x;' });
+  refused('postgres://localhost/db', { maxConnections: 0 });
+  refused('postgres://localhost/db', { timeoutMs: 'soon' });
+  refused('postgres://localhost/db', { pool: 3 });
+  refused('postgres://localhost/db', 'fast');
+});
+
+test('an unreachable server is STORAGE_UNAVAILABLE within the connect timeout, never a hang', async () => {
+  for (const url of ['postgres://me:s3cret@127.0.0.1:1/db', 'postgres://me:s3cret@10.255.255.1:5432/db']) {
+    const storage = createPostgresStorage(url, { connectTimeoutMs: 500 });
+    const started = Date.now();
+    await assert.rejects(storage.get('k'), (e) => isNoeticConfigError(e) && e.code === 'STORAGE_UNAVAILABLE' && Boolean(e.hint) && !e.message.includes('s3cret'));
+    assert.ok(Date.now() - started < 3_000, `${url}: ${Date.now() - started} ms`);
+  }
+  // A harness on it: the layer's init cannot read its state, and the run fails saying so.
+  const diagnostics = [];
+  const harness = new AgentHarness({
+    name: 'down', params: {}, storage: createPostgresStorage('postgres://me@127.0.0.1:1/db'), memory: [counter()],
+    llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
+  });
+  await assert.rejects(harness.run(step.llm({ id: 'ask', model: 'scripted' }), 'hi', { threadId: 'T' }), /127\.0\.0\.1:1\/db is unavailable/);
+  assert.equal(diagnostics[0]?.hook, 'init');
+});
+
+test('a server stopped mid-session: clear errors, nothing lost, and the store works again when it is back', slow, async (t) => {
+  const own = startServer(); // a private server: stopping the shared one would fail other tests
+  if (own.skip) return t.skip(own.skip);
+  try {
+    const storage = createPostgresStorage(own.url);
+    const diagnostics = [];
+    const harness = new AgentHarness({
+      name: 'restart', params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }),
+      llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
+    });
+    const turn = async (text) => {
+      await harness.execute(text, { threadId: 'T' });
+      return harness.getAgentResponse({ threadId: 'T' });
+    };
+    await turn('one');
+    assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
+    own.stop();
+    // The turn goes on from the state it holds; its write fails and says so (the diagnostic may reach JS just after
+    // the turn's answer).
+    await turn('two');
+    for (const deadline = Date.now() + 10_000; diagnostics.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
+    assert.equal(diagnostics[0].hook, 'persist');
+    assert.match(diagnostics[0].message, /is unavailable/);
+    await assert.rejects(storage.get('layers/counter/T/state'), (e) => e.code === 'STORAGE_UNAVAILABLE');
+    own.resume();
+    await turn('three');
+    assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 3 }, 'the missed write is carried by the next');
+    // And a new process starting on the thread picks it up.
+    const { stdout } = await run(process.execPath, [fixture('postgres-turn.mjs'), own.url, 'noetic_kv', '1'], { timeout: 60_000 });
+    assert.deepEqual(JSON.parse(stdout), { found: 3, saved: 4, pid: true });
+    assert.equal(diagnostics.length, 1);
+  } finally {
+    own.destroy();
+  }
+});

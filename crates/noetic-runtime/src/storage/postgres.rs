@@ -1,0 +1,423 @@
+//! `createPostgresStorage(url)`: a store shared by many harness processes on many machines. One table of JSON
+//! texts by key, reached through `tokio-postgres` with a `deadpool` pool of connections.
+//!
+//! * Latest wins: `set` is one `INSERT ... ON CONFLICT DO UPDATE`, so concurrent writers to one key leave exactly
+//!   one of their values, whole. Values are kept as `text`, not `jsonb`, so a value reads back exactly as written
+//!   (jsonb would reorder object keys and refuse `\u0000`).
+//! * Keys sort by bytes (`COLLATE "C"`, whatever the database's locale), so `list(prefix)` is a range scan of the
+//!   primary key and its order is the SQLite store's.
+//! * Nothing connects until the first call, so the factory never blocks; the table is created by the first call
+//!   that reaches the server. Every call is bounded (connect timeout, call timeout): an unreachable server is an
+//!   error, never a hang. A connection the server closed is dropped from the pool and a new one is made on the
+//!   next call, so the store works again as soon as the server is back.
+//! * No TLS (so no OpenSSL): `sslmode=require` is refused when the store is made.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, TimeoutType};
+use serde_json::Value;
+use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Config, NoTls};
+
+use super::{Storage, StorageError, StorageResult};
+use crate::error::ConfigError;
+
+/// What the store may be given beside its URL (`createPostgresStorage(url, options)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresOptions {
+  /// The table holding the values, created when missing.
+  pub table: String,
+  /// At most this many connections per store.
+  pub max_connections: usize,
+  /// How long opening one connection may take.
+  pub connect_timeout: Duration,
+  /// How long one call (waiting for a connection included) may take.
+  pub call_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+  fn default() -> Self {
+    Self {
+      table: "noetic_kv".to_owned(),
+      max_connections: 10,
+      connect_timeout: Duration::from_secs(5),
+      call_timeout: Duration::from_secs(30),
+    }
+  }
+}
+
+const OPTIONS_HINT: &str = "Pass { table: 'noetic_kv', maxConnections: 10, connectTimeoutMs: 5000, timeoutMs: 30000 } \
+                            or leave options out.";
+
+impl PostgresOptions {
+  /// The options object as JS gave it (`null` for none), checked.
+  pub fn from_json(options: &Value) -> Result<Self, ConfigError> {
+    let mut parsed = Self::default();
+    let fields = match options {
+      Value::Null => return Ok(parsed),
+      Value::Object(fields) => fields,
+      _ => return Err(bad_option("the options are not an object")),
+    };
+    for (name, value) in fields {
+      match name.as_str() {
+        "table" => parsed.table = table_name(value)?,
+        "maxConnections" => parsed.max_connections = whole_number(name, value, 1, 1_000)? as usize,
+        "connectTimeoutMs" => parsed.connect_timeout = Duration::from_millis(whole_number(name, value, 1, 3_600_000)?),
+        "timeoutMs" => parsed.call_timeout = Duration::from_millis(whole_number(name, value, 1, 86_400_000)?),
+        _ => return Err(bad_option(&format!("'{name}' is not an option"))),
+      }
+    }
+    Ok(parsed)
+  }
+}
+
+fn bad_option(why: &str) -> ConfigError {
+  ConfigError::new("STORAGE_OPEN_FAILED", format!("createPostgresStorage: {why}."), OPTIONS_HINT)
+}
+
+/// A plain SQL identifier (it is quoted in every statement, but one that needs quoting is most likely a mistake).
+fn table_name(value: &Value) -> Result<String, ConfigError> {
+  let name = value.as_str().unwrap_or_default();
+  let mut chars = name.chars();
+  let plain = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    && name.len() <= 63;
+  if plain { Ok(name.to_owned()) } else { Err(bad_option(&format!("table {value} is not a plain SQL name"))) }
+}
+
+fn whole_number(name: &str, value: &Value, min: u64, max: u64) -> Result<u64, ConfigError> {
+  value
+    .as_f64()
+    .filter(|n| n.fract() == 0.0 && *n >= min as f64 && *n <= max as f64)
+    .map(|n| n as u64)
+    .ok_or_else(|| bad_option(&format!("{name} is {value}; expected a whole number from {min} to {max}")))
+}
+
+/// Why a call failed, with a code and a hint for JS (`NoeticConfigError`), and as a `StorageError` for the harness.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostgresError {
+  pub code: &'static str,
+  pub message: String,
+  pub hint: &'static str,
+}
+
+const UNAVAILABLE_HINT: &str = "Check that the PostgreSQL server is running and reachable at that address (and that \
+                                the URL's user, password and database are right). The store reconnects by itself once \
+                                the server answers again.";
+const FAILED_HINT: &str =
+  "The server refused the statement: check the user's rights on the table and the server's log.";
+
+impl From<PostgresError> for StorageError {
+  fn from(error: PostgresError) -> Self {
+    StorageError(error.message)
+  }
+}
+
+impl From<PostgresError> for ConfigError {
+  fn from(error: PostgresError) -> Self {
+    ConfigError::new(error.code, error.message, error.hint)
+  }
+}
+
+/// The statements, with the table's name in them.
+struct Sql {
+  create: String,
+  get: String,
+  set: String,
+  delete: String,
+  list_from: String,
+  list_range: String,
+}
+
+impl Sql {
+  fn new(table: &str) -> Self {
+    let t = format!("\"{table}\"");
+    Self {
+      create: format!("CREATE TABLE IF NOT EXISTS {t} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)"),
+      get: format!("SELECT value FROM {t} WHERE key = $1"),
+      set: format!(
+        "INSERT INTO {t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+      ),
+      delete: format!("DELETE FROM {t} WHERE key = $1"),
+      list_from: format!("SELECT key FROM {t} WHERE key >= $1 ORDER BY key"),
+      list_range: format!("SELECT key FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key"),
+    }
+  }
+}
+
+pub struct PostgresStorage {
+  pool: Pool,
+  sql: Sql,
+  /// Set once the table is known to exist; a failed creation is tried again by the next call.
+  schema: tokio::sync::OnceCell<()>,
+  /// `host:port/database`, for messages (never the user or password).
+  target: String,
+  options: PostgresOptions,
+}
+
+impl PostgresStorage {
+  /// Checks the URL and the options and makes the pool; connects nothing (the first call does).
+  pub fn open(url: &str, options: PostgresOptions) -> Result<Self, ConfigError> {
+    let open_failed = |message: String, hint: &str| ConfigError::new("STORAGE_OPEN_FAILED", message, hint);
+    const URL_HINT: &str = "Pass a URL such as 'postgres://user:password@host:5432/database' (or a libpq \
+                            'host=... user=...' string).";
+    // The URL is never echoed: it may hold a password.
+    let mut config = Config::from_str(url).map_err(|error| {
+      open_failed(
+        format!("createPostgresStorage: the URL is not a PostgreSQL connection string ({})", describe(&error)),
+        URL_HINT,
+      )
+    })?;
+    if config.get_hosts().is_empty() {
+      return Err(open_failed("createPostgresStorage: the URL names no host.".to_owned(), URL_HINT));
+    }
+    if config.get_ssl_mode() == SslMode::Require {
+      return Err(open_failed(
+        "createPostgresStorage: the URL asks for TLS (sslmode=require), which this build does not support.".to_owned(),
+        "Use sslmode=disable or sslmode=prefer, over a network you trust or through a local TLS tunnel or proxy.",
+      ));
+    }
+    config.connect_timeout(options.connect_timeout);
+    if config.get_application_name().is_none() {
+      config.application_name("noetic");
+    }
+    let target = target_of(&config);
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let pool = Pool::builder(manager)
+      .max_size(options.max_connections)
+      .runtime(Runtime::Tokio1)
+      .create_timeout(Some(options.connect_timeout))
+      .wait_timeout(Some(options.call_timeout))
+      .build()
+      .map_err(|error| open_failed(format!("createPostgresStorage: {error}"), URL_HINT))?;
+    Ok(Self { pool, sql: Sql::new(&options.table), schema: tokio::sync::OnceCell::new(), target, options })
+  }
+
+  /// `host:port/database` of the server the store talks to.
+  pub fn target(&self) -> &str {
+    &self.target
+  }
+
+  pub async fn fetch(&self, key: &str) -> Result<Option<Value>, PostgresError> {
+    if key.contains('\0') {
+      return Ok(None); // PostgreSQL text cannot hold U+0000, so no such key was ever stored.
+    }
+    let text: Option<String> = self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.get).await.map_err(|e| self.failure(&e))?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
+        Ok(row.map(|row| row.get(0)))
+      })
+      .await?;
+    text
+      .map(|text| {
+        serde_json::from_str(&text).map_err(|error| PostgresError {
+          code: "STORAGE_FAILED",
+          message: format!("postgres storage ({}): the value under '{key}' is not JSON: {error}", self.target),
+          hint: "Something other than this store wrote to its table; give the store a table of its own (options.table).",
+        })
+      })
+      .transpose()
+  }
+
+  pub async fn store(&self, key: &str, value: &Value) -> Result<(), PostgresError> {
+    if key.contains('\0') {
+      return Err(PostgresError {
+        code: "INVALID_STORAGE_KEY",
+        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
+        hint: "Use keys without the NUL character.",
+      });
+    }
+    let text = value.to_string();
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.set).await.map_err(|e| self.failure(&e))?;
+        client.execute(&statement, &[&key, &text]).await.map_err(|e| self.failure(&e))?;
+        Ok(())
+      })
+      .await
+  }
+
+  pub async fn remove(&self, key: &str) -> Result<(), PostgresError> {
+    if key.contains('\0') {
+      return Ok(());
+    }
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.delete).await.map_err(|e| self.failure(&e))?;
+        client.execute(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
+        Ok(())
+      })
+      .await
+  }
+
+  /// Keys that start with `prefix`, in byte order: the range `[prefix, successor(prefix))` of the primary key.
+  pub async fn keys(&self, prefix: &str) -> Result<Vec<String>, PostgresError> {
+    if prefix.contains('\0') {
+      return Ok(Vec::new());
+    }
+    let upper = prefix_successor(prefix);
+    let rows = self
+      .bounded(async {
+        let client = self.connection().await?;
+        let sql = if upper.is_some() { &self.sql.list_range } else { &self.sql.list_from };
+        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
+        let rows = match &upper {
+          Some(upper) => client.query(&statement, &[&prefix, upper]).await,
+          None => client.query(&statement, &[&prefix]).await,
+        };
+        rows.map_err(|e| self.failure(&e))
+      })
+      .await?;
+    Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|key| key.starts_with(prefix)).collect())
+  }
+
+  /// A pooled connection to a server where the table exists.
+  async fn connection(&self) -> Result<Object, PostgresError> {
+    let client = self.pool.get().await.map_err(|error| self.pool_failure(error))?;
+    self
+      .schema
+      .get_or_try_init(|| async {
+        match client.batch_execute(&self.sql.create).await {
+          // Two processes creating the table at once: the loser's error means the table is there.
+          Err(error) if matches!(error.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE) => {
+            Ok(())
+          }
+          result => result.map_err(|error| self.failure(&error)),
+        }
+      })
+      .await?;
+    Ok(client)
+  }
+
+  async fn bounded<T>(&self, work: impl Future<Output = Result<T, PostgresError>>) -> Result<T, PostgresError> {
+    let limit = self.options.call_timeout;
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+      Err(self.unavailable(format!(
+        "no answer within {} ms (timeoutMs); a write may or may not have been saved",
+        limit.as_millis()
+      )))
+    })
+  }
+
+  fn unavailable(&self, why: String) -> PostgresError {
+    PostgresError {
+      code: "STORAGE_UNAVAILABLE",
+      message: format!("postgres storage: the server at {} is unavailable: {why}", self.target),
+      hint: UNAVAILABLE_HINT,
+    }
+  }
+
+  fn pool_failure(&self, error: PoolError) -> PostgresError {
+    match error {
+      PoolError::Backend(error) => self.failure(&error),
+      PoolError::Timeout(TimeoutType::Create) => self.unavailable(format!(
+        "could not connect within {} ms (connectTimeoutMs)",
+        self.options.connect_timeout.as_millis()
+      )),
+      PoolError::Timeout(_) => self.unavailable(format!(
+        "all {} connections stayed busy for {} ms (maxConnections, timeoutMs)",
+        self.options.max_connections,
+        self.options.call_timeout.as_millis()
+      )),
+      other => self.unavailable(other.to_string()),
+    }
+  }
+
+  /// A driver error: the server refusing a statement is `STORAGE_FAILED`; a lost or refused connection (an I/O
+  /// error, a closed connection, the server shutting down or starting, a failed login) is `STORAGE_UNAVAILABLE`.
+  fn failure(&self, error: &tokio_postgres::Error) -> PostgresError {
+    let connection_lost = match error.code() {
+      None => true,
+      Some(code) => {
+        let class = &code.code()[..2];
+        // 08 connection exception, 28 invalid authorization, 3D no such database, 53 insufficient resources
+        // (too many connections), 57 operator intervention (shutdown, starting up).
+        matches!(class, "08" | "28" | "3D" | "53" | "57")
+      }
+    };
+    if connection_lost {
+      self.unavailable(describe(error))
+    } else {
+      PostgresError {
+        code: "STORAGE_FAILED",
+        message: format!("postgres storage ({}): {}", self.target, describe(error)),
+        hint: FAILED_HINT,
+      }
+    }
+  }
+}
+
+/// The driver's message with its cause (its `Display` alone says only "db error" or "error connecting to server").
+fn describe(error: &tokio_postgres::Error) -> String {
+  if let Some(db) = error.as_db_error() {
+    return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+  }
+  match std::error::Error::source(error) {
+    Some(cause) => format!("{error}: {cause}"),
+    None => error.to_string(),
+  }
+}
+
+fn target_of(config: &Config) -> String {
+  let hosts: Vec<String> = config
+    .get_hosts()
+    .iter()
+    .enumerate()
+    .map(|(i, host)| {
+      let port = config.get_ports().get(i).or(config.get_ports().first()).copied().unwrap_or(5432);
+      match host {
+        Host::Tcp(name) => format!("{name}:{port}"),
+        #[cfg(unix)]
+        Host::Unix(path) => format!("{}:{port}", path.display()),
+      }
+    })
+    .collect();
+  format!("{}/{}", hosts.join(","), config.get_dbname().or(config.get_user()).unwrap_or("postgres"))
+}
+
+/// The least string greater than every string that starts with `prefix` (`None`: no bound, for `""` and prefixes
+/// of U+10FFFF only). Byte order of UTF-8 is code point order, so the last code point below U+10FFFF is stepped
+/// up (over the surrogates, which no string holds).
+fn prefix_successor(prefix: &str) -> Option<String> {
+  let mut chars: Vec<char> = prefix.chars().collect();
+  while let Some(last) = chars.pop() {
+    let next = match last {
+      '\u{D7FF}' => Some('\u{E000}'),
+      c => char::from_u32(c as u32 + 1),
+    };
+    if let Some(next) = next {
+      chars.push(next);
+      return Some(chars.into_iter().collect());
+    }
+  }
+  None
+}
+
+#[async_trait]
+impl Storage for PostgresStorage {
+  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
+    Ok(self.fetch(key).await?)
+  }
+
+  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
+    Ok(self.store(key, &value).await?)
+  }
+
+  async fn delete(&self, key: &str) -> StorageResult<()> {
+    Ok(self.remove(key).await?)
+  }
+
+  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
+    Ok(self.keys(prefix).await?)
+  }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,314 @@
+//! Against a real PostgreSQL server: `NOETIC_TEST_POSTGRES_URL`, else one that `scripts/pg-test-server.sh` starts
+//! for this test process. A test that needs a server says so and passes without asserting only when neither is
+//! possible (PostgreSQL not installed).
+
+use std::collections::HashSet;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::*;
+
+fn script() -> std::path::PathBuf {
+  std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/pg-test-server.sh")
+}
+
+/// A server made by the script, destroyed when dropped.
+struct Server {
+  url: String,
+  dir: String,
+}
+
+impl Server {
+  /// `Err` says why there is none.
+  fn start() -> Result<Self, String> {
+    let out = Command::new("bash").arg(script()).arg("start").output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+      return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value =
+      |name: &str| text.lines().find_map(|line| line.strip_prefix(&format!("export {name}=")).map(str::to_owned));
+    Ok(Self { url: value("NOETIC_TEST_POSTGRES_URL").unwrap(), dir: value("NOETIC_TEST_POSTGRES_DIR").unwrap() })
+  }
+
+  fn control(&self, command: &str) {
+    let status = Command::new("bash").arg(script()).arg(command).arg(&self.dir).status().unwrap();
+    assert!(status.success(), "pg-test-server.sh {command} failed");
+  }
+}
+
+impl Drop for Server {
+  fn drop(&mut self) {
+    let _ = Command::new("bash").arg(script()).arg("destroy").arg(&self.dir).status();
+  }
+}
+
+/// The server shared by this process's tests. One the script starts lives as long as the process: a watcher
+/// destroys it when the process is gone (statics are never dropped).
+fn shared_url() -> Option<&'static str> {
+  static URL: OnceLock<Option<String>> = OnceLock::new();
+  URL
+    .get_or_init(|| {
+      if let Ok(url) = std::env::var("NOETIC_TEST_POSTGRES_URL") {
+        return Some(url);
+      }
+      match Server::start() {
+        Ok(server) => {
+          let watch = format!(
+            "while kill -0 {} 2>/dev/null; do sleep 1; done; bash '{}' destroy '{}'",
+            std::process::id(),
+            script().display(),
+            server.dir
+          );
+          let _ = Command::new("sh").arg("-c").arg(watch).stdin(Stdio::null()).stdout(Stdio::null()).spawn();
+          let url = server.url.clone();
+          std::mem::forget(server);
+          Some(url)
+        }
+        Err(why) => {
+          eprintln!("SKIPPED PostgreSQL tests: no server ({why}). Set NOETIC_TEST_POSTGRES_URL or install PostgreSQL.");
+          None
+        }
+      }
+    })
+    .as_deref()
+}
+
+/// A store on the shared server, in a table of the test's own (dropped first, so reruns start empty).
+async fn store(name: &str) -> Option<PostgresStorage> {
+  let url = shared_url()?;
+  let table = format!("t_{name}_{}", std::process::id());
+  let store = open_table(url, &table);
+  let client = store.pool.get().await.unwrap();
+  client.batch_execute(&format!("DROP TABLE IF EXISTS \"{table}\"")).await.unwrap();
+  Some(store)
+}
+
+fn open_table(url: &str, table: &str) -> PostgresStorage {
+  PostgresStorage::open(url, PostgresOptions { table: table.to_owned(), ..PostgresOptions::default() }).unwrap()
+}
+
+#[tokio::test]
+async fn values_round_trip_exactly() {
+  let Some(store) = store("round_trip").await else { return };
+  assert_eq!(store.get("missing").await.unwrap(), None);
+  // Key order, a NUL inside a string, non-BMP text and large and fractional numbers all come back as written.
+  let value =
+    json!({ "z": 1, "a": [true, null, "é\u{1F600}", "nul\u{0}inside"], "n": 1.5e300, "i": -9007199254740991_i64 });
+  store.set("layers/a/T/state", value.clone()).await.unwrap();
+  assert_eq!(store.get("layers/a/T/state").await.unwrap(), Some(value.clone()));
+  assert_eq!(store.get("layers/a/T/state").await.unwrap().unwrap().to_string(), value.to_string());
+  store.set("layers/a/T/state", json!("replaced")).await.unwrap();
+  assert_eq!(store.get("layers/a/T/state").await.unwrap(), Some(json!("replaced")));
+  store.delete("layers/a/T/state").await.unwrap();
+  store.delete("layers/a/T/state").await.unwrap();
+  assert_eq!(store.get("layers/a/T/state").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn list_returns_exactly_the_keys_under_a_prefix_in_byte_order() {
+  let Some(store) = store("list").await else { return };
+  let keys = [
+    "layers/a/T/state",
+    "layers/a/T/notes",
+    "layers/ab/T/state",
+    "layers/a",
+    "layers/a%/x",
+    "layers/a_/x",
+    "other",
+    "Z",
+    "é",
+    "\u{10FFFF}a",
+    "\u{10FFFF}\u{10FFFF}",
+  ];
+  for key in keys {
+    store.set(key, json!(1)).await.unwrap();
+  }
+  assert_eq!(store.list("layers/a/").await.unwrap(), ["layers/a/T/notes", "layers/a/T/state"]);
+  // `%` and `_` are plain characters here (the range is no LIKE pattern).
+  assert_eq!(store.list("layers/a_").await.unwrap(), ["layers/a_/x"]);
+  assert_eq!(
+    store.list("layers/a").await.unwrap(),
+    ["layers/a", "layers/a%/x", "layers/a/T/notes", "layers/a/T/state", "layers/a_/x", "layers/ab/T/state"]
+  );
+  assert_eq!(store.list("\u{10FFFF}").await.unwrap(), ["\u{10FFFF}a", "\u{10FFFF}\u{10FFFF}"]);
+  assert_eq!(store.list("\u{10FFFF}\u{10FFFF}").await.unwrap(), ["\u{10FFFF}\u{10FFFF}"]);
+  let all = store.list("").await.unwrap();
+  let mut sorted = keys.map(str::to_owned).to_vec();
+  sorted.sort(); // Rust's string order is byte order.
+  assert_eq!(all, sorted);
+  assert!(store.list("nothing/").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn keys_holding_nul_are_never_stored() {
+  let Some(store) = store("nul").await else { return };
+  let error = store.store("a\0b", &json!(1)).await.unwrap_err();
+  assert_eq!(error.code, "INVALID_STORAGE_KEY");
+  assert_eq!(store.get("a\0b").await.unwrap(), None);
+  store.delete("a\0b").await.unwrap();
+  assert!(store.list("a\0").await.unwrap().is_empty());
+}
+
+/// Latest wins and nothing tears: 16 writers on two stores (two pools, as two processes) write large distinct
+/// values to one key at once; every read in between and the final value is one written value, whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writers_to_one_key_leave_one_whole_value() {
+  let Some(first) = store("race").await else { return };
+  let second = open_table(shared_url().unwrap(), &first.options.table);
+  let stores = [Arc::new(first), Arc::new(second)];
+  let value_of = |writer: usize, round: usize| json!({ "writer": writer, "round": round, "body": format!("{writer}-{round}-").repeat(2_000) });
+  let mut tasks = Vec::new();
+  for writer in 0..16 {
+    let store = Arc::clone(&stores[writer % 2]);
+    tasks.push(tokio::spawn(async move {
+      for round in 0..10 {
+        store.set("shared/state", value_of(writer, round)).await.unwrap();
+        let seen = store.get("shared/state").await.unwrap().unwrap();
+        let (w, r) = (seen["writer"].as_u64().unwrap() as usize, seen["round"].as_u64().unwrap() as usize);
+        assert_eq!(seen, value_of(w, r), "a torn value");
+      }
+    }));
+  }
+  for task in tasks {
+    task.await.unwrap();
+  }
+  let last = stores[0].get("shared/state").await.unwrap().unwrap();
+  let (w, r) = (last["writer"].as_u64().unwrap() as usize, last["round"].as_u64().unwrap() as usize);
+  assert_eq!(last, value_of(w, r));
+  assert_eq!(r, 9, "the last value is some writer's last write");
+  assert_eq!(stores[1].get("shared/state").await.unwrap(), Some(last));
+}
+
+/// Many stores meeting a missing table at once: each creates it or finds it made, and no call fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stores_racing_to_create_the_table_all_succeed() {
+  let Some(url) = shared_url() else { return };
+  let table = format!("t_create_race_{}", std::process::id());
+  let first = open_table(url, &table);
+  first.pool.get().await.unwrap().batch_execute(&format!("DROP TABLE IF EXISTS \"{table}\"")).await.unwrap();
+  let mut tasks = Vec::new();
+  for i in 0..8 {
+    let store = open_table(url, &table);
+    tasks.push(tokio::spawn(async move { store.set(&format!("k/{i}"), json!(i)).await }));
+  }
+  for task in tasks {
+    task.await.unwrap().unwrap();
+  }
+  assert_eq!(first.list("k/").await.unwrap().len(), 8);
+}
+
+#[test]
+fn bad_urls_and_options_are_refused_when_the_store_is_made() {
+  let refused = |url: &str, options: PostgresOptions| PostgresStorage::open(url, options).err().expect(url);
+  for url in ["not a url", "postgres://u:secret@host:notaport/db", "mysql://u:secret@host/db", ""] {
+    let error = refused(url, PostgresOptions::default());
+    assert_eq!(error.code, "STORAGE_OPEN_FAILED", "{url}: {error}");
+    assert!(!error.message.contains("secret"), "the password leaked: {}", error.message);
+    assert!(!error.hint.is_empty());
+  }
+  let tls = refused("postgres://u@localhost/db?sslmode=require", PostgresOptions::default());
+  assert!(tls.message.contains("sslmode=require"), "{tls}");
+  for options in [
+    json!("fast"),
+    json!({ "table": "a b" }),
+    json!({ "table": "" }),
+    json!({ "maxConnections": 0 }),
+    json!({ "connectTimeoutMs": 1.5 }),
+    json!({ "timeoutMs": -1 }),
+    json!({ "tables": "x" }),
+  ] {
+    let error = PostgresOptions::from_json(&options).err().unwrap_or_else(|| panic!("{options} accepted"));
+    assert_eq!(error.code, "STORAGE_OPEN_FAILED", "{options}");
+  }
+  let parsed = PostgresOptions::from_json(
+    &json!({ "table": "kv_2", "maxConnections": 3, "connectTimeoutMs": 250, "timeoutMs": 1000 }),
+  )
+  .unwrap();
+  assert_eq!(
+    parsed,
+    PostgresOptions {
+      table: "kv_2".to_owned(),
+      max_connections: 3,
+      connect_timeout: Duration::from_millis(250),
+      call_timeout: Duration::from_secs(1),
+    }
+  );
+  assert_eq!(PostgresOptions::from_json(&Value::Null).unwrap(), PostgresOptions::default());
+}
+
+/// Nothing listens on port 1, and 10.255.255.1 is not routed: both are errors within the connect timeout.
+#[tokio::test]
+async fn an_unreachable_server_is_an_error_within_the_connect_timeout() {
+  for url in ["postgres://u:secret@127.0.0.1:1/db", "postgres://u:secret@10.255.255.1:5432/db"] {
+    let options = PostgresOptions { connect_timeout: Duration::from_millis(400), ..PostgresOptions::default() };
+    let store = PostgresStorage::open(url, options).unwrap();
+    let started = Instant::now();
+    let error = store.fetch("k").await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3), "{url} took {:?}", started.elapsed());
+    assert_eq!(error.code, "STORAGE_UNAVAILABLE", "{error:?}");
+    assert!(error.message.contains(store.target()) && !error.message.contains("secret"), "{}", error.message);
+    let as_storage = store.set("k", json!(1)).await.unwrap_err();
+    assert!(as_storage.0.contains("unavailable"), "{as_storage}");
+  }
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_unavailable_and_says_why() {
+  let Some(url) = shared_url() else { return };
+  let mut config = Config::from_str(url).unwrap();
+  if config.get_password().is_none() {
+    eprintln!("SKIPPED: the test server takes no password");
+    return;
+  }
+  config.password("wrong");
+  let Host::Tcp(host) = &config.get_hosts()[0] else { return };
+  let wrong = format!("postgres://{}:wrong@{host}:{}/postgres", config.get_user().unwrap(), config.get_ports()[0]);
+  let error = PostgresStorage::open(&wrong, PostgresOptions::default()).unwrap().fetch("k").await.unwrap_err();
+  assert_eq!(error.code, "STORAGE_UNAVAILABLE");
+  assert!(error.message.contains("password"), "{}", error.message);
+}
+
+/// The server stops mid-run: calls fail at once with STORAGE_UNAVAILABLE, and once it is back the same store
+/// works again with nothing lost. A private server, since stopping the shared one would fail other tests.
+#[tokio::test]
+async fn the_store_reconnects_when_the_server_comes_back() {
+  let server = match Server::start() {
+    Ok(server) => server,
+    Err(why) => return eprintln!("SKIPPED: no private PostgreSQL server ({why})"),
+  };
+  let store = PostgresStorage::open(&server.url, PostgresOptions::default()).unwrap();
+  for i in 0..4 {
+    store.set(&format!("k/{i}"), json!(i)).await.unwrap(); // several pooled connections, all to be lost
+  }
+  server.control("stop");
+  let started = Instant::now();
+  let error = store.set("k/after", json!("x")).await.unwrap_err();
+  assert!(error.0.contains("unavailable"), "{error}");
+  assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
+  assert_eq!(store.fetch("k/0").await.unwrap_err().code, "STORAGE_UNAVAILABLE");
+  server.control("resume");
+  store.set("k/after", json!("x")).await.unwrap();
+  assert_eq!(store.list("k/").await.unwrap(), ["k/0", "k/1", "k/2", "k/3", "k/after"]);
+  assert_eq!(store.get("k/3").await.unwrap(), Some(json!(3)));
+}
+
+#[test]
+fn prefix_successors_bound_exactly_the_strings_with_the_prefix() {
+  assert_eq!(prefix_successor(""), None);
+  assert_eq!(prefix_successor("ab").as_deref(), Some("ac"));
+  assert_eq!(prefix_successor("a/").as_deref(), Some("a0"));
+  assert_eq!(prefix_successor("a\u{D7FF}").as_deref(), Some("a\u{E000}"));
+  assert_eq!(prefix_successor("a\u{10FFFF}").as_deref(), Some("b"));
+  assert_eq!(prefix_successor("\u{10FFFF}\u{10FFFF}"), None);
+  let samples = ["a", "ab", "ab\u{10FFFF}", "ac", "a\u{D7FF}x", "a\u{E000}", "b", "\u{10FFFF}", ""];
+  for prefix in ["a", "ab", "a\u{D7FF}", "a\u{10FFFF}"] {
+    let upper = prefix_successor(prefix).unwrap();
+    let in_range: HashSet<_> = samples.iter().filter(|s| **s >= prefix && **s < upper.as_str()).collect();
+    let with_prefix: HashSet<_> = samples.iter().filter(|s| s.starts_with(prefix)).collect();
+    assert_eq!(in_range, with_prefix, "{prefix:?}");
+  }
+}
