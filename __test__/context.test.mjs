@@ -317,3 +317,15 @@ test('cwd helpers: a cd moves the context and keeps where it was; a cd to the sa
   restore();
   assert.deepEqual(ctx.cwdState, { cwd: '/work/src', previousCwd: '/work' });
 });
+
+test('asking for a layer state of a context whose items are still held in JS does not lose them', async () => {
+  const { model, requests } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, memory: [probe('p', 1, [])], _testCallModel: model });
+  const hello = { id: 'u0', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'hello' }] };
+  const ctx = harness.createContext({ items: [hello] });
+  // Looked up by id only: it must find this very context, whose log holds `hello` until a run needs it.
+  harness.getLayerState(ctx.id, 'p');
+  await harness.run(step.llm({ id: 'ask', model: 'm' }), 'next', ctx);
+  const texts = requests[0].items.filter((i) => i.type === 'message').map((i) => i.content[0].text);
+  assert.ok(texts.includes('hello') && texts.includes('next'), JSON.stringify(texts));
+});

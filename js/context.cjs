@@ -393,6 +393,11 @@ class ContextImpl {
   get abortReason() {
     return this._field('abortReason') ?? undefined;
   }
+  // Persists the context's current state through its harness's checkpoint store (seed 003); nothing without one.
+  checkpoint() {
+    return this._rt.harness.checkpoint(this);
+  }
+
   complete(value) {
     this._rt.native.complete(this.id, JSON.stringify(this._rt.toRef(value)));
     this._rt.kick();

@@ -14,6 +14,7 @@ const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = requ
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
 const { layerCalls } = require('./layer-calls.cjs');
+const checkpoints = require('./checkpoint.cjs');
 
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
@@ -155,6 +156,18 @@ class AgentHarness {
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.
     if (config.tokenizer !== undefined) runtime.tokenize = (text) => runtime.native.countTokens(String(text));
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
+    checkpoints.checkCheckpointStore(opts.checkpointStore);
+    this.checkpointStore = opts.checkpointStore ?? undefined;
+  }
+
+  // Saves a snapshot of `ctx` in `checkpointStore` (nothing without one); see checkpoint.cjs.
+  checkpoint(ctx) {
+    return checkpoints.checkpoint(this, ctx);
+  }
+
+  // The context saved under `executionId`, rebuilt in this harness; null without a store or a snapshot.
+  restore(executionId) {
+    return checkpoints.restore(this, executionId);
   }
 
   // A layer's state in an execution, as its hooks see it (a built-in layer's included), while the execution is

@@ -1668,7 +1668,8 @@ export interface Context<TMemory = ContextMemory, TState = unknown> {
   tryRecv<T>(channel: Channel<T>): T | null;
   /** This context's span: hook spans hang under it when the harness has a trace exporter (D14). */
   readonly span: Span;
-  // Not in this build yet, so not declared (the types promise only what runs): `checkpoint()` (durable runs).
+  /** Saves a snapshot of this context through the harness's `checkpointStore` (nothing without one). */
+  checkpoint(): Promise<void>;
   readonly threadId: string;
   readonly resourceId?: string;
   readonly itemLog: ItemLog;
@@ -2574,6 +2575,13 @@ export interface ItemLogSnapshot {
   items: unknown[];
 }
 
+/** The counters a restored context goes on from (not in upstream's snapshot). */
+export interface UsageSnapshot {
+  stepCount: number;
+  tokens: { input: number; output: number };
+  cost: number;
+}
+
 export interface CheckpointSnapshot {
   schemaVersion: 1;
   executionId: string;
@@ -2586,7 +2594,67 @@ export interface CheckpointSnapshot {
   itemLog: ItemLogSnapshot;
   /** ISO timestamp. */
   capturedAt: string;
+  /** Written by this runtime; a snapshot without it restores with the counters at zero. */
+  usage?: UsageSnapshot;
 }
+
+/** The snapshot layout version written and read (a snapshot of another is `CHECKPOINT_SCHEMA_MISMATCH`). */
+export declare const CheckpointSchemaVersion: 1;
+export declare const FrontierFrameSchema: z.ZodObject<{
+  stepId: z.ZodString;
+  input: z.ZodUnknown;
+  state: z.ZodOptional<z.ZodUnknown>;
+}>;
+export declare const CwdSnapshotSchema: z.ZodObject<{
+  current: z.ZodNullable<z.ZodString>;
+  previous: z.ZodOptional<z.ZodNullable<z.ZodString>>;
+}>;
+export declare const PendingAskUserSnapshotSchema: z.ZodObject<{
+  id: z.ZodString;
+  input: z.ZodUnknown;
+  createdAt: z.ZodNumber;
+}>;
+export declare const ItemLogSnapshotSchema: z.ZodObject<{ items: z.ZodArray<z.ZodUnknown> }>;
+export declare const CheckpointSnapshotSchema: z.ZodObject<{
+  schemaVersion: z.ZodLiteral<1>;
+  executionId: z.ZodString;
+  threadId: z.ZodOptional<z.ZodString>;
+  resourceId: z.ZodOptional<z.ZodString>;
+  frontier: z.ZodArray<typeof FrontierFrameSchema>;
+  layers: z.ZodRecord<z.ZodString, z.ZodUnknown>;
+  cwd: z.ZodNullable<typeof CwdSnapshotSchema>;
+  askUser: z.ZodArray<typeof PendingAskUserSnapshotSchema>;
+  itemLog: typeof ItemLogSnapshotSchema;
+  capturedAt: z.ZodString;
+  usage: z.ZodOptional<
+    z.ZodObject<{
+      stepCount: z.ZodNumber;
+      tokens: z.ZodObject<{ input: z.ZodNumber; output: z.ZodNumber }>;
+      cost: z.ZodNumber;
+    }>
+  >;
+}>;
+
+/** The storage key layout of checkpoints: one key per execution, `execution:<id>:snapshot`. */
+export declare const CheckpointKeys: {
+  readonly ExecPrefix: 'execution:';
+  readonly SnapshotSuffix: ':snapshot';
+  readonly FrontierSuffix: ':frontier';
+  readonly LayersSuffix: ':layers:';
+  readonly CwdSuffix: ':cwd';
+  readonly AskUserSuffix: ':askUser';
+  readonly ItemLogSuffix: ':itemLog';
+};
+
+export interface CreateCheckpointStoreOptions {
+  storage: StorageAdapter;
+}
+
+/**
+ * Snapshots kept in `storage`; `load` checks each against `CheckpointSnapshotSchema` and throws
+ * `NoeticConfigError` `CHECKPOINT_SCHEMA_MISMATCH` for one it rejects.
+ */
+export declare function createCheckpointStore(options: CreateCheckpointStoreOptions): CheckpointStore;
 
 export interface CheckpointStore {
   save(snapshot: CheckpointSnapshot): Promise<void>;
@@ -2917,6 +2985,19 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   ): Promise<RecallLayerOutput[]>;
   /** As upstream's: does nothing (abort a context with `ctx.abort`). */
   cancel(ctx: Context<unknown>, reason?: string): Promise<void>;
+  /** `opts.checkpointStore`; undefined when none was given. */
+  readonly checkpointStore?: CheckpointStore;
+  /**
+   * Saves a snapshot of `ctx` (its log, layer states, counters, cwd and the steps in flight) in `checkpointStore`;
+   * does nothing without one. A failed save is a warning, never a failure of the caller.
+   */
+  checkpoint(ctx: Context<unknown>): Promise<void>;
+  /**
+   * The context saved under `executionId`, rebuilt in this harness with the same id (its layers do not init again);
+   * null without a store or a snapshot. `CHECKPOINT_SCHEMA_MISMATCH` for a snapshot that cannot be restored,
+   * `CHECKPOINT_EXECUTION_LIVE` when this harness still has that execution's context.
+   */
+  restore(executionId: string): Promise<Context | null>;
 }
 
 /** Anything that can seed a session's history. */

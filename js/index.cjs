@@ -15,6 +15,7 @@ const observability = require('./observability.cjs');
 const workflow = require('./workflow.cjs');
 const patterns = require('./patterns.cjs');
 const askUser = require('./ask-user.cjs');
+const checkpoints = require('./checkpoint.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -116,4 +117,13 @@ module.exports = {
   AskUserOutputSchema: askUser.AskUserOutputSchema,
   AskUserQuestionSchema: askUser.AskUserQuestionSchema,
   TIMEOUT_ERROR_PREFIX: adapters.TIMEOUT_ERROR_PREFIX,
+  // Durable execution (issue 12).
+  CheckpointSchemaVersion: checkpoints.CheckpointSchemaVersion,
+  CheckpointSnapshotSchema: checkpoints.CheckpointSnapshotSchema,
+  CwdSnapshotSchema: checkpoints.CwdSnapshotSchema,
+  FrontierFrameSchema: checkpoints.FrontierFrameSchema,
+  ItemLogSnapshotSchema: checkpoints.ItemLogSnapshotSchema,
+  PendingAskUserSnapshotSchema: checkpoints.PendingAskUserSnapshotSchema,
+  CheckpointKeys: checkpoints.CheckpointKeys,
+  createCheckpointStore: checkpoints.createCheckpointStore,
 };

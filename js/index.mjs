@@ -100,4 +100,12 @@ export const {
   AskUserOutputSchema,
   AskUserQuestionSchema,
   TIMEOUT_ERROR_PREFIX,
+  CheckpointSchemaVersion,
+  CheckpointSnapshotSchema,
+  CwdSnapshotSchema,
+  FrontierFrameSchema,
+  ItemLogSnapshotSchema,
+  PendingAskUserSnapshotSchema,
+  CheckpointKeys,
+  createCheckpointStore,
 } = core;

@@ -44,8 +44,9 @@ class Runtime {
     this.next = 1;
     this.lasting = this.scope();
     this.contexts = new Map();
-    // createContext contexts: their ids, and those with a run in flight (the only time a request names them), held.
-    this.kept = new Set();
+    // createContext contexts by id (weakly: the caller keeps them), and those with a run in flight (the only time a
+    // request names them), held.
+    this.kept = new Map();
     this.active = new Map();
     this.contextHandles = new Map();
     this.layerStates = new LayerStates(layerStateStore ?? undefined);
@@ -123,9 +124,16 @@ class Runtime {
   // driven only by promises may never let happen, so no context it made would be freed.
   keepContext(ctx, handles) {
     this.contexts.delete(ctx.id);
-    this.kept.add(ctx.id);
+    this.kept.set(ctx.id, new WeakRef(ctx));
     this.contextHandles.set(ctx.id, handles);
-    this.collected.register(ctx, ctx.id);
+    this.collected.register(ctx, ctx.id, ctx);
+  }
+
+  // Forgets a kept context at once (one a restore could not finish), so that its collection later cannot drop a
+  // context made since under the same id.
+  releaseContext(ctx) {
+    this.collected.unregister(ctx);
+    this.forgetContext(ctx.id);
   }
 
   // A run in a kept context: requests name it while the run is in flight, so it is held until then. Items the log
@@ -276,8 +284,10 @@ class Runtime {
   }
 
   // The JS context of `id`, if one has been made and not yet released.
+  // A kept context is found too: a second JS object for it would have a log mirror of its own, without the items
+  // the first one holds (DECISIONS L1).
   knownContext(id) {
-    return this.contexts.get(id) ?? this.active.get(id)?.ctx;
+    return this.contexts.get(id) ?? this.active.get(id)?.ctx ?? this.kept.get(id)?.deref();
   }
 
   context(id) {

@@ -1,6 +1,7 @@
 //! `NativeHarness`: the JS `AgentHarness` holds one. Runs go to the runtime on its tokio threads; the JS side's
 //! contexts read and append through the sync methods here.
 
+mod checkpoint;
 mod layer_calls;
 
 use std::panic::AssertUnwindSafe;

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use super::session::{Session, Streams};
-use crate::host::{ExecInfo, Host, HostError, StepValue, TokenCounts};
+use crate::host::{ExecInfo, Host, HostError, StepValue, StepValueRef, TokenCounts};
 use crate::items::ItemLog;
 use crate::memory::registry::LayerSet;
 
@@ -37,6 +37,17 @@ pub struct ContextState {
   pub abort_reason: Option<String>,
   /// Whether this context's layers have run init (a context made by `createContext` serves several runs).
   pub layers_ready: bool,
+  /// The steps in flight in this context, outermost first, each under the number it entered with: what a
+  /// checkpoint records as the frontier.
+  pub frontier: Vec<(u64, FrontierFrame)>,
+  next_frame: u64,
+}
+
+/// A step in flight: its id and the input it was given.
+#[derive(Debug, Clone)]
+pub struct FrontierFrame {
+  pub step_id: String,
+  pub input: StepValueRef,
 }
 
 pub struct ExecContext {
@@ -196,6 +207,23 @@ impl ExecContext {
     // The sender lives as long as `self`, so waiting cannot fail while we are borrowed.
     let _ = signal.wait_for(|aborted| *aborted).await;
     self.aborted().unwrap_or_default()
+  }
+
+  /// Records `step_id` as in flight with `input`; the number returned takes it out again ([`Self::leave_step`]).
+  /// Two runs may share a context, so frames leave by number rather than from the top.
+  pub fn enter_step(&self, step_id: &str, input: &StepValue) -> u64 {
+    let mut state = self.state();
+    let number = state.next_frame;
+    state.next_frame += 1;
+    state.frontier.push((number, FrontierFrame { step_id: step_id.to_owned(), input: input.into() }));
+    number
+  }
+
+  pub fn leave_step(&self, number: u64) {
+    let mut state = self.state();
+    if let Some(at) = state.frontier.iter().rposition(|(n, _)| *n == number) {
+      state.frontier.remove(at);
+    }
   }
 
   /// What hooks see of this execution, copied now.

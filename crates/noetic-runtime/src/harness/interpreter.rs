@@ -141,6 +141,18 @@ impl Drop for RestoreLayers<'_> {
   }
 }
 
+/// Takes a step off its context's frontier however it ends (a race may drop it mid-way).
+struct InFlight<'a> {
+  ctx: &'a ExecContext,
+  number: u64,
+}
+
+impl Drop for InFlight<'_> {
+  fn drop(&mut self) {
+    self.ctx.leave_step(self.number);
+  }
+}
+
 /// What a loop's `onError` says to do about a failed iteration.
 enum OnError {
   Retry,
@@ -167,6 +179,8 @@ async fn dispatch(
   }
   ctx.state().step_count += 1;
   report(harness, step, ctx, "step_started").await?;
+  // As upstream, a step without an id is no frame: nothing could find it again by its id.
+  let _in_flight = (!step.id().is_empty()).then(|| InFlight { ctx, number: ctx.enter_step(step.id(), &input) });
   let result = run_step(harness, step, input, ctx, depth).await;
   if result.is_ok() {
     report(harness, step, ctx, "step_completed").await?;

@@ -2,6 +2,7 @@
 //! contexts; `run` is one execution from init to dispose.
 
 mod aside;
+pub mod checkpoint;
 mod context;
 mod error;
 mod fork;
@@ -32,7 +33,7 @@ use crate::provider::Round;
 use crate::steps::{ModelParams, Step};
 use crate::tokens::{Tokenizer, count_tokens};
 
-pub use self::context::{ContextState, ExecContext, Usage};
+pub use self::context::{ContextState, ExecContext, FrontierFrame, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::interpreter::{StepSource, execute};
 pub use self::layer_calls::{LayerCall, LayerCallResult, RecallSelect};

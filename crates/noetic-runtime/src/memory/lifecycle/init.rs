@@ -70,12 +70,45 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
       Some(message) => fail(env, &exec, layer.id(), layer.spec.on_init_error, message, reply.error)?,
     }
   }
-  // Every durable layer mirrors, with or without init (§5.3), children included (D16).
-  for layer in scope.layers.layers().iter().filter(|layer| layer.spec.scope.is_durable()) {
-    let key = scoped_key(layer.id(), &key_of(layer.spec.scope), STATE_KEY);
-    env.states.register_durable(&exec, layer.id(), Arc::clone(&env.storage), key);
-  }
+  register_durable_layers(env, scope);
   Ok(())
+}
+
+/// Every durable layer mirrors, with or without init (§5.3), children included (D16).
+fn register_durable_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
+  let exec = scope.exec_id();
+  for layer in scope.layers.layers().iter().filter(|layer| layer.spec.scope.is_durable()) {
+    let scope_key = resolve_scope_key(layer.spec.scope, scope.thread_id, scope.resource_id, exec);
+    let key = scoped_key(layer.id(), &scope_key, STATE_KEY);
+    env.states.register_durable(exec, layer.id(), Arc::clone(&env.storage), key);
+  }
+}
+
+/// Puts back the layer states a checkpoint saved, in place of init: a built-in's state as it was saved, and the
+/// presence of a JS layer's (whose object the host has put back), so the gate lets those layers run; a layer the
+/// checkpoint has no state for stays without one. Nothing is written back to durable storage, and later writes
+/// mirror as they would have.
+pub fn restore_layers(env: &MemoryEnv, scope: &ExecScope<'_>, saved: &RestoredStates) {
+  let exec = scope.exec_id();
+  for layer in scope.layers.layers().iter() {
+    let value = match &layer.imp {
+      LayerImpl::Native(_) => saved.native.get(layer.id()).cloned().map(StateValue::Json),
+      LayerImpl::Host(_) => saved.host.iter().any(|id| id == layer.id()).then_some(StateValue::Host),
+    };
+    if let Some(value) = value {
+      env.states.set(exec, layer.id(), value, None, &env.sink);
+    }
+  }
+  register_durable_layers(env, scope);
+}
+
+/// The layer states of a checkpoint, as [`restore_layers`] takes them.
+#[derive(Debug, Clone, Default)]
+pub struct RestoredStates {
+  /// Built-in layers' states, by layer id.
+  pub native: std::collections::HashMap<String, serde_json::Value>,
+  /// The JS layers whose state the host has put back.
+  pub host: Vec<String>,
 }
 
 fn fail(

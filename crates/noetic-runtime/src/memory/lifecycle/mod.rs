@@ -26,7 +26,7 @@ use crate::storage::Storage;
 pub use self::append::{Appended, append_items, append_with_requests};
 pub use self::complete::{Outcome, complete_layers, dispose_layers};
 pub use self::eventual::{RecallCache, refresh_eventual};
-pub use self::init::{InitFailure, init_layers};
+pub use self::init::{InitFailure, RestoredStates, init_layers, restore_layers};
 pub use self::project::project_history;
 pub use self::recall::{RecallEntry, recall_layers, rerender_layers};
 pub use self::spawn::{return_layers, spawn_layers};

@@ -1,0 +1,264 @@
+'use strict';
+// Checkpoints (durable execution): the snapshot schemas users hold, the store that keeps snapshots in a
+// StorageAdapter under upstream's key layout, and the harness's `checkpoint(ctx)` / `restore(executionId)`.
+// The runtime gives what only it knows of a context (the steps in flight, built-in layers' states, the counters)
+// and takes it back on a restore in place of init; JS adds what it holds (the log's items, its layers' states, the
+// cwd) and keeps the snapshot where the user says.
+const zod = require('zod');
+const z = zod.z ?? zod;
+const { NoeticConfigError, callNative, describeValue, messageOf } = require('./errors.cjs');
+
+const NATIVE = Symbol.for('noetic.nativeLayer');
+
+const CheckpointSchemaVersion = 1;
+
+const FrontierFrameSchema = z.object({
+  stepId: z.string().describe('The id of a step that was running.'),
+  input: z.unknown().describe('The input it was given.'),
+  state: z.unknown().optional(),
+});
+
+const CwdSnapshotSchema = z.object({
+  current: z.string().nullable(),
+  previous: z.string().nullish(),
+});
+
+const PendingAskUserSnapshotSchema = z.object({
+  id: z.string(),
+  input: z.unknown(),
+  createdAt: z.number(),
+});
+
+const ItemLogSnapshotSchema = z.object({
+  items: z.array(z.unknown()),
+});
+
+// Not in upstream's snapshot: the counters a restored context goes on from (upstream's restarts them at zero).
+const UsageSnapshotSchema = z.object({
+  stepCount: z.number().int().nonnegative(),
+  tokens: z.object({ input: z.number().nonnegative(), output: z.number().nonnegative() }),
+  cost: z.number().nonnegative(),
+});
+
+const CheckpointSnapshotSchema = z.object({
+  schemaVersion: z.literal(CheckpointSchemaVersion),
+  executionId: z.string(),
+  threadId: z.string().optional(),
+  resourceId: z.string().optional(),
+  frontier: z.array(FrontierFrameSchema),
+  layers: z.record(z.string(), z.unknown()),
+  cwd: CwdSnapshotSchema.nullable(),
+  askUser: z.array(PendingAskUserSnapshotSchema),
+  itemLog: ItemLogSnapshotSchema,
+  capturedAt: z.string().describe('When the snapshot was taken (ISO 8601).'),
+  usage: UsageSnapshotSchema.optional(),
+});
+
+// Upstream's storage layout, so that a storage shared with upstream's runtime reads the same: one key per execution.
+const CheckpointKeys = Object.freeze({
+  ExecPrefix: 'execution:',
+  SnapshotSuffix: ':snapshot',
+  FrontierSuffix: ':frontier',
+  LayersSuffix: ':layers:',
+  CwdSuffix: ':cwd',
+  AskUserSuffix: ':askUser',
+  ItemLogSuffix: ':itemLog',
+});
+
+const snapshotKey = (executionId) => `${CheckpointKeys.ExecPrefix}${executionId}${CheckpointKeys.SnapshotSuffix}`;
+
+function executionIdOf(key) {
+  const { ExecPrefix, SnapshotSuffix } = CheckpointKeys;
+  if (!key.startsWith(ExecPrefix) || !key.endsWith(SnapshotSuffix)) return null;
+  const id = key.slice(ExecPrefix.length, key.length - SnapshotSuffix.length);
+  return id.length > 0 ? id : null;
+}
+
+const MISMATCH_HINT = 'The snapshot was written by another runtime version or changed since. Clear it with CheckpointStore.clear() and start the execution again.';
+
+function mismatch(executionId, why, cause) {
+  const error = new NoeticConfigError({
+    code: 'CHECKPOINT_SCHEMA_MISMATCH',
+    message: `Checkpoint snapshot for execution "${executionId}" cannot be restored: ${why}.`,
+    hint: MISMATCH_HINT,
+  });
+  if (cause !== undefined) error.cause = cause;
+  return error;
+}
+
+// The first problem zod found, as a path and its message.
+function firstIssue(error) {
+  const issue = error?.issues?.[0];
+  if (!issue) return messageOf(error);
+  const path = issue.path?.length ? issue.path.join('.') : 'the snapshot';
+  return `${path}: ${issue.message}`;
+}
+
+function checkStoreOptions(options) {
+  const fail = (message) => {
+    throw new NoeticConfigError({ code: 'INVALID_CHECKPOINT_STORE', message, hint: 'Pass { storage }: a StorageAdapter (get, set, delete, list), such as createSqliteStorage(path).' });
+  };
+  if (typeof options !== 'object' || options === null) fail(`createCheckpointStore options are ${describeValue(options)}; expected { storage }.`);
+  const { storage } = options;
+  const missing = ['get', 'set', 'delete', 'list'].filter((name) => typeof storage?.[name] !== 'function');
+  if (missing.length > 0) fail(`createCheckpointStore storage has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`);
+}
+
+function createCheckpointStore(options) {
+  checkStoreOptions(options);
+  const { storage } = options;
+  return {
+    // A later save of the same execution replaces the earlier one.
+    async save(snapshot) {
+      if (typeof snapshot?.executionId !== 'string') {
+        throw new NoeticConfigError({
+          code: 'INVALID_CHECKPOINT_SNAPSHOT',
+          message: `CheckpointStore.save: the snapshot's executionId is ${describeValue(snapshot?.executionId)}; expected a string.`,
+          hint: 'Save what harness.checkpoint(ctx) builds, or an object CheckpointSnapshotSchema accepts.',
+        });
+      }
+      await storage.set(snapshotKey(snapshot.executionId), snapshot);
+    },
+    async load(executionId) {
+      const raw = await storage.get(snapshotKey(executionId));
+      if (raw === null || raw === undefined) return null;
+      const parsed = CheckpointSnapshotSchema.safeParse(raw);
+      if (parsed.success) return parsed.data;
+      const version = typeof raw === 'object' && 'schemaVersion' in raw ? raw.schemaVersion : 'unknown';
+      throw mismatch(executionId, `it failed schema validation (observed schemaVersion=${String(version)}; ${firstIssue(parsed.error)})`, parsed.error);
+    },
+    async list() {
+      const ids = [];
+      for (const key of await storage.list(CheckpointKeys.ExecPrefix)) {
+        const executionId = executionIdOf(key);
+        if (executionId !== null) ids.push({ executionId });
+      }
+      return ids;
+    },
+    async clear(executionId) {
+      await storage.delete(snapshotKey(executionId));
+    },
+  };
+}
+
+// A store is anything with the four methods; undefined means none (checkpoint and restore then do nothing).
+function checkCheckpointStore(store) {
+  if (store == null) return;
+  const missing = ['save', 'load', 'list', 'clear'].filter((name) => typeof store?.[name] !== 'function');
+  if (missing.length === 0) return;
+  throw new NoeticConfigError({
+    code: 'INVALID_CHECKPOINT_STORE',
+    message: `AgentHarness checkpointStore has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`,
+    hint: 'Pass createCheckpointStore({ storage }) or an object with save, load, list and clear.',
+  });
+}
+
+function ownContext(harness, ctx, what) {
+  if (ctx?._rt === harness._runtime) return ctx;
+  throw new NoeticConfigError({
+    code: 'INVALID_CONTEXT',
+    message: `${what} needs a context of this harness.`,
+    hint: 'Pass the ctx a step of this harness was given, or one from its createContext() or restore().',
+  });
+}
+
+// The snapshot of `ctx` as it is now. Items are the log's own objects, as upstream's snapshot holds them; the store
+// serializes them when it writes.
+function snapshotOf(harness, ctx) {
+  const runtime = harness._runtime;
+  const parts = JSON.parse(callNative(() => runtime.native.checkpointParts(ctx.id)));
+  const layers = {};
+  for (const layer of parts.layers) {
+    // A JS layer's state is the object its hooks hold.
+    const value = 'state' in layer ? layer.state : runtime.statesOf(ctx.id).get(layer.id);
+    if (value !== undefined) layers[layer.id] = value;
+  }
+  const { cwd, previousCwd } = ctx.cwdState;
+  const snapshot = {
+    schemaVersion: CheckpointSchemaVersion,
+    executionId: ctx.id,
+    threadId: parts.threadId,
+    frontier: parts.frontier.map(({ stepId, input }) => ({ stepId, input: runtime.fromRef(input) })),
+    layers,
+    cwd: { current: cwd ?? null, previous: previousCwd },
+    // Pending ask-user prompts are the host application's to record (upstream's core records none either).
+    askUser: [],
+    itemLog: { items: [...ctx.itemLog.items] },
+    capturedAt: new Date().toISOString(),
+    usage: parts.usage,
+  };
+  if (parts.resourceId != null) snapshot.resourceId = parts.resourceId;
+  return snapshot;
+}
+
+// Saves a snapshot of `ctx` in the harness's checkpoint store; nothing without one. A failed save is a warning, as
+// upstream's: a checkpoint must not fail the step that takes it.
+async function checkpoint(harness, ctx) {
+  const store = harness.checkpointStore;
+  if (!store) return;
+  const snapshot = snapshotOf(harness, ownContext(harness, ctx, 'harness.checkpoint(ctx)'));
+  try {
+    await store.save(snapshot);
+  } catch (err) {
+    console.warn(`AgentHarness.checkpoint: failed to persist snapshot for execution "${ctx.id}":`, err);
+  }
+}
+
+// A context rebuilt from the snapshot of `executionId` (null when there is none): same id, thread, resource and
+// cwd, the log's items, the layers' states and the counters; its layers do not init again.
+async function restore(harness, executionId) {
+  const store = harness.checkpointStore;
+  if (!store) return null;
+  const snapshot = await store.load(executionId);
+  if (!snapshot) return null;
+  const runtime = harness._runtime;
+  if (runtime.liveContext(executionId)) {
+    throw new NoeticConfigError({
+      code: 'CHECKPOINT_EXECUTION_LIVE',
+      message: `harness.restore("${executionId}"): this harness still has that execution's context.`,
+      hint: 'Go on with the live context, or restore in another harness (another process, after a restart).',
+    });
+  }
+  let ctx;
+  try {
+    ctx = harness._createContext(
+      { items: snapshot.itemLog.items, threadId: snapshot.threadId, resourceId: snapshot.resourceId, cwdInit: snapshot.cwd?.current ?? undefined },
+      { id: executionId },
+    );
+  } catch (err) {
+    throw mismatch(executionId, `its item log was refused (${messageOf(err)})`, err);
+  }
+  try {
+    if (snapshot.cwd?.current != null && snapshot.cwd.previous != null) ctx.cwdState.previousCwd = snapshot.cwd.previous;
+    const nativeLayers = {};
+    const hostLayers = [];
+    for (const layer of ctx.layers ?? []) {
+      if (!Object.hasOwn(snapshot.layers, layer.id)) continue;
+      const state = snapshot.layers[layer.id];
+      if (layer[NATIVE]) nativeLayers[layer.id] = state;
+      else {
+        runtime.statesOf(ctx.id).set(layer.id, state);
+        hostLayers.push(layer.id);
+      }
+    }
+    callNative(() => runtime.native.restoreCheckpoint(ctx.id, JSON.stringify({ nativeLayers, hostLayers, usage: snapshot.usage })));
+  } catch (err) {
+    runtime.releaseContext(ctx);
+    throw err;
+  }
+  return ctx;
+}
+
+module.exports = {
+  CheckpointSchemaVersion,
+  FrontierFrameSchema,
+  CwdSnapshotSchema,
+  PendingAskUserSnapshotSchema,
+  ItemLogSnapshotSchema,
+  CheckpointSnapshotSchema,
+  CheckpointKeys,
+  createCheckpointStore,
+  checkCheckpointStore,
+  checkpoint,
+  restore,
+};
