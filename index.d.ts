@@ -3008,6 +3008,70 @@ export interface SessionSeedHarness {
 /** Seeds `threadId`'s history with `items`, unless there are none. */
 export declare function seedFromItems(harness: SessionSeedHarness, threadId: string, items: ReadonlyArray<Item>): void;
 
+/** A deferred settled at most once; later `resolve` / `reject` calls are dropped. */
+export interface DetachedSignal<TOutcome> {
+  readonly done: Promise<TOutcome>;
+  resolve(outcome: TOutcome): void;
+  reject(err: unknown): void;
+}
+
+export declare function createDetachedSignal<TOutcome>(): DetachedSignal<TOutcome>;
+
+/** What `runnableLoop` calls on a harness (an `AgentHarness` is one). */
+export interface RunnableLoopHarness {
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
+  execute(input: ExecuteInput, options?: ExecuteOptions): Promise<void>;
+  getAgentResponse(scope?: SessionScope): Promise<HarnessResponse>;
+}
+
+export interface AfterFirstTurnContext {
+  /** Whether the signal has resolved or rejected by now. */
+  signalSettled(): boolean;
+}
+
+export interface RunnableLoopOpts<TOutcome> {
+  readonly harness: RunnableLoopHarness;
+  readonly threadId: string;
+  /** When not empty, the session is seeded with them and the loop only waits for the signal. */
+  readonly priorItems?: ReadonlyArray<Item>;
+  /** The first turn of a fresh run; without it (and without prior items) the loop only waits. */
+  readonly initialMessage?: ExecuteInput;
+  readonly signal: DetachedSignal<TOutcome>;
+  /** Runs once the first turn has ended (or the signal settled during it). */
+  readonly afterFirstTurn?: (ctx: AfterFirstTurnContext) => Promise<void>;
+}
+
+/** Starts or resumes a runner's session, then resolves with the signal's outcome. */
+export declare function runnableLoop<TOutcome>(opts: RunnableLoopOpts<TOutcome>): Promise<TOutcome>;
+
+/** The developer message a stalled runner is sent (upstream's text). */
+export declare const DEFAULT_NUDGE_MESSAGE_TEXT: string;
+
+export interface CreateNudgeMessageOpts {
+  readonly id: string;
+  /** Default `DEFAULT_NUDGE_MESSAGE_TEXT`. */
+  readonly text?: string;
+}
+
+export declare function createNudgeMessage(opts: CreateNudgeMessageOpts): InputMessageItem;
+
+export interface StallNudgeOpts<TOutcome> {
+  readonly harness: RunnableLoopHarness;
+  readonly threadId: string;
+  readonly signal: DetachedSignal<TOutcome>;
+  readonly nudgeMessage: InputMessageItem;
+  /** True while the agent waits on purpose (an open ask-user question): no nudge then. */
+  hasPendingExternal(): boolean;
+  /** Called once when the nudged turn stalls too, before the signal resolves. */
+  onStall(): Promise<void>;
+  buildStalledOutcome(): TOutcome;
+}
+
+/** An `afterFirstTurn` hook: one nudge after a stalled first turn, then `onStall` and the stalled outcome. */
+export declare function createStallNudgeHook<TOutcome>(
+  opts: StallNudgeOpts<TOutcome>,
+): (ctx: AfterFirstTurnContext) => Promise<void>;
+
 // Only `export`ed declarations above are public.
 export {};
 

@@ -16,6 +16,7 @@ const workflow = require('./workflow.cjs');
 const patterns = require('./patterns.cjs');
 const askUser = require('./ask-user.cjs');
 const checkpoints = require('./checkpoint.cjs');
+const durable = require('./durable.cjs');
 
 module.exports = {
   NoeticConfigError: errors.NoeticConfigError,
@@ -126,4 +127,9 @@ module.exports = {
   PendingAskUserSnapshotSchema: checkpoints.PendingAskUserSnapshotSchema,
   CheckpointKeys: checkpoints.CheckpointKeys,
   createCheckpointStore: checkpoints.createCheckpointStore,
+  createDetachedSignal: durable.createDetachedSignal,
+  runnableLoop: durable.runnableLoop,
+  createStallNudgeHook: durable.createStallNudgeHook,
+  createNudgeMessage: durable.createNudgeMessage,
+  DEFAULT_NUDGE_MESSAGE_TEXT: durable.DEFAULT_NUDGE_MESSAGE_TEXT,
 };

@@ -108,4 +108,9 @@ export const {
   PendingAskUserSnapshotSchema,
   CheckpointKeys,
   createCheckpointStore,
+  createDetachedSignal,
+  runnableLoop,
+  createStallNudgeHook,
+  createNudgeMessage,
+  DEFAULT_NUDGE_MESSAGE_TEXT,
 } = core;

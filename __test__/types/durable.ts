@@ -52,3 +52,37 @@ const inStep = step.run({ id: 'save', execute: async (input: string, ctx) => (aw
 
 export { roundTrip, version, prefix, items, created, saved, wrong, inStep, maybeStore };
 
+// Runner helpers.
+import {
+  DEFAULT_NUDGE_MESSAGE_TEXT,
+  createDetachedSignal,
+  createNudgeMessage,
+  createStallNudgeHook,
+  runnableLoop,
+  type AfterFirstTurnContext,
+  type DetachedSignal,
+  type InputMessageItem,
+  type RunnableLoopHarness,
+  type RunnableLoopOpts,
+  type StallNudgeOpts,
+} from '@noetic-tools/core';
+
+const signal: DetachedSignal<{ ok: boolean }> = createDetachedSignal<{ ok: boolean }>();
+const loopHarness: RunnableLoopHarness = harness;
+const nudge: InputMessageItem = createNudgeMessage({ id: 'n', text: DEFAULT_NUDGE_MESSAGE_TEXT });
+const stall: StallNudgeOpts<{ ok: boolean }> = {
+  harness: loopHarness,
+  threadId: 't',
+  signal,
+  nudgeMessage: nudge,
+  hasPendingExternal: () => false,
+  onStall: async () => {},
+  buildStalledOutcome: () => ({ ok: false }),
+};
+const hook: (ctx: AfterFirstTurnContext) => Promise<void> = createStallNudgeHook(stall);
+const loopOpts: RunnableLoopOpts<{ ok: boolean }> = { harness, threadId: 't', signal, initialMessage: 'go', afterFirstTurn: hook };
+const outcome: Promise<{ ok: boolean }> = runnableLoop(loopOpts);
+// @ts-expect-error the outcome type is the signal's
+signal.resolve('done');
+
+export { outcome };

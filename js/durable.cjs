@@ -1,0 +1,110 @@
+'use strict';
+// Helpers for runners that drive a harness from outside a run (a detached worker, a task runner): a one-shot
+// signal the runner's terminal tool settles, the loop that starts or resumes the session and then waits on it, and
+// a two-strike nudge for a first turn that ends without an outcome. All of it is promise plumbing around harness
+// calls; nothing here decides anything the runtime decides.
+const { NoeticConfigError, describeValue } = require('./errors.cjs');
+
+// A deferred settled at most once: later resolves and rejects are dropped. A rejection nobody awaits yet does not
+// count as unhandled (a runner may reject before anyone reads `done`), while whoever awaits `done` still sees it.
+function createDetachedSignal() {
+  let settle = null;
+  const done = new Promise((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  done.catch(() => {});
+  const once = (kind) => (value) => {
+    if (settle === null) return;
+    const fn = settle[kind];
+    settle = null;
+    fn(value);
+  };
+  return { done, resolve: once('resolve'), reject: once('reject') };
+}
+
+function requireFunctions(what, value, names) {
+  const missing = names.filter((name) => typeof value?.[name] !== 'function');
+  if (missing.length === 0) return;
+  throw new NoeticConfigError({
+    code: 'INVALID_RUNNABLE_OPTIONS',
+    message: `${what} is ${typeof value === 'object' && value !== null ? `missing ${missing.join(', ')}` : describeValue(value)}.`,
+    hint: `Pass an object with ${names.join(', ')} (an AgentHarness has them all).`,
+  });
+}
+
+function checkLoopOptions(opts) {
+  if (typeof opts !== 'object' || opts === null) {
+    throw new NoeticConfigError({ code: 'INVALID_RUNNABLE_OPTIONS', message: `runnableLoop options are ${describeValue(opts)}.`, hint: 'Pass { harness, threadId, signal, priorItems?, initialMessage?, afterFirstTurn? }.' });
+  }
+  requireFunctions('runnableLoop harness', opts.harness, ['seedSessionHistory', 'execute', 'getAgentResponse']);
+  requireFunctions('runnableLoop signal', opts.signal, ['resolve', 'reject']);
+  if (typeof opts.threadId !== 'string') {
+    throw new NoeticConfigError({ code: 'INVALID_RUNNABLE_OPTIONS', message: `runnableLoop threadId is ${describeValue(opts.threadId)}; expected a string.`, hint: 'Name the session the runner drives.' });
+  }
+}
+
+// Waits for the turn the harness is running on `threadId` to end, or for the signal to settle, whichever is first;
+// neither failing fails the wait.
+function turnOrSignal(harness, threadId, signal) {
+  const ignore = () => undefined;
+  return Promise.race([harness.getAgentResponse({ threadId }).then(ignore, ignore), signal.done.then(ignore, ignore)]);
+}
+
+// With prior items: seeds the session and waits for the signal (the next turn comes from outside). Otherwise, with
+// an initial message: runs it as the first turn, waits for that turn to end (execute only queues it), runs
+// `afterFirstTurn`, then waits for the signal. With neither: only waits.
+async function runnableLoop(opts) {
+  checkLoopOptions(opts);
+  const { harness, threadId, signal, priorItems, initialMessage, afterFirstTurn } = opts;
+  if (priorItems !== undefined && priorItems.length > 0) {
+    harness.seedSessionHistory(threadId, priorItems);
+    return signal.done;
+  }
+  if (initialMessage === undefined) return signal.done;
+  let settled = false;
+  const mark = () => {
+    settled = true;
+  };
+  signal.done.then(mark, mark);
+  await harness.execute(initialMessage, { threadId });
+  await turnOrSignal(harness, threadId, signal);
+  if (afterFirstTurn !== undefined) await afterFirstTurn({ signalSettled: () => settled });
+  return signal.done;
+}
+
+// The developer message a stalled runner is sent; the model reads it, so it is upstream's wording exactly.
+const DEFAULT_NUDGE_MESSAGE_TEXT =
+  'You finished a turn without calling a terminal tool or AskUserQuestion. If you need user input or instruction to continue, call AskUserQuestion now. Otherwise call your terminal tool to complete this phase.';
+
+function createNudgeMessage(opts) {
+  if (typeof opts?.id !== 'string') {
+    throw new NoeticConfigError({ code: 'INVALID_NUDGE_MESSAGE', message: `createNudgeMessage id is ${describeValue(opts?.id)}; expected a string.`, hint: 'Pass { id, text? }: a unique id tells re-spawns apart in the log.' });
+  }
+  return {
+    id: opts.id,
+    type: 'message',
+    role: 'developer',
+    status: 'completed',
+    content: [{ type: 'input_text', text: opts.text ?? DEFAULT_NUDGE_MESSAGE_TEXT }],
+  };
+}
+
+// An `afterFirstTurn` hook: when the first turn ended with the signal unsettled and nothing pending from outside,
+// send the nudge once and wait for that turn; if it too ends that way, call `onStall` and resolve the signal with
+// the stalled outcome.
+function createStallNudgeHook(opts) {
+  requireFunctions('createStallNudgeHook options', opts, ['hasPendingExternal', 'onStall', 'buildStalledOutcome']);
+  requireFunctions('createStallNudgeHook harness', opts.harness, ['execute', 'getAgentResponse']);
+  const { harness, threadId, signal, nudgeMessage } = opts;
+  const waiting = (ctx) => ctx.signalSettled() || opts.hasPendingExternal();
+  return async (ctx) => {
+    if (waiting(ctx)) return;
+    await harness.execute(nudgeMessage, { threadId });
+    await turnOrSignal(harness, threadId, signal);
+    if (waiting(ctx)) return;
+    await opts.onStall();
+    signal.resolve(opts.buildStalledOutcome());
+  };
+}
+
+module.exports = { createDetachedSignal, runnableLoop, createStallNudgeHook, createNudgeMessage, DEFAULT_NUDGE_MESSAGE_TEXT };
