@@ -3,6 +3,7 @@
 const errors = require('./errors.cjs');
 const items = require('./items.cjs');
 const memory = require('./memory.cjs');
+const builtins = require('./builtin-layers.cjs');
 const steps = require('./steps.cjs');
 const harness = require('./harness.cjs');
 const adapters = require('./adapters.cjs');
@@ -36,17 +37,17 @@ module.exports = {
   memory: memory.memory,
   layerData: memory.layerData,
   layerFn: memory.layerFn,
-  workingMemory: memory.workingMemory,
-  observationalMemory: memory.observationalMemory,
-  historyWindow: memory.historyWindow,
-  durableTaskState: memory.durableTaskState,
-  staticContent: memory.staticContent,
-  planMemory: memory.planMemory,
-  fileReference: memory.fileReference,
-  PlanPhase: memory.PlanPhase,
-  steering: memory.steering,
-  temporalMemory: memory.temporalMemory,
-  toolMemoryLayer: memory.toolMemoryLayer,
+  workingMemory: builtins.workingMemory,
+  observationalMemory: builtins.observationalMemory,
+  historyWindow: builtins.historyWindow,
+  durableTaskState: builtins.durableTaskState,
+  staticContent: builtins.staticContent,
+  planMemory: builtins.planMemory,
+  fileReference: builtins.fileReference,
+  PlanPhase: builtins.PlanPhase,
+  steering: builtins.steering,
+  temporalMemory: builtins.temporalMemory,
+  toolMemoryLayer: builtins.toolMemoryLayer,
   getToolCwd: cwd.getToolCwd,
   setToolCwd: cwd.setToolCwd,
   snapshotCwdState: cwd.snapshotCwdState,

@@ -108,15 +108,4 @@ pub fn step_value_json(value: &StepValue) -> Value {
 }
 
 /// Numbers JSON cannot carry (NaN, ±Infinity) cross as strings.
-pub fn number(value: &Value) -> Option<f64> {
-  match value {
-    Value::Number(n) => n.as_f64(),
-    Value::String(s) => match s.as_str() {
-      "NaN" => Some(f64::NAN),
-      "Infinity" => Some(f64::INFINITY),
-      "-Infinity" => Some(f64::NEG_INFINITY),
-      _ => None,
-    },
-    _ => None,
-  }
-}
+pub use noetic_runtime::js_text::described_number as number;

@@ -11,6 +11,21 @@ use serde::de::{DeserializeOwned, Error as _};
 /// Rust walks, copies and drops values recursively.
 pub const MAX_DEPTH: usize = 128;
 
+/// A number as JS describes it in JSON: a JSON number, or NaN / ±Infinity, which JSON cannot carry, as the strings
+/// `"NaN"`, `"Infinity"` and `"-Infinity"`.
+pub fn described_number(value: &serde_json::Value) -> Option<f64> {
+  match value {
+    serde_json::Value::Number(n) => n.as_f64(),
+    serde_json::Value::String(text) => match text.as_str() {
+      "NaN" => Some(f64::NAN),
+      "Infinity" => Some(f64::INFINITY),
+      "-Infinity" => Some(f64::NEG_INFINITY),
+      _ => None,
+    },
+    _ => None,
+  }
+}
+
 /// Parses JSON text from JS, replacing each unpaired surrogate escape with U+FFFD.
 pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
   parse(text, false).map_err(|error| {

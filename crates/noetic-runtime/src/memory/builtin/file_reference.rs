@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::ConfigError;
 use crate::host::{RerenderRequest, RerenderScope};
+use crate::js_text::described_number;
 use crate::memory::{HookKind, HookSet, LayerSpec, Scope};
 
 mod append;
@@ -126,7 +127,7 @@ pub fn config_from(described: &Value) -> Result<FileReferenceConfig, ConfigError
   };
   let mut config = FileReferenceConfig::with_base_dir(base_dir);
   if let Some(value) = given("slot") {
-    match read_number(value) {
+    match described_number(value) {
       Some(slot) if slot.is_finite() => config.slot = slot,
       _ => {
         return Err(ConfigError::new(
@@ -143,7 +144,7 @@ pub fn config_from(described: &Value) -> Result<FileReferenceConfig, ConfigError
     Some(other) => return Err(bad("scoringModel", "must be a model name", other)),
   }
   if let Some(value) = given("maxFileSize") {
-    match read_number(value) {
+    match described_number(value) {
       Some(size) if size >= 0.0 => config.max_file_size = size,
       _ => return Err(bad("maxFileSize", "must be a number of bytes, at least 0", value)),
     }
@@ -176,23 +177,10 @@ pub fn config_json(config: &FileReferenceConfig) -> Value {
   })
 }
 
-fn read_number(value: &Value) -> Option<f64> {
-  match value {
-    Value::Number(n) => n.as_f64(),
-    Value::String(text) => match text.as_str() {
-      "Infinity" => Some(f64::INFINITY),
-      "-Infinity" => Some(f64::NEG_INFINITY),
-      "NaN" => Some(f64::NAN),
-      _ => None,
-    },
-    _ => None,
-  }
-}
-
 fn shown(value: &Value) -> String {
   match (value.get("invalid").and_then(Value::as_str), value) {
     (Some(description), _) => description.to_owned(),
-    (None, Value::String(text)) if read_number(value).is_some() || text == "undefined" => text.clone(),
+    (None, Value::String(text)) if described_number(value).is_some() || text == "undefined" => text.clone(),
     (None, Value::String(text)) => format!("\"{text}\""),
     (None, other) => other.to_string(),
   }

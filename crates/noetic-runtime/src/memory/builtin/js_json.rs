@@ -50,6 +50,12 @@ pub fn reorder_like_js(map: &mut Map<String, Value>) {
   map.extend(others);
 }
 
+/// A double as a JSON value JS would write the same: whole numbers within 2^53 as integers (`3`, not `3.0`).
+pub fn number_value(n: f64) -> Value {
+  const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+  if n.fract() == 0.0 && n.abs() <= MAX_SAFE { Value::from(n as i64) } else { Value::from(n) }
+}
+
 /// JS `Number#toString()` for a double.
 pub fn number_to_string(x: f64) -> String {
   crate::items::js_number_string(x)

@@ -9,9 +9,11 @@
 use serde_json::{Map, Value, json};
 
 use super::flow_schema::{flow_depth, parse_flow};
+use super::js_json::number_value;
 use super::js_json::stringify_pretty;
 use crate::error::ConfigError;
 use crate::items::js_number_string;
+use crate::js_text::described_number;
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, utf16_len};
 
@@ -113,7 +115,7 @@ pub fn config_from(described: &Value) -> Result<PlanConfig, ConfigError> {
   };
   let limit = |key: &str, default: f64| match given(key) {
     None => Ok(default),
-    Some(value) => match read_number(value) {
+    Some(value) => match described_number(value) {
       Some(n) if n >= 0.0 => Ok(n),
       _ => Err(bad(key, "must be a number of at least 0", value)),
     },
@@ -141,7 +143,7 @@ pub fn config_from(described: &Value) -> Result<PlanConfig, ConfigError> {
 
 /// The config as JS holds it (numbers JSON cannot carry as strings), which [`config_from`] reads back.
 pub fn config_json(config: &PlanConfig) -> Value {
-  let number = |n: f64| if n.is_finite() { js_number(n) } else { Value::String(js_number_string(n)) };
+  let number = |n: f64| if n.is_finite() { number_value(n) } else { Value::String(js_number_string(n)) };
   json!({
     "scope": config.scope.as_str(),
     "additionalAllowedTools": config.additional_allowed_tools,
@@ -153,24 +155,11 @@ pub fn config_json(config: &PlanConfig) -> Value {
   })
 }
 
-fn read_number(value: &Value) -> Option<f64> {
-  match value {
-    Value::Number(n) => n.as_f64(),
-    Value::String(text) => match text.as_str() {
-      "Infinity" => Some(f64::INFINITY),
-      "-Infinity" => Some(f64::NEG_INFINITY),
-      "NaN" => Some(f64::NAN),
-      _ => None,
-    },
-    _ => None,
-  }
-}
-
 fn bad(key: &str, rule: &str, value: &Value) -> ConfigError {
   let shown = match value.get("invalid").and_then(Value::as_str) {
     Some(description) => description.to_owned(),
     None => match value {
-      Value::String(text) if read_number(value).is_some() => text.clone(),
+      Value::String(text) if described_number(value).is_some() => text.clone(),
       Value::String(text) => format!("\"{text}\""),
       other => other.to_string(),
     },
@@ -213,11 +202,6 @@ fn with(state: &Value, changes: impl IntoIterator<Item = (&'static str, Value)>)
 }
 
 /// A JS number as JSON, whole numbers as integers so that the state prints as the JS object does.
-fn js_number(n: f64) -> Value {
-  const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-  if n.fract() == 0.0 && n.abs() <= MAX_SAFE { json!(n as i64) } else { json!(n) }
-}
-
 /// JS truthiness of a field (`undefined` when absent).
 fn truthy(value: Option<&Value>) -> bool {
   match value {
@@ -391,7 +375,7 @@ pub fn on_complete(state: &Value, outcome: &str, now_ms: f64) -> Option<Value> {
     return None;
   }
   let mut entry = Map::new();
-  entry.insert("timestamp".into(), js_number(now_ms));
+  entry.insert("timestamp".into(), number_value(now_ms));
   if let Some(version) = state.get("version") {
     entry.insert("version".into(), version.clone());
   }
@@ -565,7 +549,7 @@ fn enter(goal: Option<&str>, state: &Value, config: &PlanConfig, answer: Option<
       ("prd", prd),
       ("planTree", Value::Null),
       ("executionLog", json!([])),
-      ("version", js_number(version)),
+      ("version", number_value(version)),
       ("planSlug", slug),
     ],
   );

@@ -8,9 +8,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::js_json::number_value;
 use super::js_json::reorder_like_js;
 use crate::error::ConfigError;
 use crate::items::{collect_input_text, collect_output_text, js_number_string};
+use crate::js_text::described_number;
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, tokens_for_units, utf16_len};
 
@@ -93,13 +95,13 @@ pub fn config_from(described: &Value) -> Result<TemporalConfig, ConfigError> {
   };
   let buffer_threshold = match given("bufferThreshold") {
     None => defaults.buffer_threshold,
-    Some(value) => read_number(value).filter(|n| *n >= 0.0).ok_or_else(|| {
+    Some(value) => described_number(value).filter(|n| *n >= 0.0).ok_or_else(|| {
       bad("bufferThreshold", "must be a number of at least 0 (tokens; Infinity never extracts)", value)
     })?,
   };
   let max_facts = match given("maxFacts") {
     None => defaults.max_facts,
-    Some(value) => read_number(value)
+    Some(value) => described_number(value)
       .filter(|n| *n >= 0.0 && (n.fract() == 0.0 || n.is_infinite()))
       .ok_or_else(|| bad("maxFacts", "must be a whole number of at least 0 (or Infinity)", value))?,
   };
@@ -140,20 +142,10 @@ pub fn config_json(config: &TemporalConfig) -> Value {
   })
 }
 
-fn read_number(value: &Value) -> Option<f64> {
-  match value {
-    Value::Number(n) => n.as_f64(),
-    Value::String(text) if text == "Infinity" => Some(f64::INFINITY),
-    Value::String(text) if text == "-Infinity" => Some(f64::NEG_INFINITY),
-    Value::String(text) if text == "NaN" => Some(f64::NAN),
-    _ => None,
-  }
-}
-
 fn bad(key: &str, rule: &str, value: &Value) -> ConfigError {
   let shown = match (value.get("invalid").and_then(Value::as_str), value) {
     (Some(description), _) => description.to_owned(),
-    (None, Value::String(text)) if read_number(value).is_some() => text.clone(),
+    (None, Value::String(text)) if described_number(value).is_some() => text.clone(),
     (None, other) => other.to_string(),
   };
   ConfigError::new(
@@ -294,8 +286,8 @@ impl TemporalState {
     json!({
       "facts": facts,
       "buffer": self.buffer,
-      "bufferTokens": js_number(self.buffer_tokens),
-      "version": js_number(self.version),
+      "bufferTokens": number_value(self.buffer_tokens),
+      "version": number_value(self.version),
     })
   }
 
@@ -316,11 +308,6 @@ impl TemporalState {
 }
 
 /// Whole numbers as JSON integers, so the state prints as the JS object does (`0`, not `0.0`).
-fn js_number(n: f64) -> Value {
-  const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-  if n.fract() == 0.0 && n.abs() <= MAX_SAFE { json!(n as i64) } else { json!(n) }
-}
-
 /// init: the saved state, or an empty ledger.
 pub fn init_state(saved: Option<Value>) -> Value {
   saved.filter(|value| !value.is_null()).unwrap_or_else(|| TemporalState::default().to_value())
