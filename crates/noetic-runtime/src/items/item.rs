@@ -394,7 +394,12 @@ pub fn parse_js_items(texts: &[&str], types: ItemTypes) -> Result<Vec<Arc<Item>>
   let parse_run = |from: usize, run: &[&str]| -> Result<Vec<Arc<Item>>, usize> {
     run.iter().enumerate().map(|(i, text)| parse_js_item(text, types).map(Arc::new).map_err(|_| from + i)).collect()
   };
-  let threads = std::thread::available_parallelism().map_or(1, usize::from).min(texts.len() / PER_THREAD).max(1);
+  // Read once: on Linux each call reads the cgroup files under /proc, which cost more than a short batch.
+  static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+  let threads = match texts.len() / PER_THREAD {
+    0 | 1 => 1,
+    runs => (*CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))).min(runs),
+  };
   let parsed = if threads == 1 {
     parse_run(0, texts)
   } else {
