@@ -5,7 +5,9 @@
 #
 #   pg-test-server.sh start          make and start a cluster; prints `export NOETIC_TEST_POSTGRES_URL=...` and
 #                                    `export NOETIC_TEST_POSTGRES_DIR=...` (eval it); exit 3 when PostgreSQL is not
-#                                    installed, 1 when it is and could not start
+#                                    installed, 1 when it is and could not start. With openssl, the server also
+#                                    takes TLS, its certificate (for the name `localhost` only) signed by a CA of
+#                                    its own: `export NOETIC_TEST_POSTGRES_CA=<the CA's PEM file>`
 #   pg-test-server.sh stop DIR       stop the server, keep its data (for tests of a server that goes away)
 #   pg-test-server.sh resume DIR     start it again, same port and data
 #   pg-test-server.sh destroy DIR    stop it and delete everything
@@ -38,6 +40,21 @@ port_is_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 url_of() { echo "postgres://$USER_NAME:$PASSWORD@127.0.0.1:$(cat "$1/port")/postgres"; }
 
+# A CA of the server's own and a certificate it signed for the name `localhost` (not for 127.0.0.1, so that the
+# tests can tell checking the chain from checking the name).
+make_certificates() {
+  local dir=$1
+  openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=noetic test CA" -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout "$dir/server.key" -out "$dir/server.csr"
+  printf 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 7 \
+    -extfile "$dir/server.ext" -out "$dir/server.crt"
+  chmod 600 "$dir/server.key"
+  chmod 644 "$dir/ca.pem"
+  if [[ $(id -u) -eq 0 ]]; then chown nobody "$dir/server.key" "$dir/server.crt"; fi
+}
+
 launch() {
   local dir=$1 bin=$2
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o "-p $(cat "$dir/port")" start >/dev/null
@@ -57,6 +74,15 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$dir'
 max_connections = 300
 EOF
+  local tls=""
+  if command -v openssl >/dev/null && make_certificates "$dir" >"$dir/openssl.log" 2>&1; then
+    tls=yes
+    cat >>"$dir/data/postgresql.conf" <<EOF
+ssl = on
+ssl_cert_file = '$dir/server.crt'
+ssl_key_file = '$dir/server.key'
+EOF
+  fi
   for attempt in 1 2 3 4 5; do
     port=$((20000 + RANDOM % 40000))
     port_is_free "$port" || continue
@@ -64,6 +90,7 @@ EOF
     if launch "$dir" "$bin"; then
       echo "export NOETIC_TEST_POSTGRES_URL=$(url_of "$dir")"
       echo "export NOETIC_TEST_POSTGRES_DIR=$dir"
+      [[ -n "$tls" ]] && echo "export NOETIC_TEST_POSTGRES_CA=$dir/ca.pem"
       return
     fi
   done

@@ -10,7 +10,8 @@
 //!   that reaches the server. Every call is bounded (connect timeout, call timeout): an unreachable server is an
 //!   error, never a hang. A connection the server closed is dropped from the pool and a new one is made on the
 //!   next call, so the store works again as soon as the server is back.
-//! * No TLS (so no OpenSSL): `sslmode=require` is refused when the store is made.
+//! * TLS by rustls with libpq's `sslmode`s and `sslrootcert` (see `tls`); a certificate the store cannot trust is
+//!   `STORAGE_TLS_FAILED`, not a passing outage.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,8 +19,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, TimeoutType};
 use serde_json::Value;
-use tokio_postgres::config::{Host, SslMode};
-use tokio_postgres::error::SqlState;
+use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
 
 use super::{Storage, StorageError, StorageResult};
@@ -107,6 +107,9 @@ pub struct PostgresError {
 const UNAVAILABLE_HINT: &str = "Check that the PostgreSQL server is running and reachable at that address (and that \
                                 the URL's user, password and database are right). The store reconnects by itself once \
                                 the server answers again.";
+const TLS_HINT: &str = "For a server whose certificate no public authority signed, pass sslrootcert=<path of its CA \
+                        as PEM> (with sslmode=verify-full or verify-ca); sslmode=require encrypts without checking the \
+                        certificate, and a server without TLS needs sslmode=prefer or disable.";
 const FAILED_HINT: &str =
   "The server refused the statement: check the user's rights on the table and the server's log.";
 
@@ -136,7 +139,12 @@ impl Sql {
   fn new(table: &str) -> Self {
     let t = format!("\"{table}\"");
     Self {
-      create: format!("CREATE TABLE IF NOT EXISTS {t} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)"),
+      // One simple query is one transaction, so the advisory lock serialises every store's creation until it
+      // commits: unserialised, `IF NOT EXISTS` still races on the table's row type ("type ... already exists").
+      create: format!(
+        "SELECT pg_advisory_xact_lock(hashtext('noetic create {table}')); \
+         CREATE TABLE IF NOT EXISTS {t} (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL)"
+      ),
       get: format!("SELECT value FROM {t} WHERE key = $1"),
       set: format!(
         "INSERT INTO {t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
@@ -164,8 +172,9 @@ impl PostgresStorage {
     let open_failed = |message: String, hint: &str| ConfigError::new("STORAGE_OPEN_FAILED", message, hint);
     const URL_HINT: &str = "Pass a URL such as 'postgres://user:password@host:5432/database' (or a libpq \
                             'host=... user=...' string).";
+    let (url, tls) = tls::split(url)?;
     // The URL is never echoed: it may hold a password.
-    let mut config = Config::from_str(url).map_err(|error| {
+    let mut config = Config::from_str(&url).map_err(|error| {
       open_failed(
         format!("createPostgresStorage: the URL is not a PostgreSQL connection string ({})", describe(&error)),
         URL_HINT,
@@ -174,18 +183,17 @@ impl PostgresStorage {
     if config.get_hosts().is_empty() {
       return Err(open_failed("createPostgresStorage: the URL names no host.".to_owned(), URL_HINT));
     }
-    if config.get_ssl_mode() == SslMode::Require {
-      return Err(open_failed(
-        "createPostgresStorage: the URL asks for TLS (sslmode=require), which this build does not support.".to_owned(),
-        "Use sslmode=disable or sslmode=prefer, over a network you trust or through a local TLS tunnel or proxy.",
-      ));
-    }
+    config.ssl_mode(tls.mode.driver_mode());
     config.connect_timeout(options.connect_timeout);
     if config.get_application_name().is_none() {
       config.application_name("noetic");
     }
     let target = target_of(&config);
-    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+    let manager = match tls::connector(&tls)? {
+      Some(connector) => Manager::from_config(config, connector, manager_config),
+      None => Manager::from_config(config, NoTls, manager_config),
+    };
     let pool = Pool::builder(manager)
       .max_size(options.max_connections)
       .runtime(Runtime::Tokio1)
@@ -283,15 +291,7 @@ impl PostgresStorage {
     let client = self.pool.get().await.map_err(|error| self.pool_failure(error))?;
     self
       .schema
-      .get_or_try_init(|| async {
-        match client.batch_execute(&self.sql.create).await {
-          // Two processes creating the table at once: the loser's error means the table is there.
-          Err(error) if matches!(error.code(), Some(c) if *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::DUPLICATE_TABLE) => {
-            Ok(())
-          }
-          result => result.map_err(|error| self.failure(&error)),
-        }
-      })
+      .get_or_try_init(|| async { client.batch_execute(&self.sql.create).await.map_err(|error| self.failure(&error)) })
       .await?;
     Ok(client)
   }
@@ -342,12 +342,22 @@ impl PostgresStorage {
         matches!(class, "08" | "28" | "3D" | "53" | "57")
       }
     };
+    let described = describe(error);
+    // The driver's TLS errors (a certificate not trusted, a server without TLS under `require`) say so first; they
+    // do not pass by themselves.
+    if described.starts_with("error performing TLS handshake") {
+      return PostgresError {
+        code: "STORAGE_TLS_FAILED",
+        message: format!("postgres storage: TLS with the server at {} failed: {described}", self.target),
+        hint: TLS_HINT,
+      };
+    }
     if connection_lost {
-      self.unavailable(describe(error))
+      self.unavailable(described)
     } else {
       PostgresError {
         code: "STORAGE_FAILED",
-        message: format!("postgres storage ({}): {}", self.target, describe(error)),
+        message: format!("postgres storage ({}): {described}", self.target),
         hint: FAILED_HINT,
       }
     }
@@ -418,6 +428,8 @@ impl Storage for PostgresStorage {
     Ok(self.keys(prefix).await?)
   }
 }
+
+mod tls;
 
 #[cfg(test)]
 mod tests;
