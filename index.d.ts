@@ -458,6 +458,9 @@ export interface SerializedError {
   name?: string;
   stack?: string;
   noeticError?: unknown;
+  /** A NoeticConfigError's code and hint. */
+  code?: string;
+  hint?: string;
 }
 
 export interface ProcessSubprocessRequest {
@@ -829,10 +832,13 @@ export interface PostgresStorageOptions {
  * Values live in one table as their JSON text; concurrent writes to one key leave the last one committed, whole.
  * Nothing connects until the first call; a call to a server that is down or unreachable rejects with a
  * `NoeticConfigError` `STORAGE_UNAVAILABLE` (never hangs past the timeouts), and the store reconnects by itself when
- * the server is back. A malformed URL, options, or `sslmode=require` (TLS is not supported) throw
+ * the server is back. TLS as libpq's `sslmode` (`disable`, `prefer` (the default), `require`, `verify-ca`,
+ * `verify-full`) with `sslrootcert` (a PEM file; else the public authorities); a certificate not trusted rejects
+ * with `STORAGE_TLS_FAILED`. A malformed URL or options, or an unreadable `sslrootcert`, throw
  * `STORAGE_OPEN_FAILED` here.
  *
- * @param url `postgres://user:password@host:5432/database`, or a libpq `key=value` string.
+ * @param url `postgres://user:password@host:5432/database?sslmode=verify-full&sslrootcert=/path/ca.pem`, or a
+ *   libpq `key=value` string.
  */
 export declare function createPostgresStorage(url: string, options?: PostgresStorageOptions): StorageAdapter;
 
@@ -1560,6 +1566,8 @@ interface DetachedSpawnOverrides {
   threadId?: string;
   resourceId?: string;
   cwdInit?: string;
+  /** This call's adapter; wins over the step's `subprocess` and the harness's. */
+  subprocess?: SubprocessAdapter;
 }
 
 /** The harness as seen from `ctx.harness`. */
@@ -2544,14 +2552,24 @@ export interface HarnessResponse {
 
 export type StreamingItem = Item & { readonly isComplete: boolean };
 
-export type DetachedStatus = 'running' | 'completed' | 'failed';
+export declare const DetachedStatus: { readonly Running: 'running'; readonly Completed: 'completed'; readonly Failed: 'failed' };
+export type DetachedStatus = (typeof DetachedStatus)[keyof typeof DetachedStatus];
 
+/** A run started by `harness.detachedSpawn`, followed through its subprocess adapter. */
 export interface DetachedHandle<O> {
+  /** The child context's execution id. */
   readonly id: string;
   readonly status: DetachedStatus;
   readonly result: O | undefined;
   readonly error: string | undefined;
+  /** Whether the run has ended, either way. */
+  readonly done: boolean;
+  /** The adapter handle's metadata as last seen. */
+  readonly metadata: SubprocessHandleMetadata | undefined;
+  /** The step's output; throws its failure, a stop, or (given `timeout` ms) a `step_failed` timeout. */
   await(timeout?: number): Promise<O>;
+  /** Tells the adapter to stop the run, and aborts its context when it runs in this process. */
+  stop(reason?: string): Promise<SubprocessStopResult>;
 }
 
 export interface FrontierFrame {
@@ -2927,6 +2945,14 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   createSpan(name: string, parent: Span | null): Span;
   /** Runs a step; without `ctx`, in a fresh root context (layers initialised first). */
   run<I, O>(step: AnyMemoryStep<I, O>, input: I, ctx?: Context<unknown>): Promise<O>;
+  /** Runs a step beside the caller, in a child of `parentCtx`, through a subprocess adapter (the call's, the
+   *  step's, else the harness's). */
+  detachedSpawn<I, O>(
+    step: AnyMemoryStep<I, O>,
+    input: I,
+    parentCtx: Context<unknown>,
+    overrides?: DetachedSpawnOverrides,
+  ): DetachedHandle<O>;
   createContext(opts?: CreateContextOptions): Context;
   callModel(request: CallModelRequest): Promise<LLMResponse>;
   /** Queues a message on a session (one per `threadId`); resolves once it is queued, not when the model answers. */
@@ -2983,7 +3009,7 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
     budgets: Map<string, number>,
     query?: string,
   ): Promise<RecallLayerOutput[]>;
-  /** As upstream's: does nothing (abort a context with `ctx.abort`). */
+  /** Aborts the context (`ctx.abort(reason ?? 'cancelled')`); upstream's does nothing. */
   cancel(ctx: Context<unknown>, reason?: string): Promise<void>;
   /** `opts.checkpointStore`; undefined when none was given. */
   readonly checkpointStore?: CheckpointStore;

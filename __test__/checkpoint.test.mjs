@@ -2,8 +2,6 @@
 // or process (SQLite, and a SIGKILL between steps), and snapshots that cannot be restored.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn as spawnProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import {
   AgentHarness,
   CheckpointKeys,
@@ -16,7 +14,7 @@ import {
   isNoeticConfigError,
   step,
 } from '../js/index.mjs';
-import { recordingModel, scratchDb } from './helpers.mjs';
+import { recordingModel, runFixture, scratchDb } from './helpers.mjs';
 
 const snapshot = (executionId, extra = {}) => ({
   schemaVersion: 1,
@@ -194,38 +192,14 @@ test('a checkpoint whose save fails warns and does not fail the step', async () 
   assert.equal(warnings[0][1].message, 'disk full');
 });
 
-// Runs the fixture; resolves with its stdout lines as they came, killing it with SIGKILL once `killWhen` holds.
-function runFixture(args, killWhen) {
-  const fixture = fileURLToPath(new URL('./fixtures/checkpoint-run.mjs', import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawnProcess(process.execPath, [fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = [];
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      let at;
-      while ((at = out.indexOf('\n')) >= 0) {
-        const line = JSON.parse(out.slice(0, at));
-        out = out.slice(at + 1);
-        lines.push(line);
-        if (killWhen?.(line)) child.kill('SIGKILL');
-      }
-    });
-    child.stderr.on('data', (chunk) => (err += chunk));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => resolve({ lines, code, signal, err }));
-  });
-}
-
 test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (SQLite)', async () => {
   const path = scratchDb('checkpoints.db');
-  const started = await runFixture(['start', path], (line) => line.checkpointed === 3);
+  const started = await runFixture('checkpoint-run.mjs', ['start', path], { killWhen: (line) => line.checkpointed === 3 });
   assert.equal(started.signal, 'SIGKILL', started.err);
   assert.deepEqual(started.lines.map((l) => l.checkpointed), [1, 2, 3]);
   const { id } = started.lines[0];
 
-  const resumed = await runFixture(['resume', path, id]);
+  const resumed = await runFixture('checkpoint-run.mjs', ['resume', path, id]);
   assert.equal(resumed.code, 0, resumed.err);
   const [{ frontier, restored }, { finished }] = resumed.lines;
   // The snapshot was taken inside step 3, so it names it as the step in flight.

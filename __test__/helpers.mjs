@@ -1,8 +1,10 @@
 // Shared fixtures for the JS tests: seed 002's custom layer, written as a user would.
 import assert from 'node:assert/strict';
+import { spawn as spawnProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { createMessage, isNoeticError, layerData, layerFn } from '../js/index.mjs';
 
@@ -107,3 +109,28 @@ export function scratchDb(name = 'store.db') {
   return join(dir, name);
 }
 
+
+// Runs `fixtures/<name>` in a Node process of its own; resolves with its stdout lines (JSON, one per line) as they
+// came, its exit code, signal and stderr, killing it with SIGKILL once `killWhen(line)` holds.
+export function runFixture(name, args, { killWhen, env } = {}) {
+  const fixture = fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+  return new Promise((resolve, reject) => {
+    const child = spawnProcess(process.execPath, [fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const lines = [];
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      let at;
+      while ((at = out.indexOf('\n')) >= 0) {
+        const line = JSON.parse(out.slice(0, at));
+        out = out.slice(at + 1);
+        lines.push(line);
+        if (killWhen?.(line)) child.kill('SIGKILL');
+      }
+    });
+    child.stderr.on('data', (chunk) => (err += chunk));
+    child.on('error', reject);
+    child.on('exit', (code, signal) => resolve({ lines, code, signal, err }));
+  });
+}

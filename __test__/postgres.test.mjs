@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { AgentHarness, createPostgresStorage, isNoeticConfigError, step } from '../js/index.mjs';
+import { AgentHarness, createCheckpointStore, createPostgresStorage, isNoeticConfigError, step } from '../js/index.mjs';
 import { sharedServerUrl, startServer } from '../scripts/pg-test-server.mjs';
+import { runFixture } from './helpers.mjs';
 
 const server = sharedServerUrl();
 const skip = server.skip ?? false;
@@ -91,7 +92,8 @@ test('a bad URL or options are a NoeticConfigError when the store is made; a pas
   refused('postgres://me:s3cret@host:notaport/db');
   refused('');
   refused(undefined);
-  refused('postgres://me:s3cret@localhost/db?sslmode=require');
+  refused('postgres://me:s3cret@localhost/db?sslmode=verify-full&sslrootcert=/no/such/ca.pem');
+  refused('postgres://me:s3cret@localhost/db?sslmode=always');
   refused('postgres://localhost/db', { table: 'drop table x;' });
   refused('postgres://localhost/db', { maxConnections: 0 });
   refused('postgres://localhost/db', { timeoutMs: 'soon' });
@@ -151,4 +153,95 @@ test('a server stopped mid-session: clear errors, nothing lost, and the store wo
   } finally {
     own.destroy();
   }
+});
+
+test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (PostgreSQL)', slow, async () => {
+  const table = freshTable();
+  const started = await runFixture('checkpoint-run.mjs', ['start', server.url], { env: { FIXTURE_PG_TABLE: table }, killWhen: (line) => line.checkpointed === 2 });
+  assert.equal(started.signal, 'SIGKILL', started.err);
+  const { id } = started.lines[0];
+  const resumed = await runFixture('checkpoint-run.mjs', ['resume', server.url, id], { env: { FIXTURE_PG_TABLE: table } });
+  assert.equal(resumed.code, 0, resumed.err);
+  const [{ frontier, restored }, { finished }] = resumed.lines;
+  assert.deepEqual(frontier, [{ stepId: 'work', input: 2 }]);
+  assert.deepEqual([restored.done, restored.tally, restored.tasks, restored.stepCount], [['done-1', 'done-2'], { done: [1, 2] }, 2, 4]);
+  assert.deepEqual([finished.done.length, finished.tally, finished.tasks, finished.tokens], [5, { done: [1, 2, 3, 4, 5] }, 5, { input: 50, output: 10 }]);
+});
+
+test("a detached step's manifest in PostgreSQL outlives a SIGKILL and another process replays it", slow, async () => {
+  const table = freshTable();
+  const spawned = await runFixture('detached-run.mjs', ['spawn', server.url], { env: { FIXTURE_PG_TABLE: table }, killWhen: (line) => line.handleId !== undefined });
+  assert.equal(spawned.signal, 'SIGKILL', spawned.err);
+  const [{ handleId }] = spawned.lines;
+  const replayed = await runFixture('detached-run.mjs', ['reattach', server.url, handleId, 'register'], { env: { FIXTURE_PG_TABLE: table } });
+  assert.equal(replayed.code, 0, replayed.err);
+  const [done] = replayed.lines;
+  assert.deepEqual([done.live, done.status, done.result.words, done.liveAfter], [[handleId], 'completed', 3, []]);
+});
+
+test('a durable run whose server goes away: its checkpoints and state writes fail with warnings, the run goes on, and the next ones carry everything once the server is back', slow, async (t) => {
+  const own = startServer();
+  if (own.skip) return t.skip(own.skip);
+  try {
+    const storage = createPostgresStorage(own.url, { timeoutMs: 3_000, connectTimeoutMs: 1_000 });
+    const checkpointStore = createCheckpointStore({ storage });
+    const tally = { id: 'tally', slot: 1, scope: 'thread', hooks: { init: async ({ storage: s }) => ({ state: (await s.get('state')) ?? { done: [] } }) } };
+    const diagnostics = [];
+    const harness = new AgentHarness({ name: 'outage', params: {}, storage, checkpointStore, memory: [tally], onDiagnostic: (d) => diagnostics.push(d) });
+    const work = step.run({
+      id: 'work',
+      execute: async (n, ctx) => {
+        ctx.itemLog.append({ id: `done-${n}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: `done ${n}` }] });
+        const { done } = ctx.harness.getLayerState(ctx.id, 'tally');
+        ctx.harness.setLayerState(ctx.id, 'tally', { done: [...done, n] });
+        await ctx.checkpoint();
+        return n;
+      },
+    });
+    const warnings = [];
+    const warn = console.warn;
+    console.warn = (...args) => warnings.push(args);
+    const ctx = harness.createContext({ threadId: 'T' });
+    try {
+      for (const n of [1, 2]) await harness.run(work, n, ctx);
+      own.stop();
+      await harness.run(work, 3, ctx);
+      assert.equal(warnings.length, 1, 'the checkpoint that could not be saved says so');
+      assert.match(String(warnings[0][0]), /failed to persist snapshot/);
+      assert.equal(warnings[0][1].code, 'STORAGE_UNAVAILABLE');
+      own.resume();
+      for (const n of [4, 5]) await harness.run(work, n, ctx);
+    } finally {
+      console.warn = warn;
+    }
+    assert.equal(warnings.length, 1);
+    // Another harness on the same server restores everything, the steps run during the outage included.
+    const other = new AgentHarness({ name: 'outage', params: {}, storage: createPostgresStorage(own.url), checkpointStore: createCheckpointStore({ storage: createPostgresStorage(own.url) }), memory: [tally] });
+    const restored = await other.restore(ctx.id);
+    assert.deepEqual(restored.itemLog.items.map((i) => i.id), ['done-1', 'done-2', 'done-3', 'done-4', 'done-5']);
+    assert.deepEqual(other.getLayerState(ctx.id, 'tally'), { done: [1, 2, 3, 4, 5] });
+    assert.deepEqual(await createPostgresStorage(own.url).get('layers/tally/T/state'), { done: [1, 2, 3, 4, 5] });
+  } finally {
+    own.destroy();
+  }
+});
+
+test("TLS: a harness's layer state through verify-full with the server's CA; a certificate not trusted is STORAGE_TLS_FAILED", { skip }, async (t) => {
+  if (!server.ca) return t.skip('the test server has no TLS (openssl was not found when it started)');
+  const table = freshTable();
+  // The certificate names `localhost`, and its CA is the server's own.
+  const byName = server.url.replace('@127.0.0.1:', '@localhost:');
+  const trusted = `${byName}?sslmode=verify-full&sslrootcert=${encodeURIComponent(server.ca)}`;
+  const storage = createPostgresStorage(trusted, { table });
+  const harness = new AgentHarness({ name: 'tls', params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }), llm: { provider: 'scripted' } });
+  await harness.execute('one', { threadId: 'T' });
+  await harness.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
+  await assert.rejects(createPostgresStorage(`${byName}?sslmode=verify-full`, { table }).get('k'), (e) => {
+    assert.ok(isNoeticConfigError(e));
+    assert.equal(e.code, 'STORAGE_TLS_FAILED');
+    assert.match(e.message, /invalid peer certificate/);
+    assert.match(e.hint, /sslrootcert/);
+    return true;
+  });
 });

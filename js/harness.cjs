@@ -8,7 +8,9 @@ const { ContextImpl, isHoldable } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { itemsJson } = require('./items.cjs');
-const { createInMemorySubprocessAdapter } = require('./subprocess.cjs');
+const { createInMemorySubprocessAdapter, REPLAYER } = require('./subprocess.cjs');
+const detached = require('./detached.cjs');
+const { lookupStep } = require('./steps.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
@@ -156,6 +158,8 @@ class AgentHarness {
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.
     if (config.tokenizer !== undefined) runtime.tokenize = (text) => runtime.native.countTokens(String(text));
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
+    // An adapter of ours with storage can reattach a step another process started; this harness runs it again.
+    if (REPLAYER in this.subprocess) this.subprocess[REPLAYER] = (request) => this._replay(request);
     checkpoints.checkCheckpointStore(opts.checkpointStore);
     this.checkpointStore = opts.checkpointStore ?? undefined;
   }
@@ -191,6 +195,56 @@ class AgentHarness {
     return new SpanImpl(name, parent ?? null);
   }
 
+  // Runs `step` beside the caller, through a subprocess adapter (the call's, the step's, else the harness's), in a
+  // child of `parentCtx`; the handle follows it (upstream's detachedSpawn).
+  detachedSpawn(step, input, parentCtx, overrides) {
+    const hint = 'Call harness.detachedSpawn(step, input, ctx, { threadId?, resourceId?, cwdInit?, subprocess? }) with a context of this harness.';
+    if (!(parentCtx instanceof ContextImpl && parentCtx._rt === this._runtime)) {
+      throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: `detachedSpawn(step, input, parentCtx): parentCtx is ${describeValue(parentCtx)}, not a context of this harness.`, hint });
+    }
+    if (overrides != null && (typeof overrides !== 'object' || Array.isArray(overrides))) {
+      throw new NoeticConfigError({ code: 'INVALID_DETACHED_OPTIONS', message: `detachedSpawn overrides are ${describeValue(overrides)}; expected an object.`, hint });
+    }
+    const threadId = overrides?.threadId ?? parentCtx.threadId;
+    const resourceId = overrides?.resourceId ?? parentCtx.resourceId;
+    const cwdInit = overrides?.cwdInit;
+    const child = this.createContext({ parent: parentCtx, threadId, resourceId, cwdInit });
+    const adapter = detached.adapterFor(step, overrides?.subprocess, this.subprocess);
+    return detached.dispatch({
+      adapter,
+      step,
+      input,
+      executionId: child.id,
+      overrides: { threadId, resourceId, cwdInit },
+      run: () => this.run(detached.alreadyRouted(step), input, child),
+      onStop: (reason) => child.abort(reason),
+    });
+  }
+
+  // A reattached step of an earlier process, run again from its input in a new context with its thread.
+  _replay(request) {
+    const step = lookupStep(request.stepId);
+    if (step == null) {
+      throw new NoeticConfigError({
+        code: 'STEP_NOT_REGISTERED',
+        message: `Subprocess handle for step '${request.stepId}' (execution ${request.executionId}) cannot be replayed: no step with that id is registered in this process.`,
+        hint: 'Build the step (its builder registers it) before reattaching; the manifest is kept, so a later reattach can still run it.',
+      });
+    }
+    const { threadId, resourceId, cwdInit } = request.overrides ?? {};
+    const ctx = this._createContext(contextOptionsOf({ threadId, resourceId, cwdInit }));
+    return this.run(detached.alreadyRouted(step), request.serializedInput, ctx);
+  }
+
+  // Stops a context: its run in flight ends as cancelled, and what it parked (a channel receive) with it.
+  // Upstream's does nothing.
+  async cancel(ctx, reason) {
+    if (!(ctx instanceof ContextImpl && ctx._rt === this._runtime)) {
+      throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: `harness.cancel(ctx): ctx is ${describeValue(ctx)}, not a context of this harness.`, hint: 'Pass a context this harness made or gave a step.' });
+    }
+    ctx.abort(reason ?? 'cancelled');
+  }
+
   // The working directory of the next root context (and of the current ones, which share this state).
   setRootCwd(nextCwd) {
     if (nextCwd === this.rootCwdState.cwd) return;
@@ -200,7 +254,15 @@ class AgentHarness {
 
   // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
   createContext(given) {
-    return this._createContext(contextOptionsOf(given));
+    const opts = contextOptionsOf(given);
+    const parent = opts.parent ?? undefined;
+    if (parent === undefined) return this._createContext(opts);
+    if (!(parent instanceof ContextImpl && parent._rt === this._runtime)) {
+      throw new NoeticConfigError({ code: 'INVALID_CONTEXT_OPTIONS', message: `createContext parent is ${describeValue(parent)}, not a context of this harness.`, hint: 'Pass a context this harness made or gave a step, or leave parent out.' });
+    }
+    const ctx = this._createContext(opts, { parent: parent.id });
+    ctx._parent = parent;
+    return ctx;
   }
 
   // `lineage`: the id and parent upstream's ContextImpl may be given (only `/internal/test` passes them).

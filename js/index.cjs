@@ -34,6 +34,7 @@ module.exports = {
   Slot: memory.Slot,
   SteeringAction: memory.SteeringAction,
   LedgerEntryKind: memory.LedgerEntryKind,
+  DetachedStatus: require('./detached.cjs').DetachedStatus,
   memory: memory.memory,
   layerData: memory.layerData,
   layerFn: memory.layerFn,

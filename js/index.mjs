@@ -16,6 +16,7 @@ export const {
   Slot,
   SteeringAction,
   LedgerEntryKind,
+  DetachedStatus,
   memory,
   layerData,
   layerFn,

@@ -97,8 +97,6 @@ const layerCalls = {
     if (!Array.isArray(requests) || requests.length === 0) return [];
     return callLayers(this, layers, ctx, { phase: 'executeRerender', requests, budgets: budgetsOf(budgets), query: String(query ?? '') });
   },
-  // Upstream's does nothing; a context is stopped with ctx.abort.
-  async cancel(_ctx, _reason) {},
 };
 
 module.exports = { layerCalls };

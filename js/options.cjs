@@ -171,7 +171,7 @@ function checkIds(options, where, code, hint) {
 // createContext's options: undefined or null mean none, as upstream.
 function contextOptionsOf(opts) {
   if (opts == null) return {};
-  const hint = 'Pass { threadId?, resourceId?, memory?, items?, state? } or nothing.';
+  const hint = 'Pass { threadId?, resourceId?, memory?, items?, state?, parent?, cwdInit? } or nothing.';
   checkObject(opts, 'createContext(options)', 'INVALID_CONTEXT_OPTIONS', hint);
   checkIds(opts, 'createContext', 'INVALID_CONTEXT_OPTIONS', hint);
   if (opts.items != null && !Array.isArray(opts.items)) {

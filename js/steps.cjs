@@ -6,6 +6,7 @@ const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue } = req
 const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
 const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
+const { routedExecute } = require('./detached.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -338,7 +339,7 @@ function describeStep(s, keep, describeLayer) {
   const base = { kind: s?.kind, id: s?.id };
   switch (s?.kind) {
     case 'run':
-      return { ...base, execute: typeof s.execute === 'function' ? keep(s.execute) : undefined, retry: describeRetry(s.retry) };
+      return { ...base, execute: typeof s.execute === 'function' ? keep(routedExecute(s)) : undefined, retry: describeRetry(s.retry) };
     case 'tool':
       return { ...base, tool: s.tool ? keep(s.tool) : undefined, args: s.args ? keep(s.args) : undefined };
     case 'branch':

@@ -13,6 +13,16 @@ const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
 const MANIFEST_PREFIX = 'inMemorySubprocess:manifest:';
 const manifestKey = (handleId) => `${MANIFEST_PREFIX}${handleId}`;
 
+// What the harness reads of an adapter of ours, out of sight of its users: whether it runs a step in place with
+// nothing another caller can observe (no storage: the step may then skip it), how to wait for a handle to end,
+// and who replays a reattached step when the adapter has no `stepRunner` (the harness it was given to).
+const INLINE = Symbol('noetic.subprocess.inline');
+const SETTLED = Symbol('noetic.subprocess.settled');
+const REPLAYER = Symbol('noetic.subprocess.replayer');
+const runsInline = (adapter) => adapter?.[INLINE] === true;
+// The statuses a handle ends in.
+const TERMINAL = new Set(['completed', 'failed', 'stopped', 'stale']);
+
 const isRecord = (value) => typeof value === 'object' && value !== null;
 
 // A thrown value as a plain `SerializedError`; a NoeticError keeps its structured payload so that it can be
@@ -21,6 +31,9 @@ function serializeError(err) {
   if (err instanceof Error) {
     const payload = { message: err.message, name: err.name, stack: err.stack };
     if ('noeticError' in err) payload.noeticError = err.noeticError;
+    // A config error keeps what makes it actionable.
+    if (typeof err.code === 'string') payload.code = err.code;
+    if (typeof err.hint === 'string') payload.hint = err.hint;
     return payload;
   }
   return { message: typeof err === 'string' ? err : String(err) };
@@ -103,12 +116,30 @@ function createInMemorySubprocessAdapter(options = {}) {
   const registry = new NativeSubprocessRegistry();
   // Each handle as `get` returns it, replaced (never mutated) at every transition, as upstream's are.
   const handles = new Map();
+  // Those waiting for a handle to end, by id.
+  const waiting = new Map();
   const storage = options.storage ?? undefined;
+  let replayer;
 
   // Async, like upstream's, so that a run's steps take the same turns of the microtask queue.
   async function save(handle) {
     handles.set(handle.id, handle);
+    if (TERMINAL.has(handle.status)) {
+      for (const wake of waiting.get(handle.id) ?? []) wake(handle);
+      waiting.delete(handle.id);
+    }
     return handle;
+  }
+
+  // The handle once it has ended; null for one this adapter does not know.
+  function settled(handleId) {
+    const handle = handles.get(handleId);
+    if (!handle) return Promise.resolve(null);
+    if (TERMINAL.has(handle.status)) return Promise.resolve(handle);
+    return new Promise((resolve) => {
+      if (!waiting.has(handleId)) waiting.set(handleId, []);
+      waiting.get(handleId).push(resolve);
+    });
   }
 
   function withInjected(request, intrinsic) {
@@ -169,18 +200,22 @@ function createInMemorySubprocessAdapter(options = {}) {
     await forget(handle.id);
   }
 
-  async function fail(handle, err) {
+  // A replay that could not start (its step is not registered here) keeps its manifest: another process, or a
+  // later reattach here, can still run it.
+  async function fail(handle, err, { keepManifest = false } = {}) {
     const state = registry.settle(handle.id, false);
+    if (state == null) return;
     const { metadata } = handles.get(handle.id) ?? handle;
     await save(handleOf(state, { ...(metadata ?? {}), error: serializedOrDescribed(err) }));
-    await forget(handle.id);
+    if (!keepManifest) await forget(handle.id);
   }
 
   async function runStep(request, handle) {
+    const runner = options.stepRunner ?? replayer;
     try {
       let result;
       if (request._localExecutor) result = await request._localExecutor();
-      else if (options.stepRunner) result = await options.stepRunner(request, handle);
+      else if (runner) result = await runner(request, handle);
       else {
         throw new Error(
           `In-memory subprocess adapter has no executor for step "${request.stepId}". ` +
@@ -189,7 +224,7 @@ function createInMemorySubprocessAdapter(options = {}) {
       }
       await succeed(handle, { result });
     } catch (err) {
-      await fail(handle, err);
+      await fail(handle, err, { keepManifest: err?.code === 'STEP_NOT_REGISTERED' });
     }
   }
 
@@ -228,7 +263,7 @@ function createInMemorySubprocessAdapter(options = {}) {
     return { kind: 'unsupported', handle, message: `In-memory subprocess adapter does not support ${what}.` };
   }
 
-  return {
+  const adapter = {
     async spawn(request) {
       if (!isRecord(request)) {
         throw new NoeticConfigError({
@@ -260,14 +295,19 @@ function createInMemorySubprocessAdapter(options = {}) {
     async isAlive(handle) {
       return typeof handle?.id === 'string' && registry.isAlive(handle.id);
     },
-    // Without storage there is nothing to reattach to. With it, the handle is taken back as running; it is not
-    // run again here (`reattachMode: 'replay'` says how a caller may re-run it).
+    // Without storage there is nothing to reattach to. With it, the handle is taken back as running and, when
+    // there is someone to run it (the `stepRunner`, else the harness this adapter was given to), its step is run
+    // again from the manifest's input (`reattachMode: 'replay'`); otherwise it is the caller's to re-run.
     async reattach(handleId) {
       if (!storage) return null;
       const manifest = await loadManifest(handleId);
       if (!manifest) return null;
       const handle = handleOf(registry.reattach(manifest.handleId, manifest.startedAt), manifestMetadata(manifest));
       await save(handle);
+      if (options.stepRunner || replayer) {
+        const { stepId, serializedInput, executionId, overrides } = manifest;
+        void runStep({ kind: 'step', stepId, serializedInput, executionId, overrides }, handle);
+      }
       return handle;
     },
     // This adapter's live handles, then those of earlier adapters whose manifests are still in the storage.
@@ -287,6 +327,18 @@ function createInMemorySubprocessAdapter(options = {}) {
       return [...live.values()];
     },
   };
+  Object.defineProperties(adapter, {
+    [INLINE]: { value: !storage },
+    [SETTLED]: { value: settled },
+    // The first harness given this adapter replays its reattached steps, unless a `stepRunner` does.
+    [REPLAYER]: {
+      get: () => replayer,
+      set: (run) => {
+        replayer ??= run;
+      },
+    },
+  });
+  return adapter;
 }
 
 // Anything with the methods the harness calls on an adapter (`spawn` and `get`) is one; null and undefined mean
@@ -304,4 +356,4 @@ function checkSubprocessAdapter(adapter) {
   }
 }
 
-module.exports = { createInMemorySubprocessAdapter, serializeError, checkSubprocessAdapter };
+module.exports = { createInMemorySubprocessAdapter, serializeError, checkSubprocessAdapter, runsInline, SETTLED, REPLAYER, TERMINAL };

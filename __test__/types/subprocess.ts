@@ -2,10 +2,15 @@
 
 import {
   AgentHarness,
+  DetachedStatus,
+  step,
   createInMemoryStorage,
   createInMemorySubprocessAdapter,
   serializeError,
+  type Context,
   type CreateInMemorySubprocessAdapterOptions,
+  type DetachedHandle,
+  type SubprocessHandleMetadata,
   type SerializedError,
   type StepSubprocessRequest,
   type SubprocessAdapter,
@@ -52,3 +57,20 @@ const serialized: SerializedError = serializeError(new Error('boom'));
 const harness = new AgentHarness({ name: 't', params: {}, subprocess: plain });
 const fromHarness: SubprocessAdapter = harness.subprocess;
 void [serialized, fromHarness];
+
+// Detached runs: the handle's output type follows the step's, and the overrides take an adapter.
+async function detached(ctx: Context): Promise<number> {
+  const doubler = step.run({ id: 'double', execute: async (n: number) => n * 2 });
+  const handle: DetachedHandle<number> = harness.detachedSpawn(doubler, 2, ctx, { threadId: 't', subprocess: plain });
+  const status: DetachedStatus = handle.status;
+  const running: boolean = status === DetachedStatus.Running;
+  const last: number | undefined = handle.result;
+  const metadata: SubprocessHandleMetadata | undefined = handle.metadata;
+  const stopped: SubprocessStopResult = await handle.stop('enough');
+  void [running, last, metadata, stopped, handle.done, handle.error];
+  await harness.cancel(ctx, 'why');
+  const child: Context = harness.createContext({ parent: ctx });
+  void child;
+  return handle.await(1_000);
+}
+void detached;
