@@ -3248,6 +3248,10 @@ declare class NativeHarness {
   sessionResponse(thread: string, waiter: number): string | null
   /** Aborts `thread`'s turn in flight; its end is returned or arrives as for `session_response`. */
   sessionAbort(thread: string, reason: string, waiter: number): string | null
+  /** A session response's `lastLayerUsage` as JSON (`null` when it had none), read once: JS keeps what it parsed. */
+  takeLayerUsage(key: number): string | null
+  /** JS collected a response whose `lastLayerUsage` was never read. */
+  dropLayerUsage(key: number): void
   /** As upstream's `HarnessStatus`, JSON. */
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number

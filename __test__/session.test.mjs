@@ -463,6 +463,49 @@ test('harnesses a program drops are collected even when it never yields to the e
   assert.ok(grew < 6, `the heap grew by ${grew.toFixed(1)} MB over 12 dropped harnesses`);
 });
 
+test('awaiting turn after turn still lets the event loop turn, where Node frees the native side of what was dropped', async () => {
+  // Each turn settles in microtasks alone; without a pause now and then, an immediate (and Node's finalizers of
+  // dropped native objects, which run between macrotasks) would wait until the loop below ends.
+  const h = harnessWith(model());
+  let turned = false;
+  setImmediate(() => (turned = true));
+  const started = performance.now();
+  let turns = 0;
+  while (!turned && performance.now() - started < 5_000) {
+    await h.execute(`turn ${turns++}`);
+    await h.getAgentResponse();
+  }
+  assert.ok(turned, `the event loop never turned in ${turns} turns`);
+});
+
+test("each response keeps its own turn's lastLayerUsage, read in any order, once or many times", async () => {
+  const counter = {
+    id: 'counter',
+    slot: 300,
+    scope: 'thread',
+    hooks: {
+      init: async () => ({ state: { turns: 0 } }),
+      recall: async ({ state }) => `turn ${state.turns}`,
+      store: async ({ state }) => ({ state: { turns: state.turns + 1 } }),
+    },
+  };
+  const h = harnessWith(model(), { memory: [counter] });
+  const responses = [];
+  for (let i = 0; i < 3; i++) {
+    await h.execute(`turn ${i}`);
+    responses.push(await h.getAgentResponse());
+  }
+  const recalled = (r) => r.lastLayerUsage.layers[0].items[0].content[0].text;
+  assert.deepEqual([2, 0, 1].map((i) => recalled(responses[i])), ['turn 2', 'turn 0', 'turn 1']);
+  assert.equal(responses[0].lastLayerUsage, responses[0].lastLayerUsage, 'read twice, the same object');
+  assert.deepEqual(Object.keys(responses[1]).sort(), ['cost', 'items', 'lastLayerUsage', 'text', 'usage']);
+  responses[2].lastLayerUsage = 'mine';
+  assert.equal(responses[2].lastLayerUsage, 'mine');
+  const noLayers = harnessWith(model());
+  await noLayers.execute('hi');
+  assert.equal((await noLayers.getAgentResponse()).lastLayerUsage?.layers?.length ?? 0, 0);
+});
+
 test('turns of different sessions reach the model in the order of their execute calls, as upstream', async () => {
   for (let round = 0; round < 20; round++) {
     const order = [];

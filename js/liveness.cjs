@@ -21,4 +21,40 @@ function release() {
 // be collected), which means one that is awaited but no longer referenced must be kept here until its runs end.
 const busy = new Set();
 
-module.exports = { hold, release, busy };
+// Node frees a native object (a dropped harness with its sessions' history) in a finalizer it runs only between
+// macrotasks. Our promises settle in microtasks, so a program awaiting turn after turn never gives it one, and every
+// harness it drops stays in memory until it stops. So once the event loop has not turned for a while, a settlement
+// waits for the next turn (an immediate). Captured at load, so that a test's fake timers cannot stall it.
+const { setImmediate: immediate } = require('node:timers');
+const now = performance.now.bind(performance);
+const STARVED_MS = 10;
+const loop = {
+  tick: undefined,
+  turnedAt: 0,
+  deferred: [],
+  settle(resolve, value) {
+    if (this.tick === undefined) {
+      // No tick pending: the last one ran, so the loop has turned since it was scheduled.
+      this.turnedAt = now();
+      // Ref'd (Bun would never run it otherwise): it runs at the loop's next turn, so it holds nothing open.
+      this.tick = immediate(() => this.turned());
+    } else if (now() - this.turnedAt >= STARVED_MS) {
+      this.deferred.push(() => resolve(value));
+      return;
+    }
+    resolve(value);
+  },
+  turned() {
+    this.tick = undefined;
+    const deferred = this.deferred;
+    this.deferred = [];
+    for (const resume of deferred) resume();
+  },
+};
+
+// Resolves `resolve` with `value` now, or after the event loop's next turn if it has gone without one (see above).
+function settleSoon(resolve, value) {
+  loop.settle(resolve, value);
+}
+
+module.exports = { hold, release, busy, settleSoon };

@@ -173,7 +173,7 @@ class Runtime {
       } catch (e) {
         return reject(e);
       }
-      if (now != null) return resolve(raw ? now : JSON.parse(now));
+      if (now != null) return liveness.settleSoon(resolve, raw ? now : JSON.parse(now));
       if (hold) liveness.hold();
       this.runs.set(id, { resolve, hold });
       onWait?.(() => this.settled(id, null));
@@ -233,7 +233,7 @@ class Runtime {
     if (!waiting) return;
     this.runs.delete(id);
     if (waiting.hold) liveness.release();
-    waiting.resolve(result);
+    liveness.settleSoon(waiting.resolve, result);
   }
 
   pendingInput(thread, id, items) {

@@ -87,6 +87,9 @@ function execute(harness, input, options = {}) {
   }
 }
 
+// A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response.
+const unreadUsages = new FinalizationRegistry(({ native, key }) => native.dropLayerUsage(key));
+
 // Upstream's HarnessResponse, its items read from the context that ran the turn.
 function toResponse(runtime, value) {
   let items = [];
@@ -95,23 +98,37 @@ function toResponse(runtime, value) {
   } catch {
     // The context was replaced before this was read (a later turn with other options); its items are gone.
   }
-  const usageText = value.lastLayerUsage;
-  // `lastLayerUsage` arrives as JSON text and is parsed when first read: most responses' usage never is.
-  const settle = (self, v) => Object.defineProperty(self, 'lastLayerUsage', { value: v, writable: true, enumerable: true, configurable: true });
-  return {
+  const native = runtime.native;
+  const key = value.usageKey;
+  let taken = false;
+  let usage;
+  // `lastLayerUsage` carries every recalled item, so it crosses only when first read: most responses' never is.
+  const settle = (self, v) => {
+    if (key !== undefined) unreadUsages.unregister(response);
+    Object.defineProperty(self, 'lastLayerUsage', { value: v, writable: true, enumerable: true, configurable: true });
+  };
+  const response = {
     items,
     usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
     cost: value.cost,
     text: value.text,
     get lastLayerUsage() {
-      const usage = typeof usageText === 'string' ? JSON.parse(usageText) : undefined;
+      if (!taken) {
+        taken = true;
+        const text = key === undefined ? null : native.takeLayerUsage(key);
+        usage = text == null ? undefined : JSON.parse(text);
+      }
       settle(this, usage);
       return usage;
     },
     set lastLayerUsage(v) {
+      if (key !== undefined && !taken) native.dropLayerUsage(key);
+      taken = true;
       settle(this, v);
     },
   };
+  if (key !== undefined) unreadUsages.register(response, { native, key }, response);
+  return response;
 }
 
 function getAgentResponse(harness, scope) {

@@ -19,7 +19,7 @@ use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::NativeWrite;
 use noetic_runtime::memory::registry::LayerImpl;
-use noetic_runtime::memory::state::{Persist, StateStore, StateValue};
+use noetic_runtime::memory::state::{Persist, StateJson, StateStore, StateValue};
 use noetic_runtime::provider::OpenRouter;
 use noetic_runtime::steps::Step;
 use noetic_runtime::storage::{InMemoryStorage, Storage};
@@ -52,6 +52,8 @@ pub struct NativeHarness {
   pub(crate) driver: Driver,
   /// Hook spans waiting for the trace exporter (`None`: the harness does not trace).
   traces: Option<Arc<TraceBuffer>>,
+  /// Session responses whose `lastLayerUsage` JS has not read yet (see `session.rs`).
+  pub(crate) usages: crate::session::UsageShelf,
 }
 
 /// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever,
@@ -230,7 +232,7 @@ impl NativeHarness {
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());
-    Ok(Self { inner: Arc::new(harness), dispatch, driver, traces })
+    Ok(Self { inner: Arc::new(harness), dispatch, driver, traces, usages: Default::default() })
   }
 
   /// The hook spans recorded since the last call, as a JSON array (D14).
@@ -566,7 +568,7 @@ impl NativeHarness {
   /// A JS layer's state changed outside a hook phase (a `provides` function): mirror it durably.
   #[napi(catch_unwind)]
   pub fn host_state_written(&self, context: String, layer: String, persist: Option<String>) -> Result<()> {
-    let persist = persist.map(|text| parse(&text)).transpose()?.map(Persist::Write);
+    let persist = persist.map(|text| Persist::Write(StateJson::Text(text)));
     // The mirror write is a task on the runtime; this call comes from the JS thread.
     within_runtime_if_available(|| {
       self.inner.env.states.set(&context, &layer, StateValue::Host, persist, &self.inner.env.sink);

@@ -6,6 +6,7 @@ use noetic_runtime::host::*;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
+use noetic_runtime::memory::state::StateJson;
 use noetic_runtime::steps::Step;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -88,7 +89,7 @@ struct JsHookReply {
   elapsed_ms: Option<f64>,
 }
 
-fn state_write(state: Option<&str>, persist: Option<Value>) -> StateWrite {
+fn state_write(state: Option<&str>, persist: Option<StateJson>) -> StateWrite {
   match state {
     Some("set") => StateWrite::Set { persist },
     Some("clear") => StateWrite::Cleared,
@@ -133,16 +134,9 @@ impl From<JsRecall> for RecallReply {
 impl JsHookReply {
   /// The runtime's reply. A persisted state that cannot be read (nested too deep) is a `persist` diagnostic for
   /// `layer`, and only its write is dropped: the state itself is still set.
-  fn into_reply(self, layer: &str, dispatch: &Dispatch) -> HookReply {
-    let persist = self.persist.as_ref().and_then(|(text,)| match from_js_json::<Value>(text.get()) {
-      Ok(value) => Some(value),
-      Err(error) => {
-        let message = format!("the new state was not saved: {error}");
-        dispatch
-          .notify(json!({ "op": "diagnostic", "layerId": layer, "hook": "persist", "message": message }).to_string());
-        None
-      }
-    });
+  fn into_reply(self) -> HookReply {
+    // Stored as JS wrote it: a store of text keeps it unparsed, others parse it (a failure is a persist diagnostic).
+    let persist = self.persist.map(|(text,)| StateJson::Text(String::from(Box::<str>::from(text))));
     let status = match self.status.as_str() {
       "ok" => HookStatus::Ok,
       "skipped" => HookStatus::Skipped,
@@ -217,11 +211,7 @@ impl Host for JsHost {
     let failed = |message: String| (0..count).map(|_| HookReply::of(HookStatus::Threw(message.clone()))).collect();
     match self.request("hooks", &batch).await {
       Ok(text) => match from_js_json::<Vec<JsHookReply>>(&text) {
-        Ok(replies) => replies
-          .into_iter()
-          .zip(&batch.calls)
-          .map(|(reply, call)| reply.into_reply(&call.layer_id, &self.dispatch))
-          .collect(),
+        Ok(replies) => replies.into_iter().take(count).map(JsHookReply::into_reply).collect(),
         Err(error) => failed(malformed(&error.to_string()).to_string()),
       },
       Err(error) => failed(error.to_string()),

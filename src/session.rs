@@ -2,6 +2,7 @@
 //! Answers that may come later (a response, the end of an abort, the next events) arrive as notifications through
 //! the dispatcher, `{op: 'settled', run: <waiter>, result}`; ones ready at once are returned directly.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::*;
@@ -21,7 +22,32 @@ use std::panic::AssertUnwindSafe;
 /// How many events one read hands over at most.
 const READ_BATCH: usize = 256;
 
-fn response_json(response: &TurnResponse) -> Value {
+/// Responses whose `lastLayerUsage` may still be read, by key. The usage carries every recalled item, so it is
+/// written out only if JS reads it (most never are), and let go once read or once JS collects the response.
+#[derive(Clone, Default)]
+pub(crate) struct UsageShelf(Arc<Mutex<Shelf>>);
+
+#[derive(Default)]
+struct Shelf {
+  next: u32,
+  kept: HashMap<u32, Arc<TurnResponse>>,
+}
+
+impl UsageShelf {
+  fn put(&self, response: &Arc<TurnResponse>) -> u32 {
+    let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    shelf.next = shelf.next.wrapping_add(1);
+    let key = shelf.next;
+    shelf.kept.insert(key, Arc::clone(response));
+    key
+  }
+
+  fn take(&self, key: u32) -> Option<Arc<TurnResponse>> {
+    self.0.lock().unwrap_or_else(PoisonError::into_inner).kept.remove(&key)
+  }
+}
+
+fn response_json(response: &Arc<TurnResponse>, usages: Option<&UsageShelf>) -> Value {
   let mut usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
   if response.cached_tokens > 0.0 {
     usage["cachedTokens"] = json!(response.cached_tokens);
@@ -31,18 +57,19 @@ fn response_json(response: &TurnResponse) -> Value {
     "logLen": response.log_len,
     "text": response.text,
     "usage": usage,
-    // As a JSON text, which JS parses only if the response's `lastLayerUsage` is read.
-    "lastLayerUsage": response.last_layer_usage.as_ref().map(|usage| usage.to_json_text()),
   });
+  if let (Some(usages), Some(_)) = (usages, &response.last_layer_usage) {
+    value["usageKey"] = json!(usages.put(response));
+  }
   if response.cost > 0.0 {
     value["cost"] = json!(response.cost);
   }
   value
 }
 
-fn outcome_json(outcome: &TurnOutcome) -> String {
+fn outcome_json(outcome: &TurnOutcome, usages: Option<&UsageShelf>) -> String {
   match outcome {
-    Ok(response) => json!({ "ok": true, "value": response_json(response) }),
+    Ok(response) => json!({ "ok": true, "value": response_json(response, usages) }),
     Err(error) => json!({ "ok": false, "error": error_json(error) }),
   }
   .to_string()
@@ -58,11 +85,13 @@ impl Answer {
     Self { slot: Arc::new(Mutex::new((true, None))) }
   }
 
-  fn waiter(&self, dispatch: &Dispatch, id: u32) -> Waiter {
+  /// `usages`: where a response's usage waits to be read; `None` when JS makes no response of the outcome.
+  fn waiter(&self, dispatch: &Dispatch, usages: Option<&UsageShelf>, id: u32) -> Waiter {
     let slot = Arc::clone(&self.slot);
     let dispatch = dispatch.clone();
+    let usages = usages.cloned();
     Box::new(move |outcome| {
-      let text = outcome_json(&outcome);
+      let text = outcome_json(&outcome, usages.as_ref());
       let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
       if slot.0 {
         slot.1 = Some(text);
@@ -140,7 +169,7 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn session_response(&self, thread: String, waiter: u32) -> Option<String> {
     let answer = Answer::new();
-    self.inner.agent_response(&thread, answer.waiter(&self.dispatch, waiter));
+    self.inner.agent_response(&thread, answer.waiter(&self.dispatch, Some(&self.usages), waiter));
     answer.now()
   }
 
@@ -148,8 +177,20 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn session_abort(&self, thread: String, reason: String, waiter: u32) -> Option<String> {
     let answer = Answer::new();
-    js_polls_next(|| self.inner.abort_session(&thread, &reason, answer.waiter(&self.dispatch, waiter)));
+    js_polls_next(|| self.inner.abort_session(&thread, &reason, answer.waiter(&self.dispatch, None, waiter)));
     answer.now()
+  }
+
+  /// A session response's `lastLayerUsage` as JSON (`null` when it had none), read once: JS keeps what it parsed.
+  #[napi(catch_unwind)]
+  pub fn take_layer_usage(&self, key: u32) -> Option<String> {
+    self.usages.take(key).and_then(|response| response.last_layer_usage.as_ref().map(|usage| usage.to_json_text()))
+  }
+
+  /// JS collected a response whose `lastLayerUsage` was never read.
+  #[napi(catch_unwind)]
+  pub fn drop_layer_usage(&self, key: u32) {
+    self.usages.take(key);
   }
 
   /// As upstream's `HarnessStatus`, JSON.

@@ -81,11 +81,7 @@ impl NativeStorage {
       return guarded(async move { Ok(store.fetch(&key).await.map_err(postgres_error)?.map(|v| v.to_string())) }).await;
     }
     let store = Arc::clone(&self.inner);
-    guarded(async move {
-      let value = store.get(&key).await.map_err(storage_error)?;
-      Ok(value.map(|value| value.to_string()))
-    })
-    .await
+    guarded(async move { store.get_json(&key).await.map_err(storage_error) }).await
   }
 
   /// Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold).

@@ -67,6 +67,47 @@ fn parse<T: DeserializeOwned>(text: &str, unbounded: bool) -> serde_json::Result
   }
 }
 
+/// JSON text from JS made fit to be kept as text, without parsing it: refused past [`MAX_DEPTH`] as a parse would
+/// be, and with each unpaired surrogate escape replaced by U+FFFD, as a parse would read it (one scan, and a copy
+/// only when there is a surrogate escape).
+pub fn js_json_text(text: String) -> Result<String, String> {
+  let (mut depth, mut deepest) = (0usize, 0usize);
+  let mut surrogate_escape = false;
+  let bytes = text.as_bytes();
+  let mut i = 0;
+  while i < bytes.len() {
+    match bytes[i] {
+      b'"' => {
+        // A string: skip to its closing quote, looking only at escapes on the way.
+        i += 1;
+        while let Some(at) = bytes.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
+          i += at + 1;
+          if bytes[i - 1] == b'"' {
+            break;
+          }
+          // `\uD8..`-`\uDF..`: a surrogate escape, lone or paired (JSON.stringify writes pairs as they are).
+          if matches!(bytes.get(i..i + 3), Some([b'u', b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])) {
+            surrogate_escape = true;
+          }
+          i += 1;
+        }
+        continue;
+      }
+      b'[' | b'{' => {
+        depth += 1;
+        deepest = deepest.max(depth);
+      }
+      b']' | b'}' => depth = depth.saturating_sub(1),
+      _ => {}
+    }
+    i += 1;
+  }
+  if deepest > MAX_DEPTH {
+    return Err(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"));
+  }
+  Ok(if surrogate_escape { replace_lone_surrogate_escapes(&text).unwrap_or(text) } else { text })
+}
+
 /// How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
 fn nesting_of(text: &str) -> usize {
   let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
@@ -147,6 +188,22 @@ mod tests {
     let text = r#"{"a":"\ud800x","b":"\udc00","c":"\ud83d\ude00","d":"\\ud800","e":"\uD83D"}"#;
     let value: Value = from_js_json(text).expect("parsed");
     assert_eq!(value, json!({"a": "\u{fffd}x", "b": "\u{fffd}", "c": "😀", "d": "\\ud800", "e": "\u{fffd}"}));
+  }
+
+  #[test]
+  fn text_kept_as_text_is_checked_and_made_well_formed_as_a_parse_would() {
+    let plain = r#"{"a":"x\\ud800","b":[1e+21]}"#.to_owned();
+    assert_eq!(js_json_text(plain.clone()).as_deref(), Ok(plain.as_str()));
+    let lone = r#"{"a":"said\ud83d","b":"\ud83d\ude00"}"#.to_owned();
+    assert_eq!(js_json_text(lone).as_deref(), Ok(r#"{"a":"said\ufffd","b":"\ud83d\ude00"}"#));
+    let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+    assert!(js_json_text(deep).unwrap_err().contains("deeper than 128 levels"));
+    // Not JSON.stringify's, but never a panic: a text that ends inside a string or an escape.
+    for cut in [r#"["ab"#, r#"["ab\"#, r#"["\ud8"#] {
+      assert!(js_json_text(cut.to_owned()).is_ok());
+    }
+    let fine = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert!(js_json_text(fine).is_ok());
   }
 
   #[test]

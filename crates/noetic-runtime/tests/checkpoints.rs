@@ -36,8 +36,8 @@ impl Host for Host_ {
       .map(|call| {
         self.calls.lock().unwrap().push(format!("{}:{}", batch.hook.name(), call.layer_id));
         let state = match (batch.hook, &call.args) {
-          (HookKind::Init, _) => StateWrite::Set { persist: Some(json!({ "fresh": true })) },
-          (HookKind::Store, _) => StateWrite::Set { persist: Some(json!({ "stored": true })) },
+          (HookKind::Init, _) => StateWrite::Set { persist: Some(json!({ "fresh": true }).into()) },
+          (HookKind::Store, _) => StateWrite::Set { persist: Some(json!({ "stored": true }).into()) },
           _ => StateWrite::Unchanged,
         };
         HookReply { state, ..HookReply::of(HookStatus::Ok) }

@@ -47,7 +47,7 @@ impl Host for ScriptHost {
           (StateWrite::Unchanged, Some(RecallReply::Text(format!("{} has {budget}", call.layer_id))))
         }
         HookArgs::Store { response_from, response_to, .. } => {
-          (StateWrite::Set { persist: Some(json!({ "stored": response_to - response_from })) }, None)
+          (StateWrite::Set { persist: Some(json!({ "stored": response_to - response_from }).into()) }, None)
         }
         _ => (StateWrite::Unchanged, None),
       };

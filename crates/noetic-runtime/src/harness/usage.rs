@@ -15,9 +15,9 @@ use super::tools::ToolDef;
 /// characters compare by class first (whitespace < punctuation < symbols < digits < letters), letters ignoring
 /// case, punctuation in ICU's order; equal strings then put lowercase before uppercase.
 pub fn compare_layer_ids(a: &str, b: &str) -> Ordering {
-  let primary = |s: &str| s.chars().map(primary_weight).collect::<Vec<_>>();
-  let tertiary = |s: &str| s.chars().map(|c| c.is_uppercase()).collect::<Vec<_>>();
-  primary(a).cmp(&primary(b)).then_with(|| tertiary(a).cmp(&tertiary(b))).then_with(|| a.cmp(b))
+  // Compared lazily, char by char: ids sort at every model step, and most differ early.
+  let primary = a.chars().map(primary_weight).cmp(b.chars().map(primary_weight));
+  primary.then_with(|| a.chars().map(char::is_uppercase).cmp(b.chars().map(char::is_uppercase))).then_with(|| a.cmp(b))
 }
 
 fn primary_weight(c: char) -> (u8, u32) {

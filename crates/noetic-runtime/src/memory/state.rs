@@ -53,14 +53,28 @@ pub enum StateValue {
 /// What a write leaves in durable storage.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Persist {
-  Write(Value),
+  Write(StateJson),
   Delete,
+}
+
+/// A state to persist: a built-in's value, or the JSON text JS serialized at write time, which goes to the store as
+/// it is (a store of text never parses it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateJson {
+  Value(Value),
+  Text(String),
+}
+
+impl From<Value> for StateJson {
+  fn from(value: Value) -> Self {
+    Self::Value(value)
+  }
 }
 
 impl StateValue {
   fn persisted(&self) -> Option<Persist> {
     match self {
-      Self::Json(value) => Some(Persist::Write(value.clone())),
+      Self::Json(value) => Some(Persist::Write(StateJson::Value(value.clone()))),
       Self::Undefined => Some(Persist::Delete),
       Self::Host => None,
     }
@@ -194,7 +208,8 @@ impl Mirror {
     let mut next = first;
     loop {
       let outcome = match next {
-        Persist::Write(value) => self.storage.set(&self.key, value).await,
+        Persist::Write(StateJson::Value(value)) => self.storage.set(&self.key, value).await,
+        Persist::Write(StateJson::Text(text)) => self.storage.set_json(&self.key, text).await,
         Persist::Delete => self.storage.delete(&self.key).await,
       };
       if let Err(error) = outcome {
@@ -321,7 +336,7 @@ mod tests {
     let sink: Arc<dyn DiagnosticSink> = Arc::new(Collect::default());
     let storage = Arc::new(InMemoryStorage::new());
     store.register_durable("E", "js", Arc::clone(&storage) as Arc<dyn Storage>, "k".into());
-    store.set("E", "js", StateValue::Host, Some(Persist::Write(json!({"entries": ["x"]}))), &sink);
+    store.set("E", "js", StateValue::Host, Some(Persist::Write(StateJson::Text(r#"{"entries":["x"]}"#.into()))), &sink);
     store.flush("E").await;
     assert_eq!(storage.get_now("k"), Some(json!({"entries": ["x"]})));
   }
@@ -360,7 +375,7 @@ pub enum StateWrite {
   #[default]
   Unchanged,
   /// A new state; `persist` is its JSON when the layer is durable.
-  Set { persist: Option<Value> },
+  Set { persist: Option<StateJson> },
   /// The state became `undefined`.
   Cleared,
 }

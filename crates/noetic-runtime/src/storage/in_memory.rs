@@ -2,17 +2,42 @@
 //! what an agent reads back is what it wrote, exactly as a durable store would return it.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Storage, StorageResult};
+use super::{Storage, StorageError, StorageResult};
+use crate::js_text::{from_js_json, js_json_text};
+
+/// A value as it was given: JSON text from JS stays text (JS reads it back as text, so most never need parsing).
+#[derive(Debug, Clone)]
+enum Stored {
+  Value(Value),
+  Text(Arc<str>),
+}
+
+impl Stored {
+  fn value(&self) -> Value {
+    match self {
+      Self::Value(value) => value.clone(),
+      // Checked when stored, and JS wrote it: it parses.
+      Self::Text(text) => from_js_json(text).unwrap_or(Value::Null),
+    }
+  }
+
+  fn text(&self) -> String {
+    match self {
+      Self::Value(value) => value.to_string(),
+      Self::Text(text) => text.to_string(),
+    }
+  }
+}
 
 #[derive(Debug, Default)]
 pub struct InMemoryStorage {
   // Ordered so that `list` is a range scan rather than a filter over every key.
-  entries: Mutex<BTreeMap<String, Value>>,
+  entries: Mutex<BTreeMap<String, Stored>>,
 }
 
 impl InMemoryStorage {
@@ -20,17 +45,24 @@ impl InMemoryStorage {
     Self::default()
   }
 
-  fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Value>> {
+  fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Stored>> {
     // A poisoned lock only means another thread panicked mid-call; the map itself is still consistent.
     self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
   }
 
   pub fn get_now(&self, key: &str) -> Option<Value> {
-    self.entries().get(key).cloned()
+    self.entries().get(key).map(Stored::value)
   }
 
   pub fn set_now(&self, key: &str, value: Value) {
-    self.entries().insert(key.to_owned(), value);
+    self.entries().insert(key.to_owned(), Stored::Value(value));
+  }
+
+  /// Stores JSON text JS wrote, unparsed (checked and made well-formed as a parse would, so later reads parse).
+  pub fn set_json_now(&self, key: &str, text: String) -> StorageResult<()> {
+    let text = js_json_text(text).map_err(StorageError)?;
+    self.entries().insert(key.to_owned(), Stored::Text(text.into()));
+    Ok(())
   }
 
   pub fn delete_now(&self, key: &str) {
@@ -70,6 +102,14 @@ impl Storage for InMemoryStorage {
   fn answers_at_once(&self) -> bool {
     true
   }
+
+  async fn set_json(&self, key: &str, text: String) -> StorageResult<()> {
+    self.set_json_now(key, text)
+  }
+
+  async fn get_json(&self, key: &str) -> StorageResult<Option<String>> {
+    Ok(self.entries().get(key).map(Stored::text))
+  }
 }
 
 #[cfg(test)]
@@ -88,5 +128,21 @@ mod tests {
     assert_eq!(storage.list("layers/w/").await.unwrap(), vec!["layers/w/T/state", "layers/w/T/sub/a"]);
     storage.delete("layers/w/T/state").await.unwrap();
     assert_eq!(storage.get("layers/w/T/state").await.unwrap(), None);
+  }
+
+  #[tokio::test]
+  async fn json_text_from_js_reads_back_as_written_and_as_a_value() {
+    let storage = InMemoryStorage::new();
+    // JS's own spelling (`1e+21`) survives; a lone surrogate is U+FFFD, as in a durable store (B1).
+    let text = r#"{"big":1e+21,"cut":"a\ud83d","list":[1,[2]]}"#;
+    storage.set_json("k", text.to_owned()).await.unwrap();
+    let kept = r#"{"big":1e+21,"cut":"a\ufffd","list":[1,[2]]}"#;
+    assert_eq!(storage.get_json("k").await.unwrap().as_deref(), Some(kept));
+    assert_eq!(storage.get_now("k"), Some(json!({"big": 1e21, "cut": "a\u{fffd}", "list": [1, [2]]})));
+    storage.set_now("v", json!({"n": 1}));
+    assert_eq!(storage.get_json("v").await.unwrap().as_deref(), Some(r#"{"n":1}"#));
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    assert!(storage.set_json("deep", deep).await.is_err());
+    assert_eq!(storage.get_now("deep"), None);
   }
 }

@@ -42,4 +42,16 @@ pub trait Storage: Send + Sync {
   fn answers_at_once(&self) -> bool {
     false
   }
+
+  /// Stores the value of a JSON text JS wrote (`JSON.stringify`). A store that keeps text keeps it as it is; others
+  /// get the parsed value.
+  async fn set_json(&self, key: &str, text: String) -> StorageResult<()> {
+    let value = crate::js_text::from_js_json(&text).map_err(|error| StorageError(error.to_string()))?;
+    self.set(key, value).await
+  }
+
+  /// The stored value as JSON text, for JS.
+  async fn get_json(&self, key: &str) -> StorageResult<Option<String>> {
+    Ok(self.get(key).await?.map(|value| value.to_string()))
+  }
 }
