@@ -71,21 +71,34 @@ fn parse<T: DeserializeOwned>(text: &str, unbounded: bool) -> serde_json::Result
 /// be, and with each unpaired surrogate escape replaced by U+FFFD, as a parse would read it (one scan, and a copy
 /// only when there is a surrogate escape).
 pub fn js_json_text(text: String) -> Result<String, String> {
-  let (mut depth, mut deepest) = (0usize, 0usize);
-  let mut surrogate_escape = false;
+  let (deepest, surrogate_escape) = scan(&text);
+  if deepest > MAX_DEPTH {
+    return Err(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"));
+  }
+  Ok(if surrogate_escape { replace_lone_surrogate_escapes(&text).unwrap_or(text) } else { text })
+}
+
+/// How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
+fn nesting_of(text: &str) -> usize {
+  scan(text).0
+}
+
+/// One pass over a JSON text: how deeply it nests, and whether a string holds a surrogate escape (`\uD800`-
+/// `\uDFFF`, lone or paired; JSON.stringify writes pairs as they are, so usually a lone one). Strings are skipped
+/// to their closing quote, looking only at escapes on the way.
+fn scan(text: &str) -> (usize, bool) {
+  let (mut depth, mut deepest, mut surrogate_escape) = (0usize, 0usize, false);
   let bytes = text.as_bytes();
   let mut i = 0;
   while i < bytes.len() {
     match bytes[i] {
       b'"' => {
-        // A string: skip to its closing quote, looking only at escapes on the way.
         i += 1;
         while let Some(at) = bytes.get(i..).and_then(|rest| memchr::memchr2(b'"', b'\\', rest)) {
           i += at + 1;
           if bytes[i - 1] == b'"' {
             break;
           }
-          // `\uD8..`-`\uDF..`: a surrogate escape, lone or paired (JSON.stringify writes pairs as they are).
           if matches!(bytes.get(i..i + 3), Some([b'u', b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])) {
             surrogate_escape = true;
           }
@@ -102,36 +115,7 @@ pub fn js_json_text(text: String) -> Result<String, String> {
     }
     i += 1;
   }
-  if deepest > MAX_DEPTH {
-    return Err(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"));
-  }
-  Ok(if surrogate_escape { replace_lone_surrogate_escapes(&text).unwrap_or(text) } else { text })
-}
-
-/// How deeply the arrays and objects of a JSON text nest (brackets inside strings do not count).
-fn nesting_of(text: &str) -> usize {
-  let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-  for byte in text.bytes() {
-    if in_string {
-      match byte {
-        _ if escaped => escaped = false,
-        b'\\' => escaped = true,
-        b'"' => in_string = false,
-        _ => {}
-      }
-      continue;
-    }
-    match byte {
-      b'"' => in_string = true,
-      b'[' | b'{' => {
-        depth += 1;
-        deepest = deepest.max(depth);
-      }
-      b']' | b'}' => depth = depth.saturating_sub(1),
-      _ => {}
-    }
-  }
-  deepest
+  (deepest, surrogate_escape)
 }
 
 /// `text` with every `\uXXXX` escape of an unpaired surrogate replaced by `\ufffd`; `None` when there is none.
