@@ -92,6 +92,31 @@ test('layer state and a layer id with a lone surrogate persist, with U+FFFD in t
   assert.deepEqual(seen, { said: [`said${REPLACED}`] });
 });
 
+test('texts JS replies with keep every character natively: astral, two-byte, Latin-1, escapes and controls', async () => {
+  // Replies cross as UTF-16 and are transcoded natively (src/js_string.rs); these exercise each width.
+  const text = `ascii é ß 中文 😀 "quoted" back\\slash \n\t\u0001 ${'x'.repeat(300)}😀`;
+  const storage = createInMemoryStorage();
+  const layer = {
+    id: 'wide',
+    slot: 300,
+    scope: 'thread',
+    hooks: {
+      init: async () => ({ state: { said: [] } }),
+      recall: async () => ({ items: [{ id: 'r', type: 'message', role: 'developer', content: [{ type: 'input_text', text }] }], tokenCount: 9 }),
+      store: async ({ state }) => ({ state: { said: [...state.said, text] } }),
+    },
+  };
+  const { model } = recordingModel(text);
+  const { h, diagnostics } = harness({ storage, memory: [layer], _testCallModel: model, initialStep: step.llm({ id: 'llm', model: 'm' }) });
+  await h.execute(text, { threadId: 'T' });
+  const response = await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(response.text, text);
+  assert.equal(response.lastLayerUsage.layers[0].items[0].content[0].text, text);
+  assert.deepEqual(await storage.get('layers/wide/T/state'), { said: [text] });
+  await assert.rejects(h.run(step.run({ id: 'boom', execute: async () => { throw new Error(text); } }), 'x'), { message: `Step 'boom' failed: ${text}` });
+  assert.deepEqual(diagnostics, []);
+});
+
 // ---- 2. Harnesses are collected -----------------------------------------------------------------------------------
 
 test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc }, async () => {

@@ -33,6 +33,7 @@ use crate::driver::Driver;
 use crate::fs::{HarnessFiles, NativeFs};
 use crate::guard::guarded;
 use crate::js_host::JsHost;
+use crate::js_string::JsText;
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
@@ -245,16 +246,22 @@ impl NativeHarness {
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
   /// on it goes on at once, here; returns what it asks of JS next.
   #[napi(catch_unwind)]
-  pub fn reply(&self, id: u32, ok: bool, text: String) -> Option<String> {
+  pub fn reply(&self, id: u32, ok: bool, #[napi(ts_arg_type = "string")] text: JsText) -> Option<String> {
+    let JsText(text) = text;
     batch_text(&self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) })))
   }
 
   /// Answers several requests at once (replies that settled in one turn of JS's event loop: a fork's paths), then
   /// polls once: `ids[i]` gets `texts[i]`, as a success when `oks[i]`.
   #[napi(catch_unwind)]
-  pub fn reply_many(&self, ids: Vec<u32>, oks: Vec<bool>, texts: Vec<String>) -> Option<String> {
+  pub fn reply_many(
+    &self,
+    ids: Vec<u32>,
+    oks: Vec<bool>,
+    #[napi(ts_arg_type = "Array<string>")] texts: Vec<JsText>,
+  ) -> Option<String> {
     batch_text(&self.driver.drive(|| {
-      for ((id, ok), text) in ids.into_iter().zip(oks).zip(texts) {
+      for ((id, ok), JsText(text)) in ids.into_iter().zip(oks).zip(texts) {
         self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
       }
     }))
@@ -289,7 +296,7 @@ impl NativeHarness {
   /// `options`: `{threadId?, resourceId?, memory?, checked?}`; `checked`: JS put the items to the context's item
   /// schemas. `items`: its first items, as one JSON array of their texts.
   #[napi(catch_unwind)]
-  pub fn create_context(&self, options: String, items: String) -> Result<String> {
+  pub fn create_context(&self, options: String, #[napi(ts_arg_type = "string")] items: JsText) -> Result<String> {
     let options = parse(&options)?;
     let layers = match options.get("memory") {
       Some(layers @ Value::Array(_)) => {
@@ -401,7 +408,12 @@ impl NativeHarness {
   /// Appends a JS item (its `JSON.stringify` text) to a running context's log; returns its position. `checked`: JS
   /// put the item to the context's item schemas.
   #[napi(catch_unwind)]
-  pub fn append_item(&self, context: String, item: String, checked: Option<bool>) -> Result<u32> {
+  pub fn append_item(
+    &self,
+    context: String,
+    #[napi(ts_arg_type = "string")] item: JsText,
+    checked: Option<bool>,
+  ) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let types = self.inner.item_types.unless_checked(checked == Some(true));
     let item = parse_js_item(&item, types).map_err(|e| to_napi(noetic_json(&e)))?;
@@ -411,7 +423,7 @@ impl NativeHarness {
   /// Appends items JS held back (a JSON array of their texts, all of known types) to a context's log; returns its
   /// new length.
   #[napi(catch_unwind)]
-  pub fn append_items(&self, context: String, items: String) -> Result<u32> {
+  pub fn append_items(&self, context: String, #[napi(ts_arg_type = "string")] items: JsText) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let items = parse_item_batch(&items, self.inner.item_types, "itemLog.append")?;
     ctx.set_held_by_host(false);

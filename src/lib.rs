@@ -14,6 +14,7 @@ mod fs;
 mod guard;
 mod harness;
 mod js_host;
+mod js_string;
 mod protocol;
 mod session;
 mod storage;

@@ -15,6 +15,7 @@ use crate::describe;
 use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
 use crate::harness::{NativeHarness, parse, parse_item_batch};
+use crate::js_string::JsText;
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -211,7 +212,7 @@ impl NativeHarness {
   pub fn seed_session(
     &self,
     thread: String,
-    items: String,
+    #[napi(ts_arg_type = "string")] items: JsText,
     checked: Option<bool>,
     held: Option<bool>,
   ) -> Result<String> {

@@ -1,0 +1,56 @@
+//! A JS string read as UTF-16 and transcoded here, for the large texts JS sends (hook and model replies).
+//!
+//! Why: napi's UTF-8 read makes V8 walk the string twice, character by character (its UTF-8 length, then the
+//! write), which for a two-byte string (any text with a character past Latin-1) cost more than the work the text
+//! was sent for. The UTF-16 read is a length lookup and a copy; the transcoding below runs a word at a time over
+//! ASCII. Lone surrogates become U+FFFD, as napi's UTF-8 read makes them (B1).
+
+use napi::bindgen_prelude::{FromNapiValue, TypeName, ValidateNapiValue};
+use napi::{ValueType, sys};
+
+pub struct JsText(pub String);
+
+impl TypeName for JsText {
+  fn type_name() -> &'static str {
+    "String"
+  }
+
+  fn value_type() -> ValueType {
+    ValueType::String
+  }
+}
+
+impl ValidateNapiValue for JsText {}
+
+impl FromNapiValue for JsText {
+  unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    let mut len = 0;
+    let status = unsafe { sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut len) };
+    if status != sys::Status::napi_ok {
+      return Err(napi::Error::new(napi::Status::StringExpected, "expected a string"));
+    }
+    // One more unit for the terminator napi writes; not zeroed first, since only what napi wrote is read.
+    let mut units: Vec<u16> = Vec::with_capacity(len + 1);
+    let mut written = 0;
+    let status = unsafe { sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) };
+    if status != sys::Status::napi_ok {
+      return Err(napi::Error::new(napi::Status::StringExpected, "expected a string"));
+    }
+    // SAFETY: napi wrote `written` units (at most `len`) from the start of the buffer.
+    unsafe { units.set_len(written.min(len)) };
+    // Each UTF-16 unit takes at most 3 UTF-8 bytes.
+    let mut bytes = vec![0u8; units.len() * 3];
+    let used = encoding_rs::mem::convert_utf16_to_utf8(&units, &mut bytes);
+    bytes.truncate(used);
+    // SAFETY: convert_utf16_to_utf8 writes well-formed UTF-8 (lone surrogates replaced).
+    Ok(Self(unsafe { String::from_utf8_unchecked(bytes) }))
+  }
+}
+
+impl std::ops::Deref for JsText {
+  type Target = str;
+
+  fn deref(&self) -> &str {
+    &self.0
+  }
+}
