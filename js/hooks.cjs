@@ -447,14 +447,15 @@ async function runHooks(runtime, batch) {
     }
   };
   // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
+  // `next` stays on the reply: nothing reads it afterwards, and replyJson writes only the fields it names.
   const apply = (c, reply) => {
-    const { next, ...rest } = reply;
-    if (next === undefined && !('next' in reply)) return rest;
-    if (next === NONE) return rest;
+    if (!('next' in reply)) return reply;
+    const next = reply.next;
+    if (next === NONE) return reply;
     states.set(c.layerId, next);
-    rest.state = next === undefined ? 'clear' : 'set';
-    if (c.persist && next !== undefined) rest.persist = runtime.serializable(next, c.layerId);
-    return rest;
+    reply.state = next === undefined ? 'clear' : 'set';
+    if (c.persist && next !== undefined) reply.persist = runtime.serializable(next, c.layerId);
+    return reply;
   };
   if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
   if (batch.phase === 'projectHistory') return projectPipeline(batch, call, apply, log);

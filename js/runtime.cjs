@@ -826,12 +826,12 @@ class Runtime {
   async callTestModel(call) {
     const ctx = this.context(call.context);
     const log = ctx.itemLog._all();
-    const items = [];
-    for (const entry of call.view) {
-      if (entry.from === 'log') for (let pos = entry.start; pos < entry.end; pos++) items.push(log[pos]);
-      else if (entry.from === 'recalled') items.push(this.recalled.get(entry.key)[entry.index]);
-      else items.push(entry.item);
-    }
+    // A view is mostly long runs of the log: each is copied as one slice, not item by item.
+    const parts = call.view.map((entry) => {
+      if (entry.from === 'log') return log.slice(entry.start, entry.end);
+      return [entry.from === 'recalled' ? this.recalled.get(entry.key)[entry.index] : entry.item];
+    });
+    const items = parts.length === 1 ? parts[0] : [].concat(...parts);
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
