@@ -259,8 +259,12 @@ impl Harness {
 
   /// Forgets a context the caller kept, and its layers' state. No hook runs.
   pub fn drop_context(&self, id: &str) {
+    let layers = self.context(id).map(|ctx| ctx.layers());
     self.close_context(id);
-    self.env.states.cleanup(id);
+    match layers {
+      Some(layers) => lifecycle::end_execution(&self.env, &layers, id),
+      None => self.env.states.cleanup(id),
+    }
   }
 
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.

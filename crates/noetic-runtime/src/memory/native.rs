@@ -173,6 +173,10 @@ pub trait NativeLayer: Send + Sync {
     Ok(NativeWrite::Unchanged)
   }
 
+  /// The execution `exec` has ended and its states are gone: what the layer keeps for it beside its state (an
+  /// async verdict still on its way) goes too. Not a hook: nothing is called in JS, and it cannot fail.
+  fn execution_ended(&self, _exec: &str) {}
+
   /// onComplete (D15) with the execution's outcome (`success`, `failure` or `aborted`).
   async fn on_complete(&self, _state: Option<&Value>, _outcome: &str) -> Result<NativeWrite, String> {
     Ok(NativeWrite::Unchanged)

@@ -147,17 +147,24 @@ impl Steering {
   }
 
   /// An async rule: asked in the background; a verdict other than allow waits for the execution's next recall.
-  /// Failures are dropped: they must not disturb the agent.
+  /// Failures are dropped: they must not disturb the agent. The execution's entry is made now and goes when it
+  /// ends, so a verdict that arrives after that is dropped rather than kept for ever.
   fn fire(&self, model: Arc<dyn AsideModel>, context: String, rule: String, eval: LlmEval, prompt: String) {
+    self.late_verdicts().entry(context.clone()).or_default();
     let late = Arc::clone(&self.late);
     let retries = self.config.max_retries;
     tokio::spawn(async move {
       let Ok(decision) = ask_verdict(&*model, &context, &eval, &prompt, retries).await else { return };
-      if decision.action != SteeringAction::Allow {
-        let mut late = late.lock().unwrap_or_else(PoisonError::into_inner);
-        late.entry(context).or_default().push(Pending::of(&rule, &decision));
+      if decision.action != SteeringAction::Allow
+        && let Some(pending) = late.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&context)
+      {
+        pending.push(Pending::of(&rule, &decision));
       }
     });
+  }
+
+  fn late_verdicts(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Pending>>> {
+    self.late.lock().unwrap_or_else(PoisonError::into_inner)
   }
 
   /// The vote, with its ledger entry recorded.
@@ -181,11 +188,15 @@ impl NativeLayer for Steering {
     Ok(Some(st::init_state(saved)))
   }
 
+  fn execution_ended(&self, exec: &str) {
+    self.late_verdicts().remove(exec);
+  }
+
   /// The pending feedback: what the state holds, then what arrived late for this execution. Both are drained.
   async fn recall(&self, state: Option<&Value>, _budget: f64, exec: &ExecInfo) -> Result<Option<NativeRecall>, String> {
     let held = st::pending_in(state);
-    let late = self.late.lock().unwrap_or_else(PoisonError::into_inner).remove(&exec.execution_id);
-    let pending: Vec<Pending> = held.iter().cloned().chain(late.into_iter().flatten()).collect();
+    let late = self.late_verdicts().get_mut(&exec.execution_id).map(std::mem::take).unwrap_or_default();
+    let pending: Vec<Pending> = held.iter().cloned().chain(late).collect();
     let Some(feedback) = st::feedback(&pending) else { return Ok(None) };
     let mut recalled = NativeRecall::from(feedback);
     recalled.state = state.filter(|_| !held.is_empty()).map(st::drained);
@@ -405,6 +416,35 @@ mod tests {
     }
     let recalled = recalled.expect("the late verdict is recalled");
     assert_eq!(recalled.text, "<steering_feedback>\n[slow] Rule slow: deny\n</steering_feedback>");
+    assert_eq!(steering.recall(None, 500.0, &info).await.unwrap(), None);
+  }
+
+  #[tokio::test]
+  async fn async_verdicts_are_kept_only_while_their_execution_lives() {
+    let config = json!({ "rules": [{ "id": "slow", "appliesTo": ["beforeToolCall"], "llmEval": { "mode": "async", "prompt": "p" } }] });
+    let steering = layer(config, None);
+    let info = exec();
+    let model = answers(&["DENY", "DENY", "DENY"]);
+    let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
+    let recall_soon = || async {
+      for _ in 0..100 {
+        if let Some(recalled) = steering.recall(None, 500.0, &info).await.unwrap() {
+          return Some(recalled);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+      }
+      None
+    };
+    // A verdict that arrives after a recall drained the last one is heard at the next recall.
+    steering.before_tool_call(None, "t", &json!({}), ctx).await.unwrap();
+    assert!(recall_soon().await.is_some());
+    steering.before_tool_call(None, "t", &json!({}), ctx).await.unwrap();
+    assert!(recall_soon().await.is_some(), "the second verdict is heard too");
+    // Once the execution has ended, its entry is gone, and a verdict still on its way is dropped on arrival.
+    steering.before_tool_call(None, "t", &json!({}), ctx).await.unwrap();
+    steering.execution_ended(&info.execution_id);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(steering.late_verdicts().is_empty(), "nothing is kept for an ended execution");
     assert_eq!(steering.recall(None, 500.0, &info).await.unwrap(), None);
   }
 

@@ -3,7 +3,7 @@
 
 use crate::host::{HookArgs, HookBatch, WriteRule};
 use crate::memory::HookKind;
-use crate::memory::registry::LayerImpl;
+use crate::memory::registry::{LayerImpl, LayerSet};
 
 use super::{ExecScope, MemoryEnv, host_call};
 
@@ -45,7 +45,17 @@ pub async fn dispose_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
   run_host_only(env, scope, HookKind::Dispose, WriteRule::Never, || HookArgs::Dispose).await;
   let exec = scope.exec_id();
   env.states.flush(exec).await;
+  end_execution(env, &scope.layers, exec);
+}
+
+/// Drops the execution's states, and tells the built-ins, which may keep something of their own for it.
+pub fn end_execution(env: &MemoryEnv, layers: &LayerSet, exec: &str) {
   env.states.cleanup(exec);
+  for layer in layers.layers() {
+    if let LayerImpl::Native(native) = &layer.imp {
+      native.execution_ended(exec);
+    }
+  }
 }
 
 /// The JS layers of a phase, in one batch (the built-ins have no dispose, and run their onComplete natively).

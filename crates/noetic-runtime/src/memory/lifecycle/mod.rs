@@ -24,7 +24,7 @@ use crate::items::ItemTypes;
 use crate::storage::Storage;
 
 pub use self::append::{Appended, append_items, append_with_requests};
-pub use self::complete::{Outcome, complete_layers, dispose_layers};
+pub use self::complete::{Outcome, complete_layers, dispose_layers, end_execution};
 pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, RestoredStates, init_layers, restore_layers};
 pub use self::project::project_history;
