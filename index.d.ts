@@ -3159,6 +3159,11 @@ declare class NativeHarness {
    * forceAtomicRecall: bool}`.
    */
   constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null, fs?: NativeFs | undefined | null)
+  /**
+   * `harness.fs` was assigned: built-in layers read `fs` natively when it is an in-memory filesystem of ours, and
+   * through JS otherwise.
+   */
+  useFs(fs?: NativeFs | undefined | null): void
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
   /**

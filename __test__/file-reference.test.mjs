@@ -111,6 +111,30 @@ test('a JS adapter is asked for every tracked file on each append, and the next 
   assert.deepEqual(userTexts(asked.at(-1).items), ['Compare [#a.md](#a-md) and [#b.md](#b-md)', 'And now?']);
 });
 
+test('harness.fs assigned later is the one the layer reads, in-memory or a JS adapter', async () => {
+  const { model, requests } = recordingModel('ok');
+  const h = agent(createInMemoryFsAdapter({ '/repo/a.md': 'first fs' }), { baseDir: '/repo' }, model);
+  const lastShown = () => referenced(requests.filter((r) => r.instructions !== SCORER).at(-1).items);
+  await turn(h, 'Read #a.md');
+  assert.match(lastShown()[0], /first fs/);
+  // Another in-memory filesystem: read natively, like the first.
+  const second = createInMemoryFsAdapter({ '/repo/a.md': 'second fs' });
+  h.fs = second;
+  assert.equal(h.fs, second);
+  await turn(h, 'Again #a.md');
+  assert.match(lastShown()[0], /second fs/);
+  // A JS adapter: asked in JS.
+  const dir = scratchDir();
+  writeFileSync(join(dir, 'a.md'), 'disk fs');
+  const calls = [];
+  const h2 = agent(createInMemoryFsAdapter({ [`${dir}/a.md`]: 'memory fs' }), { baseDir: dir }, model);
+  h2.fs = diskFs(calls);
+  await turn(h2, 'Read #a.md');
+  assert.match(lastShown()[0], /disk fs/);
+  assert.ok(calls.includes('readFileText'));
+  assert.ok(Object.keys(h2).includes('fs'), 'fs stays an own enumerable property');
+});
+
 test('the model’s scores order the files; a failed or nonsensical score is 50', async () => {
   const fs = createInMemoryFsAdapter({ '/r/low.ts': 'low', '/r/high.ts': 'high', '/r/mid.ts': 'mid', '/r/odd.ts': 'odd' });
   const seen = [];

@@ -112,7 +112,17 @@ class AgentHarness {
       forceAtomicRecall: opts.forceAtomicRecall,
     };
     this.traceExporter = opts.traceExporter ?? new NoopExporter();
-    this.fs = opts.fs ?? createInMemoryFsAdapter();
+    // An own accessor, so that a later assignment reaches the native side, where built-in layers read the fs.
+    let fs = opts.fs ?? createInMemoryFsAdapter();
+    Object.defineProperty(this, 'fs', {
+      enumerable: true,
+      configurable: true,
+      get: () => fs,
+      set: (value) => {
+        fs = value;
+        callNative(() => this._runtime.native.useFs(nativeFsOf(value) ?? null));
+      },
+    });
     this.shell = opts.shell ?? createInMemoryShellAdapter();
     // Items entering from JS are put to it (with their context's layers' schemas) where the native check alone
     // could decide otherwise; see item-schemas.cjs.
@@ -152,7 +162,7 @@ class AgentHarness {
     Object.defineProperty(this, '_layers', { value: memory });
     Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(this.fs) ?? null),
+      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(fs) ?? null),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.

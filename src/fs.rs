@@ -131,7 +131,18 @@ impl Default for NativeFs {
 /// user's adapter (one `readFiles` request to JS for all the files of a hook).
 pub struct HarnessFiles {
   pub dispatch: Dispatch,
-  pub native: Option<Arc<RwLock<MemoryFs>>>,
+  /// Replaced when JS assigns `harness.fs` (`NativeHarness.useFs`).
+  pub native: RwLock<Option<Arc<RwLock<MemoryFs>>>>,
+}
+
+impl HarnessFiles {
+  pub fn new(dispatch: Dispatch, fs: Option<&NativeFs>) -> Self {
+    Self { dispatch, native: RwLock::new(fs.map(NativeFs::shared)) }
+  }
+
+  pub fn use_fs(&self, fs: Option<&NativeFs>) {
+    *self.native.write().unwrap_or_else(PoisonError::into_inner) = fs.map(NativeFs::shared);
+  }
 }
 
 #[derive(Deserialize)]
@@ -142,7 +153,8 @@ struct Outcomes {
 #[async_trait]
 impl LayerFiles for HarnessFiles {
   async fn read(&self, reads: &[FileRead]) -> Result<Vec<FileOutcome>, String> {
-    if let Some(fs) = &self.native {
+    let native = self.native.read().unwrap_or_else(PoisonError::into_inner).clone();
+    if let Some(fs) = native {
       let fs = fs.read().unwrap_or_else(PoisonError::into_inner);
       return Ok(reads.iter().map(|read| read_memory_fs(&fs, read)).collect());
     }

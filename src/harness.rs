@@ -17,7 +17,7 @@ use noetic_runtime::host::StepValue;
 use noetic_runtime::items::{Item, ItemTypes, parse_js_item, parse_js_items};
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
-use noetic_runtime::memory::native::NativeWrite;
+use noetic_runtime::memory::native::{LayerFiles, NativeWrite};
 use noetic_runtime::memory::registry::LayerImpl;
 use noetic_runtime::memory::state::{Persist, StateJson, StateStore, StateValue};
 use noetic_runtime::provider::OpenRouter;
@@ -53,6 +53,8 @@ pub struct NativeHarness {
   pub(crate) driver: Driver,
   /// Hook spans waiting for the trace exporter (`None`: the harness does not trace).
   traces: Option<Arc<TraceBuffer>>,
+  /// What built-in layers read `harness.fs` through.
+  files: Arc<HarnessFiles>,
   /// Session responses whose `lastLayerUsage` JS has not read yet (see `session.rs`).
   pub(crate) usages: crate::session::UsageShelf,
 }
@@ -205,6 +207,7 @@ impl NativeHarness {
       _ => Model::None,
     };
     let traces = (config.get("tracing").and_then(Value::as_bool) == Some(true)).then(Arc::default);
+    let files = Arc::new(HarnessFiles::new(dispatch.clone(), fs));
     let env = MemoryEnv {
       host: Arc::new(JsHost { dispatch: dispatch.clone() }),
       states: Arc::new(StateStore::new()),
@@ -229,11 +232,18 @@ impl NativeHarness {
       env,
     )
     .with_step_source(Arc::new(JsHost { dispatch: dispatch.clone() }))
-    .with_files(Arc::new(HarnessFiles { dispatch: dispatch.clone(), native: fs.map(NativeFs::shared) }))
+    .with_files(Arc::clone(&files) as Arc<dyn LayerFiles>)
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let driver = Driver::new(dispatch.clone());
-    Ok(Self { inner: Arc::new(harness), dispatch, driver, traces, usages: Default::default() })
+    Ok(Self { inner: Arc::new(harness), dispatch, driver, traces, files, usages: Default::default() })
+  }
+
+  /// `harness.fs` was assigned: built-in layers read `fs` natively when it is an in-memory filesystem of ours, and
+  /// through JS otherwise.
+  #[napi(catch_unwind)]
+  pub fn use_fs(&self, fs: Option<&NativeFs>) {
+    self.files.use_fs(fs);
   }
 
   /// The hook spans recorded since the last call, as a JSON array (D14).
