@@ -21,6 +21,29 @@ test('layers project the history in slot order, each given what the one before r
   assert.equal(requests[2][2], ctx.itemLog.items[4]);
 });
 
+test('a projection that interleaves its own items with the log’s reaches the model whole, however many entries', async () => {
+  // 150,000 entries, alternating log runs and made items: more than one call can take as arguments.
+  const { model, requests } = numberedReplies();
+  const note = createMessage('note', 'developer');
+  const interleave = { id: 'interleave', slot: 1, scope: 'execution', hooks: { projectHistory: async ({ items }) => ({ items: items.flatMap((item) => [item, note]) }) } };
+  const h = new AgentHarness({
+    name: 'p',
+    params: {},
+    memory: [interleave],
+    projection: { tokenBudget: 100_000_000, responseReserve: 0, overflow: 'truncate' },
+    _testCallModel: model,
+  });
+  const items = Array.from({ length: 75_000 - 1 }, (_, i) => createMessage(`m${i}`, 'user'));
+  const ctx = h.createContext({ items });
+  await h.run(step.llm({ id: 'ask', model: 'm' }), 'last', ctx);
+  const [sent] = requests;
+  assert.equal(sent.length, 150_000);
+  assert.equal(textOf(sent[0]), 'm0');
+  assert.equal(textOf(sent[1]), 'note');
+  assert.equal(textOf(sent[149_998]), 'last');
+  assert.equal(sent[2], ctx.itemLog.items[1]);
+});
+
 test('a projectHistory that throws, answers without items, or returns a non-item is a diagnostic; the history passes it unchanged', async () => {
   const diagnostics = [];
   const cases = [

@@ -831,7 +831,7 @@ class Runtime {
       if (entry.from === 'log') return log.slice(entry.start, entry.end);
       return [entry.from === 'recalled' ? this.recalled.get(entry.key)[entry.index] : entry.item];
     });
-    const items = parts.length === 1 ? parts[0] : [].concat(...parts);
+    const items = joined(parts);
     const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
     const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
@@ -842,6 +842,16 @@ class Runtime {
     if (!call.aside) this.replies.set(call.context, response.items);
     return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
   }
+}
+
+// Arrays joined into one. Spread into concat a bounded number at a time: a view of very many entries (a
+// projectHistory that interleaves its own items with the log's) would exceed the arguments one call can take.
+const JOIN_CHUNK = 4096;
+function joined(parts) {
+  if (parts.length === 1) return parts[0];
+  let items = [];
+  for (let i = 0; i < parts.length; i += JOIN_CHUNK) items = items.concat(...parts.slice(i, i + JOIN_CHUNK));
+  return items;
 }
 
 module.exports = { Runtime, native };

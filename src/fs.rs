@@ -130,9 +130,9 @@ impl Default for NativeFs {
 /// The harness's `fs` for built-in layers: its own in-memory filesystem when it has one (read here), else the
 /// user's adapter (one `readFiles` request to JS for all the files of a hook).
 pub struct HarnessFiles {
-  pub dispatch: Dispatch,
+  dispatch: Dispatch,
   /// Replaced when JS assigns `harness.fs` (`NativeHarness.useFs`).
-  pub native: RwLock<Option<Arc<RwLock<MemoryFs>>>>,
+  native: RwLock<Option<Arc<RwLock<MemoryFs>>>>,
 }
 
 impl HarnessFiles {

@@ -24,18 +24,16 @@ impl ValidateNapiValue for JsText {}
 
 impl FromNapiValue for JsText {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
+    let checked = |status| match status {
+      sys::Status::napi_ok => Ok(()),
+      _ => Err(napi::Error::new(napi::Status::StringExpected, "expected a string")),
+    };
     let mut len = 0;
-    let status = unsafe { sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut len) };
-    if status != sys::Status::napi_ok {
-      return Err(napi::Error::new(napi::Status::StringExpected, "expected a string"));
-    }
+    checked(unsafe { sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut len) })?;
     // One more unit for the terminator napi writes; not zeroed first, since only what napi wrote is read.
     let mut units: Vec<u16> = Vec::with_capacity(len + 1);
     let mut written = 0;
-    let status = unsafe { sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) };
-    if status != sys::Status::napi_ok {
-      return Err(napi::Error::new(napi::Status::StringExpected, "expected a string"));
-    }
+    checked(unsafe { sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) })?;
     // SAFETY: napi wrote `written` units (at most `len`) from the start of the buffer.
     unsafe { units.set_len(written.min(len)) };
     // Each UTF-16 unit takes at most 3 UTF-8 bytes.

@@ -261,10 +261,7 @@ impl Harness {
   pub fn drop_context(&self, id: &str) {
     let layers = self.context(id).map(|ctx| ctx.layers());
     self.close_context(id);
-    match layers {
-      Some(layers) => lifecycle::end_execution(&self.env, &layers, id),
-      None => self.env.states.cleanup(id),
-    }
+    lifecycle::end_execution(&self.env, layers.as_deref().map(LayerSet::layers).unwrap_or_default(), id);
   }
 
   /// Runs a step in a fresh context whose layers this execution initialises and finishes.

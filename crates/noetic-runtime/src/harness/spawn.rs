@@ -63,7 +63,7 @@ pub(super) async fn run_spawn(
     // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
     // executeSpawn cleans up its child).
     harness.env.states.flush(&child_ctx.id).await;
-    lifecycle::end_execution(&harness.env, &child_ctx.layers(), &child_ctx.id);
+    lifecycle::end_execution(&harness.env, child_ctx.layers().layers(), &child_ctx.id);
     result
   };
   match spawn.timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {

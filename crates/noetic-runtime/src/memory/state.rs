@@ -12,6 +12,7 @@ use std::task::{Context, Waker};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use crate::js_text::js_json_text;
 use crate::storage::Storage;
 
 /// Where a non-fatal layer failure goes: `(layer id, hook name, message)`. The hook is `persist` for mirror writes.
@@ -188,6 +189,16 @@ impl Mirror {
   }
 
   fn write(self: Arc<Self>, persist: Persist, sink: Arc<dyn DiagnosticSink>) {
+    // A store that answers at once is written below, inline, and its refusal is reported in order with the write.
+    // Another is written by a task, so JS's text that it would refuse (nested too deep) is refused here and now:
+    // reported later, it could reach JS after the run the write belongs to has ended.
+    let persist = match persist {
+      Persist::Write(StateJson::Text(text)) if !self.storage.answers_at_once() => match js_json_text(text) {
+        Ok(text) => Persist::Write(StateJson::Text(text)),
+        Err(error) => return sink.diagnostic(&self.layer, "persist", &error),
+      },
+      persist => persist,
+    };
     let mut queue = lock(&self.pending);
     if queue.running {
       queue.latest = Some(persist);
@@ -351,6 +362,22 @@ mod tests {
     store.set("E", "w", StateValue::Json(json!(1)), None, &sink);
     store.flush("E").await;
     assert_eq!(*lock(&collect.0), vec!["w:persist:disk full".to_owned()]);
+  }
+
+  #[tokio::test]
+  async fn js_text_a_task_store_would_refuse_is_reported_at_the_write_itself() {
+    let store = StateStore::new();
+    let collect = Arc::new(Collect::default());
+    let sink: Arc<dyn DiagnosticSink> = Arc::clone(&collect) as Arc<dyn DiagnosticSink>;
+    let storage = Arc::new(SlowStorage::default());
+    store.register_durable("E", "js", Arc::clone(&storage) as Arc<dyn Storage>, "k".into());
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    store.set("E", "js", StateValue::Host, Some(Persist::Write(StateJson::Text(deep))), &sink);
+    // Before any task ran: the report is in order with the write.
+    assert_eq!(lock(&collect.0).len(), 1);
+    assert!(lock(&collect.0)[0].starts_with("js:persist:the value nests deeper than 128 levels"));
+    store.flush("E").await;
+    assert!(lock(&storage.writes).is_empty(), "nothing was written");
   }
 
   #[tokio::test]

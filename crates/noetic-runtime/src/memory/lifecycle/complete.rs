@@ -3,7 +3,9 @@
 
 use crate::host::{HookArgs, HookBatch, WriteRule};
 use crate::memory::HookKind;
-use crate::memory::registry::{LayerImpl, LayerSet};
+use std::sync::Arc;
+
+use crate::memory::registry::{Layer, LayerImpl};
 
 use super::{ExecScope, MemoryEnv, host_call};
 
@@ -45,13 +47,13 @@ pub async fn dispose_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
   run_host_only(env, scope, HookKind::Dispose, WriteRule::Never, || HookArgs::Dispose).await;
   let exec = scope.exec_id();
   env.states.flush(exec).await;
-  end_execution(env, &scope.layers, exec);
+  end_execution(env, scope.layers.layers(), exec);
 }
 
 /// Drops the execution's states, and tells the built-ins, which may keep something of their own for it.
-pub fn end_execution(env: &MemoryEnv, layers: &LayerSet, exec: &str) {
+pub fn end_execution(env: &MemoryEnv, layers: &[Arc<Layer>], exec: &str) {
   env.states.cleanup(exec);
-  for layer in layers.layers() {
+  for layer in layers {
     if let LayerImpl::Native(native) = &layer.imp {
       native.execution_ended(exec);
     }
