@@ -3209,10 +3209,11 @@ declare class NativeHarness {
    */
   appendItem(context: string, item: string, checked?: boolean | undefined | null): number
   /**
-   * Appends items JS held back (a JSON array of their texts, all of known types) to a context's log; returns its
-   * new length.
+   * Appends items JS held back (a JSON array of their texts) to a context's log; returns its new length.
+   * `checked`: JS put them to item schemas, so their types are admitted as they are. `origin` names where they
+   * were given, for the error that names a bad one.
    */
-  appendItems(context: string, items: string): number
+  appendItems(context: string, items: string, checked?: boolean | undefined | null, origin?: string | undefined | null): number
   logLength(context: string): number
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>
@@ -3261,11 +3262,10 @@ declare class NativeHarness {
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
   /**
-   * Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds
-   * it. `checked`: JS put the items to the harness's item schemas. `held`: JS holds the history instead (the array
-   * is empty) and sends it when a turn first reads the log (DECISIONS L1).
+   * Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
+   * returns the id of the context that holds it.
    */
-  seedSession(thread: string, items: string, checked?: boolean | undefined | null, held?: boolean | undefined | null): string
+  seedSession(thread: string): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
   /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */

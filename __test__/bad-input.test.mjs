@@ -177,6 +177,12 @@ test('a malformed item in a 100k-item history is named by its index', async () =
   // Something with no JSON form at all is named too, not lost in the array the items cross in.
   items[54_321] = () => {};
   assert.throws(() => h.createContext({ items }), (e) => /createContext items\[54321\]: not an item/.test(e.message));
+  // A seeded history is checked when a turn first reads it (DECISIONS I3): that turn fails, naming the item.
   items[54_321] = 42;
-  assert.throws(() => h.seedSessionHistory('T', items), (e) => e instanceof ConfigError && /items\[54321\]/.test(e.message));
+  const { model, requests } = recordingModel();
+  const seeded = harness({ initialStep: step.llm({ id: 'chat', model: 'm' }), _testCallModel: model });
+  seeded.seedSessionHistory('T', items);
+  await seeded.execute('go', { threadId: 'T' });
+  await assert.rejects(seeded.getAgentResponse({ threadId: 'T' }), (e) => e instanceof ConfigError && e.code === 'INVALID_SEED_ITEMS' && /seedSessionHistory: items\[54321\]/.test(e.message));
+  assert.equal(requests.length, 0, 'no model call saw the refused history');
 });

@@ -37,12 +37,18 @@ test('seeded history: an extension item is admitted when a schema accepts it, re
   await harness.getAgentResponse({ threadId: 'T' });
   assert.equal(sent[0][1], history[1], 'the seeded object itself reaches the model');
 
-  // The right type with the wrong shape, and a type no schema knows, are rejected synchronously.
-  assert.throws(() => harness.seedSessionHistory('U', [createMessage('a', 'user'), ticket('t2', { priority: 'high' })]), isMismatch({ category: 'items', itemType: 'acme:ticket' }, 'items[1]'));
-  assert.throws(() => harness.seedSessionHistory('U', [{ type: 'acme:incident' }]), isMismatch({ category: 'items', itemType: 'acme:incident' }));
+  // The right type with the wrong shape, and a type no schema knows, fail the turn that first reads the seed.
+  const refused = async (h, threadId, items, expected) => {
+    h.seedSessionHistory(threadId, items);
+    await h.execute('now', { threadId });
+    await assert.rejects(h.getAgentResponse({ threadId }), expected);
+  };
+  await refused(harness, 'U', [createMessage('a', 'user'), ticket('t2', { priority: 'high' })], isMismatch({ category: 'items', itemType: 'acme:ticket' }, 'seedSessionHistory items[1]'));
+  await refused(harness, 'V', [{ type: 'acme:incident' }], isMismatch({ category: 'items', itemType: 'acme:incident' }));
+  assert.equal(sent.length, 1, 'no refused seed reached the model');
   // Without schemas, strict (the default) rejects it; strictItemSchemas: false admits it.
   const plain = new AgentHarness({ name: 't', params: {}, initialStep: chat, _testCallModel: model });
-  assert.throws(() => plain.seedSessionHistory('T', history), isMismatch({ category: 'items', itemType: 'acme:ticket' }));
+  await refused(plain, 'T', history, isMismatch({ category: 'items', itemType: 'acme:ticket' }, 'seedSessionHistory items[1]'));
   const lenient = new AgentHarness({ name: 't', params: {}, initialStep: chat, _testCallModel: model, strictItemSchemas: false });
   lenient.seedSessionHistory('T', [{ type: 'acme:anything' }]);
   await lenient.execute('now', { threadId: 'T' });

@@ -187,7 +187,27 @@ test('seedSessionHistory and seedFromItems give the next turn a history, per thr
   await h.execute('again', { threadId: 'T' });
   await h.getAgentResponse({ threadId: 'T' });
   assert.equal(m.seen[1].length, 2, 'seeding replaced the history');
-  assert.throws(() => h.seedSessionHistory('T', [42]), (e) => e.code === 'INVALID_SEED_ITEMS');
+  assert.throws(() => h.seedSessionHistory('T', 'not an array'), (e) => e.code === 'INVALID_SEED_ITEMS');
+});
+
+test('a seed is a copy, checked when a turn first reads it: a bad one fails that turn, whole, and the session goes on', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  const seed = [createMessage('kept', 'user')];
+  h.seedSessionHistory('T', seed);
+  seed.push(createMessage('pushed after seeding', 'user'));
+  await h.execute('first', { threadId: 'T' });
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(m.seen[0].map((item) => item.content[0].text), ['kept', 'first'], 'the caller\'s later change is not seen');
+
+  h.seedSessionHistory('T', [createMessage('fine', 'user'), null, createMessage('after', 'user')]);
+  await h.execute('second', { threadId: 'T' });
+  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), (e) => e.code === 'INVALID_SEED_ITEMS' && /seedSessionHistory: items\[1\] is not an item/.test(e.message));
+  assert.equal(m.seen.length, 1, 'the refused history reached no model');
+  await h.execute('third', { threadId: 'T' });
+  const response = await h.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(m.seen[1].map((item) => item.content[0].text), ['third'], 'none of the refused seed entered the history');
+  assert.equal(response.items.length, 2);
 });
 
 // A seeded history of known item types is held in JS (as createContext's items are) until a turn reads it.
@@ -217,15 +237,15 @@ test('a seeded history stays in JS until a turn or a preview reads it, then arri
   assert.equal(m.seen[1].length, 2);
 });
 
-test('a held seed item with no JSON form fails the turn that reads it; the session goes on without it', async () => {
+test('a seed item with no JSON form fails the turn that reads it; the session goes on without the seed', async () => {
   const m = model();
   const h = harnessWith(m);
   h.seedSessionHistory('T', [createMessage('fine', 'user'), { ...createMessage('bad', 'user'), n: 1n }, createMessage('after', 'user')]);
   await h.execute('first', { threadId: 'T' });
-  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), /position 1 has no JSON form.*BigInt/s);
+  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), /seedSessionHistory: items\[1\] has no JSON form.*BigInt/s);
   await h.execute('second', { threadId: 'T' });
   const response = await h.getAgentResponse({ threadId: 'T' });
-  assert.deepEqual(response.items.map((item) => item.content[0].text), ['fine', 'second', `${m.seen.length}:2`]);
+  assert.deepEqual(response.items.map((item) => item.content[0].text), ['second', `${m.seen.length}:1`]);
 });
 
 test('several readers each get every event; a reader that stops reading stalls nothing', async () => {

@@ -86,10 +86,13 @@ class ItemLogImpl {
   }
 
   // A new context's first items, held in JS like appends between runs (see `_holds`): sent when a run needs them.
-  _hold(items, owned = false) {
+  // `check` (a seeded history's, DECISIONS I3) is put to them then: it throws for a bad one, and returns whether
+  // it put them to item schemas (so the native side admits their types as they are).
+  _hold(items, owned = false, check = undefined) {
     this._adopt(items, owned);
     this._heldCount = items.length;
     this._known = 0;
+    this._check = check;
   }
 
   // Items JS already holds, placed where the native log put them (a session turn's input).
@@ -148,6 +151,20 @@ class ItemLogImpl {
     this._heldCount = 0;
     const base = this._nativeLength();
     const held = base === 0 && count === this._objects.length ? this._objects : this._objects.slice(base, base + count);
+    const check = this._check;
+    this._check = undefined;
+    let checked = false;
+    let origin;
+    if (check !== undefined) {
+      try {
+        checked = check.admit(held);
+      } catch (e) {
+        // Refused whole, as a bad seed given to an eager check would have been.
+        this._dropFrom(base);
+        throw e;
+      }
+      origin = check.origin;
+    }
     let batch;
     try {
       batch = JSON.stringify(held);
@@ -156,7 +173,7 @@ class ItemLogImpl {
     }
     if (batch !== undefined) {
       try {
-        this._known = callNative(() => this._rt.native.appendItems(this._id, batch));
+        this._known = callNative(() => this._rt.native.appendItems(this._id, batch, checked, origin));
       } catch (e) {
         // The native check refused one (an object whose toJSON is not an item): none of them entered.
         this._dropFrom(base);
@@ -175,7 +192,12 @@ class ItemLogImpl {
         break;
       }
     }
-    if (texts.length > 0) this._known = callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`));
+    if (origin !== undefined) {
+      // A seeded history is refused whole (DECISIONS I3).
+      this._dropFrom(base);
+      throw new TypeError(`${origin}: items[${texts.length}] has no JSON form (${failure?.message ?? failure}); the history was refused.`);
+    }
+    if (texts.length > 0) this._known = callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`, checked));
     if (failure !== undefined) {
       const at = base + texts.length;
       this._dropFrom(at);

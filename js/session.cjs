@@ -6,8 +6,6 @@ const { randomUUID } = require('node:crypto');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
-const { itemsJson } = require('./items.cjs');
-const { isHoldable } = require('./context.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
@@ -169,26 +167,28 @@ function seedSessionHistory(harness, threadId, items) {
   if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
   }
-  // One pass: the first non-item, whether every item can be held in JS, and the copy the session keeps (the
-  // caller's array may change after).
-  let hold = true;
-  const kept = new Array(items.length);
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    if (!isItem(item)) {
-      throw fail('INVALID_SEED_ITEMS', `seedSessionHistory: items[${i}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
-    }
-    if (hold && !isHoldable(item)) hold = false;
-    kept[i] = item;
-  }
+  // A copy (the caller's array may change after), held in JS until a turn first reads the history; the items are
+  // checked then, and a bad one fails that turn, named by its index (DECISIONS I3). Seeding costs a copy, as
+  // upstream's does.
   const runtime = harness._runtime;
-  // Put to the schemas of the harness and its own layers: a turn's context has them unless a message names others.
-  const checked = harness._admitItems(kept, undefined, (i) => `seedSessionHistory items[${i}]`);
-  // Items of known types stay in JS until a turn reads the history (as createContext's do); others go now, so that
-  // the native check names a bad one at once. Either way the caller's objects stand for the seeded history.
-  const id = callNative(() => runtime.native.seedSession(threadId, hold ? '[]' : itemsJson(kept), checked, hold));
-  if (hold) runtime.context(id).itemLog._hold(kept, true);
-  else runtime.context(id).itemLog._adopt(kept, true);
+  const id = callNative(() => runtime.native.seedSession(threadId));
+  runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
+}
+
+// What a seeded history is put to when a turn first reads it: each entry an item (an object whose type is a
+// string), and the harness's and its own layers' item schemas (a turn's context has them unless a message names
+// others). True when the schemas were asked.
+function seedCheck(harness) {
+  const origin = 'seedSessionHistory';
+  const admit = (items) => {
+    for (let i = 0; i < items.length; i++) {
+      if (!isItem(items[i])) {
+        throw fail('INVALID_SEED_ITEMS', `${origin}: items[${i}] is not an item (an object whose type is a string).`, 'Pass items such as createMessage(text, role).');
+      }
+    }
+    return harness._admitItems(items, undefined, (i) => `${origin} items[${i}]`);
+  };
+  return { origin, admit };
 }
 
 // Upstream's durable-resume helper: seeds a thread's history unless there is nothing to seed.

@@ -430,12 +430,20 @@ impl NativeHarness {
     Ok(ctx.state().log.push(Arc::new(item)) as u32)
   }
 
-  /// Appends items JS held back (a JSON array of their texts, all of known types) to a context's log; returns its
-  /// new length.
+  /// Appends items JS held back (a JSON array of their texts) to a context's log; returns its new length.
+  /// `checked`: JS put them to item schemas, so their types are admitted as they are. `origin` names where they
+  /// were given, for the error that names a bad one.
   #[napi(catch_unwind)]
-  pub fn append_items(&self, context: String, #[napi(ts_arg_type = "string")] items: JsText) -> Result<u32> {
+  pub fn append_items(
+    &self,
+    context: String,
+    #[napi(ts_arg_type = "string")] items: JsText,
+    checked: Option<bool>,
+    origin: Option<String>,
+  ) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let items = parse_item_batch(&items, self.inner.item_types, "itemLog.append")?;
+    let types = self.inner.item_types.unless_checked(checked == Some(true));
+    let items = parse_item_batch(&items, types, origin.as_deref().unwrap_or("itemLog.append"))?;
     ctx.set_held_by_host(false);
     let mut state = ctx.state();
     for item in items {

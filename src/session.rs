@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 use crate::describe;
 use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
-use crate::harness::{NativeHarness, parse, parse_item_batch};
-use crate::js_string::JsText;
+use crate::harness::{NativeHarness, parse};
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -205,24 +204,15 @@ impl NativeHarness {
     self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
   }
 
-  /// Replaces `thread`'s history with `items` (a JSON array of item texts); returns the id of the context that holds
-  /// it. `checked`: JS put the items to the harness's item schemas. `held`: JS holds the history instead (the array
-  /// is empty) and sends it when a turn first reads the log (DECISIONS L1).
+  /// Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
+  /// returns the id of the context that holds it.
   #[napi(catch_unwind)]
-  pub fn seed_session(
-    &self,
-    thread: String,
-    #[napi(ts_arg_type = "string")] items: JsText,
-    checked: Option<bool>,
-    held: Option<bool>,
-  ) -> Result<String> {
-    let types = self.inner.item_types.unless_checked(checked == Some(true));
-    let items = parse_item_batch(&items, types, "seedSessionHistory")?;
-    let id = self.inner.seed_session(&thread, items);
-    if let (Some(true), Some(ctx)) = (held, self.inner.context(&id)) {
+  pub fn seed_session(&self, thread: String) -> String {
+    let id = self.inner.seed_session(&thread, Vec::new());
+    if let Some(ctx) = self.inner.context(&id) {
       ctx.set_held_by_host(true);
     }
-    Ok(id)
+    id
   }
 
   /// The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`).
