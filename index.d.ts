@@ -3214,6 +3214,12 @@ declare class NativeHarness {
    * were given, for the error that names a bad one.
    */
   appendItems(context: string, items: string, checked?: boolean | undefined | null, origin?: string | undefined | null): number
+  /**
+   * [`Self::append_items`] for a long batch JS encoded as UTF-8 itself: a one-byte JS string read as UTF-16 is
+   * widened to twice its size and packed again here, which for a history of many megabytes cost more than the
+   * encoding (`JSON.stringify` writes no lone surrogate, so the encoding loses nothing).
+   */
+  appendItemsUtf8(context: string, items: Uint8Array, checked?: boolean | undefined | null, origin?: string | undefined | null): number
   logLength(context: string): number
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>

@@ -595,3 +595,17 @@ test("a test model receives the very objects a recall hook returned, and nothing
   assert.equal(seen[1][0], recalled[1]);
   assert.equal(h._runtime.recalled.size, 0);
 });
+
+test('a seeded history of over a megabyte crosses as UTF-8 and keeps every character', async () => {
+  const h = harnessWith(model(), { strictItemSchemas: false });
+  const texts = ['plain ascii', 'café 北京 😀', 'lone \ud800 surrogate', 'quote " backslash \\ tab \t', '\u0000\u001f'];
+  const seed = Array.from({ length: 6_000 }, (_, i) => createMessage(`${i} ${texts[i % texts.length]} ${'x'.repeat(200)}`, 'user'));
+  assert.ok(JSON.stringify(seed).length > 1 << 20, 'past the size that crosses as UTF-8');
+  h.seedSessionHistory('T', seed);
+  const back = await h.previewRequestItems({ threadId: 'T' });
+  const ctx = seededContext(h, 'T');
+  // Read from the native log: each item's text as the native side holds it.
+  const native = h._runtime.native.itemsJson(ctx.id, 0, seed.length).map((text) => JSON.parse(text));
+  assert.equal(back.length, seed.length);
+  assert.deepStrictEqual(native, JSON.parse(JSON.stringify(seed)));
+});

@@ -441,9 +441,29 @@ impl NativeHarness {
     checked: Option<bool>,
     origin: Option<String>,
   ) -> Result<u32> {
-    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    self.append_batch(&context, &items, checked, origin)
+  }
+
+  /// [`Self::append_items`] for a long batch JS encoded as UTF-8 itself: a one-byte JS string read as UTF-16 is
+  /// widened to twice its size and packed again here, which for a history of many megabytes cost more than the
+  /// encoding (`JSON.stringify` writes no lone surrogate, so the encoding loses nothing).
+  #[napi(catch_unwind)]
+  pub fn append_items_utf8(
+    &self,
+    context: String,
+    items: Uint8Array,
+    checked: Option<bool>,
+    origin: Option<String>,
+  ) -> Result<u32> {
+    let text = std::str::from_utf8(&items)
+      .map_err(|e| Error::new(Status::InvalidArg, format!("itemLog.append: the items are not UTF-8: {e}")))?;
+    self.append_batch(&context, text, checked, origin)
+  }
+
+  fn append_batch(&self, context: &str, items: &str, checked: Option<bool>, origin: Option<String>) -> Result<u32> {
+    let ctx = self.inner.context(context).ok_or_else(|| missing_context(context))?;
     let types = self.inner.item_types.unless_checked(checked == Some(true));
-    let items = parse_item_batch(&items, types, origin.as_deref().unwrap_or("itemLog.append"))?;
+    let items = parse_item_batch(items, types, origin.as_deref().unwrap_or("itemLog.append"))?;
     ctx.set_held_by_host(false);
     let mut state = ctx.state();
     for item in items {

@@ -2,9 +2,18 @@
 
 /// Number of UTF-16 code units in `text`, the unit JS's `String.prototype.length` counts.
 pub fn utf16_len(text: &str) -> usize {
+  let bytes = text.as_bytes();
+  // Most item texts are ASCII, one unit a byte; the check runs a word at a time.
+  if bytes.is_ascii() {
+    return bytes.len();
+  }
   // Every character but a continuation byte starts one unit, and a four-byte one (outside the BMP) a second: counted
-  // byte by byte, without decoding, which the compiler vectorises.
-  text.bytes().map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0)).sum()
+  // byte by byte without decoding, in runs short enough for a byte-wide count (at most 2 a byte), which the compiler
+  // vectorises 16 bytes at a time (a usize-wide count went 4 at a time).
+  bytes
+    .chunks(127)
+    .map(|run| usize::from(run.iter().fold(0u8, |units, &b| units + u8::from(b & 0xC0 != 0x80) + u8::from(b >= 0xF0))))
+    .sum()
 }
 
 /// The longest prefix of `text` of at most `units` UTF-16 units: JS's `text.slice(0, units)`, except that a cut
@@ -93,6 +102,9 @@ mod tests {
       let text = &mixed[start..];
       assert_eq!(utf16_len(text), text.chars().map(char::len_utf16).sum::<usize>(), "from byte {start}");
     }
+    // Runs of the widest characters, and ASCII with one character past it at the end.
+    assert_eq!(utf16_len(&"😀".repeat(300)), 600);
+    assert_eq!(utf16_len(&format!("{}é", "a".repeat(1000))), 1001);
   }
 
   #[test]
