@@ -1,6 +1,7 @@
 // The all-hooks benchmark (issue 10): ten JS layers, each with all eleven hooks, on a 500-turn session thread whose
 // history grows turn by turn; per-turn time for the first and last tenth, JS crossings per turn, the same thread
-// with a trace exporter (the cost of tracing), and a spawn whose child inherits the ten layers (onSpawn / onReturn).
+// with a trace exporter (the cost of tracing), the shared benchmark's react agent (tool rounds, two model steps a
+// turn) with the same layers, and a spawn whose child inherits the ten layers (onSpawn / onReturn).
 // `NOETIC_UPSTREAM_PKG=<dir of an installed upstream package>` runs the same workloads on upstream in the same
 // process, side by side. The model is a `_testCallModel` function (no network). Prints medians; figures vary run to
 // run on a busy machine.
@@ -54,6 +55,64 @@ function model() {
   };
 }
 
+// The agent of the shared agent-turn benchmark (`react`, two model steps a turn: the first asks for one or two tool
+// calls, the second answers), here with a real tool so that beforeToolCall runs too. Texts are of the shared
+// benchmark's sizes, so the history grows as fast (about five items a turn).
+const words = 'the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches'.split(' ');
+const text = (n, seed) => {
+  let out = '';
+  for (let i = 0; out.length < n; i++) out += `${words[(seed * 7 + i * 3) % words.length]} `;
+  return out.slice(0, n);
+};
+
+function reactModel() {
+  let n = 0;
+  return async (request) => {
+    n++;
+    const items = request.items;
+    let user = items.length - 1;
+    while (user >= 0 && !(items[user].type === 'message' && items[user].role === 'user')) user--;
+    const usage = { inputTokens: 60 * items.length, outputTokens: 80 };
+    if (!items.slice(user + 1).some((item) => item.type === 'function_call')) {
+      const calls = 1 + (n % 2);
+      const out = [];
+      for (let c = 0; c < calls; c++) {
+        const args = JSON.stringify({ query: text(30 + ((n * 13 + c) % 50), n + c), limit: 1 + ((n + c) % 20) });
+        out.push({ type: 'function_call', id: `fc${n}-${c}`, callId: `call${n}-${c}`, name: 'search_docs', arguments: args, status: 'completed' });
+      }
+      return { items: out, usage };
+    }
+    const answer = text(120 + ((n * 31) % 180), n);
+    return { items: [{ type: 'message', role: 'assistant', id: `m${n}`, status: 'completed', content: [{ type: 'output_text', text: answer, annotations: [] }] }], usage };
+  };
+}
+
+async function reactThread(api, count = TURNS) {
+  const { AgentHarness, react, tool } = api;
+  const { z } = await import('zod');
+  const search = tool({
+    name: 'search_docs',
+    description: 'Searches the docs.',
+    input: z.object({ query: z.string(), limit: z.number() }),
+    execute: async ({ query, limit }) => `${limit} results for ${query}: ${text(150 + ((limit * 17) % 170), limit)}`,
+  });
+  const harness = new AgentHarness({
+    name: 'all-hooks-react',
+    params: {},
+    initialStep: react({ model: 'bench/model', instructions: 'You are a careful assistant. Use tools when they help, then answer briefly.', tools: [search], maxSteps: 10 }),
+    memory: Array.from({ length: LAYERS }, (_, i) => layer(i, api)),
+    _testCallModel: reactModel(),
+  });
+  const turns = [];
+  for (let t = 0; t < count; t++) {
+    const started = performance.now();
+    await harness.execute(`question ${t}: ${text(80 + ((t * 37) % 140), t)}`, { threadId: 'bench' });
+    await harness.getAgentResponse({ threadId: 'bench' });
+    turns.push(performance.now() - started);
+  }
+  return { harness, turns };
+}
+
 // One session of TURNS turns; per-turn milliseconds.
 async function thread(api, exporter, count = TURNS) {
   const { AgentHarness, step } = api;
@@ -95,13 +154,13 @@ async function spawns(api) {
 
 const tenths = (turns) => {
   const tenth = Math.max(1, Math.floor(turns.length / 10));
-  return { first: mean(turns.slice(0, tenth)), last: mean(turns.slice(-tenth)), median: median(turns) };
+  return { first: mean(turns.slice(0, tenth)), last: mean(turns.slice(-tenth)), median: median(turns), mean: mean(turns) };
 };
 
 async function measure(api) {
   const plain = tenths((await thread(api)).turns);
   const traced = tenths((await thread(api, new api.InMemoryExporter())).turns);
-  return { plain, traced, spawnMs: await spawns(api) };
+  return { plain, traced, react: tenths((await reactThread(api)).turns), spawnMs: await spawns(api) };
 }
 
 // JS requests the native side makes during one turn of a warm thread (ours only).
@@ -137,5 +196,9 @@ row('last tenth of the turns', ours.plain.last, upstream?.plain.last);
 row('median turn', ours.plain.median, upstream?.plain.median);
 row('last tenth, tracing to InMemoryExporter', ours.traced.last, upstream?.traced.last);
 row('median turn, tracing to InMemoryExporter', ours.traced.median, upstream?.traced.median);
+row('react agent with a tool: first tenth', ours.react.first, upstream?.react.first);
+row('react agent with a tool: last tenth', ours.react.last, upstream?.react.last);
+row('react agent with a tool: median turn', ours.react.median, upstream?.react.median);
+row('react agent with a tool: mean turn', ours.react.mean, upstream?.react.mean);
 row('spawn inheriting the layers (median)', ours.spawnMs, upstream?.spawnMs);
 console.log(`JS requests per turn (ours): ${requests.toFixed(1)}; tracing adds ${(((ours.traced.median - ours.plain.median) / ours.plain.median) * 100).toFixed(0)}% to the median turn`);
