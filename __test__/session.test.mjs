@@ -609,3 +609,27 @@ test('a seeded history of over a megabyte crosses as UTF-8 and keeps every chara
   assert.equal(back.length, seed.length);
   assert.deepStrictEqual(native, JSON.parse(JSON.stringify(seed)));
 });
+
+test("a response's items are the history at its turn's end, read then or after later turns", async () => {
+  const m = model();
+  const h = harnessWith(m);
+  await h.execute('one', { threadId: 'T' });
+  const first = await h.getAgentResponse({ threadId: 'T' });
+  await h.execute('two', { threadId: 'T' });
+  const second = await h.getAgentResponse({ threadId: 'T' });
+  // Read after the second turn: still the first turn's two items.
+  assert.deepEqual(first.items.map((item) => item.content[0].text), ['one', '1:1']);
+  assert.equal(first.items, first.items, 'one array, kept');
+  assert.deepEqual(second.items.map((item) => item.content[0].text), ['one', '1:1', 'two', '2:3']);
+  assert.equal(second.items[0], first.items[0], 'the same objects');
+  assert.deepEqual(Object.keys(second), ['items', 'usage', 'cost', 'text', 'lastLayerUsage']);
+  assert.equal(JSON.parse(JSON.stringify(second)).items.length, 4);
+  second.items = [];
+  assert.deepEqual(second.items, []);
+  // A response whose context a later turn replaced (other options) keeps its items.
+  await h.execute('three', { threadId: 'T', resourceId: 'someone' });
+  const third = await h.getAgentResponse({ threadId: 'T' });
+  await h.execute('four', { threadId: 'T' });
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.equal(third.items.length, 6);
+});

@@ -90,12 +90,17 @@ const unreadUsages = new FinalizationRegistry(({ native, key }) => native.dropLa
 
 // Upstream's HarnessResponse, its items read from the context that ran the turn.
 function toResponse(runtime, value) {
-  let items = [];
+  // The log's objects up to the turn's end, made now (converting only what JS has not seen); copied out when first
+  // read, since most callers read only the text and a copy of a long history costs O(history) a turn. Positions
+  // below the length never change after, so a later read sees the turn's items.
+  let backing;
   try {
-    items = runtime.context(value.contextId).itemLog._all().slice(0, value.logLen);
+    backing = runtime.context(value.contextId).itemLog._all();
   } catch {
     // The context was replaced before this was read (a later turn with other options); its items are gone.
   }
+  const logLen = value.logLen;
+  let items;
   const native = runtime.native;
   const key = value.usageKey;
   let taken = false;
@@ -106,7 +111,16 @@ function toResponse(runtime, value) {
     Object.defineProperty(self, 'lastLayerUsage', { value: v, writable: true, enumerable: true, configurable: true });
   };
   const response = {
-    items,
+    get items() {
+      items ??= backing === undefined ? [] : backing.slice(0, logLen);
+      backing = undefined;
+      Object.defineProperty(this, 'items', { value: items, writable: true, enumerable: true, configurable: true });
+      return items;
+    },
+    set items(v) {
+      backing = undefined;
+      Object.defineProperty(this, 'items', { value: v, writable: true, enumerable: true, configurable: true });
+    },
     usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
     cost: value.cost,
     text: value.text,
