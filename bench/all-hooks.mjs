@@ -55,8 +55,9 @@ function model() {
   };
 }
 
-// The agent of the shared agent-turn benchmark (`react`, two model steps a turn: the first asks for one or two tool
-// calls, the second answers), here with a real tool so that beforeToolCall runs too. Texts are of the shared
+// The agent of the shared agent-turn benchmark: `react`, two model steps a turn. As there, the scripted model answers
+// a turn's first step with one or two tool rounds already done (call and output: a test model stands in for the
+// provider, which runs the tools) and an assistant message, and the second with the answer; texts are of the shared
 // benchmark's sizes, so the history grows as fast (about five items a turn).
 const words = 'the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches'.split(' ');
 const text = (n, seed) => {
@@ -64,42 +65,36 @@ const text = (n, seed) => {
   for (let i = 0; out.length < n; i++) out += `${words[(seed * 7 + i * 3) % words.length]} `;
   return out.slice(0, n);
 };
+const message = (id, body) => ({ type: 'message', role: 'assistant', id, status: 'completed', content: [{ type: 'output_text', text: body, annotations: [] }] });
 
 function reactModel() {
   let n = 0;
   return async (request) => {
     n++;
     const items = request.items;
+    // The turn's own question (react hands each round's output on as a user message too).
     let user = items.length - 1;
-    while (user >= 0 && !(items[user].type === 'message' && items[user].role === 'user')) user--;
+    while (user >= 0 && !(items[user].type === 'message' && items[user].role === 'user' && items[user].content?.[0]?.text?.startsWith('question '))) user--;
     const usage = { inputTokens: 60 * items.length, outputTokens: 80 };
-    if (!items.slice(user + 1).some((item) => item.type === 'function_call')) {
-      const calls = 1 + (n % 2);
-      const out = [];
-      for (let c = 0; c < calls; c++) {
-        const args = JSON.stringify({ query: text(30 + ((n * 13 + c) % 50), n + c), limit: 1 + ((n + c) % 20) });
-        out.push({ type: 'function_call', id: `fc${n}-${c}`, callId: `call${n}-${c}`, name: 'search_docs', arguments: args, status: 'completed' });
-      }
-      return { items: out, usage };
+    if (items.slice(user + 1).some((item) => item.type === 'function_call')) return { items: [message(`m${n}`, text(120 + ((n * 31) % 180), n))], usage };
+    const out = [];
+    for (let c = 0; c < 1 + (n % 2); c++) {
+      const callId = `call${n}-${c}`;
+      const args = JSON.stringify({ query: text(30 + ((n * 13 + c) % 50), n + c), limit: 1 + ((n + c) % 20) });
+      out.push({ type: 'function_call', id: `fc${n}-${c}`, callId, name: 'search_docs', arguments: args, status: 'completed' });
+      out.push({ type: 'function_call_output', id: `fco${n}-${c}`, callId, output: text(150 + ((n * 17 + c) % 170), n + c), status: 'completed' });
     }
-    const answer = text(120 + ((n * 31) % 180), n);
-    return { items: [{ type: 'message', role: 'assistant', id: `m${n}`, status: 'completed', content: [{ type: 'output_text', text: answer, annotations: [] }] }], usage };
+    out.push(message(`m${n}`, text(80 + ((n * 7) % 120), n)));
+    return { items: out, usage };
   };
 }
 
 async function reactThread(api, count = TURNS) {
-  const { AgentHarness, react, tool } = api;
-  const { z } = await import('zod');
-  const search = tool({
-    name: 'search_docs',
-    description: 'Searches the docs.',
-    input: z.object({ query: z.string(), limit: z.number() }),
-    execute: async ({ query, limit }) => `${limit} results for ${query}: ${text(150 + ((limit * 17) % 170), limit)}`,
-  });
+  const { AgentHarness, react } = api;
   const harness = new AgentHarness({
     name: 'all-hooks-react',
     params: {},
-    initialStep: react({ model: 'bench/model', instructions: 'You are a careful assistant. Use tools when they help, then answer briefly.', tools: [search], maxSteps: 10 }),
+    initialStep: react({ model: 'bench/model', instructions: 'You are a careful assistant. Use tools when they help, then answer briefly.', tools: [], maxSteps: 10 }),
     memory: Array.from({ length: LAYERS }, (_, i) => layer(i, api)),
     _testCallModel: reactModel(),
   });
@@ -196,9 +191,9 @@ row('last tenth of the turns', ours.plain.last, upstream?.plain.last);
 row('median turn', ours.plain.median, upstream?.plain.median);
 row('last tenth, tracing to InMemoryExporter', ours.traced.last, upstream?.traced.last);
 row('median turn, tracing to InMemoryExporter', ours.traced.median, upstream?.traced.median);
-row('react agent with a tool: first tenth', ours.react.first, upstream?.react.first);
-row('react agent with a tool: last tenth', ours.react.last, upstream?.react.last);
-row('react agent with a tool: median turn', ours.react.median, upstream?.react.median);
-row('react agent with a tool: mean turn', ours.react.mean, upstream?.react.mean);
+row('react agent, tool rounds: first tenth', ours.react.first, upstream?.react.first);
+row('react agent, tool rounds: last tenth', ours.react.last, upstream?.react.last);
+row('react agent, tool rounds: median turn', ours.react.median, upstream?.react.median);
+row('react agent, tool rounds: mean turn', ours.react.mean, upstream?.react.mean);
 row('spawn inheriting the layers (median)', ours.spawnMs, upstream?.spawnMs);
 console.log(`JS requests per turn (ours): ${requests.toFixed(1)}; tracing adds ${(((ours.traced.median - ours.plain.median) / ours.plain.median) * 100).toFixed(0)}% to the median turn`);
