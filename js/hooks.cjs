@@ -400,9 +400,11 @@ async function runHooks(runtime, batch) {
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
   // Items not in the log that a phase is about: a store of ctx.harness.storeLayers' own response.
   const given = batch.phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined;
+  // The call options, the batch's own when every call has the same.
+  const each = batch.each;
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
-    const guard = new HookGuard(c.timeoutMs);
+    const guard = new HookGuard((each ?? c).timeoutMs);
     // A call's own args, or those every call of the batch shares.
     const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
     const started = batch.timed ? performance.now() : 0;
@@ -413,7 +415,7 @@ async function runHooks(runtime, batch) {
   const settle = async (c, layer, params, guard) => {
     try {
       const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
-      const reply = { status: 'ok', next: stateOf(c.write, result) };
+      const reply = { status: 'ok', next: stateOf((each ?? c).write, result) };
       if (batch.phase === 'recall') {
         reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
         // Kept for the model call of this step, which names them instead of sending them back (released after it).
@@ -454,7 +456,7 @@ async function runHooks(runtime, batch) {
     if (next === NONE) return reply;
     states.set(c.layerId, next);
     reply.state = next === undefined ? 'clear' : 'set';
-    if (c.persist && next !== undefined) reply.persist = runtime.serializable(next, c.layerId);
+    if ((each ?? c).persist && next !== undefined) reply.persist = runtime.serializable(next, c.layerId);
     return reply;
   };
   if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
@@ -471,7 +473,7 @@ async function runHooks(runtime, batch) {
   for (const c of batch.calls) {
     const reply = apply(c, await call(c));
     replies.push(reply);
-    if (reply.status !== 'ok' && (c.stopOnError || reply.rethrow)) break;
+    if (reply.status !== 'ok' && ((each ?? c).stopOnError || reply.rethrow)) break;
     // The first deny ends a steering vote: later layers are not asked (§14.1).
     if (reply.decision?.action === 'deny') break;
   }

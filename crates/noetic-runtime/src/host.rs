@@ -193,17 +193,24 @@ pub struct NewItems {
 
 impl Serialize for HookBatch {
   /// Arguments every call shares (a recall's query, a store's response) are written once, as the batch's `args`;
-  /// a call's own `args` are written only when they differ.
+  /// a call's own `args` are written only when they differ. So are the call options when every call has the same
+  /// (the usual case: the batch's `each`), since JS parses every byte of a batch.
   fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct Options {
+      timeout_ms: f64,
+      write: WriteRule,
+      persist: bool,
+      stop_on_error: bool,
+    }
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Call<'a> {
       layer: HostRef,
       layer_id: &'a str,
-      timeout_ms: f64,
-      write: WriteRule,
-      persist: bool,
-      stop_on_error: bool,
+      #[serde(flatten, skip_serializing_if = "Option::is_none")]
+      options: Option<Options>,
       #[serde(skip_serializing_if = "Option::is_none")]
       args: Option<&'a HookArgs>,
     }
@@ -214,6 +221,8 @@ impl Serialize for HookBatch {
       context: &'a str,
       exec: &'a ExecInfo,
       calls: Vec<Call<'a>>,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      each: Option<Options>,
       #[serde(skip_serializing_if = "Option::is_none")]
       args: Option<&'a HookArgs>,
       #[serde(skip_serializing_if = "Option::is_none")]
@@ -227,18 +236,22 @@ impl Serialize for HookBatch {
       #[serde(skip_serializing_if = "std::ops::Not::not")]
       timed: bool,
     }
-    let first = self.calls.first().map(|call| &call.args);
-    let shared = first.filter(|first| self.calls.iter().all(|call| &call.args == *first));
+    let options = |call: &HookCall| Options {
+      timeout_ms: call.timeout_ms,
+      write: call.write,
+      persist: call.persist,
+      stop_on_error: call.stop_on_error,
+    };
+    let first = self.calls.first();
+    let shared = first.map(|first| &first.args).filter(|args| self.calls.iter().all(|call| &call.args == *args));
+    let each = first.map(options).filter(|each| self.calls.iter().all(|call| options(call) == *each));
     let calls = self
       .calls
       .iter()
       .map(|call| Call {
         layer: call.layer,
         layer_id: &call.layer_id,
-        timeout_ms: call.timeout_ms,
-        write: call.write,
-        persist: call.persist,
-        stop_on_error: call.stop_on_error,
+        options: if each.is_some() { None } else { Some(options(call)) },
         args: if shared.is_some() { None } else { Some(&call.args) },
       })
       .collect();
@@ -247,6 +260,7 @@ impl Serialize for HookBatch {
       context: &self.context,
       exec: &self.exec,
       calls,
+      each,
       args: shared,
       new_items: self.new_items.as_ref(),
       items: self.items.as_ref(),
@@ -823,5 +837,44 @@ mod tests {
     let own = batch(&["q", "other"]);
     assert!(own.get("args").is_none());
     assert_eq!(own["calls"][1]["args"]["query"], "other");
+  }
+
+  #[test]
+  fn call_options_every_call_shares_are_written_once() {
+    let shared = batch(&["q", "q"]);
+    assert_eq!(
+      shared["each"],
+      serde_json::json!({ "timeoutMs": 5000.0, "write": "ifDefined", "persist": true, "stopOnError": false })
+    );
+    assert_eq!(shared["calls"][1], serde_json::json!({ "layer": 1, "layerId": "l1" }));
+
+    let info = ExecInfo {
+      execution_id: "E".into(),
+      thread_id: "T".into(),
+      resource_id: None,
+      depth: 0,
+      step_number: 1,
+      token_usage: TokenCounts::default(),
+      cost: 0.0,
+      has_model: false,
+      trace_id: "E".into(),
+    };
+    let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info);
+    for (i, stop_on_error) in [false, true].into_iter().enumerate() {
+      mixed.calls.push(HookCall {
+        layer: i as HostRef,
+        layer_id: format!("l{i}"),
+        timeout_ms: 5000.0,
+        write: WriteRule::Always,
+        persist: true,
+        stop_on_error,
+        args: HookArgs::Init { scope_key: "s".into(), storage_prefix: "p".into() },
+      });
+    }
+    let mixed = serde_json::to_value(&mixed).unwrap();
+    assert!(mixed.get("each").is_none());
+    assert_eq!(mixed["calls"][0]["stopOnError"], false);
+    assert_eq!(mixed["calls"][1]["stopOnError"], true);
+    assert_eq!(mixed["calls"][1]["timeoutMs"], 5000.0);
   }
 }
