@@ -12,6 +12,7 @@ import {
   createSqliteStorage,
   loop,
   step,
+  until,
 } from '../js/index.mjs';
 import { recordingModel, scratchDb } from './helpers.mjs';
 
@@ -72,6 +73,27 @@ test('a model reply, scripted text and a thread id with a lone surrogate do not 
   const scripted = harness({ llm: { provider: 'scripted', script: [{ text: `ok${LONE}` }] } });
   assert.equal(await scripted.h.run(llm, 'q'), `ok${REPLACED}`);
   assert.deepEqual([...viaTestModel.diagnostics, ...scripted.diagnostics], []);
+});
+
+test("a model's text with a lone surrogate becomes the next LLM step's input message exactly, costed as upstream's", async () => {
+  const requests = [];
+  const texts = [`cut ${LONE}`, 'done'];
+  const model = async (request) => {
+    requests.push(request.items);
+    const text = texts[requests.length - 1];
+    return { items: [{ id: `m${requests.length}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }], usage: { inputTokens: 1, outputTokens: 1 } };
+  };
+  const { h } = harness({ _testCallModel: model });
+  const ctx = h.createContext();
+  const twice = loop({ id: 'twice', steps: [step.llm({ id: 'llm', model: 'm' })], until: until.maxSteps(2) });
+  await h.run(twice, 'go', ctx);
+  const input = requests[1].at(-1);
+  assert.equal(input.role, 'user');
+  // The step's output value itself holds U+FFFD (B1); the message made of it keeps JS's text.
+  assert.equal(input.content[0].text, `cut ${LONE}`);
+  const { estimateTokens } = await import('../js/index.mjs');
+  const expected = ctx.itemLog.items.reduce((sum, item) => sum + estimateTokens(JSON.stringify(item)), 0);
+  assert.equal(ctx.lastLayerUsage.historyTokens, expected);
 });
 
 test('layer state and a layer id with a lone surrogate persist, with U+FFFD in the stored copy', async () => {

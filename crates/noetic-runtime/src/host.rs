@@ -390,6 +390,12 @@ pub enum StepValue {
   #[default]
   Undefined,
   Text(String),
+  /// Text a model replied with that holds a lone UTF-16 surrogate: `text` has U+FFFD in its place (B1), `json` is
+  /// the text's exact JSON string literal, so that the message a next LLM step makes of it keeps JS's very text.
+  Utf16Text {
+    text: String,
+    json: Box<str>,
+  },
   Json(Value),
   Host(HostRef),
 }
@@ -397,7 +403,7 @@ pub enum StepValue {
 impl StepValue {
   pub fn as_text(&self) -> Option<&str> {
     match self {
-      Self::Text(text) => Some(text),
+      Self::Text(text) | Self::Utf16Text { text, .. } => Some(text),
       _ => None,
     }
   }
@@ -568,7 +574,7 @@ impl From<&StepValue> for StepValueRef {
   fn from(value: &StepValue) -> Self {
     match value {
       StepValue::Undefined => Self::Undefined,
-      StepValue::Text(text) => Self::Text(text.clone()),
+      StepValue::Text(text) | StepValue::Utf16Text { text, .. } => Self::Text(text.clone()),
       StepValue::Json(json) => Self::Json(json.clone()),
       StepValue::Host(handle) => Self::Host(*handle),
     }

@@ -123,7 +123,7 @@ pub(super) fn failure_payload(step_id: &str, error: &RunError) -> Value {
 /// A step value inside an error payload: JSON as it is, anything else as a reference JS revives.
 pub(super) fn value_json(value: &StepValue) -> Value {
   match value {
-    StepValue::Text(text) => Value::String(text.clone()),
+    StepValue::Text(text) | StepValue::Utf16Text { text, .. } => Value::String(text.clone()),
     StepValue::Json(json) => json.clone(),
     other => json!({ "$stepValue": StepValueRef::from(other) }),
   }

@@ -16,7 +16,10 @@ use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, StepValue, ViewEntry};
-use crate::items::{Item, ItemLog, Pairing, create_message, extract_assistant_text, parse_js_item};
+use crate::items::{
+  Item, ItemLog, Pairing, create_message, create_message_from_literal, extract_assistant_text, output_text_literal,
+  parse_js_item,
+};
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
@@ -132,7 +135,15 @@ impl Harness {
     let has_layers = !layers.is_empty();
     let query = input.as_text().unwrap_or_default().to_owned();
     if !query.is_empty() {
-      let message = Arc::new(create_message(&query, "user")?);
+      // A model's text holding a lone surrogate becomes the message JS's createMessage would make (B1).
+      let exact = match &input {
+        StepValue::Utf16Text { json, .. } => create_message_from_literal(json, "user"),
+        _ => None,
+      };
+      let message = Arc::new(match exact {
+        Some(message) => message,
+        None => create_message(&query, "user")?,
+      });
       let items = if has_layers {
         lifecycle::append_items(&self.env, &self.scope(ctx), vec![message]).await?
       } else {
@@ -263,13 +274,17 @@ impl Harness {
     // Read without keeping the parsed fields: these items stay in the log for the session's life.
     let last_answer = response.items.iter().rev().find(|item| item.role() == Some("assistant"));
     let text = last_answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default();
+    let literal = last_answer.and_then(|item| output_text_literal(item.json_text()));
     match &step.output {
       // Parsed once everything else is recorded, so a reply that does not parse still counts (as upstream).
       Some(output) => {
         let call = OutputCall { schema: output.schema, step_id: step.id.clone(), raw: text };
         Ok(self.env.host.parse_output(call).await?)
       }
-      None => Ok(StepValue::Text(text)),
+      None => Ok(match literal {
+        Some(json) => StepValue::Utf16Text { text, json: json.into() },
+        None => StepValue::Text(text),
+      }),
     }
   }
 

@@ -30,6 +30,21 @@ pub fn create_message_with_id(id: impl Into<String>, text: impl Into<String>, ro
   ]))
 }
 
+/// [`create_message`] of a text given as its JSON string literal (one that holds a lone surrogate escape, which a
+/// Rust string cannot): the item keeps the literal, so its text and cost are those JS's `createMessage` gives.
+/// `None` if `literal` is not a JSON string.
+pub fn create_message_from_literal(literal: &str, role: &str) -> Option<Item> {
+  // One JSON string and nothing else (lone surrogate escapes admitted).
+  if (role != "user" && role != "developer") || crate::js_text::from_js_json::<String>(literal).is_err() {
+    return None;
+  }
+  let id = uuid::Uuid::new_v4();
+  let text = format!(
+    r#"{{"id":"{id}","status":"completed","type":"message","role":"{role}","content":[{{"type":"input_text","text":{literal}}}]}}"#
+  );
+  Item::from_json_text(&text).ok()
+}
+
 /// An input message in the order the rest of upstream builds them (the session's user turn, injected and nudge
 /// messages, the spec's fixtures): id, type, role, status, content. The role is not checked.
 pub fn input_message(id: impl Into<String>, role: &str, text: impl Into<String>) -> Item {
@@ -223,5 +238,19 @@ mod tests {
     );
     assert_eq!(o.link(), Pairing::Output("call_1"));
     assert_eq!(o.cost(), tokens_for_units(utf16_len(&o.to_json_text())));
+  }
+
+  #[test]
+  fn a_message_from_a_literal_is_the_one_create_message_makes() {
+    let plain = create_message_from_literal(r#""hello \"you\"""#, "user").expect("message");
+    let id = plain.fields().get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let made = create_message_with_id(id, "hello \"you\"", "user").expect("message");
+    assert_eq!(plain.json_text(), made.json_text());
+    // A lone surrogate stays as JS's JSON spells it, and is costed so (6 units, not U+FFFD's 1).
+    let lone = create_message_from_literal(r#""cut \ud835""#, "user").expect("message");
+    assert!(lone.json_text().ends_with(r#""text":"cut \ud835"}]}"#));
+    assert_eq!(lone.cost(), tokens_for_units(lone.json_text().len()));
+    assert!(create_message_from_literal(r#""a","x":"b""#, "user").is_none(), "not one string");
+    assert!(create_message_from_literal(r#""a""#, "assistant").is_none());
   }
 }

@@ -18,8 +18,9 @@ pub use self::js_json::{
 pub use self::link::{Pairing, strip_unresolved_mask};
 pub use self::log::ItemLog;
 pub use self::message::{
-  assistant_message, create_message, create_message_with_id, function_call, function_call_output, input_message,
+  assistant_message, create_message, create_message_from_literal, create_message_with_id, function_call,
+  function_call_output, input_message,
 };
 pub(crate) use self::text::find_function_call as text_find_function_call;
-pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text};
+pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text, output_text_literal};
 pub use self::tool_calls::{find_function_call, strip_unresolved_tool_calls};

@@ -4,6 +4,7 @@
 //! Items arrive as their JSON objects. Anything malformed (missing content, non-object parts, non-string texts)
 //! contributes nothing instead of failing, where upstream would have thrown or stringified.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 type Item = Map<String, Value>;
@@ -31,6 +32,41 @@ fn output_text_of(item: &Item) -> String {
     .filter(|part| str_field(part, "type") == Some("output_text"))
     .filter_map(|part| str_field(part, "text"))
     .collect()
+}
+
+/// The JSON string literal of a message's joined `output_text` (`item_text` is the message's JSON text), when it
+/// holds a lone surrogate escape: the text then cannot be a Rust string as it is (B1). `None` otherwise, or for a
+/// message whose content is not a list of part objects.
+pub fn output_text_literal(item_text: &str) -> Option<String> {
+  #[derive(serde::Deserialize)]
+  struct Message<'a> {
+    #[serde(borrow)]
+    content: Vec<Part<'a>>,
+  }
+  #[derive(serde::Deserialize)]
+  struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+  }
+  // A cheap test first: no surrogate escape, nothing to keep.
+  if !item_text.contains("\\ud") && !item_text.contains("\\uD") {
+    return None;
+  }
+  let message: Message<'_> = serde_json::from_str(item_text).ok()?;
+  let mut inner = String::new();
+  for part in &message.content {
+    if part.kind.map(RawValue::get) != Some("\"output_text\"") {
+      continue;
+    }
+    // A string literal's inside: the parts' texts joined with nothing between, as their values are.
+    let Some(text) = part.text.map(RawValue::get).filter(|text| text.starts_with('"')) else { continue };
+    inner.push_str(&text[1..text.len() - 1]);
+  }
+  let literal = format!("\"{inner}\"");
+  // Only when the literal is not a Rust string as it is (a lone surrogate; serde refuses those).
+  serde_json::from_str::<String>(&literal).is_err().then_some(literal)
 }
 
 /// One string per assistant message: its `output_text` parts joined, empty results dropped.
@@ -181,5 +217,16 @@ mod tests {
     // Non-string arguments never parse to an object.
     let items = [json!({"type": "function_call", "callId": "c", "name": "f", "arguments": {"a": 1}})];
     assert_eq!(find_function_call(&objects(&items), "f"), None);
+  }
+
+  #[test]
+  fn an_output_text_literal_is_kept_only_for_a_lone_surrogate() {
+    let lone = r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ab \ud835"},{"type":"refusal","refusal":"no"},{"type":"output_text","text":"\n!"}]}"#;
+    assert_eq!(output_text_literal(lone).as_deref(), Some(r#""ab \ud835\n!""#));
+    let paired = r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"\ud835\udd18 ok"}]}"#;
+    assert_eq!(output_text_literal(paired), None, "a pair is a Rust string");
+    let plain = r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"plain"}]}"#;
+    assert_eq!(output_text_literal(plain), None);
+    assert_eq!(output_text_literal(r#"{"type":"message","content":"\ud835"}"#), None, "content not a list");
   }
 }
