@@ -626,10 +626,21 @@ test("a response's items are the history at its turn's end, read then or after l
   assert.equal(JSON.parse(JSON.stringify(second)).items.length, 4);
   second.items = [];
   assert.deepEqual(second.items, []);
+  // A store that freezes what it keeps (immer, Redux) freezes a response before reading it.
+  await h.execute('frozen', { threadId: 'T' });
+  const frozen = Object.freeze(await h.getAgentResponse({ threadId: 'T' }));
+  assert.equal(frozen.items.at(-2).content[0].text, 'frozen');
+  assert.equal(frozen.items, frozen.items, 'the same array on every read');
+  assert.equal(typeof frozen.lastLayerUsage, 'object');
+  assert.throws(() => {
+    frozen.items = [];
+  }, TypeError);
+  assert.equal(frozen.items.at(-2).content[0].text, 'frozen');
   // A response whose context a later turn replaced (other options) keeps its items.
   await h.execute('three', { threadId: 'T', resourceId: 'someone' });
   const third = await h.getAgentResponse({ threadId: 'T' });
   await h.execute('four', { threadId: 'T' });
   await h.getAgentResponse({ threadId: 'T' });
-  assert.equal(third.items.length, 6);
+  assert.equal(third.items.length, frozen.items.length + 2);
+  assert.equal(third.items.at(-2).content[0].text, 'three');
 });

@@ -88,6 +88,11 @@ function execute(harness, input, options = {}) {
 // A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response.
 const unreadUsages = new FinalizationRegistry(({ native, key }) => native.dropLayerUsage(key));
 
+// A response's lazily made field becomes a plain data property once read, as upstream's are; a frozen response (a
+// store that freezes what it keeps) keeps the accessor, which goes on giving the same value. False if it could not.
+const own = (self, name, value) => Reflect.defineProperty(self, name, { value, writable: true, enumerable: true, configurable: true });
+const readOnly = (name) => new TypeError(`Cannot assign to read only property '${name}' of object`);
+
 // Upstream's HarnessResponse, its items read from the context that ran the turn.
 function toResponse(runtime, value) {
   // The log's objects up to the turn's end, made now (converting only what JS has not seen); copied out when first
@@ -108,18 +113,19 @@ function toResponse(runtime, value) {
   // `lastLayerUsage` carries every recalled item, so it crosses only when first read: most responses' never is.
   const settle = (self, v) => {
     if (key !== undefined) unreadUsages.unregister(response);
-    Object.defineProperty(self, 'lastLayerUsage', { value: v, writable: true, enumerable: true, configurable: true });
+    own(self, 'lastLayerUsage', v);
   };
   const response = {
     get items() {
       items ??= backing === undefined ? [] : backing.slice(0, logLen);
       backing = undefined;
-      Object.defineProperty(this, 'items', { value: items, writable: true, enumerable: true, configurable: true });
+      own(this, 'items', items);
       return items;
     },
     set items(v) {
+      if (!own(this, 'items', v)) throw readOnly('items');
       backing = undefined;
-      Object.defineProperty(this, 'items', { value: v, writable: true, enumerable: true, configurable: true });
+      items = v;
     },
     usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
     cost: value.cost,
@@ -134,8 +140,10 @@ function toResponse(runtime, value) {
       return usage;
     },
     set lastLayerUsage(v) {
+      if (Object.isFrozen(this)) throw readOnly('lastLayerUsage');
       if (key !== undefined && !taken) native.dropLayerUsage(key);
       taken = true;
+      usage = v;
       settle(this, v);
     },
   };
