@@ -5,12 +5,10 @@
 // `NOETIC_UPSTREAM_PKG=<dir of an installed upstream package>` runs the same workloads on upstream in the same
 // process, side by side. The model is a `_testCallModel` function (no network). Prints medians; figures vary run to
 // run on a busy machine.
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { median, upstreamApi } from './common.mjs';
 
 const TURNS = Number(process.env.TURNS ?? 500);
 const LAYERS = 10;
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 // Every hook does a little of what real layers do: init reads storage, recall renders notes, store keeps the
@@ -180,8 +178,8 @@ async function requestsPerTurn(api) {
 const oursApi = await import('../js/index.mjs');
 const ours = await measure(oursApi);
 const requests = await requestsPerTurn(oursApi);
-const upstreamDir = process.env.NOETIC_UPSTREAM_PKG;
-const upstream = upstreamDir ? await measure(await import(pathToFileURL(path.join(upstreamDir, 'dist/index.js')).href)) : undefined;
+const upstreamPkg = await upstreamApi();
+const upstream = upstreamPkg ? await measure(upstreamPkg) : undefined;
 
 const row = (name, mine, theirs) =>
   console.log(`${name.padEnd(44)} ${mine.toFixed(3).padStart(9)} ms${theirs === undefined ? '' : `   upstream ${theirs.toFixed(3).padStart(9)} ms   ${(theirs / mine).toFixed(1)}x faster`}`);

@@ -1,8 +1,7 @@
 // The bridge benchmark: what one LLM step costs in JS crossings and time with K JS layers, how a long thread's
 // turns cost, and appending to and reading the item log. Prints medians; figures vary run to run on a busy machine.
 import { AgentHarness, loop, step, until } from '../js/index.mjs';
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+import { median } from './common.mjs';
 
 function jsLayer(i) {
   return {

@@ -9,25 +9,15 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { median, history, upstreamApi } from './common.mjs';
 
 const STEPS = Number(process.env.STEPS ?? 40);
 const WARMUP = Number(process.env.WARMUP ?? 10);
 const SIZES = (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number);
 const DISK = process.env.FS === 'disk';
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const FILES = ['src/auth.ts', 'src/db.ts', 'docs/notes.md'];
 const fileText = (name) => Array.from({ length: 100 }, (_, i) => `// ${name} line ${i}: const value${i} = compute(${i});`).join('\n');
-
-function history(n) {
-  const filler = 'context '.repeat(28);
-  return Array.from({ length: n }, (_, i) => {
-    const role = i % 2 ? 'assistant' : 'user';
-    const type = i % 2 ? 'output_text' : 'input_text';
-    return { id: `h${i}`, type: 'message', role, content: [{ type, text: `${i} ${filler}` }] };
-  });
-}
 
 // Answers the step, and any relevance question a layer asks aside.
 function model() {
@@ -101,8 +91,7 @@ async function measure(api, n) {
 }
 
 const ours = await import('../js/index.mjs');
-const upstreamDir = process.env.NOETIC_UPSTREAM_PKG;
-const upstream = upstreamDir ? await import(pathToFileURL(path.join(upstreamDir, 'dist/index.js')).href) : undefined;
+const upstream = await upstreamApi();
 
 console.log(`fileReference (3 files, ${DISK ? 'a Node disk adapter' : 'the in-memory fs'}), one model step on a growing history (median of ${STEPS} steps)`);
 for (const n of SIZES) {

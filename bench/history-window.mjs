@@ -3,21 +3,10 @@
 // appends the question and the answer, so the history keeps growing; the time is per step, median of STEPS.
 // `NOETIC_UPSTREAM_PKG=<dir of an installed upstream package>` runs the same workload on upstream in the same
 // process, side by side. Figures vary run to run on a busy machine.
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { median, history, upstreamApi } from './common.mjs';
 
 const STEPS = Number(process.env.STEPS ?? 40);
 const SIZES = (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function history(n) {
-  const filler = 'context '.repeat(28);
-  return Array.from({ length: n }, (_, i) => {
-    const role = i % 2 ? 'assistant' : 'user';
-    const type = i % 2 ? 'output_text' : 'input_text';
-    return { id: `h${i}`, type: 'message', role, content: [{ type, text: `${i} ${filler}` }] };
-  });
-}
 
 function model(seen) {
   let n = 0;
@@ -60,8 +49,7 @@ async function measure(api, n) {
 }
 
 const ours = await import('../js/index.mjs');
-const upstreamDir = process.env.NOETIC_UPSTREAM_PKG;
-const upstream = upstreamDir ? await import(pathToFileURL(path.join(upstreamDir, 'dist/index.js')).href) : undefined;
+const upstream = await upstreamApi();
 
 console.log(`historyWindow(40), one model step on a growing history (median of ${STEPS} steps)`);
 for (const n of SIZES) {

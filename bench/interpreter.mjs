@@ -1,10 +1,8 @@
 // The interpreter benchmark: a 1,000-step loop of trivial step.runs and a fork of 100 paths, with the crossings
 // each makes. `NOETIC_UPSTREAM_PKG=<dir of an installed upstream package>` runs the same workloads on upstream in the
 // same process, side by side. Prints medians; figures vary run to run on a busy machine.
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { median, upstreamApi } from './common.mjs';
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function time(fn, reps) {
   const samples = [];
@@ -60,8 +58,8 @@ async function crossings({ harness, ctx }, step) {
 const ours = await measure(await import('../js/index.mjs'));
 const loopCrossings = await crossings(ours, ours.thousand);
 const forkCrossings = await crossings(ours, ours.hundred);
-const upstreamDir = process.env.NOETIC_UPSTREAM_PKG;
-const upstream = upstreamDir ? await measure(await import(pathToFileURL(path.join(upstreamDir, 'dist/index.js')).href)) : undefined;
+const upstreamPkg = await upstreamApi();
+const upstream = upstreamPkg ? await measure(upstreamPkg) : undefined;
 
 const row = (name, mine, theirs, note) =>
   console.log(`${name.padEnd(28)} ${mine.toFixed(3).padStart(9)} ms${theirs === undefined ? '' : `   upstream ${theirs.toFixed(3).padStart(9)} ms   ratio ${(mine / theirs).toFixed(2)}`}   ${note}`);

@@ -2,21 +2,10 @@
 // the first turn of the seeded session (one model step, no layers), each on a thread of its own. Times are medians
 // of ROUNDS. `NOETIC_UPSTREAM_PKG=<dir of an installed upstream package>` runs the same workload on upstream in the
 // same process, side by side. Figures vary run to run on a busy machine.
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { median, history, upstreamApi } from './common.mjs';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const SIZES = (process.env.SIZES ?? '1000,10000,100000').split(',').map(Number);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function history(n) {
-  const filler = 'context '.repeat(28);
-  return Array.from({ length: n }, (_, i) => {
-    const role = i % 2 ? 'assistant' : 'user';
-    const type = i % 2 ? 'output_text' : 'input_text';
-    return { id: `h${i}`, type: 'message', role, content: [{ type, text: `${i} ${filler}` }] };
-  });
-}
 
 async function measure(api, n) {
   const { AgentHarness, step } = api;
@@ -52,8 +41,7 @@ async function measure(api, n) {
 }
 
 const ours = await import('../js/index.mjs');
-const upstreamDir = process.env.NOETIC_UPSTREAM_PKG;
-const upstream = upstreamDir ? await import(pathToFileURL(path.join(upstreamDir, 'dist/index.js')).href) : undefined;
+const upstream = await upstreamApi();
 
 const ratio = (theirs, mine) => `${(mine / theirs).toFixed(2)}x upstream's time`;
 console.log(`seedSessionHistory and the seeded session's first turn (median of ${ROUNDS})`);

@@ -15,11 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentHarness, createInMemoryStorage, createPostgresStorage, createSqliteStorage, step } from '../js/index.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
+import { median } from './common.mjs';
 
 const AGENTS = (process.env.AGENTS ?? '1,8,64').split(',').map(Number);
 const TRIALS = Number(process.env.TRIALS ?? 3);
 const TRIAL_MS = Number(process.env.TRIAL_MS ?? 1000);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))];
 
 const scratch = mkdtempSync(join(tmpdir(), 'noetic-bench-'));

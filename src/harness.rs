@@ -455,8 +455,9 @@ impl NativeHarness {
     checked: Option<bool>,
     origin: Option<String>,
   ) -> Result<u32> {
+    let what = origin.as_deref().unwrap_or("itemLog.append");
     let text = std::str::from_utf8(&items)
-      .map_err(|e| Error::new(Status::InvalidArg, format!("itemLog.append: the items are not UTF-8: {e}")))?;
+      .map_err(|e| Error::new(Status::InvalidArg, format!("{what}: the items are not UTF-8: {e}")))?;
     self.append_batch(&context, text, checked, origin)
   }
 

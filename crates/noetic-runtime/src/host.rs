@@ -808,8 +808,8 @@ pub trait Host: Send + Sync {
 mod tests {
   use super::*;
 
-  fn batch(queries: &[&str]) -> serde_json::Value {
-    let info = ExecInfo {
+  fn info() -> ExecInfo {
+    ExecInfo {
       execution_id: "E".into(),
       thread_id: "T".into(),
       resource_id: None,
@@ -819,8 +819,11 @@ mod tests {
       cost: 0.0,
       has_model: false,
       trace_id: "E".into(),
-    };
-    let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info);
+    }
+  }
+
+  fn batch(queries: &[&str]) -> serde_json::Value {
+    let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info());
     for (i, query) in queries.iter().enumerate() {
       batch.calls.push(HookCall {
         layer: i as HostRef,
@@ -854,18 +857,7 @@ mod tests {
     );
     assert_eq!(shared["calls"][1], serde_json::json!({ "layer": 1, "layerId": "l1" }));
 
-    let info = ExecInfo {
-      execution_id: "E".into(),
-      thread_id: "T".into(),
-      resource_id: None,
-      depth: 0,
-      step_number: 1,
-      token_usage: TokenCounts::default(),
-      cost: 0.0,
-      has_model: false,
-      trace_id: "E".into(),
-    };
-    let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info);
+    let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
     for (i, stop_on_error) in [false, true].into_iter().enumerate() {
       mixed.calls.push(HookCall {
         layer: i as HostRef,

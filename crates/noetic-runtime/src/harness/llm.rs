@@ -274,14 +274,13 @@ impl Harness {
     // Read without keeping the parsed fields: these items stay in the log for the session's life.
     let last_answer = response.items.iter().rev().find(|item| item.role() == Some("assistant"));
     let text = last_answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default();
-    let literal = last_answer.and_then(|item| output_text_literal(item.json_text()));
     match &step.output {
       // Parsed once everything else is recorded, so a reply that does not parse still counts (as upstream).
       Some(output) => {
         let call = OutputCall { schema: output.schema, step_id: step.id.clone(), raw: text };
         Ok(self.env.host.parse_output(call).await?)
       }
-      None => Ok(match literal {
+      None => Ok(match last_answer.and_then(|item| output_text_literal(item.json_text())) {
         Some(json) => StepValue::Utf16Text { text, json: json.into() },
         None => StepValue::Text(text),
       }),
