@@ -483,7 +483,15 @@ async function runHooks(runtime, batch) {
 // A batch's replies as JSON. Items and persisted states are already JSON texts: they go in as they are, rather than
 // as strings to escape here and unescape natively.
 function repliesJson(replies) {
-  return `[${replies.map(replyJson).join(',')}]`;
+  return `[${commaList(replies.map(replyJson))}]`;
+}
+
+// Texts joined with commas by concatenation: V8 keeps the pieces as a rope that the native call flattens once, where
+// join would first copy them all into a new string here (a batch's item and state texts are most of its bytes).
+function commaList(texts) {
+  let text = texts.length > 0 ? texts[0] : '';
+  for (let i = 1; i < texts.length; i++) text = `${text},${texts[i]}`;
+  return text;
 }
 
 // Written field by field: a reply has few, and spreading it to set the raw ones apart cost more than the writing.
@@ -496,11 +504,11 @@ function replyJson(reply) {
   // In a one-element array, so that a state of null is a write of null, not no write.
   if (reply.persist !== undefined) text += `,"persist":[${reply.persist}]`;
   if (reply.recall !== undefined) text += `,"recall":${recallJson(reply.recall)}`;
-  if (reply.items !== undefined) text += `,"items":[${reply.items.join(',')}]`;
+  if (reply.items !== undefined) text += `,"items":[${commaList(reply.items)}]`;
   if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
   if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
   if (reply.rethrow) text += ',"rethrow":true';
-  if (reply.projected !== undefined) text += `,"projected":[${reply.projected.join(',')}]`;
+  if (reply.projected !== undefined) text += `,"projected":[${commaList(reply.projected)}]`;
   if (reply.rerender !== undefined) text += `,"rerender":${JSON.stringify(reply.rerender)}`;
   if (reply.elapsedMs !== undefined) text += `,"elapsedMs":${reply.elapsedMs}`;
   if (reply.result !== undefined) text += `,"result":${JSON.stringify(reply.result)}`;
@@ -509,7 +517,7 @@ function replyJson(reply) {
 
 function recallJson(recall) {
   if (recall.kind !== 'items') return JSON.stringify(recall);
-  let text = `{"kind":"items","items":[${recall.items.join(',')}]`;
+  let text = `{"kind":"items","items":[${commaList(recall.items)}]`;
   const count = JSON.stringify(recall.tokenCount);
   if (count !== undefined) text += `,"tokenCount":${count}`;
   if (recall.key !== undefined) text += `,"key":${recall.key}`;
