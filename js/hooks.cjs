@@ -68,19 +68,12 @@ class HookGuard {
   }
 }
 
-// Races the hook `invoke` calls against its guard's timeout (none when ms <= 0, or Infinity, which arrives as
-// null). The hook is not cancelled, but its `signal` aborts. A hook that returns a plain value needs no deadline.
-function callWithTimeout(guard, invoke) {
-  let result;
-  try {
-    result = invoke();
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  if (typeof result?.then !== 'function') return Promise.resolve(result);
+// A hook's promise raced against its guard's timeout (none when ms <= 0, or Infinity, which arrives as null); without
+// one, the promise itself. The hook is not cancelled, but its `signal` aborts.
+function raced(guard, result) {
   const ms = guard.ms;
+  if (!(ms > 0 && ms < Infinity)) return result;
   // A hook that loses the race may still reject later; that must never become an unhandled rejection.
-  if (!(ms > 0 && ms < Infinity)) return Promise.resolve(result);
   return new Promise((resolve, reject) => {
     const entry = deadlines.add(ms, () => {
       guard.expired = new HookTimeout(ms);
@@ -402,20 +395,19 @@ async function runHooks(runtime, batch) {
   const given = batch.phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined;
   // The call options, the batch's own when every call has the same.
   const each = batch.each;
+  // One hook call, in one async frame: a hook that answers without a promise is not awaited, and one that returns a
+  // promise is awaited as it is unless a deadline races it (each layer of promises cost a tick per call).
   const call = async (c) => {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard((each ?? c).timeoutMs);
     // A call's own args, or those every call of the batch shares.
     const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
     const started = batch.timed ? performance.now() : 0;
-    const reply = await settle(c, layer, params, guard);
-    if (batch.timed) reply.elapsedMs = performance.now() - started;
-    return reply;
-  };
-  const settle = async (c, layer, params, guard) => {
+    let reply;
     try {
-      const result = await callWithTimeout(guard, () => layer.hooks[batch.phase](params));
-      const reply = { status: 'ok', next: stateOf((each ?? c).write, result) };
+      let result = layer.hooks[batch.phase](params);
+      if (typeof result?.then === 'function') result = await raced(guard, result);
+      reply = { status: 'ok', next: stateOf((each ?? c).write, result) };
       if (batch.phase === 'recall') {
         reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
         // Kept for the model call of this step, which names them instead of sending them back (released after it).
@@ -438,15 +430,15 @@ async function runHooks(runtime, batch) {
         if (!Array.isArray(result?.items)) throw new TypeError('projectHistory must return { items }');
         reply.history = result.items;
       }
-      return reply;
     } catch (e) {
-      const reply = failed(e, runtime);
+      reply = failed(e, runtime);
       // The native gate keeps such a layer out from now on; a user's layerStateStore hears of it too.
       if (batch.phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(batch.exec.executionId, c.layerId);
       // A steering hook fails open, except on a configuration error, which propagates (§14.1).
       if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
-      return reply;
     }
+    if (batch.timed) reply.elapsedMs = performance.now() - started;
+    return reply;
   };
   // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
   // `next` stays on the reply: nothing reads it afterwards, and replyJson writes only the fields it names.
@@ -524,4 +516,4 @@ function recallJson(recall) {
   return `${text},"checked":${recall.checked === true}}`;
 }
 
-module.exports = { runHooks, callWithTimeout, repliesJson };
+module.exports = { runHooks, repliesJson };
