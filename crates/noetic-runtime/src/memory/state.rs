@@ -4,11 +4,11 @@
 //! A JS layer's state object stays in JS (A4: in-place mutation must survive), so for those layers this store only
 //! records that a state exists; what gets persisted is the JSON that JS serialized at write time.
 
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Waker};
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 use tokio::sync::Notify;
 
@@ -84,14 +84,22 @@ impl StateValue {
 
 #[derive(Default)]
 struct ExecStates {
-  states: HashMap<String, StateValue>,
-  disabled: HashSet<String>,
-  mirrors: HashMap<String, Arc<Mirror>>,
+  states: FxHashMap<String, StateValue>,
+  disabled: FxHashSet<String>,
+  mirrors: FxHashMap<String, Arc<Mirror>>,
 }
+
+type ExecMap = hashbrown::HashMap<String, ExecStates, rustc_hash::FxBuildHasher>;
 
 #[derive(Default)]
 pub struct StateStore {
-  execs: Mutex<HashMap<String, ExecStates>>,
+  // Looked up several times per hook call by execution and layer id, which the runtime makes: a fast hash, and no
+  // key copied when the entry is there.
+  execs: Mutex<ExecMap>,
+}
+
+fn exec_entry<'a>(execs: &'a mut ExecMap, exec: &str) -> &'a mut ExecStates {
+  execs.entry_ref(exec).or_default()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,8 +133,13 @@ impl StateStore {
     let persist = value.persisted().or(host_persist);
     let mirror = {
       let mut execs = lock(&self.execs);
-      let entry = execs.entry(exec.to_owned()).or_default();
-      entry.states.insert(layer.to_owned(), value);
+      let entry = exec_entry(&mut execs, exec);
+      match entry.states.get_mut(layer) {
+        Some(slot) => *slot = value,
+        None => {
+          entry.states.insert(layer.to_owned(), value);
+        }
+      }
       entry.mirrors.get(layer).cloned()
     };
     if let (Some(mirror), Some(persist)) = (mirror, persist) {
@@ -137,11 +150,11 @@ impl StateStore {
   /// Registers (or replaces, clean) the durable target of a layer in an execution.
   pub fn register_durable(&self, exec: &str, layer: &str, storage: Arc<dyn Storage>, key: String) {
     let mirror = Arc::new(Mirror::new(layer.to_owned(), storage, key));
-    lock(&self.execs).entry(exec.to_owned()).or_default().mirrors.insert(layer.to_owned(), mirror);
+    exec_entry(&mut lock(&self.execs), exec).mirrors.insert(layer.to_owned(), mirror);
   }
 
   pub fn disable(&self, exec: &str, layer: &str) {
-    lock(&self.execs).entry(exec.to_owned()).or_default().disabled.insert(layer.to_owned());
+    exec_entry(&mut lock(&self.execs), exec).disabled.insert(layer.to_owned());
   }
 
   pub fn is_disabled(&self, exec: &str, layer: &str) -> bool {
