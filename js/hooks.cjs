@@ -22,6 +22,7 @@ const deadlines = {
   pending: new Set(),
   timer: undefined,
   at: Infinity,
+  releasing: false,
   add(ms, onExpire) {
     const entry = { at: performance.now() + ms, onExpire };
     this.pending.add(entry);
@@ -29,9 +30,17 @@ const deadlines = {
     else if (!this.timer.hasRef()) this.timer.ref();
     return entry;
   },
+  // Node is let go once no hook is pending, checked after the current round of callbacks: the hooks of a batch run
+  // one after another, and holding and releasing it around each (a call into Node's timer binding each way) cost
+  // more than the rest of a short hook's call.
   remove(entry) {
     this.pending.delete(entry);
-    if (this.pending.size === 0) this.timer?.unref();
+    if (this.pending.size > 0 || this.releasing) return;
+    this.releasing = true;
+    setImmediate(() => {
+      this.releasing = false;
+      if (this.pending.size === 0) this.timer?.unref();
+    });
   },
   arm(at) {
     clearTimeout(this.timer);
@@ -69,27 +78,38 @@ class HookGuard {
 }
 
 // A hook's promise raced against its guard's timeout (none when ms <= 0, or Infinity, which arrives as null); without
-// one, the promise itself. The hook is not cancelled, but its `signal` aborts.
+// one, the promise itself. The hook is not cancelled, but its `signal` aborts. Most hooks' promises are settled when
+// they return (an async function with nothing to wait for), which a reaction queued behind the hook's own finds; only
+// a hook still pending then takes a deadline, so the others cost the deadline list nothing.
+const SETTLED = Promise.resolve();
+
 function raced(guard, result) {
   const ms = guard.ms;
   if (!(ms > 0 && ms < Infinity)) return result;
-  // A hook that loses the race may still reject later; that must never become an unhandled rejection.
   return new Promise((resolve, reject) => {
-    const entry = deadlines.add(ms, () => {
-      guard.expired = new HookTimeout(ms);
-      guard.controller?.abort(guard.expired);
-      reject(guard.expired);
-    });
+    // undefined until looked at; null once settled.
+    let entry;
+    // A hook that loses the race may still reject later; that must never become an unhandled rejection.
     result.then(
       (value) => {
-        deadlines.remove(entry);
+        if (entry) deadlines.remove(entry);
+        entry = null;
         resolve(value);
       },
       (error) => {
-        deadlines.remove(entry);
+        if (entry) deadlines.remove(entry);
+        entry = null;
         reject(error);
       },
     );
+    SETTLED.then(() => {
+      if (entry !== undefined) return;
+      entry = deadlines.add(ms, () => {
+        guard.expired = new HookTimeout(ms);
+        guard.controller?.abort(guard.expired);
+        reject(guard.expired);
+      });
+    });
   });
 }
 
@@ -131,116 +151,87 @@ function recallOf(result, schemas, layer) {
   return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount, checked };
 }
 
-// Each hook's parameters, with a `signal` getter written into the literal (defining it afterwards would cost more
-// than the rest of the call).
+// A hook's parameters: upstream's fields as own data properties, and `signal` (D5, beyond upstream) read through the
+// prototype from the call's guard. An accessor defined on each object (a getter in a literal) made creating them cost
+// more than the rest of a hook call; a prototype getter costs nothing until it is read, and leaves the own keys
+// upstream's.
+class HookParams {
+  #guard;
+
+  constructor(guard) {
+    this.#guard = guard;
+  }
+
+  get signal() {
+    return this.#guard.signal;
+  }
+}
+
 function paramsFor(phase, args, { state, log, exec, runtime, layerId, given }, guard) {
+  const p = new HookParams(guard);
   switch (phase) {
     case 'init':
-      return {
-        storage: runtime.scopedStorage(args.storagePrefix),
-        scopeKey: args.scopeKey,
-        ctx: exec,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.storage = runtime.scopedStorage(args.storagePrefix);
+      p.scopeKey = args.scopeKey;
+      p.ctx = exec;
+      return p;
     case 'recall':
-      return {
-        log,
-        query: args.query,
-        ctx: exec,
-        state,
-        budget: args.budget,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.log = log;
+      p.query = args.query;
+      p.ctx = exec;
+      p.state = state;
+      p.budget = args.budget;
+      return p;
     case 'store': {
       const newItems = given ?? log._objects.slice(args.responseFrom, args.responseTo);
-      return {
-        newItems,
-        log,
-        response: { items: newItems, usage: args.usage },
-        ctx: exec,
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.newItems = newItems;
+      p.log = log;
+      p.response = { items: newItems, usage: args.usage };
+      p.ctx = exec;
+      p.state = state;
+      return p;
     }
     case 'onItemAppend':
-      return {
-        items: args.items,
-        log,
-        ctx: exec,
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.items = args.items;
+      p.log = log;
+      p.ctx = exec;
+      p.state = state;
+      return p;
     case 'beforeToolCall':
-      return {
-        toolName: args.toolName,
-        toolArgs: args.toolArgs,
-        ctx: exec,
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.toolName = args.toolName;
+      p.toolArgs = args.toolArgs;
+      p.ctx = exec;
+      p.state = state;
+      return p;
     case 'afterModelCall':
-      return {
-        response: args.response,
-        ctx: exec,
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.response = args.response;
+      p.ctx = exec;
+      p.state = state;
+      return p;
     case 'projectHistory':
-      return {
-        items: args.items,
-        ctx: exec,
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.items = args.items;
+      p.ctx = exec;
+      p.state = state;
+      return p;
     case 'onSpawn':
-      return {
-        parentState: runtime.statesOf(args.parentExec).get(layerId),
-        childCtx: exec,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.parentState = runtime.statesOf(args.parentExec).get(layerId);
+      p.childCtx = exec;
+      return p;
     case 'onReturn':
-      return {
-        childState: runtime.statesOf(args.childExec).get(layerId),
-        childLog: runtime.context(args.childExec).itemLog,
-        parentState: state,
-        result: args.result,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.childState = runtime.statesOf(args.childExec).get(layerId);
+      p.childLog = runtime.context(args.childExec).itemLog;
+      p.parentState = state;
+      p.result = args.result;
+      return p;
     case 'onComplete':
-      return {
-        log,
-        ctx: exec,
-        state,
-        outcome: args.outcome,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.log = log;
+      p.ctx = exec;
+      p.state = state;
+      p.outcome = args.outcome;
+      return p;
     default:
-      return {
-        state,
-        get signal() {
-          return guard.signal;
-        },
-      };
+      p.state = state;
+      return p;
   }
 }
 
@@ -281,7 +272,7 @@ async function appendPipeline(batch, call, apply, log) {
       replies.push({ status: 'skipped' });
       continue;
     }
-    const reply = apply(c, await call({ ...c, args: { items: current } }));
+    const reply = apply(c, await call(c, { items: current }));
     if (reply.status === 'ok') {
       current = reply.items;
       reply.items = current.map((item) => JSON.stringify(item));
@@ -310,7 +301,7 @@ async function projectPipeline(batch, call, apply, log) {
   const replies = [];
   let last;
   for (const c of batch.calls) {
-    const reply = apply(c, await call({ ...c, args: { items: current } }));
+    const reply = apply(c, await call(c, { items: current }));
     if (reply.status === 'ok') {
       current = reply.history;
       last = reply;
@@ -338,7 +329,7 @@ async function returnPipeline(batch, call, apply, runtime) {
   let current = runtime.fromRef(batch.args.result);
   const replies = [];
   for (const c of batch.calls) {
-    const reply = apply(c, await call({ ...c, args: { ...batch.args, result: current } }));
+    const reply = apply(c, await call(c, { ...batch.args, result: current }));
     if ('piped' in reply) {
       current = reply.piped;
       reply.piped = undefined;
@@ -397,11 +388,11 @@ async function runHooks(runtime, batch) {
   const each = batch.each;
   // One hook call, in one async frame: a hook that answers without a promise is not awaited, and one that returns a
   // promise is awaited as it is unless a deadline races it (each layer of promises cost a tick per call).
-  const call = async (c) => {
+  // `args`: what a pipeline passes on; otherwise the call's own, or those every call of the batch shares.
+  const call = async (c, args = c.args ?? batch.args) => {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard((each ?? c).timeoutMs);
-    // A call's own args, or those every call of the batch shares.
-    const params = paramsFor(batch.phase, c.args ?? batch.args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
+    const params = paramsFor(batch.phase, args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
     const started = batch.timed ? performance.now() : 0;
     let reply;
     try {
@@ -458,7 +449,7 @@ async function runHooks(runtime, batch) {
   if (batch.phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
   if (batch.phase === 'store') {
     // Store hooks of different layers may run concurrently; their results apply in order (D2).
-    const replies = await Promise.all(batch.calls.map(call));
+    const replies = await Promise.all(batch.calls.map((c) => call(c)));
     return batch.calls.map((c, i) => apply(c, replies[i]));
   }
   const replies = [];
