@@ -168,3 +168,31 @@ test('toolMemoryLayer: one layer per memory id; tools sharing an id share the st
   const todosUsage = ctx.lastLayerUsage.layers.find((l) => l.layerId === 'todos');
   assert.equal(todosUsage.items[0].content[0].text, '<todos>tea</todos>');
 });
+
+test("a hook's params hold upstream's keys as their own, and signal (D5) is read through them", async () => {
+  const seen = {};
+  const layer = {
+    id: 'keys',
+    slot: 300,
+    scope: 'thread',
+    hooks: {
+      init: async (params) => ((seen.init = Object.keys(params)), { state: {} }),
+      recall: async (params) => {
+        seen.recall = Object.keys(params);
+        const { signal } = params;
+        seen.signal = signal instanceof AbortSignal && !signal.aborted && params.signal === signal;
+        seen.spread = Object.keys({ ...params });
+        return null;
+      },
+      store: async (params) => ((seen.store = Object.keys(params)), undefined),
+    },
+  };
+  const { model } = recordingModel('ok');
+  const harness = new AgentHarness({ name: 'keys', params: {}, memory: [layer], _testCallModel: model });
+  await harness.run(step.llm({ id: 'llm', model: 'm' }), 'hi', { threadId: 'T' });
+  assert.deepEqual(seen.init, ['storage', 'scopeKey', 'ctx']);
+  assert.deepEqual(seen.recall, ['log', 'query', 'ctx', 'state', 'budget']);
+  assert.deepEqual(seen.spread, seen.recall);
+  assert.deepEqual(seen.store, ['newItems', 'log', 'response', 'ctx', 'state']);
+  assert.equal(seen.signal, true, 'the signal is an AbortSignal, the same on every read');
+});
