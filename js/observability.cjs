@@ -4,10 +4,11 @@
 const { randomUUID } = require('node:crypto');
 
 class SpanImpl {
-  constructor(name, parent = null, traceId) {
+  // `spanId`, beyond upstream's parameters: a span whose id is known already (spanWithIds) makes no id of its own.
+  constructor(name, parent = null, traceId, spanId) {
     this.name = name;
     this.traceId = traceId ?? parent?.traceId ?? randomUUID();
-    this.spanId = randomUUID();
+    this.spanId = spanId ?? randomUUID();
     this.parentSpanId = parent?.spanId ?? null;
     this.startTime = Date.now();
     this.endTime = undefined;
@@ -92,8 +93,7 @@ const isTracing = (exporter) => exporter != null && !(exporter instanceof NoopEx
 
 // A span with the ids the runtime chose: a context's (its id, its root's id as the trace), or a hook's.
 function spanWithIds(name, { traceId, spanId, parentSpanId }) {
-  const span = new SpanImpl(name, null, traceId);
-  span.spanId = spanId;
+  const span = new SpanImpl(name, null, traceId, spanId);
   span.parentSpanId = parentSpanId;
   return span;
 }
