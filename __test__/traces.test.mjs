@@ -148,3 +148,22 @@ test('exporters, createSpan and the attribute names behave as upstream', async (
   assert.equal(GenAI.USAGE_OUTPUT_TOKENS, 'gen_ai.usage.output_tokens');
   assert.equal(ToolAttr.NEEDS_APPROVAL, 'tool.needs_approval');
 });
+
+test("each onItemAppend span counts what its hook passed on; the log takes the last hook's items", async () => {
+  const note = (text) => ({ type: 'message', role: 'developer', content: [{ type: 'input_text', text }] });
+  const adds = layer('adds', 10, { onItemAppend: async ({ items }) => ({ items: [...items, note('added')] }) });
+  const fails = layer('fails', 20, { onItemAppend: async () => Promise.reject(new Error('no')) });
+  const keeps = layer('keeps', 30, { onItemAppend: async ({ items }) => ({ items: items.slice(-1) }) });
+  const { h, exporter } = tracedHarness([adds, fails, keeps]);
+  const ctx = h.createContext();
+  await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello', ctx);
+  // The step's input message, then the model's reply, each pass the three hooks.
+  const spans = exporter.spans.filter((s) => s.memory?.hook === 'onItemAppend');
+  assert.deepEqual(spans.slice(0, 3).map((s) => [s.memory.layerId, s.memory.status, s.memory.itemCount]), [
+    ['adds', 'ok', 2],
+    ['fails', 'error', undefined],
+    ['keeps', 'ok', 1],
+  ]);
+  const texts = ctx.itemLog.items.map((item) => item.content?.[0]?.text);
+  assert.deepEqual(texts.slice(0, 1), ['added'], "the input's pass left only what 'keeps' passed on");
+});

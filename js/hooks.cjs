@@ -275,7 +275,9 @@ async function appendPipeline(batch, call, apply, log) {
     const reply = apply(c, await call(c, { items: current }));
     if (reply.status === 'ok') {
       current = reply.items;
-      reply.items = current.map((item) => JSON.stringify(item));
+      // Only what the last hook passed on crosses (below); the others are counted, for their spans.
+      reply.items = undefined;
+      reply.itemCount = current.length;
       last = reply;
     }
     replies.push(reply);
@@ -283,6 +285,7 @@ async function appendPipeline(batch, call, apply, log) {
   // What the last hook passed on enters the log, so it is put to the context's item schemas. When they reject an
   // item, the native check (which admits no unknown type) fails the append with item_schema_mismatch.
   if (last) {
+    last.items = current.map((item) => JSON.stringify(item));
     try {
       last.itemsChecked = log._admit(current);
     } catch {
@@ -488,6 +491,7 @@ function replyJson(reply) {
   if (reply.persist !== undefined) text += `,"persist":[${reply.persist}]`;
   if (reply.recall !== undefined) text += `,"recall":${recallJson(reply.recall)}`;
   if (reply.items !== undefined) text += `,"items":[${commaList(reply.items)}]`;
+  if (reply.itemCount !== undefined) text += `,"itemCount":${reply.itemCount}`;
   if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
   if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
   if (reply.rethrow) text += ',"rethrow":true';

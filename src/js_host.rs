@@ -76,6 +76,7 @@ struct JsHookReply {
   persist: Option<(Box<RawValue>,)>,
   recall: Option<JsRecall>,
   items: Option<Vec<Box<RawValue>>>,
+  item_count: Option<usize>,
   #[serde(default)]
   items_checked: bool,
   decision: Option<SteeringDecision>,
@@ -149,6 +150,7 @@ impl JsHookReply {
       state: state_write(self.state.as_deref(), persist),
       recall: self.recall.map(RecallReply::from),
       items: self.items.map(texts),
+      item_count: self.item_count,
       items_checked: self.items_checked,
       decision: self.decision,
       rethrow: self.rethrow,

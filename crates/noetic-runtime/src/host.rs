@@ -323,6 +323,9 @@ pub struct HookReply {
   pub recall: Option<RecallReply>,
   /// onItemAppend: the items this hook passed on, as JSON texts.
   pub items: Option<Vec<String>>,
+  /// onItemAppend: how many items this hook passed on, when they were not sent (only the last hook's are: what a
+  /// hook before it passed on is read from JS's objects by the next, and only counted here, for its span).
+  pub item_count: Option<usize>,
   /// The host put `items` to the context's item schemas, so their types are admitted as they are.
   pub items_checked: bool,
   /// beforeToolCall / afterModelCall: the hook's decision.
@@ -372,6 +375,7 @@ impl HookReply {
       state: StateWrite::Unchanged,
       recall: None,
       items: None,
+      item_count: None,
       items_checked: false,
       decision: None,
       rethrow: false,

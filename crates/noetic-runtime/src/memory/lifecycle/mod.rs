@@ -242,8 +242,8 @@ fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: &HookCall, reply: &
     span.item_count = Some(count);
     span.budget = Some(SpanBudget::new(*budget, used));
   }
-  if let Some(items) = &reply.items {
-    span.item_count = Some(items.len());
+  if let Some(count) = reply.items.as_ref().map(Vec::len).or(reply.item_count) {
+    span.item_count = Some(count);
   }
   span
 }
