@@ -25,6 +25,11 @@ mod workflow;
 
 use napi_derive::napi;
 
+/// mimalloc, as rolldown and oxc use: each hook batch and model step makes and drops many small strings, items and
+/// maps, and glibc's malloc and free were the largest native cost of a turn after the work itself.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Replaces the default panic output with one that says whose bug it is (napi-rs turns the panic into a JS error
 /// at the boundary, so the Node process keeps running, A5), and gives the runtime one worker thread.
 ///
