@@ -3298,6 +3298,14 @@ declare class NativeStorage {
    * Nothing connects until the first call.
    */
   static postgres(url: string, options?: string | undefined | null): NativeStorage
+  /** Whether the store answers at once (the in-memory one), through the `*_now` methods. */
+  answersAtOnce(): boolean
+  /** The stored value's JSON text, or `null` when the key is missing: the in-memory store's `get`, answered at once. */
+  getNow(key: string): string | null
+  /** The in-memory store's `set`, done at once; the text is checked as `set` checks it. */
+  setNow(key: string, json: string): void
+  deleteNow(key: string): void
+  listNow(prefix: string): Array<string>
   /** Resolves to the stored value's JSON text, or `null` when the key is missing. */
   get(key: string): Promise<string | null>
   /** Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold). */

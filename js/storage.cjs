@@ -8,6 +8,7 @@ const native = require('./native.cjs');
 const { NoeticConfigError, describeValue, messageOf, rethrowNative } = require('./errors.cjs');
 
 const NATIVE_STORE = Symbol('noetic.nativeStore');
+const AT_ONCE = Symbol('noetic.answersAtOnce');
 
 const HINT = 'Storage keys are strings; values are JSON: plain objects, arrays, strings, finite numbers, booleans and null (Dates become ISO strings). Use delete(key) to remove a key.';
 
@@ -35,20 +36,24 @@ function unstorable(key, why) {
 class NativeStore {
   constructor(inner) {
     Object.defineProperty(this, NATIVE_STORE, { value: inner });
+    // The in-memory store answers at once: its calls need not hop to the runtime's thread and back.
+    Object.defineProperty(this, AT_ONCE, { value: inner.answersAtOnce() });
   }
 
   // Async, so that a bad key rejects rather than throws, as any adapter's would.
   // A store's failure with a code (PostgreSQL's STORAGE_UNAVAILABLE, ...) arrives encoded and is rethrown as the
   // NoeticConfigError it describes.
   async get(key) {
-    const text = await this[NATIVE_STORE].get(checkKey('get', key)).catch(rethrowNative);
+    checkKey('get', key);
+    const text = this[AT_ONCE] ? this[NATIVE_STORE].getNow(key) : await this[NATIVE_STORE].get(key).catch(rethrowNative);
     return text == null ? null : JSON.parse(text);
   }
 
   async set(key, value) {
     const text = jsonOf(checkKey('set', key), value);
     try {
-      await this[NATIVE_STORE].set(key, text);
+      if (this[AT_ONCE]) this[NATIVE_STORE].setNow(key, text);
+      else await this[NATIVE_STORE].set(key, text);
     } catch (e) {
       // JSON the native side refuses (nested too deep): a value error like the ones above.
       if (e?.code === 'InvalidArg') throw unstorable(key, messageOf(e));
@@ -57,11 +62,14 @@ class NativeStore {
   }
 
   async delete(key) {
-    await this[NATIVE_STORE].delete(checkKey('delete', key)).catch(rethrowNative);
+    checkKey('delete', key);
+    if (this[AT_ONCE]) this[NATIVE_STORE].deleteNow(key);
+    else await this[NATIVE_STORE].delete(key).catch(rethrowNative);
   }
 
   async list(prefix = '') {
-    return this[NATIVE_STORE].list(checkKey('list', prefix)).catch(rethrowNative);
+    checkKey('list', prefix);
+    return this[AT_ONCE] ? this[NATIVE_STORE].listNow(prefix) : this[NATIVE_STORE].list(prefix).catch(rethrowNative);
   }
 }
 

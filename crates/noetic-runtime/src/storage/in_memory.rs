@@ -65,6 +65,11 @@ impl InMemoryStorage {
     Ok(())
   }
 
+  /// The stored value as JSON text, for JS.
+  pub fn get_json_now(&self, key: &str) -> Option<String> {
+    self.entries().get(key).map(Stored::text)
+  }
+
   pub fn delete_now(&self, key: &str) {
     self.entries().remove(key);
   }
@@ -108,7 +113,7 @@ impl Storage for InMemoryStorage {
   }
 
   async fn get_json(&self, key: &str) -> StorageResult<Option<String>> {
-    Ok(self.entries().get(key).map(Stored::text))
+    Ok(self.get_json_now(key))
   }
 }
 
