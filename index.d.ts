@@ -3302,7 +3302,10 @@ declare class NativeStorage {
   answersAtOnce(): boolean
   /** The stored value's JSON text, or `null` when the key is missing: the in-memory store's `get`, answered at once. */
   getNow(key: string): string | null
-  /** The in-memory store's `set`, done at once; the text is checked as `set` checks it. */
+  /**
+   * The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but
+   * not parsed. A text it refuses is a value error, as `set`'s.
+   */
   setNow(key: string, json: string): void
   deleteNow(key: string): void
   listNow(prefix: string): Array<string>

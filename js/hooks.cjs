@@ -22,7 +22,6 @@ const deadlines = {
   pending: new Set(),
   timer: undefined,
   at: Infinity,
-  releasing: false,
   add(ms, onExpire) {
     const entry = { at: performance.now() + ms, onExpire };
     this.pending.add(entry);
@@ -30,17 +29,9 @@ const deadlines = {
     else if (!this.timer.hasRef()) this.timer.ref();
     return entry;
   },
-  // Node is let go once no hook is pending, checked after the current round of callbacks: the hooks of a batch run
-  // one after another, and holding and releasing it around each (a call into Node's timer binding each way) cost
-  // more than the rest of a short hook's call.
   remove(entry) {
     this.pending.delete(entry);
-    if (this.pending.size > 0 || this.releasing) return;
-    this.releasing = true;
-    setImmediate(() => {
-      this.releasing = false;
-      if (this.pending.size === 0) this.timer?.unref();
-    });
+    if (this.pending.size === 0) this.timer?.unref();
   },
   arm(at) {
     clearTimeout(this.timer);

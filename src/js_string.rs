@@ -24,29 +24,21 @@ impl ValidateNapiValue for JsText {}
 
 impl FromNapiValue for JsText {
   unsafe fn from_napi_value(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Self> {
-    let units = unsafe { utf16_units(env, value) }?;
+    let checked = |status| match status {
+      sys::Status::napi_ok => Ok(()),
+      _ => Err(napi::Error::new(napi::Status::StringExpected, "expected a string")),
+    };
+    let mut len = 0;
+    checked(unsafe { sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut len) })?;
+    // One more unit for the terminator napi writes; not zeroed first, since only what napi wrote is read.
+    let mut units: Vec<u16> = Vec::with_capacity(len + 1);
+    let mut written = 0;
+    checked(unsafe { sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) })?;
+    // SAFETY: napi wrote `written` units (at most `len`) from the start of the buffer.
+    unsafe { units.set_len(written.min(len)) };
     // Lone surrogates become U+FFFD, as napi's UTF-8 read makes them (B1).
-    let mut text = String::new();
-    noetic_runtime::items::utf16_to_utf8(&units, &mut text);
-    Ok(Self(text))
+    Ok(Self(noetic_runtime::js_text::utf16_to_utf8(&units)))
   }
-}
-
-/// A JS string's UTF-16 units: a length lookup and a copy.
-unsafe fn utf16_units(env: sys::napi_env, value: sys::napi_value) -> napi::Result<Vec<u16>> {
-  let checked = |status| match status {
-    sys::Status::napi_ok => Ok(()),
-    _ => Err(napi::Error::new(napi::Status::StringExpected, "expected a string")),
-  };
-  let mut len = 0;
-  checked(unsafe { sys::napi_get_value_string_utf16(env, value, std::ptr::null_mut(), 0, &mut len) })?;
-  // One more unit for the terminator napi writes; not zeroed first, since only what napi wrote is read.
-  let mut units: Vec<u16> = Vec::with_capacity(len + 1);
-  let mut written = 0;
-  checked(unsafe { sys::napi_get_value_string_utf16(env, value, units.as_mut_ptr(), len + 1, &mut written) })?;
-  // SAFETY: napi wrote `written` units (at most `len`) from the start of the buffer.
-  unsafe { units.set_len(written.min(len)) };
-  Ok(units)
 }
 
 impl std::ops::Deref for JsText {

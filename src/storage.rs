@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use napi_derive::napi;
 use noetic_runtime::ConfigError;
-use noetic_runtime::js_text::{from_js_json, js_json_text};
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
 use noetic_runtime::storage::{
@@ -96,11 +96,11 @@ impl NativeStorage {
     Ok(self.in_memory()?.get_json_now(&key))
   }
 
-  /// The in-memory store's `set`, done at once; the text is checked as `set` checks it.
+  /// The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but
+  /// not parsed. A text it refuses is a value error, as `set`'s.
   #[napi(catch_unwind)]
   pub fn set_now(&self, key: String, json: String) -> napi::Result<()> {
-    let json = js_json_text(json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e))?;
-    self.in_memory()?.set_json_now(&key, json).map_err(storage_error)
+    self.in_memory()?.set_json_now(&key, json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.0))
   }
 
   #[napi(catch_unwind)]
@@ -127,14 +127,11 @@ impl NativeStorage {
   /// Stores the value whose `JSON.stringify` text is `json` (the JS wrapper decides what JSON can hold).
   #[napi]
   pub async fn set(&self, key: String, json: String) -> napi::Result<()> {
+    let value: Value = from_js_json(&json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
     if let Some(store) = self.postgres.clone() {
-      let value: Value = from_js_json(&json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
       return guarded(async move { store.store(&key, &value).await.map_err(postgres_error) }).await;
     }
-    // Checked without being parsed (nesting, lone surrogates); a store of text then keeps it as it is (the in-memory
-    // store; `Storage::set_json`), where parsing it cost more than the rest of the write.
-    let json = js_json_text(json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e))?;
-    self.inner.set_json(&key, json).await.map_err(storage_error)
+    self.inner.set(&key, value).await.map_err(storage_error)
   }
 
   #[napi]

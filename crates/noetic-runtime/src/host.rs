@@ -826,18 +826,23 @@ mod tests {
     }
   }
 
+  fn call(i: usize, write: WriteRule, stop_on_error: bool, args: HookArgs) -> HookCall {
+    HookCall {
+      layer: i as HostRef,
+      layer_id: format!("l{i}"),
+      timeout_ms: 5000.0,
+      write,
+      persist: true,
+      stop_on_error,
+      args,
+    }
+  }
+
   fn batch(queries: &[&str]) -> serde_json::Value {
     let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info());
     for (i, query) in queries.iter().enumerate() {
-      batch.calls.push(HookCall {
-        layer: i as HostRef,
-        layer_id: format!("l{i}"),
-        timeout_ms: 5000.0,
-        write: WriteRule::IfDefined,
-        persist: true,
-        stop_on_error: false,
-        args: HookArgs::Recall { budget: 100.0, query: (*query).into() },
-      });
+      let args = HookArgs::Recall { budget: 100.0, query: (*query).into() };
+      batch.calls.push(call(i, WriteRule::IfDefined, false, args));
     }
     serde_json::to_value(&batch).unwrap()
   }
@@ -863,15 +868,8 @@ mod tests {
 
     let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
     for (i, stop_on_error) in [false, true].into_iter().enumerate() {
-      mixed.calls.push(HookCall {
-        layer: i as HostRef,
-        layer_id: format!("l{i}"),
-        timeout_ms: 5000.0,
-        write: WriteRule::Always,
-        persist: true,
-        stop_on_error,
-        args: HookArgs::Init { scope_key: "s".into(), storage_prefix: "p".into() },
-      });
+      let args = HookArgs::Init { scope_key: "s".into(), storage_prefix: "p".into() };
+      mixed.calls.push(call(i, WriteRule::Always, stop_on_error, args));
     }
     let mixed = serde_json::to_value(&mixed).unwrap();
     assert!(mixed.get("each").is_none());

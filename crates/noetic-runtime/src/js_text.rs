@@ -67,6 +67,26 @@ fn parse<T: DeserializeOwned>(text: &str, unbounded: bool) -> serde_json::Result
   }
 }
 
+/// A JS string's UTF-16 units as UTF-8, a lone surrogate as U+FFFD (B1). The buffer starts at a byte a unit, which
+/// ASCII takes, and grows only for the rest of a text past ASCII: zeroing three bytes a unit up front cost more than
+/// the conversion.
+pub fn utf16_to_utf8(units: &[u16]) -> String {
+  let mut bytes = vec![0u8; units.len() + 8];
+  let (mut read, mut used) = (0, 0);
+  loop {
+    let (r, w) = encoding_rs::mem::convert_utf16_to_utf8_partial(&units[read..], &mut bytes[used..]);
+    read += r;
+    used += w;
+    if read == units.len() {
+      break;
+    }
+    bytes.resize(used + (units.len() - read) * 3 + 8, 0);
+  }
+  bytes.truncate(used);
+  // SAFETY: the converter writes well-formed UTF-8.
+  unsafe { String::from_utf8_unchecked(bytes) }
+}
+
 /// JSON text from JS made fit to be kept as text, without parsing it: refused past [`MAX_DEPTH`] as a parse would
 /// be, and with each unpaired surrogate escape replaced by U+FFFD, as a parse would read it (one scan, and a copy
 /// only when there is a surrogate escape).
@@ -166,6 +186,16 @@ mod tests {
   use serde_json::{Value, json};
 
   use super::*;
+
+  #[test]
+  fn utf16_becomes_utf8_with_lone_surrogates_replaced() {
+    // ASCII, then text past it (the buffer grows), then a lone half of 😀 (D83D DE00) and a pair.
+    let mut units: Vec<u16> = "plain ascii, then 東京 and 😀 ".encode_utf16().collect();
+    units.extend([0xd83d, 0x41, 0xde00]);
+    units.extend("é".repeat(40).encode_utf16());
+    assert_eq!(utf16_to_utf8(&units), format!("plain ascii, then 東京 and 😀 \u{fffd}A\u{fffd}{}", "é".repeat(40)));
+    assert_eq!(utf16_to_utf8(&[]), "");
+  }
 
   #[test]
   fn unpaired_surrogates_become_the_replacement_character_and_pairs_stay() {

@@ -136,27 +136,6 @@ fn array_index(key: &str) -> Option<u32> {
   if n < u64::from(u32::MAX) { u32::try_from(n).ok() } else { None }
 }
 
-/// UTF-16 as UTF-8 in `into` (cleared first), a lone surrogate as U+FFFD (B1). The buffer starts at a byte a unit, which ASCII takes, and
-/// grows only for the rest of a text past ASCII: zeroing three bytes a unit up front costs more than the conversion.
-pub fn utf16_to_utf8(units: &[u16], into: &mut String) {
-  let mut bytes = std::mem::take(into).into_bytes();
-  bytes.clear();
-  bytes.resize(units.len() + 8, 0);
-  let (mut read, mut used) = (0, 0);
-  loop {
-    let (r, w) = encoding_rs::mem::convert_utf16_to_utf8_partial(&units[read..], &mut bytes[used..]);
-    read += r;
-    used += w;
-    if read == units.len() {
-      break;
-    }
-    bytes.resize(used + (units.len() - read) * 3 + 8, 0);
-  }
-  bytes.truncate(used);
-  // SAFETY: the converter writes well-formed UTF-8.
-  *into = unsafe { String::from_utf8_unchecked(bytes) };
-}
-
 pub(crate) fn write_string(out: &mut String, s: &str) {
   out.push('"');
   push_escaped(out, s);
@@ -451,19 +430,6 @@ mod tests {
         assert_eq!(out, serde_json::to_string(&text).unwrap(), "{special:?} at {at}");
       }
     }
-  }
-
-  #[test]
-  fn utf16_becomes_utf8_with_lone_surrogates_replaced() {
-    // ASCII, then text past it (the buffer grows), then a lone half of 😀 (D83D DE00) and a pair.
-    let mut units: Vec<u16> = "plain ascii, then 東京 and 😀 ".encode_utf16().collect();
-    units.extend([0xd83d, 0x41, 0xde00]);
-    units.extend("é".repeat(40).encode_utf16());
-    let mut out = String::from("stale");
-    utf16_to_utf8(&units, &mut out);
-    assert_eq!(out, format!("plain ascii, then 東京 and 😀 \u{fffd}A\u{fffd}{}", "é".repeat(40)));
-    utf16_to_utf8(&[], &mut out);
-    assert_eq!(out, "");
   }
 
   #[test]
