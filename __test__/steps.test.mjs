@@ -504,10 +504,14 @@ test('depth: contexts nest at most 64 deep (as upstream); steps may nest deeply 
     assert.match(e.message, /Maximum spawn depth 64 exceeded \(depth: 64\)/);
     return inner.message === 'Maximum spawn depth 64 exceeded (depth: 64)';
   });
-  // Loops nested 50 deep in one context are fine (a step tree crosses as JSON, at most 128 levels deep: DECISIONS G9).
-  let nested = step.run({ id: 'core', execute: async (n) => n + 1 });
-  for (let i = 0; i < 50; i++) nested = loop({ id: `l${i}`, steps: [nested], until: until.maxSteps(1) });
-  assert.equal(await h.run(nested, 0), 1);
+  // Loops nested 500 deep in one context are fine; deeper trees are refused before they run (DECISIONS G9).
+  const loops = (n) => {
+    let nested = step.run({ id: 'core', execute: async (x) => x + 1 });
+    for (let i = 0; i < n; i++) nested = loop({ id: `l${i}`, steps: [nested], until: until.maxSteps(1) });
+    return nested;
+  };
+  assert.equal(await h.run(loops(500), 0), 1);
+  await assert.rejects(h.run(loops(600), 0), (e) => e.code === 'INVALID_STEP' && /nests \d+ levels deep, more than 1024/.test(e.message));
 });
 
 test("a branch's _optimizable steps lend their tools to a session's tool-less LLM steps", async () => {

@@ -12,6 +12,7 @@ import {
   hydrateNode,
   hydrateWorkflow,
   isNoeticConfigError,
+  parseAndRunWorkflow,
   tool,
   validateWorkflow,
   walkWorkflow,
@@ -124,6 +125,44 @@ test('a document deeper than 64 levels is refused with WORKFLOW_VALIDATION_FAILE
   const cyclic = { kind: 'spawn', id: 'c' };
   cyclic.child = cyclic;
   assert.throws(() => validateWorkflow({ version: 1, root: cyclic }), configError('WORKFLOW_VALIDATION_FAILED', /cannot be read as JSON/));
+});
+
+// A branch level nests three JSON levels (routes, a route, its target): 64 of them pass napi's own 128-level
+// bound for a value, which must not be what decides.
+const branches = (n) => {
+  let node = llm('leaf');
+  for (let i = 0; i < n; i++) node = { kind: 'branch', id: `b${i}`, routes: [{ match: 'go', target: node }] };
+  return node;
+};
+
+test('one depth limit, one coded error, from every entry point: 64 branch levels pass, 65 are WORKFLOW_VALIDATION_FAILED', async () => {
+  const harness = scripted(['done']);
+  const ctx = harness.createContext();
+  for (const depth of [63, 64]) {
+    const doc = { version: 1, root: branches(depth) };
+    assert.equal(validateWorkflow(doc).root.id, `b${depth - 1}`);
+    assert.equal(hydrateWorkflow(doc, { tools: new Map() }).id, `b${depth - 1}`);
+    assert.equal(workflowDepth(doc.root), depth);
+    assert.equal(await parseAndRunWorkflow({ json: JSON.stringify(doc), harness, ctx, input: 'go', maxDepth: 64 }), 'done', `depth ${depth} runs`);
+  }
+  const tooDeep = { version: 1, root: branches(65) };
+  assert.throws(() => validateWorkflow(tooDeep), configError('WORKFLOW_VALIDATION_FAILED', /more than 64 levels/));
+  assert.throws(() => hydrateWorkflow(tooDeep, { tools: new Map() }), configError('WORKFLOW_VALIDATION_FAILED', /more than 64 levels/));
+  await assert.rejects(parseAndRunWorkflow({ json: JSON.stringify(tooDeep), harness, ctx, maxDepth: 100 }), configError('WORKFLOW_VALIDATION_FAILED', /more than 64 levels/));
+});
+
+test('a tree that shares one subtree at every level is refused at once, not written out path by path', () => {
+  // 40 levels of a fork whose two paths are the same object: 2^40 paths for JSON.stringify to write.
+  let shared = llm('leaf');
+  for (let i = 0; i < 40; i++) shared = { kind: 'fork', id: `f${i}`, mode: 'all', paths: [shared, shared] };
+  const large = /cannot be read as JSON: it writes out to more than 1000000 values/;
+  assert.throws(() => validateWorkflow({ version: 1, root: shared }), configError('WORKFLOW_VALIDATION_FAILED', large));
+  assert.throws(() => workflowDepth(shared), configError('WORKFLOW_VALIDATION_FAILED', large));
+  assert.throws(() => hydrateNode(shared, { tools: new Map() }), configError('WORKFLOW_VALIDATION_FAILED', large));
+  // Sharing within the bound is no problem: a subtree used twice is written twice, as JSON.stringify writes it.
+  const leaf = llm('same');
+  const twice = validateWorkflow({ version: 1, root: { kind: 'fork', id: 'f', mode: 'all', paths: [leaf, leaf] } });
+  assert.deepEqual(twice.root.paths.map((p) => p.id), ['same', 'same']);
 });
 
 test('hydration names what it cannot resolve: unknown tools, layers, node kinds and predicates, and malformed nodes', () => {

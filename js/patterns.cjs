@@ -35,7 +35,7 @@ const toolMapOf = (tools) => new Map((tools ?? []).map((t) => [t.name, t]));
 // A workflow given as text (a model's reply) or as a value, checked natively against `maxDepth` levels.
 function checkedWorkflow(raw, maxDepth) {
   const text = typeof raw === 'string' ? raw : textOf(raw, 'The workflow document');
-  return callNative(native.workflowFromText, text, maxDepth ?? DEFAULT_MAX_DEPTH);
+  return JSON.parse(callNative(native.workflowFromText, text, maxDepth ?? DEFAULT_MAX_DEPTH));
 }
 
 // A step in which a model writes a workflow for its input, which is then checked, hydrated and run in the same

@@ -6,6 +6,7 @@ const zod = require('zod');
 const z = zod.z ?? zod;
 const native = require('./native.cjs');
 const { NoeticConfigError, callNative, describeValue } = require('./errors.cjs');
+const { jsonBoundsProblem } = require('./json-bounds.cjs');
 const { step, branch, fork, spawn, provide, loop, every, until, any, all } = require('./steps.cjs');
 
 // ----- schemas ----------------------------------------------------------------------------------------------
@@ -77,13 +78,21 @@ const FlowSchema = z.discriminatedUnion('kind', [
 
 const invalid = (message, hint) => new NoeticConfigError({ code: 'WORKFLOW_VALIDATION_FAILED', message, hint });
 
+// How far a tree's text may nest (the native reader's bound, workflow::MAX_TEXT_NESTING) and how many values it
+// may write out to: far past any workflow a person or a model writes.
+const TEXT_BOUNDS = { maxNesting: 1024, maxValues: 1_000_000 };
+const JSON_HINT = 'Pass a tree of plain objects, arrays, strings, numbers and booleans, with no cycles.';
+
 // A tree's JSON text, the form the native side reads (`undefined` for a value with none, such as `undefined`).
-// One that cannot be written (a cycle, a BigInt, nesting deeper than JS can write) is named.
+// One that cannot be written (a cycle, a BigInt, nesting past the bound, a shared part that writes out to more
+// values than the bound) is named, and is found before stringify would spend seconds or forever on it.
 function jsonOf(tree, what) {
+  const problem = jsonBoundsProblem(tree, TEXT_BOUNDS);
+  if (problem) throw invalid(`${what} cannot be read as JSON: ${problem}.`, JSON_HINT);
   try {
     return JSON.stringify(tree);
   } catch (e) {
-    throw invalid(`${what} cannot be read as JSON: ${e?.message ?? e}.`, 'Pass a tree of plain objects, arrays, strings, numbers and booleans, with no cycles.');
+    throw invalid(`${what} cannot be read as JSON: ${e?.message ?? e}.`, JSON_HINT);
   }
 }
 
@@ -99,7 +108,7 @@ function textOf(tree, what) {
 function checkedTree(what, schema, input, name) {
   const text = jsonOf(input, name);
   if (typeof text !== 'string') return schema.parse(input);
-  const result = callNative(native.treeCheck, what, text);
+  const result = JSON.parse(callNative(native.treeCheck, what, text));
   if (result.ok) return result.value;
   if (result.tooDeep) throw invalid(`${name} is refused: ${result.message}.`, 'Flatten it: sequences and forks take many steps at one level.');
   schema.parse(input);
@@ -109,7 +118,7 @@ function checkedTree(what, schema, input, name) {
 
 // Pre-order, the caller's own node objects: the native walk gives each node as a step from one before it.
 function* walkTree(shape, root, name) {
-  const edges = callNative(native.treeWalk, shape, textOf(root, name));
+  const edges = JSON.parse(callNative(native.treeWalk, shape, textOf(root, name)));
   const nodes = [root];
   yield root;
   for (const [parent, key, index] of edges) {
@@ -227,7 +236,7 @@ const BUILD = {
 // UNKNOWN_LAYER_REFERENCE, UNKNOWN_UNTIL_PREDICATE or WORKFLOW_VALIDATION_FAILED otherwise.
 function hydrateNode(node, hctx) {
   const layers = hctx?.layers ? names(hctx.layers) : null;
-  const plan = callNative(native.workflowPlan, textOf(node, 'hydrateNode: the node'), names(hctx?.tools), layers);
+  const plan = JSON.parse(callNative(native.workflowPlan, textOf(node, 'hydrateNode: the node'), names(hctx?.tools), layers));
   const built = [];
   for (const entry of plan) built.push(BUILD[entry.kind](entry, built, hctx));
   return built[built.length - 1];

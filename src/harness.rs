@@ -84,7 +84,10 @@ fn parse_run(
   input: &str,
   options: &str,
 ) -> Result<std::result::Result<(Step, StepValue, RunOptionsJson), noetic_runtime::ConfigError>> {
-  let step = describe::step(&parse(step)?, Some(host));
+  let step = match describe::step_text::<Value>(step) {
+    Ok(step) => describe::step(&step, Some(host)),
+    Err(error) => return Ok(Err(error)),
+  };
   let input = step_value_from(&parse(input)?);
   let json = parse(options)?;
   let layers = match json.get("memory") {
@@ -178,7 +181,8 @@ impl NativeHarness {
     storage: Option<&NativeStorage>,
     fs: Option<&NativeFs>,
   ) -> Result<Self> {
-    let config = parse(&config)?;
+    // The config carries the initial step, a step tree.
+    let config: Value = describe::step_text(&config).map_err(|e| to_napi(config_json(&e)))?;
     let runtime = WeakRuntime::new(&env, &runtime)?;
     let dispatcher: Dispatcher = dispatcher
       .build_threadsafe_function::<FnArgs<(String,)>>()

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::Dispatch;
-use crate::protocol::{JsFailure, malformed, open, step_value_from};
+use crate::protocol::{JsFailure, malformed, open, open_steps, step_value_from};
 
 pub struct JsHost {
   pub dispatch: Dispatch,
@@ -352,7 +352,7 @@ impl Host for JsHost {
 impl StepSource for JsHost {
   async fn route(&self, call: StepFnCall) -> Result<Option<Step>, HostError> {
     let text = self.request("route", call).await?;
-    let reply: Value = open(&text)?;
+    let reply: Value = open_steps(&text)?;
     match reply.get("step") {
       None | Some(Value::Null) => Ok(None),
       Some(step) => describe::step(step, Some(&self.dispatch)).map(Some).map_err(HostError::Config),
@@ -361,7 +361,7 @@ impl StepSource for JsHost {
 
   async fn fork_paths(&self, call: StepFnCall) -> Result<Vec<Step>, HostError> {
     let text = self.request("forkPaths", call).await?;
-    let reply: Value = open(&text)?;
+    let reply: Value = open_steps(&text)?;
     let paths = reply.get("paths").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     paths.iter().map(|step| describe::step(step, Some(&self.dispatch)).map_err(HostError::Config)).collect()
   }

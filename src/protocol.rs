@@ -82,6 +82,19 @@ where
   T: for<'de> Deserialize<'de>,
 {
   let envelope: Envelope<T> = from_js_json(text).map_err(|e| malformed(&e.to_string()))?;
+  unwrap_envelope(envelope)
+}
+
+/// [`open`] for a reply that carries a step tree (a route's step, a fork's paths), read as deeply as a run's step.
+pub fn open_steps<T>(text: &str) -> Result<T, HostError>
+where
+  T: for<'de> Deserialize<'de>,
+{
+  let envelope: Envelope<T> = crate::describe::step_text(text).map_err(HostError::Config)?;
+  unwrap_envelope(envelope)
+}
+
+fn unwrap_envelope<T>(envelope: Envelope<T>) -> Result<T, HostError> {
   match (envelope.ok, envelope.value, envelope.error) {
     (true, Some(value), _) => Ok(value),
     (false, _, Some(error)) => Err(error.into()),

@@ -1,5 +1,7 @@
 //! JSON workflows and flows for JS: checking, measuring, walking and planning the hydration of a tree JS sends as
-//! its `JSON.stringify` text (read with a nesting bound, so no tree reaches a recursion unmeasured).
+//! its `JSON.stringify` text (read with a nesting bound, so no tree reaches a recursion unmeasured). What goes back
+//! holds the tree's own values, which may nest as deeply as the text did, so it goes back as JSON text for JS to
+//! parse: napi's conversion of a value refuses one nesting past 128 levels, in its own words.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -34,14 +36,14 @@ fn tree_of(text: &str, what: &str) -> Result<Value> {
 /// (`{ok: true, value}`), or why not: `{ok: false, tooDeep, message}`, where a tree nesting past the limit is
 /// `tooDeep` and anything else is left for the zod schema to describe.
 #[napi(catch_unwind, skip_typescript)]
-pub fn tree_check(what: String, text: String) -> Result<Value> {
+pub fn tree_check(what: String, text: String) -> Result<String> {
   let candidate = tree_of(&text, "The tree")?;
   let refused = |too_deep: bool, message: String| json!({ "ok": false, "tooDeep": too_deep, "message": message });
   let checked = match what.as_str() {
     "flow" => {
       if tree::depth(&candidate, Shape::Flow) > flow_schema::MAX_NESTING {
         let message = format!("the flow nests more than {} levels deep", flow_schema::MAX_NESTING);
-        return Ok(refused(true, message));
+        return Ok(refused(true, message).to_string());
       }
       parse_flow(&candidate).map_err(|message| refused(false, message))
     }
@@ -50,10 +52,13 @@ pub fn tree_check(what: String, text: String) -> Result<Value> {
     }
     _ => check_document(&candidate).map_err(|p| refused(matches!(p, Problem::TooDeep { .. }), p.message())),
   };
-  Ok(match checked {
-    Ok(value) => json!({ "ok": true, "value": value }),
-    Err(refusal) => refusal,
-  })
+  Ok(
+    match checked {
+      Ok(value) => json!({ "ok": true, "value": value }),
+      Err(refusal) => refusal,
+    }
+    .to_string(),
+  )
 }
 
 /// A tree's depth (`workflowDepth`, `flowDepth`), measured without recursion.
@@ -66,30 +71,32 @@ pub fn tree_depth(shape: String, text: String) -> Result<u32> {
 /// A tree's nodes in pre-order after the root, each as `[parent position, key, index or -1]`: the host follows
 /// them through its own objects, so the walk yields the very nodes it was given.
 #[napi(catch_unwind, skip_typescript)]
-pub fn tree_walk(shape: String, text: String) -> Result<Value> {
+pub fn tree_walk(shape: String, text: String) -> Result<String> {
   let tree = tree_of(&text, "The tree")?;
   let edges = tree::walk(&tree, shape_of(&shape));
-  Ok(edges.into_iter().map(|e| json!([e.parent, e.key, e.index.map_or(-1, |i| i as i64)])).collect())
+  let edges: Value = edges.into_iter().map(|e| json!([e.parent, e.key, e.index.map_or(-1, |i| i as i64)])).collect();
+  Ok(edges.to_string())
 }
 
 /// How to hydrate a node (`hydrateNode`): its build list, children first (see `workflow::hydration_plan`), its
 /// tool names (and layer names, when the hydration has a layer registry) resolved. A node that cannot be
 /// hydrated throws the NoeticConfigError upstream's hydrator throws.
 #[napi(catch_unwind, skip_typescript)]
-pub fn workflow_plan(text: String, tools: Vec<String>, layers: Option<Vec<String>>) -> Result<Value> {
+pub fn workflow_plan(text: String, tools: Vec<String>, layers: Option<Vec<String>>) -> Result<String> {
   let node = tree_of(&text, "The workflow node")?;
   let refs = Refs { tools: &tools, layers: layers.as_deref() };
   let checked = check_node(&node, "node", Some(refs)).map_err(|p| to_napi(config_json(&p.config_error())))?;
-  Ok(Value::Array(hydration_plan(&checked)))
+  Ok(Value::Array(hydration_plan(&checked)).to_string())
 }
 
 /// A workflow a model wrote (its text) or a caller gave (its `JSON.stringify`), checked against `maxDepth`
 /// levels: `{ok: true, value}` or `{ok: false, message}` (what a planner is told when it should try again).
 #[napi(catch_unwind, skip_typescript)]
-pub fn workflow_from_text(text: String, max_depth: f64) -> Value {
+pub fn workflow_from_text(text: String, max_depth: f64) -> String {
   let max_depth = if max_depth.is_finite() && max_depth >= 0.0 { max_depth as usize } else { wf::MAX_DEPTH };
   match document_from_text(&text, max_depth) {
     Ok(value) => json!({ "ok": true, "value": value }),
     Err(message) => json!({ "ok": false, "message": message }),
   }
+  .to_string()
 }
