@@ -3274,14 +3274,22 @@ declare class NativeHarness {
   seedSession(thread: string): string
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */
   previewRequest(thread: string): Promise<string>
-  /** A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor. */
-  eventsOpen(thread: string, items: boolean): number
-  eventsClose(thread: string, items: boolean): void
+  /** A new reader of `thread`'s events; returns its cursor. */
+  eventsOpen(thread: string): number
+  eventsClose(thread: string): void
   /**
    * `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
    * run: waiter}` is notified once one arrives.
    */
-  eventsRead(thread: string, items: boolean, cursor: number, waiter: number): string | null
+  eventsRead(thread: string, cursor: number, waiter: number): string | null
+  /** A new reader of `thread`'s item snapshots (`getItemStream`); returns its id. */
+  itemsOpen(thread: string): number
+  itemsClose(thread: string, reader: number): void
+  /**
+   * A JSON array of the snapshots of the items changed since the reader last read; when none has, `null`, and
+   * `{op: 'settled', run: waiter}` is notified once one does.
+   */
+  itemsRead(thread: string, reader: number, waiter: number): string | null
 }
 
 /**

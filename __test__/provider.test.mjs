@@ -357,6 +357,64 @@ test('a session streams the provider: text deltas in order, and every event on t
   }
 });
 
+// One assistant message of `chars` characters streamed `size` characters a delta, as OpenRouter streams it.
+function longReply(chars, size) {
+  const text = 'abcd'.repeat(chars / 4);
+  const item = message(text);
+  const events = [{ type: 'response.created', response: { status: 'in_progress', output: [] } }];
+  events.push({ type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress', content: [] } });
+  for (let i = 0; i < chars; i += size) events.push({ type: 'response.output_text.delta', item_id: 'msg_1', output_index: 0, delta: text.slice(i, i + size) });
+  events.push({ type: 'response.output_item.done', output_index: 0, item });
+  events.push({ type: 'response.completed', response: { id: 'r1', status: 'completed', output: [item], usage: { input_tokens: 1, output_tokens: chars / size } } });
+  return { text, sse: sseText(events) };
+}
+
+test('a reply streamed in 16,000 small deltas costs memory in its length: nothing is folded without a reader, and a reader gets every snapshot', async () => {
+  const { text, sse } = longReply(64_000, 4);
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(sse);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const harness = new AgentHarness({
+      name: 'agent',
+      params: {},
+      initialStep: step.llm({ id: 'chat', model: 'openai/gpt-4o-mini' }),
+      llm: { provider: 'openrouter', apiKey: 'test-key', baseUrl: `http://127.0.0.1:${server.address().port}/api/v1` },
+    });
+    // A snapshot for every delta kept in memory was 16,000 copies of a growing 64 KB text: half a gigabyte.
+    const rssBefore = process.memoryUsage().rss;
+    await harness.execute('write at length', { threadId: 'quiet' });
+    assert.equal((await harness.getAgentResponse({ threadId: 'quiet' })).text, text);
+    const grownMB = (process.resourceUsage().maxRSS * 1024 - rssBefore) / 2 ** 20;
+    assert.ok(grownMB < 200, `a turn without readers grew RSS by ${grownMB.toFixed(0)} MB`);
+
+    const snapshots = [];
+    const reading = (async () => {
+      for await (const item of harness.getItemStream({ threadId: 'read' })) {
+        snapshots.push(item);
+        if (item.isComplete) return;
+      }
+    })();
+    await harness.execute('write at length', { threadId: 'read' });
+    await harness.getAgentResponse({ threadId: 'read' });
+    await reading;
+    // The added item, one snapshot a delta, and the done item; each its own object, growing by one delta.
+    assert.equal(snapshots.length, 16_002);
+    assert.equal(snapshots[1].content[0].text, 'abcd');
+    assert.equal(snapshots[16_000].content[0].text, text);
+    assert.deepEqual([snapshots[16_000].isComplete, snapshots[16_001].isComplete, snapshots[16_001].status], [false, true, 'completed']);
+    snapshots[2].content[0].text = 'changed by the caller';
+    assert.equal(snapshots[3].content[0].text, 'abcd'.repeat(3), 'a snapshot shares nothing a caller can change');
+  } finally {
+    server.close();
+  }
+});
+
 test('createOpenRouterEmbed posts the texts natively and gives one vector per text, in order; failures name the status', async () => {
   const { createOpenRouterEmbed, cosineSimilarity } = await import('../js/index.mjs');
   assert.throws(() => createOpenRouterEmbed(''), (e) => e.code === 'MISSING_API_KEY' && e.message === 'createOpenRouterEmbed() requires an OpenRouter API key.');

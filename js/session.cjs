@@ -219,29 +219,68 @@ function seedFromItems(harness, threadId, items) {
   harness.seedSessionHistory(threadId, items);
 }
 
-// One reader of a session's native event log. It holds nothing open: waiting for the next event keeps Node alive
-// only as long as a turn that will produce it does.
+// Where a reader's batches come from: the session's event log, read from a cursor, or an item reader of its own,
+// which folds the provider's events natively and answers with the snapshots of the items changed since it last read.
+function eventSource(native, thread) {
+  let cursor = native.eventsOpen(thread);
+  return {
+    read: (waiter) => native.eventsRead(thread, cursor, waiter),
+    take(text) {
+      const batch = JSON.parse(text);
+      cursor = batch.next;
+      return batch.events;
+    },
+    close: () => native.eventsClose(thread),
+  };
+}
+
+function itemSource(native, thread) {
+  const reader = native.itemsOpen(thread);
+  const items = new Map();
+  return {
+    read: (waiter) => native.itemsRead(thread, reader, waiter),
+    take: (text) => JSON.parse(text).map((change) => snapshotAfter(items, change)),
+    close: () => native.itemsClose(thread, reader),
+  };
+}
+
+// An item reader's copy of `change.key` with the change made (items.rs: the item whole, or the text a delta added
+// to a message's last part or to a call's arguments, or `complete`), and the snapshot it yields: a copy of its own,
+// so a caller that changes a snapshot changes nothing else. Strings are shared, not copied.
+function snapshotAfter(items, change) {
+  let item = change.item ?? items.get(change.key);
+  if (change.text !== undefined) {
+    const content = item.content.slice();
+    const last = content.length - 1;
+    content[last] = { ...content[last], text: content[last].text + change.text };
+    item = { ...item, content };
+  } else if (change.arguments !== undefined) {
+    item = { ...item, arguments: item.arguments + change.arguments };
+  } else if (change.complete) {
+    item = { ...item, isComplete: true };
+  }
+  items.set(change.key, item);
+  return Array.isArray(item.content) ? { ...item, content: item.content.map((part) => ({ ...part })) } : { ...item };
+}
+
+// One reader of a session's stream. It holds nothing open: waiting for the next event keeps Node alive only as
+// long as a turn that will produce it does.
 class EventReader {
   constructor(runtime, thread, items) {
     this._runtime = runtime;
-    this._thread = thread;
-    this._items = items;
-    this._cursor = runtime.native.eventsOpen(thread, items);
+    this._source = (items ? itemSource : eventSource)(runtime.native, thread);
     this._buffer = [];
     this._done = false;
     this._wake = undefined;
   }
 
   async next() {
-    const { native } = this._runtime;
     while (this._buffer.length === 0) {
       if (this._done) return { done: true, value: undefined };
-      const text = await this._runtime.waitFor((id) => native.eventsRead(this._thread, this._items, this._cursor, id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
+      const text = await this._runtime.waitFor((id) => this._source.read(id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
       this._wake = undefined;
-      if (text == null) continue;
-      const batch = JSON.parse(text);
-      this._cursor = batch.next;
-      this._buffer.push(...batch.events);
+      if (text == null || this._done) continue;
+      this._buffer.push(...this._source.take(text));
     }
     return { done: false, value: this._buffer.shift() };
   }
@@ -249,7 +288,7 @@ class EventReader {
   async return(value) {
     if (!this._done) {
       this._done = true;
-      this._runtime.native.eventsClose(this._thread, this._items);
+      this._source.close();
       this._wake?.();
     }
     return { done: true, value };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::harness::session::{DeliveryMode, EventLog, QueuedMessage, TurnOutcome, TurnResponse, Waiter};
+use noetic_runtime::harness::session::{DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, Waiter};
 use noetic_runtime::items::parse_js_item;
 use serde_json::{Value, json};
 
@@ -140,9 +140,8 @@ fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
 }
 
 impl NativeHarness {
-  fn log<T>(&self, thread: &str, items: bool, read: impl FnOnce(&EventLog) -> T) -> T {
-    let streams = Arc::clone(&self.inner.session(thread).streams);
-    read(if items { &streams.items } else { &streams.events })
+  fn streams(&self, thread: &str) -> Arc<Streams> {
+    Arc::clone(&self.inner.session(thread).streams)
   }
 }
 
@@ -231,25 +230,47 @@ impl NativeHarness {
     .await
   }
 
-  /// A new reader of `thread`'s events (`items`: of its item snapshots instead); returns its cursor.
+  /// A new reader of `thread`'s events; returns its cursor.
   #[napi(catch_unwind)]
-  pub fn events_open(&self, thread: String, items: bool) -> f64 {
-    self.log(&thread, items, |log| log.open_reader() as f64)
+  pub fn events_open(&self, thread: String) -> f64 {
+    self.streams(&thread).events.open_reader() as f64
   }
 
   #[napi(catch_unwind)]
-  pub fn events_close(&self, thread: String, items: bool) {
-    self.log(&thread, items, EventLog::close_reader);
+  pub fn events_close(&self, thread: String) {
+    self.streams(&thread).events.close_reader();
   }
 
   /// `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
   /// run: waiter}` is notified once one arrives.
   #[napi(catch_unwind)]
-  pub fn events_read(&self, thread: String, items: bool, cursor: f64, waiter: u32) -> Option<String> {
+  pub fn events_read(&self, thread: String, cursor: f64, waiter: u32) -> Option<String> {
     let dispatch = self.dispatch.clone();
     let wake = Box::new(move || dispatch.settle(waiter, "null"));
-    let batch = self.log(&thread, items, |log| log.read(cursor as u64, READ_BATCH, wake))?;
+    let batch = self.streams(&thread).events.read(cursor as u64, READ_BATCH, wake)?;
     let events: Vec<&str> = batch.events.iter().map(|event| &**event).collect();
     Some(format!(r#"{{"next":{},"events":[{}]}}"#, batch.next, events.join(",")))
+  }
+
+  /// A new reader of `thread`'s item snapshots (`getItemStream`); returns its id.
+  #[napi(catch_unwind)]
+  pub fn items_open(&self, thread: String) -> f64 {
+    self.streams(&thread).open_item_reader() as f64
+  }
+
+  #[napi(catch_unwind)]
+  pub fn items_close(&self, thread: String, reader: f64) {
+    self.streams(&thread).close_item_reader(reader as u64);
+  }
+
+  /// A JSON array of the item changes the reader has not read (an item whole, or the text a delta added: see
+  /// `ItemReaders`), from which JS makes its snapshots; when there are none, `null`, and `{op: 'settled', run:
+  /// waiter}` is notified once there is one.
+  #[napi(catch_unwind)]
+  pub fn items_read(&self, thread: String, reader: f64, waiter: u32) -> Option<String> {
+    let dispatch = self.dispatch.clone();
+    let wake = Box::new(move || dispatch.settle(waiter, "null"));
+    let snapshots = self.streams(&thread).items.read(reader as u64, wake)?;
+    Some(format!("[{}]", snapshots.join(",")))
   }
 }

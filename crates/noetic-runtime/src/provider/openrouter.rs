@@ -3,10 +3,11 @@
 use std::fmt;
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use serde_json::Value;
+use sseer::errors::EventStreamError;
+use sseer::event_stream::EventStream;
 
 use super::stream::ResponseStream;
 use super::wire::{self, Reply};
@@ -157,7 +158,9 @@ impl OpenRouter {
     response: reqwest::Response,
     deltas: Option<&dyn DeltaSink>,
   ) -> Result<Value, ProviderError> {
-    let mut events = response.bytes_stream().eventsource();
+    // sseer's parser consumes its buffer in place: eventsource-stream copied the rest of a chunk after every line,
+    // which made a chunk of many small deltas cost its length squared.
+    let mut events = EventStream::new(response.bytes_stream());
     let mut stream = ResponseStream::default();
     loop {
       let next = match self.timeouts.idle {

@@ -1,5 +1,5 @@
 //! The Responses API's streaming events, one at a time. The SSE framing (and OpenRouter's `: OPENROUTER
-//! PROCESSING` comments, which it drops) is `eventsource-stream`'s; this reads what the events say. Deltas go to
+//! PROCESSING` comments, which it drops) is `sseer`'s; this reads what the events say. Deltas go to
 //! the sink as they come; the round itself is read from the terminal event's `response`, which has the
 //! non-streaming body's shape, so both paths give the same items, usage and cost.
 

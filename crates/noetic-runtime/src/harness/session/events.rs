@@ -79,6 +79,14 @@ impl EventLog {
     buffer.first
   }
 
+  /// A new reader that takes the buffered events at once, as `replay` reads them (none can arrive in between).
+  pub fn open_reader_replaying<T>(&self, replay: impl FnOnce(&mut dyn Iterator<Item = &str>) -> T) -> T {
+    let mut buffer = self.lock();
+    buffer.readers += 1;
+    buffer.had_readers = true;
+    replay(&mut buffer.events.iter().map(|event| &**event))
+  }
+
   pub fn close_reader(&self) {
     let mut buffer = self.lock();
     buffer.readers = buffer.readers.saturating_sub(1);

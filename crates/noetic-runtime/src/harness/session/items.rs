@@ -1,16 +1,20 @@
 //! What `getItemStream` yields: snapshots of the items a provider streams, each with `isComplete`, folded from
-//! the provider's events as upstream's item stream folds them. The fold runs once per session, as the events
-//! arrive; every reader of the item stream reads its output, as every reader of the full stream reads the events.
+//! the provider's events as upstream's item stream folds them. Each reader of the item stream folds for itself
+//! (see `item_readers`); a fold keeps each item once, growing it delta by delta, and makes a snapshot only when
+//! asked.
 
 use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+/// Which item an event changed: the round it streamed in and its output index.
+pub type ItemKey = (u64, i64);
+
 #[derive(Default)]
 pub struct ItemFold {
   /// Bumped by each `response.created`, so items of different rounds and turns never share a key.
   round: u64,
-  items: HashMap<(u64, i64), Accumulated>,
+  items: HashMap<ItemKey, Accumulated>,
 }
 
 struct Accumulated {
@@ -56,9 +60,34 @@ fn started(item: &Map<String, Value>) -> Map<String, Value> {
   }
 }
 
+/// What one provider event did to an item, as a reader replays it on its own copy.
+#[derive(Debug, PartialEq)]
+pub enum Change<'a> {
+  /// The item started, or it is done (its status now `completed`): either way it is sent whole.
+  Whole(ItemKey),
+  /// Text appended to a message's last content part.
+  Text(ItemKey, &'a str),
+  /// Text appended to a function call's arguments.
+  Arguments(ItemKey, &'a str),
+  /// The item's text or arguments are complete; nothing else changed.
+  Complete(ItemKey),
+  /// Nothing changed (a text delta for an item that is not a message), yet upstream yields the item again.
+  Same(ItemKey),
+}
+
+#[cfg(test)]
+impl Change<'_> {
+  pub fn key(&self) -> ItemKey {
+    match *self {
+      Self::Whole(key) | Self::Text(key, _) | Self::Arguments(key, _) | Self::Complete(key) | Self::Same(key) => key,
+    }
+  }
+}
+
 impl ItemFold {
-  /// Folds one provider event (its camelCased data); returns the snapshot it produces, if any.
-  pub fn feed(&mut self, kind: &str, data: &Value) -> Option<Value> {
+  /// Folds one provider event (its camelCased data); returns what it did to which item, if anything.
+  pub fn feed<'a>(&mut self, kind: &str, data: &'a Value) -> Option<Change<'a>> {
+    let delta = data.get("delta").and_then(Value::as_str);
     match kind {
       "response.created" => {
         self.round += 1;
@@ -67,24 +96,26 @@ impl ItemFold {
       "response.output_item.added" => {
         let item = data.get("item")?.as_object()?;
         let key = (self.round, index(data, self.items.len() as i64));
-        let accumulated = Accumulated { item: started(item), complete: false };
-        let snapshot = accumulated.snapshot();
-        self.items.insert(key, accumulated);
-        Some(snapshot)
+        self.items.insert(key, Accumulated { item: started(item), complete: false });
+        Some(Change::Whole(key))
       }
       "response.output_item.done" => {
-        let accumulated = self.items.get_mut(&(self.round, index(data, -1)))?;
+        let key = (self.round, index(data, -1));
+        let accumulated = self.items.get_mut(&key)?;
         accumulated.complete = true;
         if accumulated.item.contains_key("status") {
           accumulated.item.insert("status".into(), json!("completed"));
         }
-        Some(accumulated.snapshot())
+        Some(Change::Whole(key))
       }
       "response.output_text.delta" | "response.output_text.done" => {
-        let accumulated = self.items.get_mut(&(self.round, index(data, 0)))?;
+        let key = (self.round, index(data, 0));
+        let accumulated = self.items.get_mut(&key)?;
         if kind.ends_with(".done") {
           accumulated.complete = true;
-        } else if let Some(delta) = data.get("delta").and_then(Value::as_str)
+          return Some(Change::Complete(key));
+        }
+        if let Some(delta) = delta
           && accumulated.item.get("type").and_then(Value::as_str) == Some("message")
           && let Some(Value::String(text)) = accumulated
             .item
@@ -94,22 +125,42 @@ impl ItemFold {
             .and_then(|part| part.get_mut("text"))
         {
           text.push_str(delta);
+          return Some(Change::Text(key, delta));
         }
-        Some(accumulated.snapshot())
+        Some(Change::Same(key))
       }
       "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
-        let accumulated = self.items.get_mut(&(self.round, index(data, 0)))?;
+        let key = (self.round, index(data, 0));
+        let accumulated = self.items.get_mut(&key)?;
         if kind.ends_with(".done") {
           accumulated.complete = true;
-        } else if let (Some(delta), Some(Value::String(arguments))) =
-          (data.get("delta").and_then(Value::as_str), accumulated.item.get_mut("arguments"))
-        {
-          arguments.push_str(delta);
+          return Some(Change::Complete(key));
         }
-        Some(accumulated.snapshot())
+        if let (Some(delta), Some(Value::String(arguments))) = (delta, accumulated.item.get_mut("arguments")) {
+          arguments.push_str(delta);
+          return Some(Change::Arguments(key, delta));
+        }
+        Some(Change::Same(key))
       }
       _ => None,
     }
+  }
+
+  /// Every item it holds, in the order they streamed.
+  pub fn keys(&self) -> Vec<ItemKey> {
+    let mut keys: Vec<ItemKey> = self.items.keys().copied().collect();
+    keys.sort_unstable();
+    keys
+  }
+
+  /// The item as it stands, with `isComplete`.
+  pub fn snapshot(&self, key: ItemKey) -> Option<Value> {
+    self.items.get(&key).map(Accumulated::snapshot)
+  }
+
+  /// Whether `kind` is an event this fold reads: only those need their data looked at.
+  pub fn reads(kind: &str) -> bool {
+    kind == "response.created" || kind.starts_with("response.output_") || kind.starts_with("response.function_call_")
   }
 }
 
@@ -120,14 +171,16 @@ mod tests {
   #[test]
   fn a_streamed_message_grows_delta_by_delta_and_completes() {
     let mut fold = ItemFold::default();
-    assert_eq!(fold.feed("response.created", &json!({})), None);
+    let mut feed =
+      |kind: &str, data: Value| fold.feed(kind, &data).map(|change| change.key()).and_then(|key| fold.snapshot(key));
+    assert_eq!(feed("response.created", json!({})), None);
     let added =
-      fold.feed("response.output_item.added", &json!({ "outputIndex": 0, "item": { "id": "m1", "type": "message" } }));
+      feed("response.output_item.added", json!({ "outputIndex": 0, "item": { "id": "m1", "type": "message" } }));
     assert_eq!(added.as_ref().map(|s| s["isComplete"].clone()), Some(json!(false)));
-    fold.feed("response.output_text.delta", &json!({ "outputIndex": 0, "delta": "Hel" }));
-    let grown = fold.feed("response.output_text.delta", &json!({ "outputIndex": 0, "delta": "lo" })).expect("snapshot");
+    feed("response.output_text.delta", json!({ "outputIndex": 0, "delta": "Hel" }));
+    let grown = feed("response.output_text.delta", json!({ "outputIndex": 0, "delta": "lo" })).expect("snapshot");
     assert_eq!(grown["content"][0]["text"], "Hello");
-    let done = fold.feed("response.output_item.done", &json!({ "outputIndex": 0 })).expect("snapshot");
+    let done = feed("response.output_item.done", json!({ "outputIndex": 0 })).expect("snapshot");
     assert_eq!((done["status"].clone(), done["isComplete"].clone()), (json!("completed"), json!(true)));
   }
 
@@ -139,8 +192,9 @@ mod tests {
       json!({ "outputIndex": 0, "item": { "id": "f", "type": "function_call", "callId": "c1", "name": "look" } });
     fold.feed("response.output_item.added", &call);
     fold.feed("response.function_call_arguments.delta", &json!({ "outputIndex": 0, "delta": "{\"q\":" }));
-    let args = fold.feed("response.function_call_arguments.delta", &json!({ "outputIndex": 0, "delta": "1}" }));
-    assert_eq!(args.map(|s| s["arguments"].clone()), Some(json!("{\"q\":1}")));
+    let delta = json!({ "outputIndex": 0, "delta": "1}" });
+    assert_eq!(fold.feed("response.function_call_arguments.delta", &delta), Some(Change::Arguments((1, 0), "1}")));
+    assert_eq!(fold.snapshot((1, 0)).map(|s| s["arguments"].clone()), Some(json!("{\"q\":1}")));
     fold.feed("response.created", &json!({}));
     // Round two's index 0 is a new item; a delta for an item never added yields nothing.
     assert_eq!(fold.feed("response.output_text.delta", &json!({ "outputIndex": 0, "delta": "x" })), None);

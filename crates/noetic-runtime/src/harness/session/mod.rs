@@ -9,6 +9,7 @@
 //! a fresh context seeded with the history, which is what upstream does for every turn.
 
 mod events;
+mod item_readers;
 mod items;
 mod streams;
 mod turns;

@@ -1,21 +1,19 @@
 //! What a session's streams read: every event (`getFullStream` and its filters) and the item snapshots folded from
 //! the provider's events (`getItemStream`).
 
-use std::sync::{Mutex, PoisonError};
-
 use crate::items::write_js_string;
 use serde_json::{Value, json};
 
 use super::events::EventLog;
+use super::item_readers::ItemReaders;
 use super::items::ItemFold;
 
-/// What a session's streams read: every event (`getFullStream` and its filters), and the item snapshots folded
-/// from the provider's events (`getItemStream`).
+/// What a session's streams read: every event (`getFullStream` and its filters), and the item snapshots each item
+/// reader folds from the provider's events (`getItemStream`).
 #[derive(Default)]
 pub struct Streams {
   pub events: EventLog,
-  pub items: EventLog,
-  fold: Mutex<ItemFold>,
+  pub items: ItemReaders,
 }
 
 impl Streams {
@@ -40,9 +38,11 @@ impl Streams {
     });
   }
 
-  /// A provider event, `{source: 'sdk', type, data, outputIndex?, contentIndex?}` with camelCased `data`.
+  /// A provider event, `{source: 'sdk', type, data, outputIndex?, contentIndex?}` with camelCased `data`, folded
+  /// by the item readers there are.
   pub fn sdk(&self, kind: &str, data: Value) {
-    let snapshot = self.fold.lock().unwrap_or_else(PoisonError::into_inner).feed(kind, &data);
+    let mut feeding = self.items.feeding();
+    let wakes = if feeding.has_readers() && ItemFold::reads(kind) { feeding.feed(kind, &data) } else { Vec::new() };
     let mut event = json!({ "source": "sdk", "type": kind });
     for key in ["outputIndex", "contentIndex"] {
       if let Some(index) = data.get(key).filter(|index| index.is_number()) {
@@ -51,8 +51,30 @@ impl Streams {
     }
     event["data"] = data;
     self.events.emit(&event);
-    if let Some(snapshot) = snapshot {
-      self.items.emit(&snapshot);
+    drop(feeding);
+    for wake in wakes {
+      wake();
     }
   }
+
+  /// A new item reader (`getItemStream`), which first folds the provider events still buffered, as a new reader of
+  /// the full stream first reads them. It is a reader of the event log too, which keeps events while it is open.
+  pub fn open_item_reader(&self) -> u64 {
+    let mut feeding = self.items.feeding();
+    let replayed = self.events.open_reader_replaying(|events| events.filter_map(provider_event).collect::<Vec<_>>());
+    feeding.open(replayed)
+  }
+
+  pub fn close_item_reader(&self, reader: u64) {
+    if self.items.close(reader) {
+      self.events.close_reader();
+    }
+  }
+}
+
+/// A buffered event's kind and data when a provider sent it and an item fold reads it.
+fn provider_event(text: &str) -> Option<(String, Value)> {
+  let mut event: Value = serde_json::from_str(text).ok()?;
+  let kind = event.get("type").and_then(Value::as_str).filter(|kind| ItemFold::reads(kind))?.to_owned();
+  (event.get("source").and_then(Value::as_str) == Some("sdk")).then(|| (kind, event["data"].take()))
 }
