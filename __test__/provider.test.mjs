@@ -357,6 +357,35 @@ test('a session streams the provider: text deltas in order, and every event on t
   }
 });
 
+test('a provider that calls a tool every round is nudged with "continue" past 32 rounds, then the turn fails as upstream', async () => {
+  const call = { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'ping', arguments: '{}', status: 'completed' };
+  const server = await fakeOpenRouter([{ body: { id: 'r', status: 'completed', output: [call], usage: { input_tokens: 1, output_tokens: 1 } } }]);
+  try {
+    const ping = tool({ name: 'ping', description: 'Ping.', input: z.object({}), output: z.string(), execute: async () => 'pong' });
+    const harness = new AgentHarness({
+      name: 'agent',
+      params: {},
+      initialStep: step.llm({ id: 'busy', model: 'openai/gpt-4o-mini', tools: [ping] }),
+      llm: { provider: 'openrouter', apiKey: 'test-key', baseUrl: server.baseUrl },
+    });
+    const limits = [];
+    const watching = (async () => {
+      for await (const event of harness.getFullStream()) {
+        if (event.type === 'agent:tool_round_limit_exceeded') limits.push(event.data);
+        if (event.type === 'agent:turn_aborted' || event.type === 'agent:turn_completed') return event.type;
+      }
+    })();
+    await harness.execute('go');
+    await assert.rejects(harness.getAgentResponse(), /LLM exceeded maximum tool rounds \(32\)/);
+    assert.equal(await watching, 'agent:turn_aborted');
+    const nudged = server.received.map((r, i) => (r.body.input.at(-1)?.content === 'continue' ? i + 1 : null)).filter(Boolean);
+    assert.deepEqual([server.received.length, nudged], [35, [33, 34, 35]]);
+    assert.deepEqual(limits.map((l) => [l.maxToolRounds, l.attempt, l.maxAttempts]), [[32, 1, 3], [32, 2, 3], [32, 3, 3], [32, 4, 3]]);
+  } finally {
+    server.close();
+  }
+});
+
 // One assistant message of `chars` characters streamed `size` characters a delta, as OpenRouter streams it.
 function longReply(chars, size) {
   const text = 'abcd'.repeat(chars / 4);

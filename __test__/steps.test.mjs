@@ -514,6 +514,21 @@ test('depth: contexts nest at most 64 deep (as upstream); steps may nest deeply 
   await assert.rejects(h.run(loops(600), 0), (e) => e.code === 'INVALID_STEP' && /nests \d+ levels deep, more than 1024/.test(e.message));
 });
 
+test('a model that calls tools round after round: 32 rounds, 3 more nudged to finish, then the step fails as upstream', async () => {
+  let runs = 0;
+  const ping = tool({ name: 'ping', description: 'Ping.', input: z.object({}), output: z.string(), execute: async () => (runs++, 'pong') });
+  const calling = (rounds, answer) => [...Array.from({ length: rounds }, () => ({ toolCalls: [{ name: 'ping', arguments: {} }] })), { text: answer }];
+  const agent = step.llm({ id: 'busy', model: 'openai/gpt-4o', tools: [ping] });
+  // Finishing in the last nudged round (the 35th) is still an answer.
+  const patient = new AgentHarness({ name: 'steps', params: {}, llm: { provider: 'scripted', script: calling(34, 'done at last') } });
+  assert.equal(await patient.run(agent, 'go'), 'done at last');
+  assert.equal(runs, 34);
+  runs = 0;
+  const endless = new AgentHarness({ name: 'steps', params: {}, llm: { provider: 'scripted', script: calling(40, 'never reached') } });
+  await assert.rejects(endless.run(agent, 'go'), (e) => e.message === 'LLM exceeded maximum tool rounds (32)');
+  assert.equal(runs, 35, 'every round that was asked ran its tools');
+});
+
 test("a branch's _optimizable steps lend their tools to a session's tool-less LLM steps", async () => {
   const calls = [];
   const lookup = tool({ name: 'lookup', input: z.object({ q: z.string() }), execute: async ({ q }) => (calls.push(q), `found ${q}`) });

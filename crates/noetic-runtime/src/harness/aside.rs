@@ -37,6 +37,7 @@ impl AsideModel for LayerAsks {
       tools: &[],
       output_schema: None,
       ctx: None,
+      nudge: false,
     };
     let round = match &*self.model {
       Model::Scripted(scripted) => scripted.answer(&round).await,

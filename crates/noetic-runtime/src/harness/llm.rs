@@ -331,6 +331,7 @@ impl Harness {
       tools,
       output_schema: step.output.as_ref().map(|output| &output.json_schema),
       ctx: Some(ctx),
+      nudge: false,
     };
     match &*self.model {
       Model::None => Err(no_provider().into()),

@@ -249,6 +249,7 @@ impl Harness {
       tools: &[],
       output_schema: None,
       ctx: None,
+      nudge: false,
     };
     match &*self.model {
       Model::Scripted(model) => model.answer(&round).await,

@@ -32,6 +32,8 @@ pub(crate) struct RoundRequest<'a> {
   pub output_schema: Option<&'a serde_json::Value>,
   /// Aborting this context ends a round in flight; `None` outside a run (`harness.callModel`).
   pub ctx: Option<&'a ExecContext>,
+  /// Ask with the ephemeral "continue" message after the conversation (not part of it, nor of the log).
+  pub nudge: bool,
 }
 
 #[async_trait]
@@ -58,6 +60,7 @@ impl RoundModel for OpenRouter {
       params: request.params,
       output_schema: request.output_schema,
       deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
+      nudge: request.nudge,
     };
     let call = self.respond(&provider_request);
     let result = match request.ctx {

@@ -10,13 +10,16 @@ use super::error::RunResult;
 use super::round_model::{RoundModel, RoundRequest};
 use super::session::message_text;
 use crate::error::NoeticError;
-use crate::host::SteeringAction;
+use crate::host::{HostError, SteeringAction};
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::provider::Round;
 
-/// Rounds one step may take before the loop stops asking.
-const MAX_ROUNDS: usize = 16;
+/// Tool rounds one step takes before the model is nudged to finish (upstream's `MAX_TOOL_ROUNDS`).
+const MAX_TOOL_ROUNDS: usize = 32;
+/// Rounds past the limit, each asked with an ephemeral "continue", before the step fails (upstream's
+/// `MAX_RECOVERY_CONTINUATIONS`).
+const MAX_LIMIT_CONTINUATIONS: usize = 3;
 
 impl Harness {
   /// Every item of every round (calls, outputs, the final answer) and the summed usage. `request.conversation`
@@ -30,7 +33,8 @@ impl Harness {
     mut memory: Option<StepRecall<'_>>,
   ) -> RunResult<Round> {
     let mut response = Round::default();
-    for round_number in 0..MAX_ROUNDS {
+    let mut nudge = false;
+    for round_number in 0.. {
       // A tool may have aborted the context: no further model call is made for it.
       if round_number > 0
         && let Some(reason) = ctx.aborted()
@@ -40,7 +44,7 @@ impl Harness {
       if round_number > 0 {
         self.take_in_between_rounds(ctx, round_number, &mut conversation).await?;
       }
-      let round = model.answer(&RoundRequest { conversation: &conversation, ..request }).await?;
+      let round = model.answer(&RoundRequest { conversation: &conversation, nudge, ..request }).await?;
       response.add_usage(&round);
       let mut outputs = Vec::new();
       for item in &round.items {
@@ -97,8 +101,29 @@ impl Harness {
       if done {
         break;
       }
+      nudge = self.past_round_limit(ctx, round_number + 1)?;
     }
     Ok(response)
+  }
+
+  /// After `rounds` tool rounds: whether the next is asked with the "continue" nudge, or an error once the rounds
+  /// past the limit are used up too. As upstream, the model may still finish in one of those rounds.
+  fn past_round_limit(&self, ctx: &ExecContext, rounds: usize) -> RunResult<bool> {
+    if rounds < MAX_TOOL_ROUNDS {
+      return Ok(false);
+    }
+    let attempt = rounds - MAX_TOOL_ROUNDS + 1;
+    if let Some(events) = &ctx.events {
+      let data = serde_json::json!({
+        "maxToolRounds": MAX_TOOL_ROUNDS, "attempt": attempt, "maxAttempts": MAX_LIMIT_CONTINUATIONS,
+      });
+      events.framework(&self.name, "tool_round_limit_exceeded", data);
+    }
+    if attempt > MAX_LIMIT_CONTINUATIONS {
+      let message = format!("LLM exceeded maximum tool rounds ({MAX_TOOL_ROUNDS})");
+      return Err(HostError::Thrown { message, error: None }.into());
+    }
+    Ok(true)
   }
 
   /// The context's layers vote on a tool call before it runs (§14.3): `None` to run it, otherwise the error output

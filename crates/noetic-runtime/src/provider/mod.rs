@@ -29,6 +29,8 @@ pub struct ProviderRequest<'a> {
   pub output_schema: Option<&'a serde_json::Value>,
   /// Receives the round's text and reasoning as they stream in; the round itself still arrives whole.
   pub deltas: Option<&'a dyn DeltaSink>,
+  /// Ends the input with the ephemeral "continue" message (the tool loop's nudge past its round limit).
+  pub nudge: bool,
 }
 
 /// Where a streamed round's deltas go, in the order they arrive. Called on the task reading the stream, so it

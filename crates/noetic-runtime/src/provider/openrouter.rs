@@ -112,7 +112,7 @@ impl OpenRouter {
   pub async fn respond(&self, request: &ProviderRequest<'_>) -> Result<Round, ProviderError> {
     let mut nudges = 0;
     loop {
-      let body = self.post(&wire::request_body(request, nudges > 0), request.deltas).await?;
+      let body = self.post(&wire::request_body(request, request.nudge || nudges > 0), request.deltas).await?;
       match wire::read_response(&body)? {
         Reply::Usable(round) => return Ok(round),
         Reply::Unusable(problem) if nudges >= MAX_NUDGES => return Err(ProviderError::Unusable(problem)),

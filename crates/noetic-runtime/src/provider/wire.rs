@@ -285,6 +285,7 @@ mod tests {
       params: &params,
       output_schema,
       deltas: None,
+      nudge: false,
     };
     let body = request_body(&request(Some(&schema)), false);
     assert_eq!(body["text"], json!({ "format": { "type": "json_schema", "name": "output", "schema": schema } }));
