@@ -63,6 +63,32 @@ test('recv: a value channel keeps its last value; a timeout is channel_timeout; 
   assert.deepEqual(out, { before: null, twice: ['b', 'b'], kind: 'channel_timeout', message: "Channel 'nothing' timed out after 20ms", empty: null });
 });
 
+test('a receive waits as long as its timeout says, past what a JS timer holds too; NaN or a negative timeout is a config error', async () => {
+  const later = channel('later', { schema: z.string(), mode: 'queue' });
+  const news = channel('news', { schema: z.string(), mode: 'topic' });
+  const h = harness();
+  const out = await h.run(
+    run('r', async (_x, ctx) => {
+      // Each of these timed out at once (setTimeout overflows past 2^31 - 1 ms), before the send 20 ms later.
+      const got = [];
+      for (const [ch, timeout] of [[later, 2 ** 31], [later, Infinity], [news, 2 ** 31], [news, Infinity]]) {
+        setTimeout(() => ctx.send(ch, `${ch.name} ${timeout}`), 20);
+        got.push(await ctx.recv(ch, { timeout }));
+      }
+      const refused = [];
+      for (const timeout of [NaN, -5, '1000']) refused.push(await ctx.recv(later, { timeout }).catch((e) => `${e.code}: ${e.message}`));
+      return { got, refused };
+    }),
+    null,
+  );
+  assert.deepEqual(out.got, [`later ${2 ** 31}`, 'later Infinity', `news ${2 ** 31}`, 'news Infinity']);
+  assert.deepEqual(out.refused, [
+    "INVALID_TIMEOUT: recv on channel 'later': the timeout is NaN; expected a number of milliseconds, 0 or more.",
+    "INVALID_TIMEOUT: recv on channel 'later': the timeout is -5; expected a number of milliseconds, 0 or more.",
+    'INVALID_TIMEOUT: recv on channel \'later\': the timeout is "1000"; expected a number of milliseconds, 0 or more.',
+  ]);
+});
+
 test("an aborted context's parked receive ends as cancelled (a race's loser is aborted with 'race lost')", async () => {
   const never = channel('never', { schema: z.string(), mode: 'queue' });
   const h = harness();

@@ -136,6 +136,29 @@ test('await(timeout) rejects with a step_failed timeout and leaves the run going
   assert.equal(handle.status, 'completed');
 });
 
+test('await(timeout): a timeout past what a JS timer holds, or Infinity, waits for the run; NaN or a negative one is a config error', async () => {
+  const overflowed = [];
+  const onWarning = (warning) => overflowed.push(warning.name);
+  process.on('warning', onWarning);
+  try {
+    const h = harnessOf();
+    const slow = step.run({ id: 'slow-enough', execute: async () => (await sleep(30), 'done') });
+    // setTimeout fires a wait of 2^31 ms or more at once: these rejected as timed out before the run ended.
+    for (const timeout of [2 ** 31, 2 ** 40, Infinity, 0, null]) {
+      assert.equal(await h.detachedSpawn(slow, null, h.createContext()).await(timeout), 'done', `await(${timeout})`);
+    }
+    const handle = h.detachedSpawn(slow, null, h.createContext());
+    for (const timeout of [NaN, -1, '100']) {
+      await assert.rejects(handle.await(timeout), (e) => isNoeticConfigError(e) && e.code === 'INVALID_TIMEOUT' && e.message.startsWith('DetachedHandle.await: the timeout is'));
+    }
+    assert.equal(await handle.await(), 'done', 'a refused await leaves the run going');
+    await sleep(1);
+    assert.deepEqual(overflowed, [], 'no TimeoutOverflowWarning');
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
 test('an adapter that never ends a handle: a timed await rejects, and the handle never reads completed', async () => {
   const neverEnds = {
     spawn: async () => ({ id: 'sp-1', status: 'running', startedAt: new Date().toISOString(), metadata: { runtime: 'never' } }),

@@ -210,6 +210,20 @@ test('step.run retry: tries again with the backoff, then step_failed with retrie
   await assert.rejects(() => h.run(step.run({ id: 'r', retry: { maxAttempts: 'three' }, execute: async () => 1 }), 0), (e) => e.code === 'INVALID_RETRY_POLICY');
 });
 
+test('timers from user numbers: a spawn timeout past 2^31 ms or Infinity waits, NaN or negative is refused; an endless retry backoff waits until aborted', async () => {
+  const h = harness();
+  const slowish = later('slowish', 20, 'late');
+  for (const timeout of [2 ** 31, Infinity]) assert.equal(await h.run(spawn({ id: `sp-${timeout}`, child: slowish, timeout }), null), 'late');
+  for (const timeout of [NaN, -1, 'soon']) {
+    assert.equal(codeOf(() => spawn({ id: 'sp-bad', child: slowish, timeout })), `INVALID_TIMEOUT: spawn 'sp-bad': the timeout is ${typeof timeout === 'string' ? '"soon"' : timeout}; expected a number of milliseconds, 0 or more.`);
+  }
+  // A retry whose backoff is Infinity waits (this was a Rust panic); a spawn's timeout aborts it, and it ends.
+  let attempts = 0;
+  const flaky = step.run({ id: 'flaky', retry: { maxAttempts: 3, initialDelay: Infinity, maxDelay: Infinity }, execute: async () => { attempts++; throw new Error('not yet'); } });
+  await assert.rejects(h.run(spawn({ id: 'bounded', child: flaky, timeout: 50 }), null), /Spawn 'bounded' timed out after 50ms/);
+  assert.equal(attempts, 1, 'the second attempt waits for ever');
+});
+
 test('provide: more layers for the child, in the same context, and only while it runs; no layer hook but theirs runs', async () => {
   const { provide, createMessage } = await import('../js/index.mjs');
   assert.equal(codeOf(() => provide({ id: ' ', child: value('c', 1), memory: [] })), 'EMPTY_STEP_ID: provide() requires a non-empty id.');

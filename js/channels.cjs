@@ -3,6 +3,7 @@
 // handed over by identity, so the store lives here, one per harness, shared by every context it runs (DECISIONS
 // C5); the native interpreter reaches it for a loop's inbox and an `every`'s wake-ups.
 const { NoeticErrorImpl } = require('./errors.cjs');
+const { checkedTimeout, clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 const MAX_TOPIC_TIMEOUT = 300_000;
 const DEFAULT_TIMEOUT = 30_000;
@@ -87,13 +88,13 @@ class ChannelStore {
     return new Promise((resolve, reject) => {
       let timer;
       const done = () => {
-        clearTimeout(timer);
+        clearLongTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
       };
       const onAbort = () => take(list, entry) && (done(), reject(cancelled(signal)));
       entry.resolve = (value) => (done(), resolve(value));
       list.push(entry);
-      if (timeout > 0) timer = setTimeout(() => take(list, entry) && (done(), reject(timedOut(name, timeout))), timeout);
+      if (timeout > 0) timer = setLongTimeout(() => take(list, entry) && (done(), reject(timedOut(name, timeout))), timeout);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
@@ -110,6 +111,7 @@ class ChannelStore {
   // The next value: at once when there is one, else when one is sent (within `timeout`; 0 waits on, except on a
   // topic, which waits at most 300 s), unless `signal` aborts. Registered at call time, so a send right after counts.
   async recv(ch, timeout = DEFAULT_TIMEOUT, signal) {
+    checkedTimeout(timeout, `recv on channel '${ch?.name}'`);
     if (signal?.aborted) throw cancelled(signal);
     const state = this._state(ch);
     if (state.mode === 'value') {
@@ -136,13 +138,13 @@ class ChannelStore {
     }
     return new Promise((resolve, reject) => {
       const done = () => {
-        clearTimeout(timer);
+        clearLongTimeout(timer);
         state.subscribers.delete(deliver);
         signal?.removeEventListener('abort', onAbort);
       };
       const deliver = (value) => (done(), resolve(value));
       const onAbort = () => (done(), reject(cancelled(signal)));
-      const timer = setTimeout(() => (done(), reject(timedOut(ch.name, limit))), limit);
+      const timer = setLongTimeout(() => (done(), reject(timedOut(ch.name, limit))), limit);
       state.subscribers.add(deliver);
       signal?.addEventListener('abort', onAbort, { once: true });
     });

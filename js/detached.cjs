@@ -4,6 +4,7 @@
 // calls of a JS adapter (DECISIONS M21); the step itself still runs in the native interpreter.
 const { NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
 const { SETTLED, TERMINAL, runsInline } = require('./subprocess.cjs');
+const { checkedTimeout, clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 const DetachedStatus = Object.freeze({ Running: 'running', Completed: 'completed', Failed: 'failed' });
 
@@ -95,6 +96,7 @@ class DetachedHandleImpl {
   // The step's output once the adapter's handle ends; a failure, a stop or (given `timeout` ms) a wait that is
   // too long throw. A timeout leaves the run going: a later `await()` can still see it end.
   async await(timeout) {
+    checkedTimeout(timeout, 'DetachedHandle.await');
     this._waiting += 1;
     this._wake?.();
     this._settlement ??= this._follow().catch((err) => {
@@ -104,13 +106,14 @@ class DetachedHandleImpl {
     });
     let timer;
     try {
-      if (timeout === undefined || timeout <= 0) return await this._settlement;
+      // As upstream, 0 (like no timeout) waits as long as the run takes; so does Infinity.
+      if (timeout == null || timeout === 0 || timeout === Infinity) return await this._settlement;
       const late = new Promise((_, reject) => {
-        timer = setTimeout(() => reject(stepFailed(this._stepId, `Detached spawn timed out after ${timeout}ms`)), timeout);
+        timer = setLongTimeout(() => reject(stepFailed(this._stepId, `Detached spawn timed out after ${timeout}ms`)), timeout);
       });
       return await Promise.race([this._settlement, late]);
     } finally {
-      clearTimeout(timer);
+      clearLongTimeout(timer);
       this._waiting -= 1;
     }
   }

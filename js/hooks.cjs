@@ -13,7 +13,7 @@ class HookTimeout extends Error {
 }
 
 // setTimeout fires at once for delays of 2^31 ms or more, so a longer wait is made in chunks.
-const MAX_TIMER_MS = 2 ** 31 - 1;
+const { MAX_TIMER_MS } = require('./timers.cjs');
 
 // Every pending hook's deadline, watched by one timer armed for the earliest. Hooks almost always settle long before
 // their timeout, so a timer of their own each (armed, then cleared) would be most of what calling one costs. The

@@ -17,6 +17,7 @@ const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs
 const { scopedView } = require('./storage.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
+const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
 function textOfOutput(output) {
@@ -619,8 +620,8 @@ class Runtime {
         // An `every` parked: the next send on its channel wakes it, or its own time runs out.
         const { channel, timeout } = message.call;
         await new Promise((resolve) => {
-          const timer = setTimeout(() => (unsubscribe(), resolve()), Math.max(timeout, 0));
-          const unsubscribe = this.channels.subscribeWake(this.handles.get(channel), () => (clearTimeout(timer), resolve()));
+          const timer = setLongTimeout(() => (unsubscribe(), resolve()), Math.max(timeout, 0));
+          const unsubscribe = this.channels.subscribeWake(this.handles.get(channel), () => (clearLongTimeout(timer), resolve()));
         });
         return {};
       }

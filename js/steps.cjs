@@ -7,6 +7,7 @@ const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
 const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
 const { routedExecute } = require('./detached.cjs');
+const { checkedTimeout } = require('./timers.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -96,6 +97,7 @@ function spawn(opts) {
   requireId(opts, 'spawn', 'my-spawn');
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
+  if (opts.timeout !== undefined) checkedTimeout(opts.timeout, `spawn '${opts.id}'`);
   const contextIn = contextInOf(opts.contextIn, opts.id);
   const contextOut = contextOutOf(opts.contextOut, opts.id);
   registerStep(opts.child);

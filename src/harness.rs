@@ -104,8 +104,7 @@ fn parse_run(
 fn storage_timeout(config: &Value) -> Option<std::time::Duration> {
   match config.get("storageTimeoutMs").and_then(crate::protocol::number) {
     None => Some(DEFAULT_STORAGE_TIMEOUT),
-    Some(ms) if ms.is_finite() => Some(std::time::Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
-    Some(_) => None,
+    Some(ms) => noetic_runtime::js_time::duration_of_ms(ms),
   }
 }
 

@@ -784,7 +784,7 @@ pub trait Host: Send + Sync {
   }
   /// Resolves on the next send to the channel, or once the timeout has passed, whichever is first.
   async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
-    tokio::time::sleep(std::time::Duration::from_secs_f64(call.timeout.max(0.0) / 1000.0)).await;
+    crate::js_time::sleep_ms(call.timeout).await;
     Ok(())
   }
   /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled.

@@ -11,6 +11,7 @@ pub mod host;
 pub mod items;
 pub mod js_date;
 pub mod js_text;
+pub mod js_time;
 pub mod memory;
 pub mod provider;
 pub mod steps;

@@ -283,8 +283,12 @@ async fn run_with_retry(
     }
     if let Some(policy) = retry.filter(|_| f64::from(attempt + 1) < attempts) {
       let ms = policy.delay_ms(attempt);
+      // An abort ends the wait (a long or endless backoff included); the loop then returns `cancelled`.
       if ms > 0.0 {
-        tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)).await;
+        tokio::select! {
+          () = crate::js_time::sleep_ms(ms) => {}
+          _ = ctx.until_aborted() => {}
+        }
       }
     }
     attempt += 1;
@@ -415,7 +419,7 @@ async fn park(harness: &Harness, every: &EveryStep, ctx: &Arc<ExecContext>) {
   } else {
     every.ms.max(0.0)
   };
-  let timer = tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0));
+  let timer = crate::js_time::sleep_ms(ms);
   let wake = async {
     match every.wake_on {
       Some(channel) => {

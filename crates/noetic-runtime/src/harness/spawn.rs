@@ -83,7 +83,7 @@ async fn within(
   let mut run = std::pin::pin!(run);
   tokio::select! {
     result = &mut run => result,
-    () = tokio::time::sleep(std::time::Duration::from_secs_f64(ms / 1000.0)) => {
+    () = crate::js_time::sleep_ms(ms) => {
       let message = format!("Spawn '{id}' timed out after {}ms", crate::js_number(ms));
       child.abort(message.clone());
       let _ = run.await;
