@@ -120,7 +120,10 @@ function createCheckpointStore(options) {
       await storage.set(snapshotKey(snapshot.executionId), snapshot);
     },
     async load(executionId) {
-      const raw = await storage.get(snapshotKey(executionId));
+      // A snapshot whose stored text is not JSON is one that cannot be restored, as one of the wrong shape.
+      const raw = await storage.get(snapshotKey(executionId)).catch((e) => {
+        throw e?.code === 'STORAGE_CORRUPT' ? mismatch(executionId, `its stored text is not JSON (${messageOf(e)})`, e) : e;
+      });
       if (raw === null || raw === undefined) return null;
       const parsed = CheckpointSnapshotSchema.safeParse(raw);
       if (parsed.success) return parsed.data;

@@ -12,7 +12,8 @@ use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
 use noetic_runtime::storage::{
-  InMemoryStorage, PostgresError, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError, StorageResult,
+  CodedError, InMemoryStorage, PostgresError, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError,
+  StorageResult,
 };
 use serde_json::{Value, json};
 
@@ -32,6 +33,9 @@ pub struct NativeStorage {
   /// The same store when it is the in-memory one, which answers at once: JS calls its `*_now` methods, where an
   /// async call costs a hop to the runtime's thread and back (about 50 µs) for a microsecond of work.
   memory: Option<Arc<InMemoryStorage>>,
+  /// The same store when it is SQLite: JS's calls go to it directly, for failures with their codes
+  /// (`STORAGE_FULL`, `STORAGE_FILE_MOVED`, ...).
+  sqlite: Option<Arc<SqliteStorage>>,
 }
 
 impl NativeStorage {
@@ -48,12 +52,16 @@ fn postgres_error(error: PostgresError) -> napi::Error {
   to_napi(config_json(&error.into()))
 }
 
+fn coded_error(error: CodedError) -> napi::Error {
+  to_napi(config_json(&error.into()))
+}
+
 #[napi]
 impl NativeStorage {
   #[napi(constructor, catch_unwind)]
   pub fn new() -> Self {
     let memory = Arc::new(InMemoryStorage::new());
-    Self { inner: Arc::clone(&memory) as Arc<dyn Storage>, postgres: None, memory: Some(memory) }
+    Self { inner: Arc::clone(&memory) as Arc<dyn Storage>, postgres: None, memory: Some(memory), sqlite: None }
   }
 
   /// Opens (creating if needed) the SQLite store at `path`.
@@ -66,7 +74,8 @@ impl NativeStorage {
         "Pass a path in a directory that exists and is writable, or ':memory:'.",
       )))
     })?;
-    Ok(Self { inner: Arc::new(store), postgres: None, memory: None })
+    let store = Arc::new(store);
+    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: None, memory: None, sqlite: Some(store) })
   }
 
   /// A store on the PostgreSQL server at `url`; `options` is the JSON text of the options object (or absent).
@@ -81,7 +90,7 @@ impl NativeStorage {
       .and_then(|options| PostgresStorage::open(&url, options))
       .map_err(|error| to_napi(config_json(&error)))?;
     let store = Arc::new(store);
-    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: Some(store), memory: None })
+    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: Some(store), memory: None, sqlite: None })
   }
 
   /// Whether the store answers at once (the in-memory one), through the `*_now` methods.
@@ -120,6 +129,9 @@ impl NativeStorage {
     if let Some(store) = self.postgres.clone() {
       return guarded(async move { Ok(store.fetch(&key).await.map_err(postgres_error)?.map(|v| v.to_string())) }).await;
     }
+    if let Some(store) = self.sqlite.clone() {
+      return guarded(async move { Ok(store.fetch(&key).await.map_err(coded_error)?.map(|v| v.to_string())) }).await;
+    }
     let store = Arc::clone(&self.inner);
     guarded(async move { store.get_json(&key).await.map_err(storage_error) }).await
   }
@@ -131,6 +143,9 @@ impl NativeStorage {
     if let Some(store) = self.postgres.clone() {
       return guarded(async move { store.store(&key, &value).await.map_err(postgres_error) }).await;
     }
+    if let Some(store) = self.sqlite.clone() {
+      return guarded(async move { store.store(&key, &value).await.map_err(coded_error) }).await;
+    }
     self.inner.set(&key, value).await.map_err(storage_error)
   }
 
@@ -138,6 +153,9 @@ impl NativeStorage {
   pub async fn delete(&self, key: String) -> napi::Result<()> {
     if let Some(store) = self.postgres.clone() {
       return guarded(async move { store.remove(&key).await.map_err(postgres_error) }).await;
+    }
+    if let Some(store) = self.sqlite.clone() {
+      return guarded(async move { store.remove(&key).await.map_err(coded_error) }).await;
     }
     let store = Arc::clone(&self.inner);
     guarded(async move { store.delete(&key).await.map_err(storage_error) }).await
@@ -147,6 +165,9 @@ impl NativeStorage {
   pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
     if let Some(store) = self.postgres.clone() {
       return guarded(async move { store.keys(&prefix).await.map_err(postgres_error) }).await;
+    }
+    if let Some(store) = self.sqlite.clone() {
+      return guarded(async move { store.keys(&prefix).await.map_err(coded_error) }).await;
     }
     let store = Arc::clone(&self.inner);
     guarded(async move { store.list(&prefix).await.map_err(storage_error) }).await

@@ -28,6 +28,33 @@ impl std::error::Error for StorageError {}
 
 pub type StorageResult<T> = Result<T, StorageError>;
 
+/// A native store's failure as JS is told of it when it calls the store itself: a `NoeticConfigError` with a code
+/// (`STORAGE_FULL`, `STORAGE_CORRUPT`, ...) and a hint. To the harness it is a `StorageError` with its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodedError {
+  pub code: &'static str,
+  pub message: String,
+  pub hint: &'static str,
+}
+
+impl CodedError {
+  pub fn new(code: &'static str, message: impl Into<String>, hint: &'static str) -> Self {
+    Self { code, message: message.into(), hint }
+  }
+}
+
+impl From<CodedError> for StorageError {
+  fn from(error: CodedError) -> Self {
+    StorageError(error.message)
+  }
+}
+
+impl From<CodedError> for crate::ConfigError {
+  fn from(error: CodedError) -> Self {
+    crate::ConfigError::new(error.code, error.message, error.hint)
+  }
+}
+
 /// A key-value store for durable layer state. Values are JSON: durable writes serialize at write time (A4).
 #[async_trait]
 pub trait Storage: Send + Sync {

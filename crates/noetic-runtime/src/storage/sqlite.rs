@@ -2,30 +2,40 @@
 //!
 //! WAL with `synchronous = FULL`, so a committed `set` survives a crash of the process or the machine, and a busy
 //! timeout, so several processes can share one file. SQLite calls block, so they run on tokio's blocking pool.
+//!
+//! A write is acknowledged only where a restart would find it: before each one the store asks SQLite whether the
+//! file it has open is still the one at its path, and a file deleted or moved away under it refuses the write
+//! (`STORAGE_FILE_MOVED`) instead of writing into a file no one else will ever open. Every failure names the call,
+//! the key and the file, with a code and a hint for JS (the inherent methods; the `Storage` impl, which the harness
+//! uses, keeps the message).
 
+use std::ffi::c_int;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, ffi, params};
 use serde_json::Value;
 
-use super::{Storage, StorageError, StorageResult};
+use super::{CodedError, Storage, StorageError, StorageResult};
 
 /// How long a writer waits for another process's lock before the call fails.
 const BUSY_TIMEOUT_MS: u64 = 5_000;
 
 pub struct SqliteStorage {
   connection: Arc<Mutex<Connection>>,
+  /// The path as given, for messages.
+  path: String,
 }
 
-fn failed(error: impl std::fmt::Display) -> StorageError {
-  StorageError(format!("sqlite storage: {error}"))
-}
+/// What failed, for a message: `get 'key'`, `list 'prefix'`...
+type Call = (&'static str, String);
 
 impl SqliteStorage {
   /// Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory database.
   pub fn open(path: impl AsRef<Path>) -> StorageResult<Self> {
+    let shown = path.as_ref().display().to_string();
+    let failed = |error: rusqlite::Error| StorageError(format!("sqlite storage: {error}"));
     let connection = Connection::open(path).map_err(failed)?;
     connection.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(failed)?;
     // `journal_mode` answers with a row, so it is queried rather than executed.
@@ -36,63 +46,174 @@ impl SqliteStorage {
          CREATE TABLE IF NOT EXISTS noetic_kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;",
       )
       .map_err(failed)?;
-    Ok(Self { connection: Arc::new(Mutex::new(connection)) })
+    Ok(Self { connection: Arc::new(Mutex::new(connection)), path: shown })
   }
 
-  async fn with<T: Send + 'static>(
-    &self,
-    work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-  ) -> StorageResult<T> {
-    let connection = Arc::clone(&self.connection);
-    tokio::task::spawn_blocking(move || work(&connection.lock().unwrap_or_else(PoisonError::into_inner)))
-      .await
-      .map_err(failed)?
-      .map_err(failed)
-  }
-}
-
-#[async_trait]
-impl Storage for SqliteStorage {
-  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
-    let key = key.to_owned();
+  pub async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError> {
+    let owned = key.to_owned();
     let text = self
-      .with(move |c| {
-        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![key], |row| row.get::<_, String>(0))
+      .with(("read", key.to_owned()), false, move |c| {
+        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![owned], |row| row.get::<_, String>(0))
           .optional()
       })
       .await?;
-    text.map(|text| serde_json::from_str(&text).map_err(failed)).transpose()
+    text
+      .map(|text| {
+        serde_json::from_str(&text).map_err(|error| {
+          CodedError::new(
+            "STORAGE_CORRUPT",
+            format!("sqlite storage ({}): the value under '{key}' is not JSON ({error})", self.path),
+            "Something other than this store wrote it, or the file is damaged: delete the key (storage.delete) or \
+             restore the file from a backup.",
+          )
+        })
+      })
+      .transpose()
   }
 
-  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
-    let (key, text) = (key.to_owned(), value.to_string());
+  pub async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError> {
+    let (owned, text) = (key.to_owned(), value.to_string());
     self
-      .with(move |c| {
+      .with(("write", key.to_owned()), true, move |c| {
         c.execute(
           "INSERT INTO noetic_kv (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-          params![key, text],
+          params![owned, text],
         )
       })
       .await
       .map(drop)
   }
 
-  async fn delete(&self, key: &str) -> StorageResult<()> {
-    let key = key.to_owned();
-    self.with(move |c| c.execute("DELETE FROM noetic_kv WHERE key = ?1", params![key])).await.map(drop)
+  pub async fn remove(&self, key: &str) -> Result<(), CodedError> {
+    let owned = key.to_owned();
+    self
+      .with(("delete", key.to_owned()), true, move |c| {
+        c.execute("DELETE FROM noetic_kv WHERE key = ?1", params![owned])
+      })
+      .await
+      .map(drop)
   }
 
   /// Keys in byte order. The range query uses the primary key; the `starts_with` check makes it exact.
-  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
-    let prefix = prefix.to_owned();
+  pub async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError> {
+    let owned = prefix.to_owned();
     self
-      .with(move |c| {
-        let upper = format!("{prefix}\u{10FFFF}");
+      .with(("list keys under", prefix.to_owned()), false, move |c| {
+        let upper = format!("{owned}\u{10FFFF}");
         let mut query = c.prepare_cached("SELECT key FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
-        let keys = query.query_map(params![prefix, upper], |row| row.get::<_, String>(0))?;
-        keys.filter(|key| key.as_ref().map_or(true, |key| key.starts_with(&prefix))).collect()
+        let keys = query.query_map(params![owned, upper], |row| row.get::<_, String>(0))?;
+        keys.filter(|key| key.as_ref().map_or(true, |key| key.starts_with(&owned))).collect()
       })
       .await
+  }
+
+  /// Runs `work` on the blocking pool; a `write` first makes sure the file is still where the store opened it.
+  async fn with<T: Send + 'static>(
+    &self,
+    call: Call,
+    write: bool,
+    work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+  ) -> Result<T, CodedError> {
+    let connection = Arc::clone(&self.connection);
+    let outcome = tokio::task::spawn_blocking(move || {
+      let connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+      if write && has_moved(&connection) {
+        return Err(None);
+      }
+      work(&connection).map_err(Some)
+    })
+    .await;
+    match outcome {
+      Ok(Ok(value)) => Ok(value),
+      Ok(Err(None)) => Err(self.moved(&call)),
+      Ok(Err(Some(error))) => Err(self.failure(&call, &error)),
+      Err(join) => Err(CodedError::new(
+        "STORAGE_FAILED",
+        format!("sqlite storage ({}): could not {} '{}': {join}", self.path, call.0, call.1),
+        FAILED_HINT,
+      )),
+    }
+  }
+
+  fn moved(&self, (what, key): &Call) -> CodedError {
+    CodedError::new(
+      "STORAGE_FILE_MOVED",
+      format!(
+        "sqlite storage ({}): could not {what} '{key}': the database file was deleted or moved away while the store \
+         had it open, so nothing written now would be found again",
+        self.path
+      ),
+      "Put the file back, or make a new store with createSqliteStorage(path), which creates the file afresh.",
+    )
+  }
+
+  fn failure(&self, (what, key): &Call, error: &rusqlite::Error) -> CodedError {
+    let (code, hint) = match error.sqlite_error_code() {
+      Some(ErrorCode::DiskFull) => (
+        "STORAGE_FULL",
+        "The disk that holds the file is full, or the file reached the process's file-size limit (ulimit -f): free \
+         space or raise the limit.",
+      ),
+      Some(ErrorCode::ReadOnly) => (
+        "STORAGE_READ_ONLY",
+        "Make the file and its directory writable by this process: SQLite also writes <file>-wal and <file>-shm \
+         beside it.",
+      ),
+      Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => (
+        "STORAGE_BUSY",
+        "Another connection held the file's lock for more than 5 s: a long transaction elsewhere, or the file on a \
+         network filesystem, which SQLite's locks do not suit.",
+      ),
+      Some(ErrorCode::SystemIoFailure) => (
+        "STORAGE_IO_FAILED",
+        "The operating system refused to read or write the file: the disk may be full or failing, or the file reached \
+         the process's file-size limit (ulimit -f).",
+      ),
+      Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => (
+        "STORAGE_CORRUPT",
+        "The file is damaged or is not a SQLite database: restore it from a backup, or point the store at a new path.",
+      ),
+      _ => ("STORAGE_FAILED", FAILED_HINT),
+    };
+    CodedError::new(code, format!("sqlite storage ({}): could not {what} '{key}': {error}", self.path), hint)
+  }
+}
+
+const FAILED_HINT: &str =
+  "SQLite could not complete the call: check the disk, the file's permissions and the process's file-size limit.";
+
+/// Whether the file the connection has open is no longer the one at its path (deleted, or renamed away).
+fn has_moved(connection: &Connection) -> bool {
+  let mut moved: c_int = 0;
+  // SAFETY: the handle is the live connection's, borrowed for the call; SQLITE_FCNTL_HAS_MOVED writes one int
+  // through the pointer, which points at `moved`.
+  let status = unsafe {
+    ffi::sqlite3_file_control(
+      connection.handle(),
+      c"main".as_ptr(),
+      ffi::SQLITE_FCNTL_HAS_MOVED,
+      (&raw mut moved).cast(),
+    )
+  };
+  status == ffi::SQLITE_OK && moved != 0
+}
+
+#[async_trait]
+impl Storage for SqliteStorage {
+  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
+    Ok(self.fetch(key).await?)
+  }
+
+  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
+    Ok(self.store(key, &value).await?)
+  }
+
+  async fn delete(&self, key: &str) -> StorageResult<()> {
+    Ok(self.remove(key).await?)
+  }
+
+  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
+    Ok(self.keys(prefix).await?)
   }
 }
 
@@ -171,6 +292,50 @@ mod tests {
     }
     assert_eq!(first.list("k/").await.unwrap().len(), 50);
     assert_eq!(second.get("k/07").await.unwrap(), Some(json!(7)));
+  }
+
+  #[tokio::test]
+  async fn a_file_deleted_or_moved_under_the_store_refuses_writes_and_keeps_nothing_it_cannot_keep() {
+    let dir = scratch("moved");
+    let path = dir.db();
+    let store = SqliteStorage::open(&path).unwrap();
+    store.set("kept", json!(1)).await.unwrap();
+    std::fs::rename(&path, dir.0.join("elsewhere.db")).unwrap();
+    let refused = store.store("lost?", &json!(2)).await.unwrap_err();
+    assert_eq!(refused.code, "STORAGE_FILE_MOVED");
+    assert!(refused.message.contains("'lost?'"), "{}", refused.message);
+    assert_eq!(store.remove("kept").await.unwrap_err().code, "STORAGE_FILE_MOVED");
+    assert_eq!(SqliteStorage::open(&path).unwrap().get("lost?").await.unwrap(), None);
+  }
+
+  #[tokio::test]
+  async fn a_row_that_is_not_json_is_corrupt_and_named() {
+    let dir = scratch("corrupt");
+    let store = SqliteStorage::open(dir.db()).unwrap();
+    store.set("k", json!({ "fine": true })).await.unwrap();
+    rusqlite::Connection::open(dir.db()).unwrap().execute("UPDATE noetic_kv SET value = '{oops'", []).unwrap();
+    let error = store.fetch("k").await.unwrap_err();
+    assert_eq!(error.code, "STORAGE_CORRUPT");
+    assert!(error.message.contains("'k'") && error.message.contains("store.db"), "{}", error.message);
+  }
+
+  #[test]
+  fn each_kind_of_sqlite_failure_has_its_code() {
+    let store = SqliteStorage::open(":memory:").unwrap();
+    let call = ("write", "k".to_owned());
+    for (status, code) in [
+      (ffi::SQLITE_FULL, "STORAGE_FULL"),
+      (ffi::SQLITE_READONLY, "STORAGE_READ_ONLY"),
+      (ffi::SQLITE_BUSY, "STORAGE_BUSY"),
+      (ffi::SQLITE_IOERR_WRITE, "STORAGE_IO_FAILED"),
+      (ffi::SQLITE_NOTADB, "STORAGE_CORRUPT"),
+      (ffi::SQLITE_PERM, "STORAGE_FAILED"),
+    ] {
+      let error = rusqlite::Error::SqliteFailure(ffi::Error::new(status), None);
+      let failure = store.failure(&call, &error);
+      assert_eq!(failure.code, code);
+      assert!(failure.message.starts_with("sqlite storage (:memory:): could not write 'k': "), "{}", failure.message);
+    }
   }
 
   #[test]
