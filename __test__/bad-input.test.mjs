@@ -186,3 +186,47 @@ test('a malformed item in a 100k-item history is named by its index', async () =
   await assert.rejects(seeded.getAgentResponse({ threadId: 'T' }), (e) => e instanceof ConfigError && e.code === 'INVALID_SEED_ITEMS' && /seedSessionHistory: items\[54321\]/.test(e.message));
   assert.equal(requests.length, 0, 'no model call saw the refused history');
 });
+
+test('a hook result that is not what the hook returns fails that hook alone, named by layer and field, never in the bridge’s words', async () => {
+  const diagnostics = [];
+  const bad = (id, hooks) => ({ id, slot: 10, scope: 'thread', hooks });
+  const good = { id: 'good', slot: 20, scope: 'thread', hooks: { recall: async () => ({ items: [createMessage('from the good layer', 'developer')] }) } };
+  const { requests, model } = recordingModel();
+  const h = harness({ onDiagnostic: (d) => diagnostics.push(d), _testCallModel: model });
+  const layers = [
+    bad('holes', { recall: async () => ({ items: [undefined] }) }),
+    bad('counted', { recall: async () => ({ items: [createMessage('x', 'developer')], tokenCount: 'many' }) }),
+    bad('appender', { onItemAppend: async () => ({ items: [createMessage('kept', 'user'), undefined] }) }),
+    good,
+  ];
+  await h.run(ask, 'hello', { threadId: 'T', memory: layers });
+  const said = Object.fromEntries(diagnostics.map((d) => [`${d.layerId}:${d.hook}`, d.message]));
+  assert.equal(said['holes:recall'], 'recall returned items[0] = undefined; expected an item (an object whose "type" is a non-empty string)');
+  assert.equal(said['counted:recall'], 'recall returned tokenCount "many"; expected a number of tokens, or none to have the items counted');
+  assert.equal(said['appender:onItemAppend'], 'onItemAppend returned items[1] = undefined; expected an item (an object whose "type" is a non-empty string)');
+  for (const message of Object.values(said)) assert.doesNotMatch(message, /malformed reply|line \d+ column/);
+  // The other layer's recall and the user's message were not spoilt by their neighbours' replies.
+  const sent = JSON.stringify(requests[0].items);
+  assert.ok(sent.includes('from the good layer') && sent.includes('hello'), sent);
+
+  // onSpawn's items, the same way.
+  const spawner = bad('spawner', { onSpawn: async () => ({ childState: {}, items: [null] }) });
+  await h.run(spawn({ id: 'child', child: ask }), 'hi', { threadId: 'T', memory: [spawner] });
+  assert.ok(diagnostics.some((d) => d.layerId === 'spawner' && d.message === 'onSpawn returned items[0] = null; expected an item (an object whose "type" is a non-empty string)'));
+});
+
+test('ctx.itemLog.append names a value that is not an item, or has no JSON form', async () => {
+  const h = harness();
+  // Thrown in a step.run, it is the step_failed error's cause, as any error a step throws.
+  const appending = (value) => async () => {
+    try {
+      await h.run(step.run({ id: 'appends', execute: async (_input, ctx) => ctx.itemLog.append(value) }), 'x');
+    } catch (e) {
+      throw e.noeticError?.cause ?? e;
+    }
+  };
+  for (const [value, said] of [[undefined, 'undefined'], [5, '5'], [{ role: 'user' }, 'an object']]) {
+    await rejects(appending(value), 'INVALID_ITEM', `ctx.itemLog.append: ${said} is not an item`);
+  }
+  await rejects(appending({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }], big: 1n }), 'INVALID_ITEM', 'no JSON form', 'BigInt');
+});

@@ -141,7 +141,7 @@ test('texts JS replies with keep every character natively: astral, two-byte, Lat
 
 // ---- 2. Harnesses are collected -----------------------------------------------------------------------------------
 
-test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc }, async () => {
+test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc, timeout: 60_000 }, async () => {
   let collected = 0;
   const registry = new FinalizationRegistry(() => collected++);
   const count = 2000;

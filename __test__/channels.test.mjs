@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { AgentHarness, channel, every, fork, loop, step, until } from '../js/index.mjs';
+import { AgentHarness, InMemoryExporter, channel, every, fork, loop, step, until } from '../js/index.mjs';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const harness = (opts = {}) => new AgentHarness({ name: 'channels', params: {}, ...opts });
@@ -173,6 +173,31 @@ test("every: onError 'fail' ends it with the body's error; 'continue' reports it
   assert.throws(() => every({ id: 'e', step: flaky, ms: -1 }), (e) => e.code === 'INVALID_INTERVAL_MS' && e.message === 'every() requires a non-negative finite ms, got -1.');
   assert.throws(() => every({ id: 'e', step: flaky, ms: 1, jitter: null }), (e) => e.code === 'INVALID_JITTER');
   assert.throws(() => every({ id: 'e', ms: 1 }), (e) => e.code === 'MISSING_BODY_STEP');
+});
+
+test("every: a failure under 'continue' is an every.iteration.error event on the context's span, and nothing on the console", async () => {
+  const warned = [];
+  const warn = console.warn;
+  console.warn = (...args) => warned.push(args.join(' '));
+  try {
+    const h = harness({ traceExporter: new InMemoryExporter() });
+    let calls = 0;
+    const flaky = run('flaky', async () => {
+      calls++;
+      throw new Error(`failure ${calls}`);
+    });
+    const ctx = h.createContext();
+    setTimeout(() => ctx.abort('stop'), 40);
+    await assert.rejects(h.run(every({ id: 'e', step: flaky, ms: 0 }), null, ctx), (e) => e.noeticError.kind === 'cancelled');
+    await sleep(5);
+    const events = ctx.span.events.filter((event) => event.name === 'every.iteration.error');
+    assert.ok(calls >= 3 && events.length >= calls - 1, `${calls} failures, ${events.length} events`);
+    assert.equal(events[0].attributes.message, "Step 'flaky' failed: failure 1");
+    assert.equal(typeof events[0].attributes.stack, 'string');
+    assert.deepEqual(warned, [], 'a failing schedule writes nothing to the console');
+  } finally {
+    console.warn = warn;
+  }
 });
 
 test('an external handle never waits: a full queue drops its oldest value', async () => {

@@ -192,7 +192,7 @@ test('a checkpoint whose save fails warns and does not fail the step', async () 
   assert.equal(warnings[0][1].message, 'disk full');
 });
 
-test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (SQLite)', async () => {
+test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (SQLite)', { timeout: 60_000 }, async () => {
   const path = scratchDb('checkpoints.db');
   const started = await runFixture('checkpoint-run.mjs', ['start', path], { killWhen: (line) => line.checkpointed === 3 });
   assert.equal(started.signal, 'SIGKILL', started.err);

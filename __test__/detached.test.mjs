@@ -173,7 +173,7 @@ test('an adapter that never ends a handle: a timed await rejects, and the handle
   assert.equal(handle.result, undefined);
 });
 
-test('an adapter that forgets a handle: the wait ends as handle_evicted after the grace period', async () => {
+test('an adapter that forgets a handle: the wait ends as handle_evicted after the grace period', { timeout: 60_000 }, async () => {
   const forgets = {
     spawn: async () => ({ id: 'sp-gone', status: 'running', startedAt: new Date().toISOString() }),
     get: async () => null,
@@ -256,6 +256,10 @@ test('bad calls of detachedSpawn are config errors', () => {
   assert.throws(() => h.detachedSpawn(s, 1, {}), (e) => isNoeticConfigError(e) && e.code === 'INVALID_CONTEXT');
   assert.throws(() => h.detachedSpawn(s, 1, harnessOf().createContext()), (e) => e.code === 'INVALID_CONTEXT');
   assert.throws(() => h.detachedSpawn(s, 1, h.createContext(), 'fast'), (e) => e.code === 'INVALID_DETACHED_OPTIONS');
+  // Not a step: a config error that says so (it was a TypeError reading a property of null).
+  for (const [bad, shown] of [[null, 'null'], [undefined, 'undefined'], ['s', '"s"'], [{ id: 'no kind' }, 'an object']]) {
+    assert.throws(() => h.detachedSpawn(bad, 1, h.createContext()), (e) => isNoeticConfigError(e) && e.code === 'INVALID_STEP' && e.message === `detachedSpawn(step, input, parentCtx): step is ${shown}, not a step.`);
+  }
 });
 
 test('reattach in the same process replays a step from its manifest through the harness the adapter was given to', async () => {
@@ -273,7 +277,7 @@ test('reattach in the same process replays a step from its manifest through the 
   assert.deepEqual(await second.listLive(), [], 'the manifest is gone once the replay ends');
 });
 
-test('a detached step SIGKILLed mid-run is reattached by another process: refused while its step is not built there, then replayed (SQLite)', async () => {
+test('a detached step SIGKILLed mid-run is reattached by another process: refused while its step is not built there, then replayed (SQLite)', { timeout: 60_000 }, async () => {
   const path = scratchDb('detached.db');
   const spawned = await runFixture('detached-run.mjs', ['spawn', path], { killWhen: (line) => line.handleId !== undefined });
   assert.equal(spawned.signal, 'SIGKILL', spawned.err);

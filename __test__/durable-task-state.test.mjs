@@ -9,7 +9,7 @@ import { scratchDb } from './helpers.mjs';
 const answer = (text) => ({ items: [{ type: 'message', role: 'assistant', id: `a-${text}`, status: 'completed', content: [{ type: 'output_text', text }] }] });
 const developerTexts = (items) => items.filter((item) => item.role === 'developer').map((item) => item.content[0].text);
 
-test('task state persists in SQLite across processes: each turn adds a checkpoint the next process is shown', () => {
+test('task state persists in SQLite across processes: each turn adds a checkpoint the next process is shown', { timeout: 60_000 }, () => {
   const path = scratchDb('durable-task.db');
   const turn = fileURLToPath(new URL('./fixtures/durable-task-turn.mjs', import.meta.url));
   const runs = [1, 2, 3].map(() => {

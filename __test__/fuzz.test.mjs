@@ -80,7 +80,7 @@ const stores = [
 ];
 
 for (const [name, make] of stores) {
-  test(`fuzz: ${name} returns every value as JSON keeps it, under any key, or refuses it clearly`, async () => {
+  test(`fuzz: ${name} returns every value as JSON keeps it, under any key, or refuses it clearly`, { timeout: 60_000 }, async () => {
     const g = generator(SEED);
     const storage = make();
     const keys = new Set();

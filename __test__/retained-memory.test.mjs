@@ -27,7 +27,7 @@ function everyHook(i) {
   };
 }
 
-test('1,000 executions in a row retain nothing', async () => {
+test('1,000 executions in a row retain nothing', { timeout: 60_000 }, async () => {
   let n = 0;
   const model = async () => ({ items: [{ id: `m${++n}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'x'.repeat(2000) }] }] });
   const harness = new AgentHarness({ name: 'soak', params: {}, memory: [0, 1, 2, 3].map(everyHook), _testCallModel: model, onDiagnostic: (d) => assert.fail(JSON.stringify(d)) });

@@ -21,7 +21,7 @@ test('the adapter contract: get, set, delete and list by prefix, values as JSON'
   assert.deepEqual(await storage.list('layers/'), ['layers/a/T/state', 'layers/b/T/state']);
 });
 
-test('state written by an agent survives the process being killed, and another harness rehydrates it', () => {
+test('state written by an agent survives the process being killed, and another harness rehydrates it', { timeout: 60_000 }, () => {
   const path = scratch();
   const writer = fileURLToPath(new URL('./fixtures/sqlite-writer.mjs', import.meta.url));
   for (const turns of [3, 2]) {
@@ -96,7 +96,7 @@ test("a stored value that is not JSON is STORAGE_CORRUPT naming the key; a check
   await assert.rejects(checkpoints.load('e1'), coded('CHECKPOINT_SCHEMA_MISMATCH', 'e1', 'not JSON'));
 });
 
-test('a write past the file-size limit is STORAGE_IO_FAILED with a hint naming the limit, and the process lives on', () => {
+test('a write past the file-size limit is STORAGE_IO_FAILED with a hint naming the limit, and the process lives on', { timeout: 60_000 }, () => {
   const path = scratch();
   const program = `import { createSqliteStorage } from ${JSON.stringify(new URL('../js/index.mjs', import.meta.url).href)};
     const storage = createSqliteStorage(${JSON.stringify(path)});

@@ -128,7 +128,7 @@ test('an extractor that throws, answers nonsense or never answers is a diagnosti
   }
 });
 
-test('an extractor that never answers keeps Node alive until the hook times out', () => {
+test('an extractor that never answers keeps Node alive until the hook times out', { timeout: 60_000 }, () => {
   const index = new URL('../js/index.mjs', import.meta.url).href;
   const script = `
     import { AgentHarness, step, temporalMemory } from ${JSON.stringify(index)};

@@ -136,15 +136,17 @@ const branches = (n) => {
 };
 
 test('one depth limit, one coded error, from every entry point: 64 branch levels pass, 65 are WORKFLOW_VALIDATION_FAILED', async () => {
-  const harness = scripted(['done']);
-  const ctx = harness.createContext();
   for (const depth of [63, 64]) {
+    const harness = scripted(['done']);
+    const ctx = harness.createContext();
     const doc = { version: 1, root: branches(depth) };
     assert.equal(validateWorkflow(doc).root.id, `b${depth - 1}`);
     assert.equal(hydrateWorkflow(doc, { tools: new Map() }).id, `b${depth - 1}`);
     assert.equal(workflowDepth(doc.root), depth);
     assert.equal(await parseAndRunWorkflow({ json: JSON.stringify(doc), harness, ctx, input: 'go', maxDepth: 64 }), 'done', `depth ${depth} runs`);
   }
+  const harness = scripted([]);
+  const ctx = harness.createContext();
   const tooDeep = { version: 1, root: branches(65) };
   assert.throws(() => validateWorkflow(tooDeep), configError('WORKFLOW_VALIDATION_FAILED', /more than 64 levels/));
   assert.throws(() => hydrateWorkflow(tooDeep, { tools: new Map() }), configError('WORKFLOW_VALIDATION_FAILED', /more than 64 levels/));

@@ -2,7 +2,7 @@
 // The Context a step function receives. Live fields come from the native context; the log's items are JS objects
 // JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
-const { extendedBy, gateOf, admit, isKnownBaseType } = require('./item-schemas.cjs');
+const { extendedBy, gateOf, admit, isItemLike, isKnownBaseType } = require('./item-schemas.cjs');
 const { NoopSpan, spanWithIds } = require('./observability.cjs');
 
 const UNSET = Symbol('unset');
@@ -233,8 +233,18 @@ class ItemLogImpl {
       return;
     }
     this._flush();
+    const hint = 'Append items such as createMessage(text, role): plain objects whose "type" names the item, with JSON values.';
+    if (!isItemLike(item)) {
+      throw new NoeticConfigError({ code: 'INVALID_ITEM', message: `ctx.itemLog.append: ${describeValue(item)} is not an item (an object whose "type" is a non-empty string).`, hint });
+    }
     const checked = this._admit([item]);
-    const pos = callNative(() => this._rt.native.appendItem(this._id, JSON.stringify(item), checked));
+    let text;
+    try {
+      text = JSON.stringify(item);
+    } catch (e) {
+      throw new NoeticConfigError({ code: 'INVALID_ITEM', message: `ctx.itemLog.append: the item has no JSON form (${e?.message ?? e}).`, hint });
+    }
+    const pos = callNative(() => this._rt.native.appendItem(this._id, text, checked));
     this._known = undefined;
     this._put(pos, item);
   }

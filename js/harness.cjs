@@ -212,6 +212,9 @@ class AgentHarness {
     if (!(parentCtx instanceof ContextImpl && parentCtx._rt === this._runtime)) {
       throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: `detachedSpawn(step, input, parentCtx): parentCtx is ${describeValue(parentCtx)}, not a context of this harness.`, hint });
     }
+    if (typeof step !== 'object' || step === null || typeof step.kind !== 'string') {
+      throw new NoeticConfigError({ code: 'INVALID_STEP', message: `detachedSpawn(step, input, parentCtx): step is ${describeValue(step)}, not a step.`, hint: 'Pass a step built with step.run, step.llm, loop, spawn, fork or the other builders.' });
+    }
     if (overrides != null && (typeof overrides !== 'object' || Array.isArray(overrides))) {
       throw new NoeticConfigError({ code: 'INVALID_DETACHED_OPTIONS', message: `detachedSpawn overrides are ${describeValue(overrides)}; expected an object.`, hint });
     }

@@ -1,7 +1,7 @@
 'use strict';
 // Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
 // What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
-const { messageOf, NoeticConfigError } = require('./errors.cjs');
+const { describeValue, messageOf, NoeticConfigError } = require('./errors.cjs');
 const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 
@@ -138,8 +138,24 @@ function recallOf(result, schemas, layer) {
   if (typeof result !== 'object' || !Array.isArray(result.items)) {
     throw new TypeError('recall must return { items, tokenCount }, a string, or null');
   }
+  checkItems(result.items, 'recall');
+  const count = result.tokenCount;
+  if (count != null && typeof count !== 'number') {
+    throw new TypeError(`recall returned tokenCount ${describeValue(count)}; expected a number of tokens, or none to have the items counted`);
+  }
   const checked = admit(gateOf(schemas, [layer]), result.items);
   return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount, checked };
+}
+
+// A hook's items must each be an item before anything is done with them: one that is not fails that hook alone,
+// with a message naming the place, where its JSON would have spoilt the whole batch's reply.
+function checkItems(items, hook) {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (typeof item !== 'object' || item === null || typeof item.type !== 'string' || item.type === '') {
+      throw new TypeError(`${hook} returned items[${i}] = ${describeValue(item)}; expected an item (an object whose "type" is a non-empty string)`);
+    }
+  }
 }
 
 // A hook's parameters: upstream's fields as own data properties, and `signal` (D5, beyond upstream) read through the
@@ -400,11 +416,13 @@ async function runHooks(runtime, batch) {
       }
       if (batch.phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
+        checkItems(result.items, 'onItemAppend');
         reply.items = result.items;
         if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
       if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
       if (batch.phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {
+        checkItems(result.items, 'onSpawn');
         reply.itemsChecked = admit(gateOf(runtime.harness.itemSchemas, [layer]), result.items);
         reply.items = result.items.map((item) => JSON.stringify(item));
       }

@@ -129,6 +129,7 @@ function admit(gate, items, where) {
 
 module.exports = {
   isKnownBaseType,
+  isItemLike,
   ItemSchema,
   ItemSchemaRegistry,
   defaultItemSchemaRegistry,

@@ -411,6 +411,16 @@ class Runtime {
     }
   }
 
+  // An `every` iteration failed and its schedule goes on: upstream's `every.iteration.error` event on the context's
+  // span, and a diagnostic for an `onDiagnostic` that asked; nothing on the console, where a failing schedule at
+  // `ms: 0` wrote hundreds of lines a second (DECISIONS G5).
+  everyFailed({ context, stepId, error }) {
+    const failure = this.errorOf(error);
+    const message = messageOf(failure);
+    if (this.tracing) this.context(context).span.addEvent('every.iteration.error', { message, stack: failure instanceof Error && failure.stack ? failure.stack : '' });
+    this.onDiagnostic?.({ layerId: '', stepId, hook: 'every', message: `every '${stepId}': an iteration failed: ${message}; the schedule goes on` });
+  }
+
   diagnostic({ layerId, stepId, hook, message }) {
     const diagnostic = stepId === undefined ? { layerId, hook, message } : { layerId: '', stepId, hook, message };
     if (this.onDiagnostic) this.onDiagnostic(diagnostic);
@@ -485,6 +495,9 @@ class Runtime {
         return '';
       case 'diagnostic':
         this.diagnostic(message);
+        return '';
+      case 'everyFailed':
+        this.everyFailed(message);
         return '';
       case 'traces':
         this.exportSpans(JSON.parse(this.native.takeTraces()).map(memorySpan));
@@ -618,10 +631,21 @@ class Runtime {
       }
       case 'wake': {
         // An `every` parked: the next send on its channel wakes it, or its own time runs out.
-        const { channel, timeout } = message.call;
+        // An abort of its context ends the park natively; the wait here ends with it, or its timer would keep Node
+        // alive for the rest of the interval.
+        const { channel, timeout, context } = message.call;
+        const signal = this.context(context)._signal;
         await new Promise((resolve) => {
-          const timer = setLongTimeout(() => (unsubscribe(), resolve()), Math.max(timeout, 0));
-          const unsubscribe = this.channels.subscribeWake(this.handles.get(channel), () => (clearLongTimeout(timer), resolve()));
+          const done = () => {
+            clearLongTimeout(timer);
+            unsubscribe();
+            signal.removeEventListener('abort', done);
+            resolve();
+          };
+          const timer = setLongTimeout(done, Math.max(timeout, 0));
+          const unsubscribe = this.channels.subscribeWake(this.handles.get(channel), done);
+          if (signal.aborted) done();
+          else signal.addEventListener('abort', done, { once: true });
         });
         return {};
       }

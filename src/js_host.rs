@@ -1,7 +1,7 @@
 //! The runtime's `Host`, implemented by sending requests through the dispatcher to the JS side.
 
 use async_trait::async_trait;
-use noetic_runtime::harness::StepSource;
+use noetic_runtime::harness::{RunError, StepSource};
 use noetic_runtime::host::*;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::Dispatch;
-use crate::protocol::{JsFailure, malformed, open, open_steps, step_value_from};
+use crate::protocol::{JsFailure, error_json, malformed, open, open_steps, step_value_from};
 
 pub struct JsHost {
   pub dispatch: Dispatch,
@@ -289,6 +289,13 @@ impl Host for JsHost {
 
   fn context_aborted(&self, context: &str, reason: &str) {
     self.dispatch.notify(json!({ "op": "aborted", "context": context, "reason": reason }).to_string());
+  }
+
+  fn every_iteration_failed(&self, context: &str, step_id: &str, error: &HostError) {
+    let error = error_json(&RunError::Host(error.clone()));
+    self
+      .dispatch
+      .notify(json!({ "op": "everyFailed", "context": context, "stepId": step_id, "error": error }).to_string());
   }
 
   fn adopt_state(&self, from_context: &str, into_context: &str) {

@@ -789,6 +789,9 @@ pub trait Host: Send + Sync {
   }
   /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled.
   fn context_aborted(&self, _context: &str, _reason: &str) {}
+  /// An iteration of the `every` step `step_id` failed with `error` and the schedule goes on (`onError:
+  /// 'continue'`): the host records it on the context's span, as upstream's `every.iteration.error` event.
+  fn every_iteration_failed(&self, _context: &str, _step_id: &str, _error: &HostError) {}
   /// Calls a step-language callback (a loop's `prepareNext` or `onError`) and gives its result.
   async fn call_fn(&self, _call: FnCall) -> Result<StepValue, HostError> {
     Err(HostError::Thrown { message: "this host cannot call step callbacks".into(), error: None })

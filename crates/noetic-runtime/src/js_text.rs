@@ -30,7 +30,7 @@ pub fn described_number(value: &serde_json::Value) -> Option<f64> {
 pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
   parse(text, false).map_err(|error| {
     if error.to_string().starts_with("recursion limit exceeded") {
-      serde_json::Error::custom(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"))
+      serde_json::Error::custom(format!("the value nests deeper than {MAX_DEPTH} levels, the most Noetic accepts"))
     } else {
       error
     }
@@ -93,7 +93,7 @@ pub fn utf16_to_utf8(units: &[u16]) -> String {
 pub fn js_json_text(text: String) -> Result<String, String> {
   let (deepest, surrogate_escape) = scan(&text);
   if deepest > MAX_DEPTH {
-    return Err(format!("the value nests deeper than {MAX_DEPTH} levels, the most a crossing carries"));
+    return Err(format!("the value nests deeper than {MAX_DEPTH} levels, the most Noetic accepts"));
   }
   Ok(if surrogate_escape { replace_lone_surrogate_escapes(&text).unwrap_or(text) } else { text })
 }

@@ -656,6 +656,7 @@ async fn respond(provider: &OpenRouter, deltas: Option<&dyn DeltaSink>) -> Resul
     params: &params,
     output_schema: None,
     deltas,
+    nudge: false,
   };
   provider.respond(&request).await
 }

@@ -400,8 +400,12 @@ async fn run_every(
       if every.fail_on_error || is_cancelled(&error) {
         return Err(error);
       }
-      let message = format!("every '{}': an iteration failed: {error}; the schedule goes on", every.id);
-      harness.env.sink.step_diagnostic(&every.id, "every", &message);
+      let failure = match error {
+        RunError::Config(error) => HostError::Config(error),
+        RunError::Noetic(error) => HostError::Noetic(error),
+        RunError::Host(error) => error,
+      };
+      harness.env.host.every_iteration_failed(&ctx.id, &every.id, &failure);
     }
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
