@@ -3,7 +3,7 @@
 // and they say why.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createCheckpointStore, createPostgresStorage, isNoeticConfigError, step } from '../js/index.mjs';
@@ -20,6 +20,71 @@ const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.met
 // A table of each test's own, so that runs and tests never see each other's keys.
 let tables = 0;
 const freshTable = () => `node_${process.pid}_${Date.now() % 1e6}_${tables++}`;
+
+// psql, for what a store cannot do: count its connections on the server and hold a lock its calls wait for.
+function findPsql() {
+  if (!spawnSync('psql', ['--version']).error) return { path: 'psql' };
+  const dir = spawnSync('bash', [fileURLToPath(new URL('../scripts/pg-test-server.sh', import.meta.url)), 'bindir'], { encoding: 'utf8' }).stdout?.trim();
+  if (dir && !spawnSync(`${dir}/psql`, ['--version']).error) return { path: `${dir}/psql` };
+  return { skip: 'psql is not installed' };
+}
+const psql = skip ? { skip } : findPsql();
+if (psql.skip && !skip) console.warn(`SKIPPED the PostgreSQL connection-count tests: ${psql.skip}`);
+// These take well under a second, but wait up to seconds for the server on a loaded machine (Bun's default limit is 5 s).
+const counted = { skip: psql.skip ?? false, timeout: 60_000 };
+
+// One psql session: `query(sql)` resolves to its output (unaligned, tuples only), in the order asked.
+function psqlSession(url) {
+  const child = spawn(psql.path, [url, '-qAtX', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  let asked = null;
+  let n = 0;
+  child.stdout.setEncoding('utf8').on('data', (text) => {
+    out += text;
+    const at = asked && out.indexOf(`${asked.marker}\n`);
+    if (at === null || at < 0) return;
+    const { resolve, marker } = asked;
+    asked = null;
+    resolve(out.slice(0, at).trim());
+    out = out.slice(at + marker.length + 1);
+  });
+  child.stderr.setEncoding('utf8').on('data', (text) => { err += text; });
+  child.on('exit', (code) => asked?.reject(new Error(`psql exited (${code}): ${err}`)));
+  return {
+    query: (sql) => new Promise((resolve, reject) => {
+      asked = { marker: `-- done ${n++}`, resolve, reject };
+      child.stdin.write(`${sql};\n\\echo '${asked.marker}'\n`);
+    }),
+    end: () => new Promise((resolve) => {
+      child.once('exit', resolve);
+      child.stdin.end();
+    }),
+  };
+}
+
+// `url` with connections named `name`, so that they can be told apart in pg_stat_activity.
+const named = (url, name) => `${url}${url.includes('?') ? '&' : '?'}application_name=${name}`;
+let names = 0;
+const freshName = () => `noetic_js_${process.pid}_${names++}`;
+
+// Waits until `check()` resolves to true, up to a deadline generous for a loaded machine (never a fixed sleep);
+// resolves to whether it did.
+async function eventually(check) {
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 20))) {
+    if (await check()) return true;
+  }
+  return check();
+}
+
+// Waits until the server has `expected` connections named `name`; resolves to the last count seen.
+async function connectionsReach(session, name, expected) {
+  let seen;
+  await eventually(async () => (seen = Number(await session.query(`SELECT count(*) FROM pg_stat_activity WHERE application_name = '${name}'`))) === expected);
+  return seen;
+}
+
+const settledYet = (promise) => Promise.race([promise.then(() => true, () => true), new Promise((r) => setImmediate(() => r(false)))]);
 
 const counter = () => ({
   id: 'counter',
@@ -99,6 +164,113 @@ test('a bad URL or options are a NoeticConfigError when the store is made; a pas
   refused('postgres://localhost/db', { timeoutMs: 'soon' });
   refused('postgres://localhost/db', { pool: 3 });
   refused('postgres://localhost/db', 'fast');
+  for (const idleTimeoutMs of [-1, 1.5, 86_400_001, '10s', null, Infinity, NaN]) {
+    assert.throws(() => createPostgresStorage('postgres://localhost/db', { idleTimeoutMs }), (e) => {
+      assert.equal(e.code, 'STORAGE_OPEN_FAILED');
+      assert.match(e.message, /idleTimeoutMs is .*; expected a whole number from 0 to 86400000/);
+      assert.match(e.hint, /idleTimeoutMs/);
+      return true;
+    });
+  }
+  // Made, but not connected: nothing connects until the first call.
+  for (const idleTimeoutMs of [0, 1, 86_400_000, undefined]) createPostgresStorage('postgres://localhost/db', { idleTimeoutMs, maxConnections: 1_000 });
+});
+
+test('a burst opens up to maxConnections connections, and they close once idle for idleTimeoutMs', counted, async () => {
+  const table = freshTable();
+  const [name, keeping] = [freshName(), freshName()];
+  const storage = createPostgresStorage(named(server.url, name), { table, maxConnections: 20, idleTimeoutMs: 200 });
+  const session = psqlSession(server.url);
+  try {
+    // Every call of the burst holds a connection while the first waits to create the table, so the burst opens 20.
+    await session.query(`SELECT pg_advisory_lock(hashtext('noetic create ${table}'))`);
+    const burst = Array.from({ length: 20 }, (_, i) => storage.set(`k/${i}`, i));
+    assert.equal(await connectionsReach(session, name, 20), 20);
+    await session.query(`SELECT pg_advisory_unlock(hashtext('noetic create ${table}'))`);
+    await Promise.all(burst);
+    assert.equal(await connectionsReach(session, name, 0), 0, 'idle connections stayed open');
+    // With its connections closed the store still works (it opens one, closed again once idle); a store told to
+    // keep idle connections keeps them past that idle time.
+    const keeper = createPostgresStorage(named(server.url, keeping), { table, idleTimeoutMs: 0 });
+    assert.deepEqual(await Promise.all([storage.get('k/3'), keeper.get('k/4')]), [3, 4]);
+    assert.equal(await connectionsReach(session, name, 0), 0);
+    assert.equal(await connectionsReach(session, keeping, 1), 1);
+    await keeper.close();
+  } finally {
+    await session.end();
+  }
+});
+
+test('close() closes idle connections at once and busy ones when their call ends; later calls reject with STORAGE_CLOSED', counted, async () => {
+  const table = freshTable();
+  const name = freshName();
+  const storage = createPostgresStorage(named(server.url, name), { table, idleTimeoutMs: 0 });
+  // The lock's holder is a session of its own: inside its transaction, pg_stat_activity would not change.
+  const [session, holder] = [psqlSession(server.url), psqlSession(server.url)];
+  try {
+    await storage.set('k', 0);
+    // A write waiting for a row lock keeps its connection busy; a read beside it leaves a second one idle.
+    await holder.query(`BEGIN; SELECT 1 FROM "${table}" WHERE key = 'k' FOR UPDATE`);
+    const write = storage.set('k', 1);
+    const waitingForTheLock = `SELECT count(*) FROM pg_stat_activity WHERE application_name = '${name}' AND wait_event_type = 'Lock'`;
+    assert.ok(await eventually(async () => (await session.query(waitingForTheLock)) === '1'), 'the write never waited for the lock');
+    assert.equal(await storage.get('other'), null);
+    assert.equal(await connectionsReach(session, name, 2), 2);
+
+    const closing = storage.close();
+    assert.equal(await connectionsReach(session, name, 1), 1, 'the idle connection stayed open');
+    assert.equal(await settledYet(closing), false, 'close() resolved while a call was under way');
+    await assert.rejects(storage.get('k'), (e) => isNoeticConfigError(e) && e.code === 'STORAGE_CLOSED');
+    await holder.query('COMMIT');
+    await write;
+    await closing;
+    assert.equal(await connectionsReach(session, name, 0), 0, 'the busy connection stayed open');
+    assert.equal(await createPostgresStorage(server.url, { table }).get('k'), 1, 'the write under way was saved');
+
+    await storage.close();
+    const password = new URL(server.url).password;
+    for (const call of [() => storage.get('k'), () => storage.set('k', 2), () => storage.delete('k'), () => storage.list(''), () => storage.list()]) {
+      await assert.rejects(call(), (e) => {
+        assert.ok(isNoeticConfigError(e), String(e));
+        assert.equal(e.code, 'STORAGE_CLOSED');
+        assert.ok(e.message.includes(`${new URL(server.url).host}/postgres`), e.message);
+        assert.ok(!password || !e.message.includes(password), e.message);
+        assert.match(e.hint, /createPostgresStorage/);
+        return true;
+      });
+    }
+    assert.equal(await connectionsReach(session, name, 0), 0, 'a refused call opened a connection');
+  } finally {
+    await Promise.all([session.end(), holder.end()]);
+  }
+});
+
+test('a harness on a closed store reports its failed writes as persist diagnostics and runs on', { skip }, async () => {
+  const storage = createPostgresStorage(server.url, { table: freshTable() });
+  const diagnostics = [];
+  const harness = new AgentHarness({
+    name: 'closed', params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }),
+    llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
+  });
+  const turn = async (text) => {
+    await harness.execute(text, { threadId: 'T' });
+    return harness.getAgentResponse({ threadId: 'T' });
+  };
+  await turn('one');
+  assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
+  await storage.close();
+  await turn('two');
+  // The diagnostic may reach JS just after the turn's answer.
+  for (const deadline = Date.now() + 10_000; diagnostics.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
+  assert.equal(diagnostics[0].hook, 'persist');
+  assert.match(diagnostics[0].message, /was closed/);
+});
+
+test('a store holding pooled connections lets the process exit', slow, async () => {
+  const table = freshTable();
+  const { stdout } = await run(process.execPath, [fixture('postgres-idle-exit.mjs'), server.url, table], { timeout: 30_000 });
+  assert.equal(stdout.trim(), 'saved');
 });
 
 test('an unreachable server is STORAGE_UNAVAILABLE within the connect timeout, never a hang', async () => {

@@ -27,9 +27,10 @@ function createSqliteStorage(path) {
   return callNative(() => openSqliteStore(path));
 }
 
-// The store shared by many processes on many machines (DECISIONS M19): one PostgreSQL table. Connects on first use.
+// The store shared by many processes on many machines (DECISIONS M19): one PostgreSQL table. Connects on first use;
+// closes connections left idle, and all of them on `close()`.
 function createPostgresStorage(url, options) {
-  const hint = "Pass a URL such as 'postgres://user:password@host:5432/database', and optionally { table, maxConnections, connectTimeoutMs, timeoutMs }.";
+  const hint = "Pass a URL such as 'postgres://user:password@host:5432/database', and optionally { table, maxConnections, connectTimeoutMs, timeoutMs, idleTimeoutMs }.";
   if (typeof url !== 'string' || url.length === 0) {
     throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: `createPostgresStorage(url) needs a connection URL; got ${describeValue(url)}.`, hint });
   }

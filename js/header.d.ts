@@ -819,12 +819,27 @@ export declare function createSqliteStorage(path: string): StorageAdapter;
 export interface PostgresStorageOptions {
   /** The table holding the values, created on first use when missing (a plain SQL name). Default `'noetic_kv'`. */
   table?: string;
-  /** Pool size: at most this many connections per store. Default 10. */
+  /** Pool size: at most this many connections per store, from 1 to 1000. Default 10. */
   maxConnections?: number;
   /** How long opening one connection may take, in milliseconds. Default 5000. */
   connectTimeoutMs?: number;
   /** How long one call may take, waiting for a connection included, in milliseconds. Default 30000. */
   timeoutMs?: number;
+  /**
+   * Connections unused this many milliseconds are closed (as node-postgres's `idleTimeoutMillis`); the next call
+   * opens a new one. Default 10000; 0 keeps idle connections open until `close()`. At most 86400000.
+   */
+  idleTimeoutMs?: number;
+}
+
+/** The StorageAdapter of `createPostgresStorage`: it holds connections to the server, and can close them. */
+export interface PostgresStorageAdapter extends StorageAdapter {
+  /**
+   * Closes every connection: idle ones at once, one in use as soon as its call ends; resolves once all are closed.
+   * Every later call rejects with a `NoeticConfigError` `STORAGE_CLOSED` (a harness on the store reports its
+   * failed writes as `persist` diagnostics). Closing again does nothing more.
+   */
+  close(): Promise<void>;
 }
 
 /**
@@ -835,12 +850,13 @@ export interface PostgresStorageOptions {
  * the server is back. TLS as libpq's `sslmode` (`disable`, `prefer` (the default), `require`, `verify-ca`,
  * `verify-full`) with `sslrootcert` (a PEM file; else the public authorities); a certificate not trusted rejects
  * with `STORAGE_TLS_FAILED`. A malformed URL or options, or an unreadable `sslrootcert`, throw
- * `STORAGE_OPEN_FAILED` here.
+ * `STORAGE_OPEN_FAILED` here. It opens up to `maxConnections` connections, closes those left unused for
+ * `idleTimeoutMs`, and closes all of them on `close()`.
  *
  * @param url `postgres://user:password@host:5432/database?sslmode=verify-full&sslrootcert=/path/ca.pem`, or a
  *   libpq `key=value` string.
  */
-export declare function createPostgresStorage(url: string, options?: PostgresStorageOptions): StorageAdapter;
+export declare function createPostgresStorage(url: string, options?: PostgresStorageOptions): PostgresStorageAdapter;
 
 export interface MemoryCallModelRequest {
   model: string;

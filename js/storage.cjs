@@ -73,12 +73,21 @@ class NativeStore {
   }
 }
 
+// The PostgreSQL store holds connections to a server, so it alone has `close()` (the types promise only what runs).
+class PostgresStore extends NativeStore {
+  // Closes every connection (a call under way keeps its own until it ends) and resolves once all are closed; every
+  // later call rejects with STORAGE_CLOSED. Closing again does nothing more.
+  async close() {
+    await this[NATIVE_STORE].close().catch(rethrowNative);
+  }
+}
+
 // The native store behind a storage, if it is one of ours: the harness then uses it with no crossing.
 const nativeStoreOf = (storage) => storage?.[NATIVE_STORE];
 
 const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
 const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
-const openPostgresStore = (url, optionsJson) => new NativeStore(native.NativeStorage.postgres(url, optionsJson));
+const openPostgresStore = (url, optionsJson) => new PostgresStore(native.NativeStorage.postgres(url, optionsJson));
 
 // `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
 // relative to it (the `keyPrefix` asked for stays on them).

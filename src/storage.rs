@@ -161,6 +161,19 @@ impl NativeStorage {
     guarded(async move { store.delete(&key).await.map_err(storage_error) }).await
   }
 
+  /// The PostgreSQL store's `close()`: resolves once every connection is closed (a call under way keeps its own
+  /// until it ends); every later call rejects with `STORAGE_CLOSED`. JS offers it on that store only.
+  #[napi]
+  pub async fn close(&self) -> napi::Result<()> {
+    let store =
+      self.postgres.clone().ok_or_else(|| napi::Error::from_reason("internal error: this store has no close()"))?;
+    guarded(async move {
+      store.close().await;
+      Ok(())
+    })
+    .await
+  }
+
   #[napi]
   pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
     if let Some(store) = self.postgres.clone() {

@@ -12,12 +12,17 @@
 //!   next call, so the store works again as soon as the server is back.
 //! * TLS by rustls with libpq's `sslmode`s and `sslrootcert` (see `tls`); a certificate the store cannot trust is
 //!   `STORAGE_TLS_FAILED`, not a passing outage.
+//! * Connections unused for `idleTimeoutMs` are closed (see `idle`), so a burst does not hold server slots for as
+//!   long as the store lives; `close()` closes them all at once, and the store then refuses every call with
+//!   `STORAGE_CLOSED`.
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, TimeoutType};
+use deadpool_postgres::{
+  Manager, ManagerConfig, Object, Pool, PoolError, QueueMode, RecyclingMethod, Runtime, TimeoutType,
+};
 use serde_json::Value;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
@@ -36,6 +41,8 @@ pub struct PostgresOptions {
   pub connect_timeout: Duration,
   /// How long one call (waiting for a connection included) may take.
   pub call_timeout: Duration,
+  /// Connections unused this long are closed; `None` keeps them (`idleTimeoutMs: 0`).
+  pub idle_timeout: Option<Duration>,
 }
 
 impl Default for PostgresOptions {
@@ -45,12 +52,15 @@ impl Default for PostgresOptions {
       max_connections: 10,
       connect_timeout: Duration::from_secs(5),
       call_timeout: Duration::from_secs(30),
+      // node-postgres's `idleTimeoutMillis` default.
+      idle_timeout: Some(Duration::from_secs(10)),
     }
   }
 }
 
-const OPTIONS_HINT: &str = "Pass { table: 'noetic_kv', maxConnections: 10, connectTimeoutMs: 5000, timeoutMs: 30000 } \
-                            or leave options out.";
+const OPTIONS_HINT: &str = "Pass { table: 'noetic_kv', maxConnections: 10, connectTimeoutMs: 5000, timeoutMs: 30000, \
+                            idleTimeoutMs: 10000 } (idleTimeoutMs 0 keeps idle connections open), or leave options \
+                            out.";
 
 impl PostgresOptions {
   /// The options object as JS gave it (`null` for none), checked.
@@ -67,6 +77,10 @@ impl PostgresOptions {
         "maxConnections" => parsed.max_connections = whole_number(name, value, 1, 1_000)? as usize,
         "connectTimeoutMs" => parsed.connect_timeout = Duration::from_millis(whole_number(name, value, 1, 3_600_000)?),
         "timeoutMs" => parsed.call_timeout = Duration::from_millis(whole_number(name, value, 1, 86_400_000)?),
+        "idleTimeoutMs" => {
+          let ms = whole_number(name, value, 0, 86_400_000)?;
+          parsed.idle_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+        }
         _ => return Err(bad_option(&format!("'{name}' is not an option"))),
       }
     }
@@ -112,6 +126,8 @@ const TLS_HINT: &str = "For a server whose certificate no public authority signe
                         certificate, and a server without TLS needs sslmode=prefer or disable.";
 const FAILED_HINT: &str =
   "The server refused the statement: check the user's rights on the table and the server's log.";
+const CLOSED_HINT: &str = "A closed store stays closed: close() a store only once nothing (no harness, no checkpoint \
+                           store) uses it any more, or make a new one with createPostgresStorage(url).";
 
 impl From<PostgresError> for StorageError {
   fn from(error: PostgresError) -> Self {
@@ -164,6 +180,11 @@ pub struct PostgresStorage {
   /// `host:port/database`, for messages (never the user or password).
   target: String,
   options: PostgresOptions,
+  /// Closes the connections left idle.
+  reaper: idle::IdleReaper,
+  /// Every call holds this shared while it runs; `close` takes it alone, so it returns once the calls under way
+  /// have ended and given their connections back (to be closed).
+  calls: tokio::sync::RwLock<()>,
 }
 
 impl PostgresStorage {
@@ -196,12 +217,53 @@ impl PostgresStorage {
     };
     let pool = Pool::builder(manager)
       .max_size(options.max_connections)
+      // The connection given back last is taken first, so the others stay unused and are closed once idle; taken
+      // in turn (deadpool's default), a trickle of calls would keep every connection of a past burst open.
+      .queue_mode(QueueMode::Lifo)
       .runtime(Runtime::Tokio1)
       .create_timeout(Some(options.connect_timeout))
       .wait_timeout(Some(options.call_timeout))
       .build()
       .map_err(|error| open_failed(format!("createPostgresStorage: {error}"), URL_HINT))?;
-    Ok(Self { pool, sql: Sql::new(&options.table), schema: tokio::sync::OnceCell::new(), target, options })
+    Ok(Self {
+      pool,
+      sql: Sql::new(&options.table),
+      schema: tokio::sync::OnceCell::new(),
+      target,
+      reaper: idle::IdleReaper::new(options.idle_timeout),
+      options,
+      calls: tokio::sync::RwLock::new(()),
+    })
+  }
+
+  /// Closes every connection: the idle ones now, each one in use when its call ends; returns once all are closed
+  /// (the calls under way are bounded by `timeoutMs`). Every later call fails with `STORAGE_CLOSED`. Closing
+  /// again does nothing more.
+  pub async fn close(&self) {
+    // The pool drops its idle connections, refuses every later `get` (so calls waiting for a connection end at
+    // once), and drops each connection given back from now on.
+    self.pool.close();
+    self.reaper.stop();
+    drop(self.calls.write().await);
+  }
+
+  /// Whether `close` was called.
+  pub fn is_closed(&self) -> bool {
+    self.pool.is_closed()
+  }
+
+  /// Lets a call start: held until it ends (see `calls`), refused once the store is closed.
+  async fn begin(&self) -> Result<tokio::sync::RwLockReadGuard<'_, ()>, PostgresError> {
+    // Checked first too: while `close` waits for the calls under way, the lock makes new ones wait behind it, and a
+    // call made after `close` must be refused at once.
+    self.refuse_if_closed()?;
+    let call = self.calls.read().await;
+    self.refuse_if_closed()?;
+    Ok(call)
+  }
+
+  fn refuse_if_closed(&self) -> Result<(), PostgresError> {
+    if self.pool.is_closed() { Err(self.closed()) } else { Ok(()) }
   }
 
   /// `host:port/database` of the server the store talks to.
@@ -210,6 +272,7 @@ impl PostgresStorage {
   }
 
   pub async fn fetch(&self, key: &str) -> Result<Option<Value>, PostgresError> {
+    let _call = self.begin().await?;
     if key.contains('\0') {
       return Ok(None); // PostgreSQL text cannot hold U+0000, so no such key was ever stored.
     }
@@ -233,6 +296,7 @@ impl PostgresStorage {
   }
 
   pub async fn store(&self, key: &str, value: &Value) -> Result<(), PostgresError> {
+    let _call = self.begin().await?;
     if key.contains('\0') {
       return Err(PostgresError {
         code: "INVALID_STORAGE_KEY",
@@ -252,6 +316,7 @@ impl PostgresStorage {
   }
 
   pub async fn remove(&self, key: &str) -> Result<(), PostgresError> {
+    let _call = self.begin().await?;
     if key.contains('\0') {
       return Ok(());
     }
@@ -267,6 +332,7 @@ impl PostgresStorage {
 
   /// Keys that start with `prefix`, in byte order: the range `[prefix, successor(prefix))` of the primary key.
   pub async fn keys(&self, prefix: &str) -> Result<Vec<String>, PostgresError> {
+    let _call = self.begin().await?;
     if prefix.contains('\0') {
       return Ok(Vec::new());
     }
@@ -289,6 +355,8 @@ impl PostgresStorage {
   /// A pooled connection to a server where the table exists.
   async fn connection(&self) -> Result<Object, PostgresError> {
     let client = self.pool.get().await.map_err(|error| self.pool_failure(error))?;
+    // After the `get`, which counted any connection it made, so the reaper cannot miss it (see `idle::IdleReaper`).
+    self.reaper.watch(&self.pool);
     self
       .schema
       .get_or_try_init(|| async { client.batch_execute(&self.sql.create).await.map_err(|error| self.failure(&error)) })
@@ -314,8 +382,21 @@ impl PostgresStorage {
     }
   }
 
+  fn closed(&self) -> PostgresError {
+    PostgresError {
+      code: "STORAGE_CLOSED",
+      message: format!(
+        "postgres storage: the store for the server at {} was closed by close(); it makes no more calls",
+        self.target
+      ),
+      hint: CLOSED_HINT,
+    }
+  }
+
   fn pool_failure(&self, error: PoolError) -> PostgresError {
     match error {
+      // `close` ran while the call waited for a connection.
+      PoolError::Closed => self.closed(),
       PoolError::Backend(error) => self.failure(&error),
       PoolError::Timeout(TimeoutType::Create) => self.unavailable(format!(
         "could not connect within {} ms (connectTimeoutMs)",
@@ -429,6 +510,7 @@ impl Storage for PostgresStorage {
   }
 }
 
+mod idle;
 mod tls;
 
 #[cfg(test)]

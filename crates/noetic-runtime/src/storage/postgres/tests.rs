@@ -235,6 +235,7 @@ fn bad_urls_and_options_are_refused_when_the_store_is_made() {
     json!({ "connectTimeoutMs": 1.5 }),
     json!({ "timeoutMs": -1 }),
     json!({ "tables": "x" }),
+    json!({ "idleTimeoutMs": -1 }),
   ] {
     let error = PostgresOptions::from_json(&options).err().unwrap_or_else(|| panic!("{options} accepted"));
     assert_eq!(error.code, "STORAGE_OPEN_FAILED", "{options}");
@@ -250,9 +251,28 @@ fn bad_urls_and_options_are_refused_when_the_store_is_made() {
       max_connections: 3,
       connect_timeout: Duration::from_millis(250),
       call_timeout: Duration::from_secs(1),
+      idle_timeout: Some(Duration::from_secs(10)),
     }
   );
   assert_eq!(PostgresOptions::from_json(&Value::Null).unwrap(), PostgresOptions::default());
+}
+
+#[test]
+fn the_idle_time_is_whole_milliseconds_up_to_a_day_and_0_keeps_idle_connections() {
+  let idle =
+    |ms: Value| PostgresOptions::from_json(&json!({ "idleTimeoutMs": ms })).map(|options| options.idle_timeout);
+  // node-postgres's default.
+  assert_eq!(PostgresOptions::default().idle_timeout, Some(Duration::from_secs(10)));
+  assert_eq!(idle(json!(250)).unwrap(), Some(Duration::from_millis(250)));
+  assert_eq!(idle(json!(86_400_000)).unwrap(), Some(Duration::from_secs(86_400)));
+  assert_eq!(idle(json!(1)).unwrap(), Some(Duration::from_millis(1)));
+  assert_eq!(idle(json!(0)).unwrap(), None);
+  for bad in [json!(-1), json!(1.5), json!(86_400_001), json!("10s"), json!(null), json!(true), json!(f64::MAX)] {
+    let error = idle(bad.clone()).err().unwrap_or_else(|| panic!("idleTimeoutMs {bad} accepted"));
+    assert_eq!(error.code, "STORAGE_OPEN_FAILED", "{bad}");
+    assert!(error.message.contains("idleTimeoutMs") && error.message.contains("0 to 86400000"), "{}", error.message);
+    assert!(error.hint.contains("idleTimeoutMs"), "{}", error.hint);
+  }
 }
 
 /// Nothing listens on port 1, and 10.255.255.1 is not routed: both are errors within the connect timeout.
@@ -373,4 +393,132 @@ async fn tls_modes_encrypt_and_check_the_certificate_as_libpq_does() {
     assert!(error.message.contains(why), "{}", error.message);
     assert!(error.hint.contains("sslrootcert"));
   }
+}
+
+/// `url` with connections named `name` on the server, so a test can count its store's connections.
+fn named(url: &str, name: &str) -> String {
+  format!("{url}{}application_name={name}", if url.contains('?') { "&" } else { "?" })
+}
+
+/// How many connections named `name` the server has, as `pg_stat_activity` shows them.
+async fn connections(observer: &PostgresStorage, name: &str) -> i64 {
+  let client = observer.pool.get().await.unwrap();
+  let sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1";
+  client.query_one(sql, &[&name]).await.unwrap().get(0)
+}
+
+/// Waits, up to a deadline generous for a loaded machine, until `done` holds; returns whether it did.
+async fn eventually(mut done: impl AsyncFnMut() -> bool) -> bool {
+  let deadline = Instant::now() + Duration::from_secs(10);
+  while Instant::now() < deadline {
+    if done().await {
+      return true;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+  }
+  done().await
+}
+
+/// A burst leaves connections in the pool; once unused for the idle time they are closed on the server, the
+/// sweeper ends with the last of them, and the next call opens a connection and starts it again. Dropping the store
+/// ends it too. (A current-thread runtime: the sweeper runs only where the test awaits.)
+#[tokio::test]
+async fn idle_connections_are_closed_and_the_sweeper_runs_only_while_some_are_open() {
+  let Some(url) = shared_url() else { return };
+  let name = format!("noetic_idle_rs_{}", std::process::id());
+  let table = format!("t_idle_{}", std::process::id());
+  let options = PostgresOptions {
+    table: table.clone(),
+    idle_timeout: Some(Duration::from_millis(200)),
+    ..PostgresOptions::default()
+  };
+  let store = PostgresStorage::open(&named(url, &name), options).unwrap();
+  let observer = open_table(url, &table);
+  store.set("k", json!(1)).await.unwrap();
+  // Three connections held outside any call, and a call's beside them: four, given back idle.
+  let held = [store.pool.get().await.unwrap(), store.pool.get().await.unwrap(), store.pool.get().await.unwrap()];
+  assert_eq!(store.get("k").await.unwrap(), Some(json!(1)));
+  assert_eq!(store.pool.status().size, 4);
+  drop(held);
+  assert!(store.reaper.sweeping());
+  assert!(eventually(async || connections(&observer, &name).await == 0).await, "idle connections stayed open");
+  assert!(eventually(async || !store.reaper.sweeping()).await, "the sweeper outlived the pool's connections");
+  assert_eq!(store.pool.status().size, 0);
+
+  assert_eq!(store.get("k").await.unwrap(), Some(json!(1)));
+  assert!(store.reaper.sweeping(), "a new connection starts the sweeper again");
+  let sweeper = Arc::clone(&store.reaper.sweeper);
+  drop(store);
+  assert!(sweeper.lock().unwrap().is_none(), "dropping the store stops its sweeper");
+  assert!(eventually(async || Arc::strong_count(&sweeper) == 1).await, "the sweeper's task lives on");
+  assert!(eventually(async || connections(&observer, &name).await == 0).await);
+}
+
+/// `idle_timeout: None` keeps idle connections until the store closes.
+#[tokio::test]
+async fn without_an_idle_time_idle_connections_stay_open() {
+  let Some(url) = shared_url() else { return };
+  let name = format!("noetic_keep_rs_{}", std::process::id());
+  let table = format!("t_keep_{}", std::process::id());
+  let options = PostgresOptions { table: table.clone(), idle_timeout: None, ..PostgresOptions::default() };
+  let store = PostgresStorage::open(&named(url, &name), options).unwrap();
+  store.set("k", json!(1)).await.unwrap();
+  assert!(!store.reaper.sweeping());
+  tokio::time::sleep(Duration::from_millis(300)).await;
+  assert_eq!(connections(&open_table(url, &table), &name).await, 1);
+}
+
+/// `close` closes the idle connections at once and each busy one when its call ends, returning then; the call
+/// under way finishes its write, and every later call is refused, saying why and naming the server only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_closes_every_connection_and_later_calls_are_refused() {
+  let Some(url) = shared_url() else { return };
+  let name = format!("noetic_close_rs_{}", std::process::id());
+  let table = format!("t_close_{}", std::process::id());
+  let options = PostgresOptions { table: table.clone(), idle_timeout: None, ..PostgresOptions::default() };
+  let store = Arc::new(PostgresStorage::open(&named(url, &name), options).unwrap());
+  let observer = open_table(url, &table);
+  store.set("k", json!(0)).await.unwrap();
+  // A write that waits for a row lock held elsewhere keeps its connection busy; another call leaves one idle.
+  let locker = observer.pool.get().await.unwrap();
+  locker.batch_execute(&format!("BEGIN; SELECT 1 FROM \"{table}\" WHERE key = 'k' FOR UPDATE")).await.unwrap();
+  let writer = tokio::spawn({
+    let store = Arc::clone(&store);
+    async move { store.set("k", json!(1)).await }
+  });
+  assert!(eventually(async || store.pool.status().available == 0).await, "the write took no connection");
+  assert_eq!(store.get("other").await.unwrap(), None);
+  assert_eq!(connections(&observer, &name).await, 2);
+
+  let closing = tokio::spawn({
+    let store = Arc::clone(&store);
+    async move { store.close().await }
+  });
+  assert!(eventually(async || connections(&observer, &name).await == 1).await, "the idle connection stayed open");
+  assert!(!closing.is_finished(), "close returned while a call was under way");
+  let refused = store.fetch("k").await.unwrap_err();
+  assert_eq!(refused.code, "STORAGE_CLOSED");
+  locker.batch_execute("COMMIT").await.unwrap();
+  writer.await.unwrap().unwrap();
+  closing.await.unwrap();
+  assert!(eventually(async || connections(&observer, &name).await == 0).await, "the busy connection stayed open");
+  assert_eq!(observer.get("k").await.unwrap(), Some(json!(1)), "the write under way was saved");
+
+  store.close().await;
+  assert!(store.is_closed());
+  let password = Config::from_str(url).unwrap().get_password().map(|p| String::from_utf8_lossy(p).into_owned());
+  for error in [
+    store.fetch("k").await.unwrap_err(),
+    store.store("k", &json!(2)).await.unwrap_err(),
+    store.store("a\0b", &json!(2)).await.unwrap_err(),
+    store.remove("k").await.unwrap_err(),
+    store.keys("").await.unwrap_err(),
+  ] {
+    assert_eq!(error.code, "STORAGE_CLOSED", "{error:?}");
+    assert!(error.message.contains(store.target()) && error.message.contains("closed"), "{}", error.message);
+    assert!(password.as_ref().is_none_or(|p| !error.message.contains(p.as_str())), "{}", error.message);
+    assert!(error.hint.contains("createPostgresStorage"));
+  }
+  assert!(store.set("k", json!(2)).await.unwrap_err().0.contains("closed"));
+  assert_eq!(connections(&observer, &name).await, 0, "a refused call opened a connection");
 }
