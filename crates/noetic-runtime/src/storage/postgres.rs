@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
 
-use super::{Storage, StorageError, StorageResult};
+use super::{CodedError, Storage, StorageResult};
 use crate::error::ConfigError;
 
 /// What the store may be given beside its URL (`createPostgresStorage(url, options)`).
@@ -111,12 +111,7 @@ fn whole_number(name: &str, value: &Value, min: u64, max: u64) -> Result<u64, Co
 }
 
 /// Why a call failed, with a code and a hint for JS (`NoeticConfigError`), and as a `StorageError` for the harness.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PostgresError {
-  pub code: &'static str,
-  pub message: String,
-  pub hint: &'static str,
-}
+pub type PostgresError = CodedError;
 
 const UNAVAILABLE_HINT: &str = "Check that the PostgreSQL server is running and reachable at that address (and that \
                                 the URL's user, password and database are right). The store reconnects by itself once \
@@ -128,18 +123,6 @@ const FAILED_HINT: &str =
   "The server refused the statement: check the user's rights on the table and the server's log.";
 const CLOSED_HINT: &str = "A closed store stays closed: close() a store only once nothing (no harness, no checkpoint \
                            store) uses it any more, or make a new one with createPostgresStorage(url).";
-
-impl From<PostgresError> for StorageError {
-  fn from(error: PostgresError) -> Self {
-    StorageError(error.message)
-  }
-}
-
-impl From<PostgresError> for ConfigError {
-  fn from(error: PostgresError) -> Self {
-    ConfigError::new(error.code, error.message, error.hint)
-  }
-}
 
 /// The statements, with the table's name in them.
 struct Sql {
