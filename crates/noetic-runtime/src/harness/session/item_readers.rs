@@ -249,7 +249,10 @@ mod tests {
     assert_eq!(read(&readers, reader).len(), 2);
     let woken = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&woken);
-    assert!(readers.read(reader, Box::new(move || drop(count.fetch_add(1, Ordering::SeqCst)))).is_none());
+    let wake = move || {
+      count.fetch_add(1, Ordering::SeqCst);
+    };
+    assert!(readers.read(reader, Box::new(wake)).is_none());
     feed(&readers, "response.output_text.delta", json!({ "outputIndex": 0, "delta": "!" }));
     feed(&readers, "response.output_text.delta", json!({ "outputIndex": 0, "delta": "!" }));
     assert_eq!(woken.load(Ordering::SeqCst), 1);
