@@ -3,7 +3,7 @@
 // handed over by identity, so the store lives here, one per harness, shared by every context it runs (DECISIONS
 // C5); the native interpreter reaches it for a loop's inbox and an `every`'s wake-ups.
 const { NoeticErrorImpl } = require('./errors.cjs');
-const { checkedTimeout, clearLongTimeout, setLongTimeout } = require('./timers.cjs');
+const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 const MAX_TOPIC_TIMEOUT = 300_000;
 const DEFAULT_TIMEOUT = 30_000;
@@ -111,7 +111,6 @@ class ChannelStore {
   // The next value: at once when there is one, else when one is sent (within `timeout`; 0 waits on, except on a
   // topic, which waits at most 300 s), unless `signal` aborts. Registered at call time, so a send right after counts.
   async recv(ch, timeout = DEFAULT_TIMEOUT, signal) {
-    checkedTimeout(timeout, `recv on channel '${ch?.name}'`);
     if (signal?.aborted) throw cancelled(signal);
     const state = this._state(ch);
     if (state.mode === 'value') {
