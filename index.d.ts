@@ -3302,8 +3302,8 @@ declare class NativeHarness {
   itemsOpen(thread: string): number
   itemsClose(thread: string, reader: number): void
   /**
-   * A JSON array of the item changes the reader has not read (an item whole, or the text a delta added: see
-   * `ItemReaders`), from which JS makes its snapshots; when there are none, `null`, and `{op: 'settled', run:
+   * A JSON array of (at most a batch of) the item changes the reader has not read (an item whole, or the text a
+   * delta added: see `ItemReaders`), from which JS makes its snapshots; when there are none, `null`, and `{op: 'settled', run:
    * waiter}` is notified once there is one.
    */
   itemsRead(thread: string, reader: number, waiter: number): string | null

@@ -280,7 +280,8 @@ class EventReader {
       const text = await this._runtime.waitFor((id) => this._source.read(id), { hold: false, raw: true, onWait: (cancel) => (this._wake = cancel) });
       this._wake = undefined;
       if (text == null || this._done) continue;
-      this._buffer.push(...this._source.take(text));
+      // One by one: a batch spread into push's arguments could outgrow the stack.
+      for (const value of this._source.take(text)) this._buffer.push(value);
     }
     return { done: false, value: this._buffer.shift() };
   }

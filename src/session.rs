@@ -263,14 +263,14 @@ impl NativeHarness {
     self.streams(&thread).close_item_reader(reader as u64);
   }
 
-  /// A JSON array of the item changes the reader has not read (an item whole, or the text a delta added: see
-  /// `ItemReaders`), from which JS makes its snapshots; when there are none, `null`, and `{op: 'settled', run:
+  /// A JSON array of (at most a batch of) the item changes the reader has not read (an item whole, or the text a
+  /// delta added: see `ItemReaders`), from which JS makes its snapshots; when there are none, `null`, and `{op: 'settled', run:
   /// waiter}` is notified once there is one.
   #[napi(catch_unwind)]
   pub fn items_read(&self, thread: String, reader: f64, waiter: u32) -> Option<String> {
     let dispatch = self.dispatch.clone();
     let wake = Box::new(move || dispatch.settle(waiter, "null"));
-    let snapshots = self.streams(&thread).items.read(reader as u64, wake)?;
+    let snapshots = self.streams(&thread).items.read(reader as u64, READ_BATCH, wake)?;
     Some(format!("[{}]", snapshots.join(",")))
   }
 }

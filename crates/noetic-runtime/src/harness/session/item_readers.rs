@@ -11,7 +11,7 @@
 //! reads a provider's stream far faster than JS reads the changes, so the limit is generous: a 1 MB reply in deltas
 //! of a few characters fits.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -39,7 +39,7 @@ struct Readers {
 struct ItemReader {
   fold: ItemFold,
   /// Changes not yet read, each as the JSON text the JS reader replays, and their length in bytes.
-  queued: Vec<String>,
+  queued: VecDeque<String>,
   queued_bytes: usize,
   /// The queue overflowed: the next read sends every item whole instead.
   resend_all: bool,
@@ -61,9 +61,9 @@ impl ItemReader {
     };
     let Some(entry) = entry else { return };
     self.queued_bytes += entry.len();
-    self.queued.push(entry);
+    self.queued.push_back(entry);
     if self.queued_bytes > QUEUE_LIMIT {
-      self.queued = Vec::new();
+      self.queued = VecDeque::new();
       self.queued_bytes = 0;
       self.resend_all = true;
     }
@@ -142,9 +142,9 @@ impl ItemReaders {
     Feeding(self.lock())
   }
 
-  /// The changes `reader` has not read, as JSON texts (see [`entry`]); or `None` after arranging for `wake` to be
-  /// called once there is one. A closed reader reads nothing and is never woken.
-  pub fn read(&self, reader: u64, wake: Wake) -> Option<Vec<String>> {
+  /// Up to `max` of the changes `reader` has not read, oldest first, as JSON texts (see [`entry`]); or `None` after
+  /// arranging for `wake` to be called once there is one. A closed reader reads nothing and is never woken.
+  pub fn read(&self, reader: u64, max: usize, wake: Wake) -> Option<Vec<String>> {
     let mut readers = self.lock();
     let reader = readers.open.get_mut(&reader)?;
     if !reader.has_news() {
@@ -154,8 +154,9 @@ impl ItemReaders {
     if std::mem::take(&mut reader.resend_all) {
       return Some(reader.fold.keys().into_iter().filter_map(|key| reader.whole(key)).collect());
     }
-    reader.queued_bytes = 0;
-    Some(std::mem::take(&mut reader.queued))
+    let taken: Vec<String> = reader.queued.drain(..max.min(reader.queued.len())).collect();
+    reader.queued_bytes -= taken.iter().map(String::len).sum::<usize>();
+    Some(taken)
   }
 
   /// Ends `reader`: what it folded is dropped. True when it was open.
@@ -188,7 +189,7 @@ mod tests {
   }
 
   fn read(readers: &ItemReaders, reader: u64) -> Vec<Value> {
-    let read = readers.read(reader, Box::new(|| {})).unwrap_or_default();
+    let read = readers.read(reader, usize::MAX, Box::new(|| {})).unwrap_or_default();
     read.iter().map(|text| serde_json::from_str(text).expect("JSON")).collect()
   }
 
@@ -252,11 +253,27 @@ mod tests {
     let wake = move || {
       count.fetch_add(1, Ordering::SeqCst);
     };
-    assert!(readers.read(reader, Box::new(wake)).is_none());
+    assert!(readers.read(reader, usize::MAX, Box::new(wake)).is_none());
     feed(&readers, "response.output_text.delta", json!({ "outputIndex": 0, "delta": "!" }));
     feed(&readers, "response.output_text.delta", json!({ "outputIndex": 0, "delta": "!" }));
     assert_eq!(woken.load(Ordering::SeqCst), 1);
     assert_eq!(read(&readers, reader).len(), 2);
+  }
+
+  #[test]
+  fn a_reader_reads_its_changes_a_batch_at_a_time_oldest_first() {
+    let readers = ItemReaders::default();
+    let reader = readers.feeding().open([]);
+    message_started(&readers);
+    for piece in ["a", "b", "c"] {
+      feed(&readers, "response.output_text.delta", json!({ "outputIndex": 0, "delta": piece }));
+    }
+    let first = readers.read(reader, 2, Box::new(|| {})).unwrap();
+    assert_eq!(first.len(), 2);
+    assert!(first[0].contains(r#""item""#) && first[1].contains(r#""text":"a""#));
+    let rest = readers.read(reader, 2, Box::new(|| {})).unwrap();
+    assert!(rest[0].contains(r#""text":"b""#) && rest[1].contains(r#""text":"c""#));
+    assert!(readers.read(reader, 2, Box::new(|| {})).is_none());
   }
 
   #[test]
@@ -266,7 +283,7 @@ mod tests {
     let reader = readers.feeding().open([]);
     assert!(readers.close(reader));
     message_started(&readers);
-    assert!(readers.read(reader, Box::new(|| {})).is_none());
+    assert!(readers.read(reader, usize::MAX, Box::new(|| {})).is_none());
     assert!(readers.is_empty());
   }
 }
