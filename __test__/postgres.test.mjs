@@ -86,6 +86,21 @@ async function connectionsReach(session, name, expected) {
 
 const settledYet = (promise) => Promise.race([promise.then(() => true, () => true), new Promise((r) => setImmediate(() => r(false)))]);
 
+// A session on thread 'T' whose counter layer keeps its state in `storage`; `turn(text)` runs one turn and gives its
+// response, and `diagnostics` collects what the harness reports.
+function counterSession(name, storage) {
+  const diagnostics = [];
+  const harness = new AgentHarness({
+    name, params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }),
+    llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
+  });
+  const turn = async (text) => {
+    await harness.execute(text, { threadId: 'T' });
+    return harness.getAgentResponse({ threadId: 'T' });
+  };
+  return { turn, diagnostics };
+}
+
 const counter = () => ({
   id: 'counter',
   slot: 1,
@@ -247,15 +262,7 @@ test('close() closes idle connections at once and busy ones when their call ends
 
 test('a harness on a closed store reports its failed writes as persist diagnostics and runs on', { skip }, async () => {
   const storage = createPostgresStorage(server.url, { table: freshTable() });
-  const diagnostics = [];
-  const harness = new AgentHarness({
-    name: 'closed', params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }),
-    llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
-  });
-  const turn = async (text) => {
-    await harness.execute(text, { threadId: 'T' });
-    return harness.getAgentResponse({ threadId: 'T' });
-  };
+  const { turn, diagnostics } = counterSession('closed', storage);
   await turn('one');
   assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
   await storage.close();
@@ -295,15 +302,7 @@ test('a server stopped mid-session: clear errors, nothing lost, and the store wo
   if (own.skip) return t.skip(own.skip);
   try {
     const storage = createPostgresStorage(own.url);
-    const diagnostics = [];
-    const harness = new AgentHarness({
-      name: 'restart', params: {}, storage, memory: [counter()], initialStep: step.llm({ id: 'ask', model: 'scripted' }),
-      llm: { provider: 'scripted' }, onDiagnostic: (d) => diagnostics.push(d),
-    });
-    const turn = async (text) => {
-      await harness.execute(text, { threadId: 'T' });
-      return harness.getAgentResponse({ threadId: 'T' });
-    };
+    const { turn, diagnostics } = counterSession('restart', storage);
     await turn('one');
     assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
     own.stop();

@@ -97,7 +97,7 @@ function spawn(opts) {
   requireId(opts, 'spawn', 'my-spawn');
   need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
-  if (opts.timeout !== undefined) checkedTimeout(opts.timeout, `spawn '${opts.id}'`);
+  checkedTimeout(opts.timeout, `spawn '${opts.id}'`);
   const contextIn = contextInOf(opts.contextIn, opts.id);
   const contextOut = contextOutOf(opts.contextOut, opts.id);
   registerStep(opts.child);

@@ -12,7 +12,7 @@ use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
 use noetic_runtime::storage::{
-  CodedError, InMemoryStorage, PostgresError, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError,
+  CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError,
   StorageResult,
 };
 use serde_json::{Value, json};
@@ -27,15 +27,14 @@ use crate::protocol::{config_json, to_napi};
 #[napi(js_name = "NativeStorage")]
 pub struct NativeStorage {
   pub(crate) inner: Arc<dyn Storage>,
-  /// The same store when it is PostgreSQL: JS's calls go to it directly, so that a failure reaches JS as a
-  /// NoeticConfigError with its code (`STORAGE_UNAVAILABLE`, ...) and hint.
+  /// The same store when its failures have codes (SQLite, PostgreSQL): JS's calls go to it directly, so that a
+  /// failure reaches JS as a NoeticConfigError with its code (`STORAGE_UNAVAILABLE`, `STORAGE_FULL`, ...) and hint.
+  coded: Option<Arc<dyn CodedStorage>>,
+  /// The same store when it is PostgreSQL, for `close()`.
   postgres: Option<Arc<PostgresStorage>>,
   /// The same store when it is the in-memory one, which answers at once: JS calls its `*_now` methods, where an
   /// async call costs a hop to the runtime's thread and back (about 50 µs) for a microsecond of work.
   memory: Option<Arc<InMemoryStorage>>,
-  /// The same store when it is SQLite: JS's calls go to it directly, for failures with their codes
-  /// (`STORAGE_FULL`, `STORAGE_FILE_MOVED`, ...).
-  sqlite: Option<Arc<SqliteStorage>>,
 }
 
 impl NativeStorage {
@@ -48,10 +47,6 @@ fn storage_error(error: StorageError) -> napi::Error {
   napi::Error::new(napi::Status::GenericFailure, error.0)
 }
 
-fn postgres_error(error: PostgresError) -> napi::Error {
-  to_napi(config_json(&error.into()))
-}
-
 fn coded_error(error: CodedError) -> napi::Error {
   to_napi(config_json(&error.into()))
 }
@@ -61,7 +56,7 @@ impl NativeStorage {
   #[napi(constructor, catch_unwind)]
   pub fn new() -> Self {
     let memory = Arc::new(InMemoryStorage::new());
-    Self { inner: Arc::clone(&memory) as Arc<dyn Storage>, postgres: None, memory: Some(memory), sqlite: None }
+    Self { inner: Arc::clone(&memory) as Arc<dyn Storage>, coded: None, postgres: None, memory: Some(memory) }
   }
 
   /// Opens (creating if needed) the SQLite store at `path`.
@@ -75,7 +70,7 @@ impl NativeStorage {
       )))
     })?;
     let store = Arc::new(store);
-    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: None, memory: None, sqlite: Some(store) })
+    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, coded: Some(store), postgres: None, memory: None })
   }
 
   /// A store on the PostgreSQL server at `url`; `options` is the JSON text of the options object (or absent).
@@ -90,7 +85,8 @@ impl NativeStorage {
       .and_then(|options| PostgresStorage::open(&url, options))
       .map_err(|error| to_napi(config_json(&error)))?;
     let store = Arc::new(store);
-    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, postgres: Some(store), memory: None, sqlite: None })
+    let coded = Some(Arc::clone(&store) as Arc<dyn CodedStorage>);
+    Ok(Self { inner: Arc::clone(&store) as Arc<dyn Storage>, coded, postgres: Some(store), memory: None })
   }
 
   /// Whether the store answers at once (the in-memory one), through the `*_now` methods.
@@ -126,10 +122,7 @@ impl NativeStorage {
   /// Resolves to the stored value's JSON text, or `null` when the key is missing.
   #[napi]
   pub async fn get(&self, key: String) -> napi::Result<Option<String>> {
-    if let Some(store) = self.postgres.clone() {
-      return guarded(async move { Ok(store.fetch(&key).await.map_err(postgres_error)?.map(|v| v.to_string())) }).await;
-    }
-    if let Some(store) = self.sqlite.clone() {
+    if let Some(store) = self.coded.clone() {
       return guarded(async move { Ok(store.fetch(&key).await.map_err(coded_error)?.map(|v| v.to_string())) }).await;
     }
     let store = Arc::clone(&self.inner);
@@ -140,10 +133,7 @@ impl NativeStorage {
   #[napi]
   pub async fn set(&self, key: String, json: String) -> napi::Result<()> {
     let value: Value = from_js_json(&json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.to_string()))?;
-    if let Some(store) = self.postgres.clone() {
-      return guarded(async move { store.store(&key, &value).await.map_err(postgres_error) }).await;
-    }
-    if let Some(store) = self.sqlite.clone() {
+    if let Some(store) = self.coded.clone() {
       return guarded(async move { store.store(&key, &value).await.map_err(coded_error) }).await;
     }
     self.inner.set(&key, value).await.map_err(storage_error)
@@ -151,10 +141,7 @@ impl NativeStorage {
 
   #[napi]
   pub async fn delete(&self, key: String) -> napi::Result<()> {
-    if let Some(store) = self.postgres.clone() {
-      return guarded(async move { store.remove(&key).await.map_err(postgres_error) }).await;
-    }
-    if let Some(store) = self.sqlite.clone() {
+    if let Some(store) = self.coded.clone() {
       return guarded(async move { store.remove(&key).await.map_err(coded_error) }).await;
     }
     let store = Arc::clone(&self.inner);
@@ -176,10 +163,7 @@ impl NativeStorage {
 
   #[napi]
   pub async fn list(&self, prefix: String) -> napi::Result<Vec<String>> {
-    if let Some(store) = self.postgres.clone() {
-      return guarded(async move { store.keys(&prefix).await.map_err(postgres_error) }).await;
-    }
-    if let Some(store) = self.sqlite.clone() {
+    if let Some(store) = self.coded.clone() {
       return guarded(async move { store.keys(&prefix).await.map_err(coded_error) }).await;
     }
     let store = Arc::clone(&self.inner);

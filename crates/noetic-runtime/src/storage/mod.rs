@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 pub use self::in_memory::InMemoryStorage;
-pub use self::postgres::{PostgresError, PostgresOptions, PostgresStorage};
+pub use self::postgres::{PostgresOptions, PostgresStorage};
 pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 pub use self::sqlite::SqliteStorage;
 
@@ -46,6 +46,36 @@ impl CodedError {
 impl From<CodedError> for StorageError {
   fn from(error: CodedError) -> Self {
     StorageError(error.message)
+  }
+}
+
+/// A native store whose failures have codes (SQLite, PostgreSQL): what JS calls directly, so that a failure reaches
+/// it as a `NoeticConfigError`. Every such store is a `Storage` too, its failures as their messages.
+#[async_trait]
+pub trait CodedStorage: Send + Sync {
+  async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError>;
+  async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError>;
+  async fn remove(&self, key: &str) -> Result<(), CodedError>;
+  /// Every key that starts with `prefix`, in byte order.
+  async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError>;
+}
+
+#[async_trait]
+impl<T: CodedStorage> Storage for T {
+  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
+    Ok(self.fetch(key).await?)
+  }
+
+  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
+    Ok(self.store(key, &value).await?)
+  }
+
+  async fn delete(&self, key: &str) -> StorageResult<()> {
+    Ok(self.remove(key).await?)
+  }
+
+  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
+    Ok(self.keys(prefix).await?)
   }
 }
 

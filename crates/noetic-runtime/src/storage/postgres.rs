@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
 
-use super::{CodedError, Storage, StorageResult};
+use super::{CodedError, CodedStorage};
 use crate::error::ConfigError;
 
 /// What the store may be given beside its URL (`createPostgresStorage(url, options)`).
@@ -109,9 +109,6 @@ fn whole_number(name: &str, value: &Value, min: u64, max: u64) -> Result<u64, Co
     .map(|n| n as u64)
     .ok_or_else(|| bad_option(&format!("{name} is {value}; expected a whole number from {min} to {max}")))
 }
-
-/// Why a call failed, with a code and a hint for JS (`NoeticConfigError`), and as a `StorageError` for the harness.
-pub type PostgresError = CodedError;
 
 const UNAVAILABLE_HINT: &str = "Check that the PostgreSQL server is running and reachable at that address (and that \
                                 the URL's user, password and database are right). The store reconnects by itself once \
@@ -236,7 +233,7 @@ impl PostgresStorage {
   }
 
   /// Lets a call start: held until it ends (see `calls`), refused once the store is closed.
-  async fn begin(&self) -> Result<tokio::sync::RwLockReadGuard<'_, ()>, PostgresError> {
+  async fn begin(&self) -> Result<tokio::sync::RwLockReadGuard<'_, ()>, CodedError> {
     // Checked first too: while `close` waits for the calls under way, the lock makes new ones wait behind it, and a
     // call made after `close` must be refused at once.
     self.refuse_if_closed()?;
@@ -245,7 +242,7 @@ impl PostgresStorage {
     Ok(call)
   }
 
-  fn refuse_if_closed(&self) -> Result<(), PostgresError> {
+  fn refuse_if_closed(&self) -> Result<(), CodedError> {
     if self.pool.is_closed() { Err(self.closed()) } else { Ok(()) }
   }
 
@@ -254,89 +251,8 @@ impl PostgresStorage {
     &self.target
   }
 
-  pub async fn fetch(&self, key: &str) -> Result<Option<Value>, PostgresError> {
-    let _call = self.begin().await?;
-    if key.contains('\0') {
-      return Ok(None); // PostgreSQL text cannot hold U+0000, so no such key was ever stored.
-    }
-    let text: Option<String> = self
-      .bounded(async {
-        let client = self.connection().await?;
-        let statement = client.prepare_cached(&self.sql.get).await.map_err(|e| self.failure(&e))?;
-        let row = client.query_opt(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
-        Ok(row.map(|row| row.get(0)))
-      })
-      .await?;
-    text
-      .map(|text| {
-        serde_json::from_str(&text).map_err(|error| PostgresError {
-          code: "STORAGE_FAILED",
-          message: format!("postgres storage ({}): the value under '{key}' is not JSON: {error}", self.target),
-          hint: "Something other than this store wrote to its table; give the store a table of its own (options.table).",
-        })
-      })
-      .transpose()
-  }
-
-  pub async fn store(&self, key: &str, value: &Value) -> Result<(), PostgresError> {
-    let _call = self.begin().await?;
-    if key.contains('\0') {
-      return Err(PostgresError {
-        code: "INVALID_STORAGE_KEY",
-        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
-        hint: "Use keys without the NUL character.",
-      });
-    }
-    let text = value.to_string();
-    self
-      .bounded(async {
-        let client = self.connection().await?;
-        let statement = client.prepare_cached(&self.sql.set).await.map_err(|e| self.failure(&e))?;
-        client.execute(&statement, &[&key, &text]).await.map_err(|e| self.failure(&e))?;
-        Ok(())
-      })
-      .await
-  }
-
-  pub async fn remove(&self, key: &str) -> Result<(), PostgresError> {
-    let _call = self.begin().await?;
-    if key.contains('\0') {
-      return Ok(());
-    }
-    self
-      .bounded(async {
-        let client = self.connection().await?;
-        let statement = client.prepare_cached(&self.sql.delete).await.map_err(|e| self.failure(&e))?;
-        client.execute(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
-        Ok(())
-      })
-      .await
-  }
-
-  /// Keys that start with `prefix`, in byte order: the range `[prefix, successor(prefix))` of the primary key.
-  pub async fn keys(&self, prefix: &str) -> Result<Vec<String>, PostgresError> {
-    let _call = self.begin().await?;
-    if prefix.contains('\0') {
-      return Ok(Vec::new());
-    }
-    let upper = prefix_successor(prefix);
-    let rows = self
-      .bounded(async {
-        let client = self.connection().await?;
-        let sql = if upper.is_some() { &self.sql.list_range } else { &self.sql.list_from };
-        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
-        let rows = match &upper {
-          Some(upper) => client.query(&statement, &[&prefix, upper]).await,
-          None => client.query(&statement, &[&prefix]).await,
-        };
-        rows.map_err(|e| self.failure(&e))
-      })
-      .await?;
-    Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|key| key.starts_with(prefix)).collect())
-  }
-
   /// A pooled connection to a server where the table exists.
-  async fn connection(&self) -> Result<Object, PostgresError> {
+  async fn connection(&self) -> Result<Object, CodedError> {
     let client = self.pool.get().await.map_err(|error| self.pool_failure(error))?;
     // After the `get`, which counted any connection it made, so the reaper cannot miss it (see `idle::IdleReaper`).
     self.reaper.watch(&self.pool);
@@ -347,7 +263,7 @@ impl PostgresStorage {
     Ok(client)
   }
 
-  async fn bounded<T>(&self, work: impl Future<Output = Result<T, PostgresError>>) -> Result<T, PostgresError> {
+  async fn bounded<T>(&self, work: impl Future<Output = Result<T, CodedError>>) -> Result<T, CodedError> {
     let limit = self.options.call_timeout;
     tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
       Err(self.unavailable(format!(
@@ -357,16 +273,16 @@ impl PostgresStorage {
     })
   }
 
-  fn unavailable(&self, why: String) -> PostgresError {
-    PostgresError {
+  fn unavailable(&self, why: String) -> CodedError {
+    CodedError {
       code: "STORAGE_UNAVAILABLE",
       message: format!("postgres storage: the server at {} is unavailable: {why}", self.target),
       hint: UNAVAILABLE_HINT,
     }
   }
 
-  fn closed(&self) -> PostgresError {
-    PostgresError {
+  fn closed(&self) -> CodedError {
+    CodedError {
       code: "STORAGE_CLOSED",
       message: format!(
         "postgres storage: the store for the server at {} was closed by close(); it makes no more calls",
@@ -376,7 +292,7 @@ impl PostgresStorage {
     }
   }
 
-  fn pool_failure(&self, error: PoolError) -> PostgresError {
+  fn pool_failure(&self, error: PoolError) -> CodedError {
     match error {
       // `close` ran while the call waited for a connection.
       PoolError::Closed => self.closed(),
@@ -396,7 +312,7 @@ impl PostgresStorage {
 
   /// A driver error: the server refusing a statement is `STORAGE_FAILED`; a lost or refused connection (an I/O
   /// error, a closed connection, the server shutting down or starting, a failed login) is `STORAGE_UNAVAILABLE`.
-  fn failure(&self, error: &tokio_postgres::Error) -> PostgresError {
+  fn failure(&self, error: &tokio_postgres::Error) -> CodedError {
     let connection_lost = match error.code() {
       None => true,
       Some(code) => {
@@ -410,7 +326,7 @@ impl PostgresStorage {
     // The driver's TLS errors (a certificate not trusted, a server without TLS under `require`) say so first; they
     // do not pass by themselves.
     if described.starts_with("error performing TLS handshake") {
-      return PostgresError {
+      return CodedError {
         code: "STORAGE_TLS_FAILED",
         message: format!("postgres storage: TLS with the server at {} failed: {described}", self.target),
         hint: TLS_HINT,
@@ -419,7 +335,7 @@ impl PostgresStorage {
     if connection_lost {
       self.unavailable(described)
     } else {
-      PostgresError {
+      CodedError {
         code: "STORAGE_FAILED",
         message: format!("postgres storage ({}): {described}", self.target),
         hint: FAILED_HINT,
@@ -475,21 +391,86 @@ fn prefix_successor(prefix: &str) -> Option<String> {
 }
 
 #[async_trait]
-impl Storage for PostgresStorage {
-  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
-    Ok(self.fetch(key).await?)
+impl CodedStorage for PostgresStorage {
+  async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError> {
+    let _call = self.begin().await?;
+    if key.contains('\0') {
+      return Ok(None); // PostgreSQL text cannot hold U+0000, so no such key was ever stored.
+    }
+    let text: Option<String> = self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.get).await.map_err(|e| self.failure(&e))?;
+        let row = client.query_opt(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
+        Ok(row.map(|row| row.get(0)))
+      })
+      .await?;
+    text
+      .map(|text| {
+        serde_json::from_str(&text).map_err(|error| CodedError {
+          code: "STORAGE_FAILED",
+          message: format!("postgres storage ({}): the value under '{key}' is not JSON: {error}", self.target),
+          hint: "Something other than this store wrote to its table; give the store a table of its own (options.table).",
+        })
+      })
+      .transpose()
   }
 
-  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
-    Ok(self.store(key, &value).await?)
+  async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError> {
+    let _call = self.begin().await?;
+    if key.contains('\0') {
+      return Err(CodedError {
+        code: "INVALID_STORAGE_KEY",
+        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
+        hint: "Use keys without the NUL character.",
+      });
+    }
+    let text = value.to_string();
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.set).await.map_err(|e| self.failure(&e))?;
+        client.execute(&statement, &[&key, &text]).await.map_err(|e| self.failure(&e))?;
+        Ok(())
+      })
+      .await
   }
 
-  async fn delete(&self, key: &str) -> StorageResult<()> {
-    Ok(self.remove(key).await?)
+  async fn remove(&self, key: &str) -> Result<(), CodedError> {
+    let _call = self.begin().await?;
+    if key.contains('\0') {
+      return Ok(());
+    }
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.delete).await.map_err(|e| self.failure(&e))?;
+        client.execute(&statement, &[&key]).await.map_err(|e| self.failure(&e))?;
+        Ok(())
+      })
+      .await
   }
 
-  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
-    Ok(self.keys(prefix).await?)
+  /// Keys that start with `prefix`, in byte order: the range `[prefix, successor(prefix))` of the primary key.
+  async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError> {
+    let _call = self.begin().await?;
+    if prefix.contains('\0') {
+      return Ok(Vec::new());
+    }
+    let upper = prefix_successor(prefix);
+    let rows = self
+      .bounded(async {
+        let client = self.connection().await?;
+        let sql = if upper.is_some() { &self.sql.list_range } else { &self.sql.list_from };
+        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
+        let rows = match &upper {
+          Some(upper) => client.query(&statement, &[&prefix, upper]).await,
+          None => client.query(&statement, &[&prefix]).await,
+        };
+        rows.map_err(|e| self.failure(&e))
+      })
+      .await?;
+    Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|key| key.starts_with(prefix)).collect())
   }
 }
 

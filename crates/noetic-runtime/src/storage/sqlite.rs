@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, ffi, params};
 use serde_json::Value;
 
-use super::{CodedError, Storage, StorageError, StorageResult};
+use super::{CodedError, CodedStorage, StorageError, StorageResult};
 
 /// How long a writer waits for another process's lock before the call fails.
 const BUSY_TIMEOUT_MS: u64 = 5_000;
@@ -47,64 +47,6 @@ impl SqliteStorage {
       )
       .map_err(failed)?;
     Ok(Self { connection: Arc::new(Mutex::new(connection)), path: shown })
-  }
-
-  pub async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError> {
-    let owned = key.to_owned();
-    let text = self
-      .with(("read", key.to_owned()), false, move |c| {
-        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![owned], |row| row.get::<_, String>(0))
-          .optional()
-      })
-      .await?;
-    text
-      .map(|text| {
-        serde_json::from_str(&text).map_err(|error| {
-          CodedError::new(
-            "STORAGE_CORRUPT",
-            format!("sqlite storage ({}): the value under '{key}' is not JSON ({error})", self.path),
-            "Something other than this store wrote it, or the file is damaged: delete the key (storage.delete) or \
-             restore the file from a backup.",
-          )
-        })
-      })
-      .transpose()
-  }
-
-  pub async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError> {
-    let (owned, text) = (key.to_owned(), value.to_string());
-    self
-      .with(("write", key.to_owned()), true, move |c| {
-        c.execute(
-          "INSERT INTO noetic_kv (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-          params![owned, text],
-        )
-      })
-      .await
-      .map(drop)
-  }
-
-  pub async fn remove(&self, key: &str) -> Result<(), CodedError> {
-    let owned = key.to_owned();
-    self
-      .with(("delete", key.to_owned()), true, move |c| {
-        c.execute("DELETE FROM noetic_kv WHERE key = ?1", params![owned])
-      })
-      .await
-      .map(drop)
-  }
-
-  /// Keys in byte order. The range query uses the primary key; the `starts_with` check makes it exact.
-  pub async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError> {
-    let owned = prefix.to_owned();
-    self
-      .with(("list keys under", prefix.to_owned()), false, move |c| {
-        let upper = format!("{owned}\u{10FFFF}");
-        let mut query = c.prepare_cached("SELECT key FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
-        let keys = query.query_map(params![owned, upper], |row| row.get::<_, String>(0))?;
-        keys.filter(|key| key.as_ref().map_or(true, |key| key.starts_with(&owned))).collect()
-      })
-      .await
   }
 
   /// Runs `work` on the blocking pool; a `write` first makes sure the file is still where the store opened it.
@@ -199,21 +141,63 @@ fn has_moved(connection: &Connection) -> bool {
 }
 
 #[async_trait]
-impl Storage for SqliteStorage {
-  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
-    Ok(self.fetch(key).await?)
+impl CodedStorage for SqliteStorage {
+  async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError> {
+    let owned = key.to_owned();
+    let text = self
+      .with(("read", key.to_owned()), false, move |c| {
+        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![owned], |row| row.get::<_, String>(0))
+          .optional()
+      })
+      .await?;
+    text
+      .map(|text| {
+        serde_json::from_str(&text).map_err(|error| {
+          CodedError::new(
+            "STORAGE_CORRUPT",
+            format!("sqlite storage ({}): the value under '{key}' is not JSON ({error})", self.path),
+            "Something other than this store wrote it, or the file is damaged: delete the key (storage.delete) or \
+             restore the file from a backup.",
+          )
+        })
+      })
+      .transpose()
   }
 
-  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
-    Ok(self.store(key, &value).await?)
+  async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError> {
+    let (owned, text) = (key.to_owned(), value.to_string());
+    self
+      .with(("write", key.to_owned()), true, move |c| {
+        c.execute(
+          "INSERT INTO noetic_kv (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+          params![owned, text],
+        )
+      })
+      .await
+      .map(drop)
   }
 
-  async fn delete(&self, key: &str) -> StorageResult<()> {
-    Ok(self.remove(key).await?)
+  async fn remove(&self, key: &str) -> Result<(), CodedError> {
+    let owned = key.to_owned();
+    self
+      .with(("delete", key.to_owned()), true, move |c| {
+        c.execute("DELETE FROM noetic_kv WHERE key = ?1", params![owned])
+      })
+      .await
+      .map(drop)
   }
 
-  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
-    Ok(self.keys(prefix).await?)
+  /// The range query uses the primary key; the `starts_with` check makes it exact.
+  async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError> {
+    let owned = prefix.to_owned();
+    self
+      .with(("list keys under", prefix.to_owned()), false, move |c| {
+        let upper = format!("{owned}\u{10FFFF}");
+        let mut query = c.prepare_cached("SELECT key FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
+        let keys = query.query_map(params![owned, upper], |row| row.get::<_, String>(0))?;
+        keys.filter(|key| key.as_ref().map_or(true, |key| key.starts_with(&owned))).collect()
+      })
+      .await
   }
 }
 
@@ -222,6 +206,7 @@ mod tests {
   use serde_json::json;
 
   use super::*;
+  use crate::storage::Storage;
 
   /// A database file in a directory of its own, removed with everything in it when the test is done.
   struct Scratch(std::path::PathBuf);

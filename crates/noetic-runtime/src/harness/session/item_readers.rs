@@ -164,12 +164,9 @@ impl ItemReaders {
     self.lock().open.remove(&reader).is_some()
   }
 
-  pub fn len(&self) -> usize {
-    self.lock().open.len()
-  }
-
-  pub fn is_empty(&self) -> bool {
-    self.len() == 0
+  #[cfg(test)]
+  fn is_empty(&self) -> bool {
+    self.lock().open.is_empty()
   }
 }
 
