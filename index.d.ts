@@ -3264,6 +3264,8 @@ declare class NativeHarness {
   callNativeFn(context: string, layer: string, name: string, args: string): Promise<string | null>
   /** Number of executions whose layer state is still held; stays flat across runs (D15). */
   get liveExecutions(): number
+  /** Number of contexts the native side holds (runs in flight, sessions' histories, createContext contexts). */
+  get liveContexts(): number
   /**
    * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
    * until the notification `{op: 'drained'}` says they have ended.

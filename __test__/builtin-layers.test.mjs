@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { AgentHarness, createInMemoryStorage, loop, step, until, workingMemory, observationalMemory } from '../js/index.mjs';
-import { recordingModel } from './helpers.mjs';
+import { recordingModel, runAndRead } from './helpers.mjs';
 
 const profile = z.object({ name: z.string(), age: z.number().optional() });
 
@@ -24,13 +24,13 @@ test('workingMemory schema: a failing update is an error the model sees, a passi
     },
   });
   const ctx = harness.createContext({ threadId: 'wm' });
-  await harness.run(step.llm({ id: 'ask', model: 'scripted' }), 'remember me', ctx);
+  const { seen } = await runAndRead(harness, step.llm({ id: 'ask', model: 'scripted' }), 'remember me', ctx, (c) => c.memory['working-memory'].snapshot);
   const outputs = ctx.itemLog.items.filter((item) => item.type === 'function_call_output').map((item) => item.output);
   assert.equal(outputs.length, 2);
   assert.match(outputs[0], /^Error: working-memory update rejected by schema: /);
   // A void result has no output, as upstream's (JSON.stringify(undefined)).
   assert.equal(outputs[1], undefined);
-  assert.deepEqual(ctx.memory['working-memory'].snapshot, { name: 'Ada', age: 36 });
+  assert.deepEqual(seen, { name: 'Ada', age: 36 });
 });
 
 test('workingMemory schema: saved state the schema rejects starts over as {}; valid saved state is kept', async () => {

@@ -114,10 +114,16 @@ test('a context restored by another harness has its items, layer states, counter
   const first = new AgentHarness({ name: 'h', params: {}, storage, checkpointStore, memory: layers(inits), _testCallModel: recordingModel().model, initialCwd: '/repo' });
   const ask = step.llm({ id: 'ask', model: 'm' });
   const ctx = first.createContext({ threadId: 'T', resourceId: 'R', items: [user('u0', 'hello')] });
-  await first.run(ask, 'one', ctx);
-  await first.run(ask, 'two', ctx);
-  await first.checkpoint(ctx);
+  // One execution with two model calls, saved from inside it (its layer states end with it).
+  const work = step.run({ id: 'work', execute: async (_input, c) => {
+    await c.harness.run(ask, 'one', c);
+    await c.harness.run(ask, 'two', c);
+    await c.checkpoint();
+    return 'saved';
+  } });
+  await first.run(work, '', ctx);
   assert.equal(inits.count, 1);
+  assert.equal(first.getLayerState(ctx.id, 'notes'), undefined, 'the execution ended, and its states with it');
 
   const model = recordingModel();
   const second = new AgentHarness({ name: 'h', params: {}, storage, checkpointStore, memory: layers(inits), _testCallModel: model.model });
@@ -132,11 +138,19 @@ test('a context restored by another harness has its items, layer states, counter
   assert.equal(restored.stepCount, ctx.stepCount);
   assert.deepEqual({ ...restored.tokens }, { ...ctx.tokens });
 
-  await second.run(ask, 'three', restored);
+  // The restored execution goes on: its layers do not init again, and see the states it saved.
+  const during = {};
+  const goOn = step.run({ id: 'go-on', execute: async (_input, c) => {
+    const out = await c.harness.run(ask, 'three', c);
+    during.notes = second.getLayerState(c.id, 'notes');
+    during.checkpoints = second.getLayerState(c.id, 'durable-task-state').checkpoints.length;
+    return out;
+  } });
+  await second.run(goOn, '', restored);
   assert.equal(inits.count, 1, 'the restored layers do not init again');
-  assert.deepEqual(second.getLayerState(ctx.id, 'notes'), { seen: [1, 1, 1] });
-  assert.equal(second.getLayerState(ctx.id, 'durable-task-state').checkpoints.length, 3);
-  assert.equal(restored.stepCount, ctx.stepCount + 1);
+  assert.deepEqual(during.notes, { seen: [1, 1, 1] });
+  assert.equal(during.checkpoints, 3);
+  assert.equal(restored.stepCount, ctx.stepCount + 2);
   // The model was shown the whole restored history.
   const texts = model.requests[0].items.filter((i) => i.type === 'message').map((i) => i.content[0].text);
   assert.ok(['hello', 'one', 'two', 'three'].every((t) => texts.includes(t)), JSON.stringify(texts));
@@ -203,7 +217,7 @@ test('a run checkpointed in one process and SIGKILLed between steps is restored 
   assert.equal(resumed.code, 0, resumed.err);
   const [{ frontier, restored }, { finished }] = resumed.lines;
   // The snapshot was taken inside step 3, so it names it as the step in flight.
-  assert.deepEqual(frontier, [{ stepId: 'work', input: 3 }]);
+  assert.deepEqual(frontier, [{ stepId: 'all', input: 1 }, { stepId: 'work', input: 3 }]);
   // Nothing written before the kill is lost: three steps' items, the JS layer's tally, the built-in layer's state,
   // the counters, the cwd.
   assert.deepEqual(restored, {
@@ -214,7 +228,8 @@ test('a run checkpointed in one process and SIGKILLed between steps is restored 
     items: 9,
     tally: { done: [1, 2, 3] },
     tasks: 3,
-    stepCount: 6,
+    // Each work step and its model step, and the step that ran them all.
+    stepCount: 7,
     tokens: { input: 30, output: 6 },
   });
   assert.deepEqual(finished, {
@@ -223,7 +238,8 @@ test('a run checkpointed in one process and SIGKILLed between steps is restored 
     items: 15,
     tally: { done: [1, 2, 3, 4, 5] },
     tasks: 5,
-    stepCount: 10,
+    // The resumed execution's own outer step, then two more work steps and their model steps.
+    stepCount: 12,
     tokens: { input: 50, output: 10 },
   });
 });

@@ -70,7 +70,7 @@ test('a JS until predicate sees the loop snapshot', async () => {
   assert.deepEqual(snapshots, [[1, 'go!', 1], [2, 'go!!', 2]]);
 });
 
-test('harness.run(step, input, ctx) runs in a context from createContext, which keeps its log and layer state', async () => {
+test('harness.run(step, input, ctx) runs in a context from createContext, which keeps its log; each run inits from storage', async () => {
   const { AgentHarness: Harness, step: s, createInMemoryStorage } = await import('../js/index.mjs');
   const storage = createInMemoryStorage();
   const counter = {
@@ -95,9 +95,9 @@ test('harness.run(step, input, ctx) runs in a context from createContext, which 
   const ask = s.llm({ id: 'ask', model: 'scripted' });
   assert.equal(await harness.run(ask, 'one', ctx), 'You said: one');
   assert.equal(await harness.run(ask, 'two', ctx), 'You said: two');
-  // The log grew across both runs; init ran once; store ran twice and was mirrored.
+  // The log grew across both runs; each run is an execution, whose init reloaded what the last one stored.
   assert.deepEqual(ctx.itemLog.items.map((item) => item.content[0].text), ['earlier', 'one', 'You said: one', 'two', 'You said: two']);
-  assert.deepEqual(inits, ['T']);
+  assert.deepEqual(inits, ['T', 'T']);
   assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 2 });
   assert.equal(ctx.stepCount, 2);
 });
@@ -108,7 +108,8 @@ test('a context the caller drops is forgotten natively once collected', async ()
   const script = fileURLToPath(new URL('./fixtures/collected-context.mjs', import.meta.url));
   const result = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: 20_000 });
   assert.equal(result.status, 0, result.stderr);
-  assert.deepEqual(JSON.parse(result.stdout), { before: 1, after: 0 });
+  // Its layer states ended with each run; the context itself goes once the caller lets go of it.
+  assert.deepEqual(JSON.parse(result.stdout), { before: 1, after: 0, states: 0 });
 });
 
 test('hooks get ctx.callModel exactly when the harness has a model (D8)', async () => {

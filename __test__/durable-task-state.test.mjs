@@ -9,7 +9,7 @@ import { scratchDb } from './helpers.mjs';
 const answer = (text) => ({ items: [{ type: 'message', role: 'assistant', id: `a-${text}`, status: 'completed', content: [{ type: 'output_text', text }] }] });
 const developerTexts = (items) => items.filter((item) => item.role === 'developer').map((item) => item.content[0].text);
 
-test('task state persists in SQLite across processes: each turn adds a checkpoint the next process is shown', { timeout: 60_000 }, () => {
+test('task state persists in SQLite across processes: each turn adds checkpoints (store, onComplete) the next process is shown', { timeout: 60_000 }, () => {
   const path = scratchDb('durable-task.db');
   const turn = fileURLToPath(new URL('./fixtures/durable-task-turn.mjs', import.meta.url));
   const runs = [1, 2, 3].map(() => {
@@ -18,9 +18,9 @@ test('task state persists in SQLite across processes: each turn adds a checkpoin
     return JSON.parse(result.stdout);
   });
   assert.deepEqual(runs, [
-    { shown: 0, saved: 1 },
-    { shown: 1, saved: 2 },
-    { shown: 2, saved: 3 },
+    { shown: 0, saved: 2 },
+    { shown: 2, saved: 4 },
+    { shown: 4, saved: 6 },
   ]);
 });
 
@@ -32,7 +32,9 @@ test('a spawned child works on a copy; its checkpoints and data merge back into 
   await h.run(spawn({ id: 'delegate', child: step.llm({ id: 'ask', model: 'm' }) }), 'in the child', ctx);
   const saved = await storage.get('layers/durable-task-state/T/state');
   const depths = saved.checkpoints.map((c) => c.depth);
-  assert.deepEqual(depths, [0, 0, 1], 'the parent kept its checkpoint and got the child’s (depth 1) back');
+  // Each run is an execution that stores a checkpoint and another when it completes; the child works on a copy of
+  // the parent's two and adds its own (depth 1), all merged back, then the parent's run completes.
+  assert.deepEqual(depths, [0, 0, 0, 0, 1, 0], 'the parent kept its checkpoints and got the child’s back');
 });
 
 test('recall trims the oldest checkpoints to the budget and never the files or data', async () => {
@@ -66,11 +68,14 @@ test('staticContent loads once per execution, recalls in its tag, and cuts to th
   const layer = staticContent({ tag: 'rules', load: async () => (loads++, 'Always answer in French.') });
   const h = new AgentHarness({ name: 's', params: {}, memory: [layer], _testCallModel: async (request) => (seen.push(developerTexts(request.items)), answer('oui')) });
   const ctx = h.createContext({});
-  await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello', ctx);
-  await h.run(step.llm({ id: 'ask', model: 'm' }), 'again', ctx);
-  assert.equal(loads, 1, 'a context is one execution: it loads once');
-  await h.run(step.llm({ id: 'ask', model: 'm' }), 'elsewhere', h.createContext({}));
-  assert.equal(loads, 2, 'another execution loads again');
+  const twice = step.run({ id: 'twice', execute: async (_i, c) => {
+    await c.harness.run(step.llm({ id: 'ask', model: 'm' }), 'hello', c);
+    return c.harness.run(step.llm({ id: 'ask', model: 'm' }), 'again', c);
+  } });
+  await h.run(twice, '', ctx);
+  assert.equal(loads, 1, 'one execution: it loads once');
+  await h.run(step.llm({ id: 'ask', model: 'm' }), 'elsewhere', ctx);
+  assert.equal(loads, 2, 'the next run is another execution, which loads again');
   assert.deepEqual(seen[0], ['<rules>\nAlways answer in French.\n</rules>']);
   const cut = await layer.hooks.recall({ state: await layer.hooks.init({}).then((r) => r.state), budget: 5 });
   // 5 tokens are 20 units: the closing tag's 9 and 11 of the text.

@@ -134,3 +134,18 @@ export function runFixture(name, args, { killWhen, env } = {}) {
     child.on('exit', (code, signal) => resolve({ lines, code, signal, err }));
   });
 }
+
+// Runs `inner` in `ctx` as one execution, then `read(ctx)` before that execution ends (its layer states end with
+// it): what a test reads of a run's layer states.
+export async function runAndRead(harness, inner, input, ctx, read) {
+  const { step } = await import('../js/index.mjs');
+  let seen;
+  const outer = step.run({ id: 'run-and-read', execute: async (value, c) => {
+    const output = await c.harness.run(inner, value, c);
+    seen = await read(c);
+    return output;
+  } });
+  const output = await harness.run(outer, input, ctx);
+  return { output, seen };
+}
+

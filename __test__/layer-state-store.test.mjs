@@ -115,14 +115,21 @@ test('the layerStateStore option holds the JS layers’ state: hooks read and wr
   };
   const h = new AgentHarness({ name: 'lss', params: {}, layerStateStore: store, memory: [counter], llm: { provider: 'scripted', script: [{ text: 'a' }, { text: 'b' }] } });
   const ctx = h.createContext({ threadId: 't' });
-  await h.run(step.llm({ id: 'one', model: 'm' }), 'hi', ctx);
-  // Something outside the harness changes the state in the store: the next hook sees it.
-  inner.set(ctx.id, 'counter', { n: 41 });
-  await h.run(step.llm({ id: 'two', model: 'm' }), 'again', ctx);
+  const ask = (id) => step.llm({ id, model: 'm' });
+  const work = step.run({ id: 'work', execute: async (_input, c) => {
+    await c.harness.run(ask('one'), 'hi', c);
+    // Something outside the harness changes the state in the store: the next hook sees it.
+    inner.set(c.id, 'counter', { n: 41 });
+    await c.harness.run(ask('two'), 'again', c);
+    assert.deepEqual(inner.get(c.id, 'counter'), { n: 42 });
+    assert.deepEqual(h.getLayerState(c.id, 'counter'), { n: 42 }, 'getLayerState reads the store');
+    return 'done';
+  } });
+  await h.run(work, '', ctx);
   assert.deepEqual(seen, [0, 41]);
-  assert.deepEqual(inner.get(ctx.id, 'counter'), { n: 42 });
-  assert.deepEqual(h.getLayerState(ctx.id, 'counter'), { n: 42 }, 'getLayerState reads the store');
   assert.ok(calls.some(([name, exec, layer]) => name === 'set' && exec === ctx.id && layer === 'counter'));
+  assert.ok(calls.some(([name, id]) => name === 'cleanup' && id === ctx.id), "a kept context's execution ends with its run");
+  assert.equal(inner.get(ctx.id, 'counter'), undefined);
 
   // A one-off run ends its execution, which the store is told of.
   calls.length = 0;

@@ -159,10 +159,16 @@ test('toolMemoryLayer: one layer per memory id; tools sharing an id share the st
   const h = new AgentHarness({ name: 't', params: {}, memory: layers, llm: { provider: 'scripted', script } });
   const ctx = h.createContext();
   const ask = step.llm({ id: 'ask', model: 'scripted', tools: [add, list] });
-  await h.run(ask, 'add tea', ctx);
-  seen.push(ctx.itemLog.items.filter((i) => i.type === 'function_call_output').map((i) => i.output));
-  await h.run(ask, 'what is left?', ctx);
-  seen.push(ctx.itemLog.items.filter((i) => i.type === 'function_call_output').map((i) => i.output));
+  // Both model steps in one execution: the layers are execution-scoped.
+  const outputs = () => ctx.itemLog.items.filter((i) => i.type === 'function_call_output').map((i) => i.output);
+  const both = step.run({ id: 'both', execute: async (_input, c) => {
+    await c.harness.run(ask, 'add tea', c);
+    seen.push(outputs());
+    await c.harness.run(ask, 'what is left?', c);
+    seen.push(outputs());
+    return '';
+  } });
+  await h.run(both, '', ctx);
   assert.deepEqual(seen, [['added'], ['added', 'tea']]);
   // The second step's recall rendered the state the first step's tool wrote.
   const todosUsage = ctx.lastLayerUsage.layers.find((l) => l.layerId === 'todos');

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, PlanPhase, createInMemoryStorage, planMemory, step, tool } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { runAndRead, scratchDb } from './helpers.mjs';
 
 const leaf = { kind: 'llm', id: 'build', instructions: 'Build it', tools: ['Write'] };
 const tree = { kind: 'sequence', id: 'root', steps: [leaf] };
@@ -65,10 +65,7 @@ test('a whole plan through the model: read-only while planning, approved by onEx
   assert.equal(exits.length, 1);
   assert.equal(exits[0].phase, PlanPhase.Planning);
   assert.deepEqual(exits[0].planTree, tree);
-  // The state is persisted for the thread as the tools changed it.
-  assert.equal((await storage.get('layers/plan/t1/state')).phase, PlanPhase.Executing);
-  // The context given to run stays open; an execution of the thread that ends records the outcome (onComplete).
-  await h.run(step.run({ id: 'work', execute: async () => 'built' }), 'x', { threadId: 't1' });
+  // The run was an execution of the thread, which succeeded: its end recorded the outcome (onComplete).
   const saved = await storage.get('layers/plan/t1/state');
   assert.equal(saved.phase, PlanPhase.Completed);
   assert.equal(saved.planSlug, 'amber-falcon');
@@ -96,9 +93,9 @@ test('the plan tools by the names providers send (plan_updatePrd) are allowed wh
   await storage.set('layers/plan/t3/state', { phase: 'planning', prd: null, planTree: null, executionLog: [], version: 1 });
   const h = harnessWith(planMemory(), [{ toolCalls: [{ name: 'plan_updatePrd', arguments: { content: '# Wire' } }] }, { text: 'done' }], storage);
   const ctx = h.createContext({ threadId: 't3' });
-  await h.run(step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx);
+  const { seen } = await runAndRead(h, step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx, (c) => c.memory.plan.status);
   assert.deepEqual(outputs(ctx), ['PRD updated successfully.']);
-  assert.equal(ctx.memory.plan.status.hasPrd, true);
+  assert.equal(seen.hasPrd, true);
 });
 
 test('a plan tool in the wrong phase or with bad arguments is a tool output the model reads; the state is kept', async () => {
@@ -111,7 +108,7 @@ test('a plan tool in the wrong phase or with bad arguments is a tool output the 
     { text: 'stopping' },
   ]);
   const ctx = h.createContext({ threadId: 't4' });
-  await h.run(step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx);
+  const { seen } = await runAndRead(h, step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx, (c) => c.memory.plan.status);
   assert.deepEqual(outputs(ctx), [
     'Cannot update PRD: current phase is "idle". Enter plan mode first.',
     'Error: exitPlanMode: action must be "execute" or "cancel"',
@@ -119,7 +116,7 @@ test('a plan tool in the wrong phase or with bad arguments is a tool output the 
     'Error: plan tree.steps must be a list of at least one node',
     'Error: updatePrd: content must be a string',
   ]);
-  assert.deepEqual(ctx.memory.plan.status, { phase: 'planning', hasPrd: false, hasPlanTree: false, version: 1 });
+  assert.deepEqual(seen, { phase: 'planning', hasPrd: false, hasPlanTree: false, version: 1 });
 });
 
 test('a rejected onExit keeps planning; a throwing onEnterSession is a tool error and the layer stays idle', async () => {
@@ -135,9 +132,9 @@ test('a rejected onExit keeps planning; a throwing onEnterSession is a tool erro
   const failing = planMemory({ onEnterSession: async () => { throw new Error('no disk'); } });
   const h2 = harnessWith(failing, [{ toolCalls: [{ name: 'plan/enterPlanMode', arguments: {} }] }, { text: 'ok' }]);
   const ctx2 = h2.createContext({ threadId: 't6' });
-  await h2.run(step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx2);
+  const { seen } = await runAndRead(h2, step.llm({ id: 'agent', model: 'scripted' }), 'go', ctx2, (c) => c.memory.plan.status);
   assert.match(outputs(ctx2)[0], /^Error: .*no disk/);
-  assert.equal(ctx2.memory.plan.status.phase, 'idle');
+  assert.equal(seen.phase, 'idle');
 });
 
 test('a failed run records a failed plan', async () => {

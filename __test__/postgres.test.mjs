@@ -260,18 +260,15 @@ test('close() closes idle connections at once and busy ones when their call ends
   }
 });
 
-test('a harness on a closed store reports its failed writes as persist diagnostics and runs on', { skip }, async () => {
+test('a harness on a closed store: the next turn cannot reload its state, and fails saying so', { skip }, async () => {
   const storage = createPostgresStorage(server.url, { table: freshTable() });
   const { turn, diagnostics } = counterSession('closed', storage);
   await turn('one');
   assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
   await storage.close();
-  await turn('two');
-  // The diagnostic may reach JS just after the turn's answer.
-  for (const deadline = Date.now() + 10_000; diagnostics.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
-  assert.equal(diagnostics[0].hook, 'persist');
-  assert.match(diagnostics[0].message, /was closed/);
+  // Each turn is an execution whose init reloads the state from storage.
+  await assert.rejects(turn('two'), (e) => e.code === 'STORAGE_CLOSED' && /was closed/.test(e.message));
+  assert.equal(diagnostics[0]?.hook, 'init');
 });
 
 test('a store holding pooled connections lets the process exit', slow, async () => {
@@ -306,20 +303,17 @@ test('a server stopped mid-session: clear errors, nothing lost, and the store wo
     await turn('one');
     assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 1 });
     own.stop();
-    // The turn goes on from the state it holds; its write fails and says so (the diagnostic may reach JS just after
-    // the turn's answer).
-    await turn('two');
-    for (const deadline = Date.now() + 10_000; diagnostics.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+    // The next turn's init cannot reload the state: the turn fails saying so, and stores nothing.
+    await assert.rejects(turn('two'), (e) => e.code === 'STORAGE_UNAVAILABLE' && /is unavailable/.test(e.message));
     assert.equal(diagnostics.length, 1, JSON.stringify(diagnostics));
-    assert.equal(diagnostics[0].hook, 'persist');
-    assert.match(diagnostics[0].message, /is unavailable/);
+    assert.equal(diagnostics[0].hook, 'init');
     await assert.rejects(storage.get('layers/counter/T/state'), (e) => e.code === 'STORAGE_UNAVAILABLE');
     own.resume();
     await turn('three');
-    assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 3 }, 'the missed write is carried by the next');
+    assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 2 }, 'the turn after the outage goes on from what was stored');
     // And a new process starting on the thread picks it up.
     const { stdout } = await run(process.execPath, [fixture('postgres-turn.mjs'), own.url, 'noetic_kv', '1'], { timeout: 60_000 });
-    assert.deepEqual(JSON.parse(stdout), { found: 3, saved: 4, pid: true });
+    assert.deepEqual(JSON.parse(stdout), { found: 2, saved: 3, pid: true });
     assert.equal(diagnostics.length, 1);
   } finally {
     own.destroy();
@@ -334,8 +328,8 @@ test('a run checkpointed in one process and SIGKILLed between steps is restored 
   const resumed = await runFixture('checkpoint-run.mjs', ['resume', server.url, id], { env: { FIXTURE_PG_TABLE: table } });
   assert.equal(resumed.code, 0, resumed.err);
   const [{ frontier, restored }, { finished }] = resumed.lines;
-  assert.deepEqual(frontier, [{ stepId: 'work', input: 2 }]);
-  assert.deepEqual([restored.done, restored.tally, restored.tasks, restored.stepCount], [['done-1', 'done-2'], { done: [1, 2] }, 2, 4]);
+  assert.deepEqual(frontier, [{ stepId: 'all', input: 1 }, { stepId: 'work', input: 2 }]);
+  assert.deepEqual([restored.done, restored.tally, restored.tasks, restored.stepCount], [['done-1', 'done-2'], { done: [1, 2] }, 2, 5]);
   assert.deepEqual([finished.done.length, finished.tally, finished.tasks, finished.tokens], [5, { done: [1, 2, 3, 4, 5] }, 5, { input: 50, output: 10 }]);
 });
 
@@ -373,15 +367,20 @@ test('a durable run whose server goes away: its checkpoints and state writes fai
     const warn = console.warn;
     console.warn = (...args) => warnings.push(args);
     const ctx = harness.createContext({ threadId: 'T' });
-    try {
-      for (const n of [1, 2]) await harness.run(work, n, ctx);
+    // One execution (its init reads the state once), through the outage and after it.
+    const durable = step.run({ id: 'durable', execute: async (_input, c) => {
+      for (const n of [1, 2]) await c.harness.run(work, n, c);
       own.stop();
-      await harness.run(work, 3, ctx);
+      await c.harness.run(work, 3, c);
       assert.equal(warnings.length, 1, 'the checkpoint that could not be saved says so');
       assert.match(String(warnings[0][0]), /failed to persist snapshot/);
       assert.equal(warnings[0][1].code, 'STORAGE_UNAVAILABLE');
       own.resume();
-      for (const n of [4, 5]) await harness.run(work, n, ctx);
+      for (const n of [4, 5]) await c.harness.run(work, n, c);
+      return 'done';
+    } });
+    try {
+      await harness.run(durable, '', ctx);
     } finally {
       console.warn = warn;
     }

@@ -55,7 +55,7 @@ test('execute takes a string, an item or items; the response carries text, items
   // The history grew turn by turn: 2 + 2 + 3 items, the model seeing all but its own reply each time.
   assert.deepEqual(m.seen.map((items) => items.length), [1, 3, 6]);
   assert.equal(third.items.length, 7);
-  assert.equal(third.usage.inputTokens, 6, 'usage accumulates over the session');
+  assert.equal(third.usage.inputTokens, 2, "the usage is the turn's own, as upstream's (each turn is an execution)");
 });
 
 test('bad calls are clear errors: no initial step, a bad input, an unknown delivery mode', async () => {
@@ -150,7 +150,7 @@ test('a failed turn rejects its waiters; the session keeps working and nothing q
   assert.ok(diagnostics.every((d) => d.layerId === 'flaky' && d.hook === 'recall'), 'a throwing hook is a diagnostic, not a failed turn');
 });
 
-test('memory layers see one thread across turns: init once per session, state carried turn to turn', async () => {
+test('memory layers see one thread across turns: each turn inits, reloading the state the last one stored', async () => {
   let inits = 0;
   const counter = {
     id: 'counter',
@@ -168,7 +168,7 @@ test('memory layers see one thread across turns: init once per session, state ca
     await h.execute(`turn ${i}`);
     await h.getAgentResponse();
   }
-  assert.equal(inits, 1);
+  assert.equal(inits, 3);
   const recalled = m.seen.map((items) => items.find((item) => item.role === 'developer')?.content?.[0]?.text);
   assert.deepEqual(recalled, ['turns so far: 0', 'turns so far: 1', 'turns so far: 2']);
 });
@@ -299,7 +299,15 @@ test("harness tools are offered in a session to a step without tools of its own,
   const { z } = await import('zod');
   const { tool } = await import('../js/index.mjs');
   const seenContexts = [];
-  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async (args, toolCtx) => (seenContexts.push(toolCtx), `found ${args.q}`) });
+  const states = [];
+  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async (args, toolCtx) => {
+    seenContexts.push(toolCtx);
+    // The layer states of the turn's execution, read and written while it runs.
+    states.push(toolCtx.memory.get('notes'));
+    toolCtx.memory.set('notes', { n: 2 });
+    states.push(toolCtx.memory.get('notes'));
+    return `found ${args.q}`;
+  } });
   const notes = { id: 'notes', slot: 1, scope: 'thread', hooks: { init: async () => ({ state: { n: 1 } }) } };
   const script = [{ toolCalls: [{ name: 'lookup', arguments: { q: 'tea' } }] }, { text: 'done' }];
   const h = new AgentHarness({ name: 'agent', params: {}, initialStep: chat, tools: [lookup], memory: [notes], llm: { provider: 'scripted', script } });
@@ -311,9 +319,7 @@ test("harness tools are offered in a session to a step without tools of its own,
   assert.equal(toolCtx.harness, h);
   assert.equal(toolCtx.ctx.threadId, '__default__');
   assert.equal(h._runtime.inputs.size, 0, 'nothing handed to execute is held once its turn has it');
-  assert.deepEqual(toolCtx.memory.get('notes'), { n: 1 });
-  toolCtx.memory.set('notes', { n: 2 });
-  assert.deepEqual(toolCtx.memory.get('notes'), { n: 2 });
+  assert.deepEqual(states, [{ n: 1 }, { n: 2 }]);
   // The log as it stood when the tool ran: the turn's input (round items enter it when the model call returns).
   assert.equal(toolCtx.assembledView[0].content[0].text, 'find tea');
   assert.ok('lastStepMeta' in toolCtx && 'fs' in toolCtx && 'shell' in toolCtx);
@@ -504,7 +510,7 @@ test("each response keeps its own turn's lastLayerUsage, read in any order, once
     slot: 300,
     scope: 'thread',
     hooks: {
-      init: async () => ({ state: { turns: 0 } }),
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { turns: 0 } }),
       recall: async ({ state }) => `turn ${state.turns}`,
       store: async ({ state }) => ({ state: { turns: state.turns + 1 } }),
     },

@@ -38,7 +38,20 @@ test('onSpawn seeds the child state and first items in slot order; onReturn merg
     },
   });
   const ctx = h.createContext();
-  const out = await h.run(spawn({ id: 'sp', child }), 'go', ctx);
+  // Both spawns in one execution of the parent, whose state the first one's onReturn merges into.
+  let out;
+  const calls2 = [];
+  const twice = step.run({ id: 'twice', execute: async (_input, c) => {
+    out = await c.harness.run(spawn({ id: 'sp', child }), 'go', c);
+    calls2.push(...calls);
+    calls.length = 0;
+    await c.harness.run(spawn({ id: 'sp2', child }), 'again', c);
+    return out;
+  } });
+  await h.run(twice, '', ctx);
+  const second = calls.slice();
+  calls.length = 0;
+  calls.push(...calls2);
   assert.deepEqual(seen, { items: ['from tag', 'from tally'], depth: 1 });
   assert.equal(out, 'go!+tag+tally', 'the result pipes through onReturn in slot order');
   assert.deepEqual(calls, [
@@ -46,9 +59,7 @@ test('onSpawn seeds the child state and first items in slot order; onReturn merg
     ['tally.onReturn', 10, 1, 'go!+tag', 2],
   ]);
   // The parent's state was merged: a second spawn sees count 11.
-  calls.length = 0;
-  await h.run(spawn({ id: 'sp2', child }), 'again', ctx);
-  assert.equal(calls[0][1], 11);
+  assert.equal(second[0][1], 11);
 });
 
 test('a child inherits a layer with init only through onSpawn; null leaves it inert, a throw is a diagnostic', async () => {

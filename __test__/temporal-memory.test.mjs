@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, spawn, step, temporalMemory } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { runAndRead, scratchDb } from './helpers.mjs';
 
 // Tuesday March 5th 2024, 09:07 local time, whatever the time zone.
 const tuesday = () => new Date(2024, 2, 5, 9, 7);
@@ -58,8 +58,10 @@ test('facts come from what the user says and what the model answers; the model s
   const saved = await storage.get('layers/temporal/ada/state');
   assert.deepEqual(allFacts(saved), ['2024-03-05 asked when they moved', '2024-05-01 moved to Lisbon']);
   assert.deepEqual([saved.buffer, saved.bufferTokens], [[], 0]);
-  // ctx.memory calls the same function.
-  assert.deepEqual(await ctx.memory.temporal.searchMemory({ query: 'Lisbon' }), { facts: ['moved to Lisbon'], date: '2024-05-01', fuzzy: false });
+  // ctx.memory calls the same function; the next execution reloads the ledger from storage.
+  const idle = step.run({ id: 'idle', execute: async () => '' });
+  const { seen } = await runAndRead(h, idle, '', ctx, (c) => c.memory.temporal.searchMemory({ query: 'Lisbon' }));
+  assert.deepEqual(seen, { facts: ['moved to Lisbon'], date: '2024-05-01', fuzzy: false });
 });
 
 test('recall grounds the model in the configured clock and shows the newest facts that fit the budget', async () => {

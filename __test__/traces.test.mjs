@@ -39,12 +39,16 @@ test('every hook call of a run becomes a memory span with its status, under the 
   await h.run(probe, 'x', ctx);
   await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello', ctx);
   const spans = exporter.spans.filter((s) => s.memory);
+  // Each run is an execution: init at its start, onComplete at its end.
   assert.deepEqual(summary(spans), [
+    'init:notes:ok',
+    'onComplete:notes:ok',
     'init:notes:ok',
     'recall:notes:ok',
     'recall:slow:timeout',
     'store:notes:ok',
     'store:broken:error',
+    'onComplete:notes:ok',
   ]);
   const recall = spans.find((s) => s.memory.hook === 'recall' && s.memory.layerId === 'notes');
   assert.deepEqual(recall.memory.budget.used, 7);

@@ -110,6 +110,25 @@ class ItemLogImpl {
     while (this._objects[this._filled] !== undefined) this._filled++;
   }
 
+  // Takes over `other`'s mirror: a session's next turn has the log of the last one's context (see `historyMoved`).
+  // The array itself moves, so what was read of the old log (a response, a view) goes on reading the same objects.
+  _takeHistory(other) {
+    this._objects = other._objects;
+    this._filled = other._filled;
+    this._known = undefined;
+    this._view = undefined;
+    other._objects = [];
+    other._filled = 0;
+    other._known = undefined;
+    other._view = undefined;
+  }
+
+  // The first `length` items, once `historySettled` has filled them, without asking the native side (which may have
+  // moved the log on to the next turn's context by now).
+  _settled(length) {
+    return this._filled >= length ? this._objects : this._all();
+  }
+
   // Items made natively that arrive with a request, from position `from`: parsed once, here.
   _receive(from, texts) {
     texts.forEach((text, i) => {

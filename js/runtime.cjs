@@ -164,7 +164,8 @@ class Runtime {
   // or `null`, and then the answer arrives later as `{op: 'settled', run: id}`. `hold`: Rust works until then, so
   // Node stays alive (see liveness.cjs). `raw`: an answer given at once is returned as text. `onWait` receives a
   // function that ends the wait early with `null`.
-  waitFor(start, { hold = false, raw = false, onWait } = {}) {
+  // `settle` makes the answer what the promise resolves to, as soon as it arrives (before any later request).
+  waitFor(start, { hold = false, raw = false, onWait, settle = (answer) => answer } = {}) {
     const id = this.nextRun++;
     if (this.nextRun > 0xffffffff) this.nextRun = 1;
     return new Promise((resolve, reject) => {
@@ -174,9 +175,9 @@ class Runtime {
       } catch (e) {
         return reject(e);
       }
-      if (now != null) return liveness.settleSoon(resolve, raw ? now : JSON.parse(now));
+      if (now != null) return liveness.settleSoon(resolve, settle(raw ? now : JSON.parse(now)));
       if (hold) liveness.hold();
-      this.runs.set(id, { resolve, hold });
+      this.runs.set(id, { resolve, hold, settle });
       onWait?.(() => this.settled(id, null));
     });
   }
@@ -234,7 +235,7 @@ class Runtime {
     if (!waiting) return;
     this.runs.delete(id);
     if (waiting.hold) liveness.release();
-    liveness.settleSoon(waiting.resolve, result);
+    liveness.settleSoon(waiting.resolve, waiting.settle(result));
   }
 
   pendingInput(thread, id, items) {
@@ -523,6 +524,15 @@ class Runtime {
       case 'turnInput':
         this.turnInput(message);
         return '';
+      case 'executionEnded':
+        this.layerStates.forget(message.execution);
+        return '';
+      case 'historyMoved': {
+        // A session's next turn took the log of the last one's context, which is released next.
+        const from = this.knownContext(message.from);
+        if (from) this.context(message.to).itemLog._takeHistory(from.itemLog);
+        return '';
+      }
       case 'aborted': {
         const ctx = this.knownContext(message.context);
         ctx?._aborted(message.reason);
@@ -687,6 +697,10 @@ class Runtime {
       }
       case 'heldItems':
         this.context(message.call.context).itemLog._flush();
+        return {};
+      case 'historySettled':
+        // The turn's response reads its items from here, maybe after the next turn has moved the log on natively.
+        this.context(message.call.context).itemLog._all();
         return {};
       case 'tool':
         return this.runTool(message.call);

@@ -100,9 +100,9 @@ function toResponse(runtime, value) {
   // below the length never change after, so a later read sees the turn's items.
   let backing;
   try {
-    backing = runtime.context(value.contextId).itemLog._all();
+    backing = runtime.context(value.contextId).itemLog._settled(value.logLen);
   } catch {
-    // The context was replaced before this was read (a later turn with other options); its items are gone.
+    // Its context is gone: the turn ended without filling its items (it failed before the host could take them).
   }
   const logLen = value.logLen;
   let items;
@@ -154,9 +154,12 @@ function toResponse(runtime, value) {
 function getAgentResponse(harness, scope) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'getAgentResponse');
-  return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id)).then((result) => {
-    if (!result.ok) throw runtime.errorOf(result.error);
-    return toResponse(runtime, result.value);
+  // The answer is taken as soon as it arrives: the next turn may move the log on right after, and the session's
+  // values (an error a hook threw) go once its turns have drained.
+  const settle = (result) => (result.ok ? { ok: true, response: toResponse(runtime, result.value) } : { ok: false, error: runtime.errorOf(result.error) });
+  return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id), { settle }).then((result) => {
+    if (!result.ok) throw result.error;
+    return result.response;
   });
 }
 

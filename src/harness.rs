@@ -669,6 +669,12 @@ impl NativeHarness {
   pub fn live_executions(&self) -> u32 {
     self.inner.env.states.live_executions() as u32
   }
+
+  /// Number of contexts the native side holds (runs in flight, sessions' histories, createContext contexts).
+  #[napi(getter, catch_unwind)]
+  pub fn live_contexts(&self) -> u32 {
+    self.inner.live_contexts() as u32
+  }
 }
 
 /// Items JS sent as one JSON array of their texts (`[item, item, ...]`, each as `JSON.stringify` wrote it): read in

@@ -256,6 +256,11 @@ impl Host for JsHost {
     open::<Value>(&text).map(drop)
   }
 
+  async fn history_settled(&self, context: &str) -> Result<(), HostError> {
+    let text = self.request("historySettled", json!({ "context": context })).await?;
+    open::<Value>(&text).map(drop)
+  }
+
   async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
     let text = self.request("toolStep", call).await?;
     Ok(step_value_from(&open::<JsValue>(&text)?.value))
@@ -347,6 +352,14 @@ impl Host for JsHost {
   fn turn_input(&self, context: &str, from: usize, messages: &[&str], adopted: bool) {
     let note = json!({ "op": "turnInput", "context": context, "from": from, "messages": messages, "adopted": adopted });
     self.dispatch.notify(note.to_string());
+  }
+
+  fn execution_ended(&self, exec: &str) {
+    self.dispatch.notify(json!({ "op": "executionEnded", "execution": exec }).to_string());
+  }
+
+  fn history_moved(&self, from: &str, to: &str) {
+    self.dispatch.notify(json!({ "op": "historyMoved", "from": from, "to": to }).to_string());
   }
 
   fn release_context(&self, context: &str) {

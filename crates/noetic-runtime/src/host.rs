@@ -762,6 +762,16 @@ pub trait Host: Send + Sync {
   /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
   /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
   fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
+  /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
+  /// move what it keeps of that log along, before `from` is released.
+  fn history_moved(&self, _from: &str, _to: &str) {}
+  /// The execution `exec` has ended: the host drops the states its layers had in it.
+  fn execution_ended(&self, _exec: &str) {}
+  /// A session turn in `context` has ended: the host takes from its log what it has not read yet, so that the
+  /// turn's response still has its items after the next turn has moved the log on.
+  async fn history_settled(&self, _context: &str) -> Result<(), HostError> {
+    Ok(())
+  }
   /// Appends the items the host holds of `context`'s log and has not sent yet (DECISIONS L1) to that log, before
   /// a step reads it. Only a host that holds items is ever asked.
   async fn send_held_items(&self, _context: &str) -> Result<(), HostError> {

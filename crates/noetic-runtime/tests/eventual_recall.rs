@@ -463,17 +463,18 @@ async fn execution_entries_go_with_their_execution_and_no_refresh_outlives_it() 
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_kept_context_keeps_its_entries_across_runs_until_it_is_dropped() {
+async fn each_run_of_a_kept_context_is_an_execution_whose_execution_keys_go_with_it() {
   let scratch = js_layer("scratch", 50.0, "execution", "eventual", &["init", "recall", "store"]);
   let f = fixture(vec![scratch], false);
   let ctx =
     f.harness.open_context(ExecContext::new("C".into(), "T".into(), None, 0, None, Arc::clone(&f.harness.layers)));
   f.harness.run_existing(&ctx, &llm(), StepValue::Text("one".into())).await.unwrap();
   assert_eq!(f.harness.recall_cache.pending(), 0);
+  assert!(f.harness.recall_cache.is_empty(), "the run's execution key went with it");
   f.harness.run_existing(&ctx, &llm(), StepValue::Text("two".into())).await.unwrap();
-  // The context's execution key lives as long as the context: run 2 sees run 1's refresh after store.
-  assert_eq!(f.views(), [strings(&[]), strings(&["scratch v1"])]);
-  assert_eq!(f.harness.recall_cache.len(), 1);
+  // Run 2 is an execution of its own: its execution-scoped layer starts cold, as it started empty.
+  assert_eq!(f.views(), [strings(&[]), strings(&[])]);
+  assert!(f.harness.recall_cache.is_empty());
   f.harness.drop_context("C");
   assert!(f.harness.recall_cache.is_empty());
   f.assert_all_ended();

@@ -248,7 +248,7 @@ async fn a_failed_turn_fails_its_waiters_and_the_next_turn_answers_later_ones() 
 }
 
 #[tokio::test]
-async fn the_history_grows_turn_by_turn_in_one_context() {
+async fn the_history_grows_turn_by_turn_each_turn_in_a_context_of_its_own() {
   let script = (1..=3).map(|i| ScriptedTurn { text: Some(format!("answer {i}")), ..ScriptedTurn::default() }).collect();
   let (harness, _) = harness(GateHost::default(), Some(llm_step()), Model::Scripted(ScriptedModel::new(script)));
   let mut contexts = Vec::new();
@@ -261,21 +261,24 @@ async fn the_history_grows_turn_by_turn_in_one_context() {
     contexts.push(reply.context_id.clone());
   }
   contexts.dedup();
-  assert_eq!(contexts.len(), 1, "one context serves every turn");
+  assert_eq!(contexts.len(), 3, "every turn is an execution in a fresh context");
+  assert_eq!(harness.live_contexts(), 1, "only the last turn's context holds the history");
   // Another thread is its own session.
   execute(&harness, "U", message("u1", "elsewhere", DeliveryMode::NextTurn));
   assert_eq!(response(&harness, "U").await.expect("answered").log_len, 1 + 1);
 }
 
 #[tokio::test]
-async fn seeding_replaces_the_history_and_a_new_resource_gets_a_fresh_context_with_it() {
+async fn seeding_replaces_the_history_and_the_next_turn_takes_it_over() {
   let (harness, _) = harness(GateHost::default(), Some(run_step()), Model::None);
   let seeded: Vec<Arc<Item>> =
     (0..3).map(|i| Arc::new(create_message(format!("old {i}"), "user").expect("item"))).collect();
   let seeded_ctx = harness.seed_session("T", seeded.clone());
   execute(&harness, "T", message("a", "new", DeliveryMode::NextTurn));
   let first = response(&harness, "T").await.expect("answered");
-  assert_eq!((first.context_id.as_str(), first.log_len), (seeded_ctx.as_str(), 4));
+  assert_ne!(first.context_id, seeded_ctx, "the turn ran in a context of its own");
+  assert_eq!(first.log_len, 4, "the seeded history and the turn's input");
+  assert!(harness.context(&seeded_ctx).is_none(), "the seed's context closed once the turn took its history");
   let mut other = message("b", "as someone else", DeliveryMode::NextTurn);
   other.resource_id = Some("R2".into());
   execute(&harness, "T", other);

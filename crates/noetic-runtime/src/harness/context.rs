@@ -35,7 +35,8 @@ pub struct ContextState {
   pub last_layer_usage: Option<super::usage::LayerUsage>,
   pub completion: Option<StepValue>,
   pub abort_reason: Option<String>,
-  /// Whether this context's layers have run init (a context made by `createContext` serves several runs).
+  /// Whether this context's layers have their states for the execution in flight: set by init (or by a checkpoint
+  /// restored into the context, whose first run then skips init), cleared when the execution ends.
   pub layers_ready: bool,
   /// The steps in flight in this context, outermost first, each under the number it entered with: what a
   /// checkpoint records as the frontier.
@@ -75,6 +76,8 @@ pub struct ExecContext {
   held_by_host: tokio::sync::Mutex<bool>,
   /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
   abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
+  /// Runs in flight in a context the caller keeps: they share one execution (`Harness::run_existing`).
+  pub(crate) runs_in_flight: tokio::sync::Mutex<usize>,
 }
 
 impl ExecContext {
@@ -101,6 +104,7 @@ impl ExecContext {
       inbox: None,
       held_by_host: tokio::sync::Mutex::new(false),
       abort_listener: std::sync::OnceLock::new(),
+      runs_in_flight: tokio::sync::Mutex::new(0),
     }
   }
 
@@ -160,13 +164,16 @@ impl ExecContext {
     self
   }
 
-  /// A session's context serves turn after turn: a new turn starts neither aborted nor completed.
-  pub fn begin_turn(&self) {
+  /// Moves `from`'s history into this context: its log, which is not copied, and what summarises the part of it
+  /// that projection dropped. A session's next turn takes the history of the one before this way.
+  pub fn take_history(&self, from: &ExecContext) {
+    let (log, summary) = {
+      let mut from = from.state();
+      (std::mem::take(&mut from.log), from.overflow_summary.take())
+    };
     let mut state = self.state();
-    state.abort_reason = None;
-    state.completion = None;
-    drop(state);
-    self.abort_signal.send_replace(false);
+    state.log = log;
+    state.overflow_summary = summary;
   }
 
   /// The context's mutable part. Never held across an await.

@@ -209,27 +209,61 @@ impl Harness {
     result
   }
 
-  /// Runs a step in a context the caller keeps (`harness.createContext()`): its layers initialise on the first
-  /// run, and the context stays open, with its log and state, for the next.
+  /// Runs a step in a context the caller keeps (`harness.createContext()`). Each run is an execution of its own, as
+  /// [`Harness::run_in`]'s: init reloads the layers' state from storage, and onComplete and dispose end it. The
+  /// context, its log and its counters stay open for the next run. Runs that overlap in one context share one
+  /// execution: the first to start initialises, the last to end completes and disposes.
   pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
-    self.ready_layers(ctx).await?;
+    {
+      let mut runs = ctx.runs_in_flight.lock().await;
+      if *runs == 0 {
+        self.begin_execution(ctx).await?;
+      }
+      *runs += 1;
+    }
     let result = execute(self, step, input, ctx).await;
-    // The context stays open, and so do its entries; the next run sees every refresh this one started.
-    self.recall_cache.wait(&ctx.id).await;
+    let mut runs = ctx.runs_in_flight.lock().await;
+    *runs -= 1;
+    if *runs == 0 {
+      self.end_execution(ctx, &result).await;
+    }
     result
   }
 
-  /// Initialises a long-lived context's layers on its first run (a failed init is tried again on the next).
-  async fn ready_layers(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
-    let needs_init = !ctx.layers().is_empty() && !std::mem::replace(&mut ctx.state().layers_ready, true);
-    if needs_init {
-      if let Err(failure) = lifecycle::init_layers(&self.env, &self.scope(ctx)).await {
-        ctx.state().layers_ready = false;
-        return Err(failure.into());
-      }
-      self.refresh_after_init(ctx);
+  /// Starts an execution in `ctx`: every layer's init, which reloads a durable layer's state from storage. Skipped
+  /// when the context's layer states are already in place (a restored checkpoint's). A failed init still ends the
+  /// layers that did initialise.
+  pub(crate) async fn begin_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
+    if ctx.layers().is_empty() || std::mem::replace(&mut ctx.state().layers_ready, true) {
+      return Ok(());
     }
+    let scope = self.scope(ctx);
+    if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
+      lifecycle::dispose_layers(&self.env, &scope).await;
+      ctx.state().layers_ready = false;
+      return Err(failure.into());
+    }
+    self.refresh_after_init(ctx);
     Ok(())
+  }
+
+  /// Ends an execution that [`Harness::begin_execution`] started, whatever its outcome (D15): its eventual refreshes
+  /// settle, then onComplete with the outcome, then dispose, and its per-execution state is dropped.
+  pub(crate) async fn end_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
+    // No refresh may read this execution's state once onComplete and dispose have run.
+    self.recall_cache.finish(&ctx.id).await;
+    if ctx.layers().is_empty() {
+      return;
+    }
+    let outcome = match (result, ctx.aborted()) {
+      (_, Some(_)) => Outcome::Aborted,
+      (Ok(_), None) => Outcome::Success,
+      (Err(_), None) => Outcome::Failure,
+    };
+    let scope = self.scope(ctx);
+    lifecycle::complete_layers(&self.env, &scope, outcome).await;
+    lifecycle::dispose_layers(&self.env, &scope).await;
+    ctx.state().layers_ready = false;
   }
 
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
@@ -265,32 +299,11 @@ impl Harness {
     lifecycle::end_execution(&self.env, layers.as_deref().map(LayerSet::layers).unwrap_or_default(), id);
   }
 
-  /// Runs a step in a fresh context whose layers this execution initialises and finishes.
+  /// Runs a step in a fresh context as one execution: init, the step, then onComplete and dispose.
   pub async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
-    if !ctx.layers().is_empty() {
-      let scope = self.scope(ctx);
-      if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
-        // Layers that did initialise still end cleanly.
-        lifecycle::dispose_layers(&self.env, &scope).await;
-        return Err(failure.into());
-      }
-      // A step the run starts in this context itself (`execute(step, input, ctx)`) finds them ready.
-      ctx.state().layers_ready = true;
-      self.refresh_after_init(ctx);
-    }
+    self.begin_execution(ctx).await?;
     let result = execute(self, step, input, ctx).await;
-    // No refresh may read this execution's state once onComplete and dispose have run.
-    self.recall_cache.finish(&ctx.id).await;
-    if !ctx.layers().is_empty() {
-      let outcome = match (&result, ctx.aborted()) {
-        (_, Some(_)) => Outcome::Aborted,
-        (Ok(_), None) => Outcome::Success,
-        (Err(_), None) => Outcome::Failure,
-      };
-      let scope = self.scope(ctx);
-      lifecycle::complete_layers(&self.env, &scope, outcome).await;
-      lifecycle::dispose_layers(&self.env, &scope).await;
-    }
+    self.end_execution(ctx, &result).await;
     result
   }
 

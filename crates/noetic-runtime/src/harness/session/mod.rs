@@ -4,9 +4,9 @@
 //! runs the harness's initial step over the session's history; the next turn starts when it ends. The first turn
 //! starts inside `execute` itself, as upstream's does, so a caller sees `generating` at once.
 //!
-//! The history lives in one long-lived context, whose log grows turn by turn and is never copied: a turn's cost does
-//! not grow with the length of the thread. A turn whose options differ (another `resourceId`, its own memory) gets
-//! a fresh context seeded with the history, which is what upstream does for every turn.
+//! Every turn is an execution in a fresh context (DECISIONS S1): its layers init at its start and complete and
+//! dispose at its end. The history moves from the last turn's context into the next one's, never copied, so a turn's
+//! cost does not grow with the length of the thread.
 
 mod events;
 mod item_readers;
@@ -120,7 +120,7 @@ struct SessionState {
   status: Status,
   /// A drain task is running turns.
   draining: bool,
-  /// The context holding the history; `None` until the first turn or seed.
+  /// The context holding the history (the last turn's, or a seed's); `None` until the first turn or seed.
   context: Option<Arc<ExecContext>>,
   /// The context of the turn in flight, which an abort aborts.
   running: Option<Arc<ExecContext>>,

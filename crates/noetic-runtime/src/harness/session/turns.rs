@@ -10,7 +10,7 @@ use super::{
 };
 use crate::error::{ConfigError, NoeticError};
 use crate::harness::execute;
-use crate::harness::{ExecContext, Harness, RunError, RunResult, layer_budgets};
+use crate::harness::{ExecContext, Harness, RunResult, layer_budgets};
 use crate::host::StepValue;
 use crate::items::Item;
 use crate::memory::lifecycle;
@@ -85,7 +85,14 @@ impl Harness {
       let (next, waiters, ended) = {
         let mut state = session.lock();
         state.status = Status::Idle;
-        state.running = None;
+        // A history seeded while the turn ran gives way to the turn's, as upstream's does.
+        let seeded = match state.running.take() {
+          Some(ran) if !same_context(&state.context, &Some(Arc::clone(&ran))) => state.context.replace(ran),
+          _ => None,
+        };
+        if let Some(seeded) = seeded {
+          self.drop_context(&seeded.id);
+        }
         state.last = Some(outcome.clone());
         let ended = std::mem::take(&mut state.turn_end);
         let next = begin_turn(&mut state);
@@ -122,40 +129,15 @@ impl Harness {
     messages: Vec<QueuedMessage>,
   ) -> TurnOutcome {
     let started = std::time::Instant::now();
-    // A seeded history the host still holds comes over before the turn reads it (or a new context copies it).
-    let held = match session.context() {
-      Some(current) => current.take_held_items(&*self.env.host).await.map_err(RunError::from),
-      None => Ok(()),
-    };
-    let ctx = self.turn_context(session, &messages[0]);
-    ctx.begin_turn();
-    // As upstream, the first message's options set up the turn.
-    if let Some(state) = messages[0].state {
-      self.env.host.set_context_state(&ctx.id, state);
-    }
-    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    let items: Vec<Arc<Item>> = messages.iter().flat_map(|m| m.items.iter().cloned()).collect();
-    let mut result = match held {
-      Ok(()) => self.turn_in(&ctx, step, items, &ids).await,
-      Err(error) => Err(error),
-    };
-    // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
-    if let (Ok(_), Some(reason)) = (&result, ctx.aborted()) {
-      result = Err(NoeticError::cancelled(&reason).into());
-    }
-    let outcome = match result {
-      Ok(value) => {
-        let state = ctx.state();
-        Ok(Arc::new(TurnResponse {
-          context_id: ctx.id.clone(),
-          log_len: state.log.len(),
-          text: value.as_text().unwrap_or_default().to_owned(),
-          input_tokens: state.tokens.input,
-          output_tokens: state.tokens.output,
-          cached_tokens: state.tokens.cached,
-          cost: state.cost,
-          last_layer_usage: state.last_layer_usage.clone(),
-        }))
+    let outcome = match self.turn_context(session, &messages[0]).await {
+      Ok(ctx) => {
+        let result = self.turn_in(&ctx, step, &messages).await;
+        match (result, ctx.aborted()) {
+          // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
+          (Ok(_), Some(reason)) => Err(Arc::new(NoeticError::cancelled(&reason).into())),
+          (Ok(value), None) => Ok(Arc::new(response_of(&ctx, &value))),
+          (Err(error), _) => Err(Arc::new(error)),
+        }
       }
       Err(error) => Err(Arc::new(error)),
     };
@@ -172,16 +154,30 @@ impl Harness {
     outcome
   }
 
-  /// One turn in `ctx`: its layers initialise the first time, the turn's items pass through onItemAppend into the
-  /// log, then the initial step runs with an empty input (the input is in the log), as upstream's turns do.
-  async fn turn_in(
-    &self,
-    ctx: &Arc<ExecContext>,
-    step: &Step,
-    input: Vec<Arc<Item>>,
-    messages: &[&str],
-  ) -> RunResult<StepValue> {
-    self.ready_layers(ctx).await?;
+  /// One turn in its own context, as one execution: init (each layer reloads its state), the turn's items through
+  /// onItemAppend into the log, the initial step with an empty input (the input is in the log, as upstream's turns
+  /// have it), then onComplete and dispose whatever happened. The host then has every item of the log, so that the
+  /// turn's response can be read after the next turn has taken the log.
+  async fn turn_in(&self, ctx: &Arc<ExecContext>, step: &Step, messages: &[QueuedMessage]) -> RunResult<StepValue> {
+    // As upstream, the first message's options set up the turn.
+    if let Some(state) = messages[0].state {
+      self.env.host.set_context_state(&ctx.id, state);
+    }
+    let result = match self.begin_execution(ctx).await {
+      Ok(()) => {
+        let result = self.turn_step(ctx, step, messages).await;
+        self.end_execution(ctx, &result).await;
+        result
+      }
+      Err(error) => Err(error),
+    };
+    self.env.host.history_settled(&ctx.id).await?;
+    result
+  }
+
+  async fn turn_step(&self, ctx: &Arc<ExecContext>, step: &Step, messages: &[QueuedMessage]) -> RunResult<StepValue> {
+    let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
+    let input: Vec<Arc<Item>> = messages.iter().flat_map(|m| m.items.iter().cloned()).collect();
     // `unchanged`: the items are the very ones the host handed over, so it may keep using its own objects.
     let (items, unchanged) = if ctx.layers().is_empty() || input.is_empty() {
       (input, true)
@@ -198,34 +194,42 @@ impl Harness {
       }
       from
     };
-    self.env.host.turn_input(&ctx.id, from, messages, unchanged);
-    let result = execute(self, step, StepValue::Text(String::new()), ctx).await;
-    self.recall_cache.wait(&ctx.id).await;
-    result
+    self.env.host.turn_input(&ctx.id, from, &ids, unchanged);
+    execute(self, step, StepValue::Text(String::new()), ctx).await
   }
 
-  /// The context a turn runs in: the session's, unless the turn's options call for a fresh one.
-  fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> Arc<ExecContext> {
-    let mut state = session.lock();
+  /// A fresh context for a turn, as upstream makes for every turn: new counters and execution, the first message's
+  /// resource and memory, and the session's history, moved in (not copied) from the context that held it, which then
+  /// closes. The new context holds the history until the next turn.
+  async fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> RunResult<Arc<ExecContext>> {
     let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
-    if let Some(ctx) = &state.context {
-      let same_layers = first.layers.is_none() || Arc::ptr_eq(&ctx.layers(), &layers);
-      if ctx.resource_id == first.resource_id && same_layers {
-        let ctx = Arc::clone(ctx);
-        state.running = Some(Arc::clone(&ctx));
-        return ctx;
-      }
-    }
-    let history: Vec<Arc<Item>> =
-      state.context.as_ref().map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
     let inbox = Some(Arc::downgrade(session));
-    let ctx =
-      self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox, history);
-    if let Some(old) = state.context.replace(Arc::clone(&ctx)) {
-      self.drop_context(&old.id);
+    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox);
+    loop {
+      let holder = session.context();
+      // A seeded history the host still holds comes over before the log moves.
+      if let Some(holder) = &holder
+        && let Err(error) = holder.take_held_items(&*self.env.host).await
+      {
+        self.close_context(&ctx.id);
+        return Err(error.into());
+      }
+      let mut state = session.lock();
+      let current = state.context.clone();
+      // A seed replaced the history while its items came over: take the new one's.
+      if !same_context(&current, &holder) {
+        continue;
+      }
+      state.context = Some(Arc::clone(&ctx));
+      state.running = Some(Arc::clone(&ctx));
+      drop(state);
+      if let Some(holder) = holder {
+        ctx.take_history(&holder);
+        self.env.host.history_moved(&holder.id, &ctx.id);
+        self.drop_context(&holder.id);
+      }
+      return Ok(ctx);
     }
-    state.running = Some(Arc::clone(&ctx));
-    ctx
   }
 
   fn session_context(
@@ -235,18 +239,11 @@ impl Harness {
     layers: Arc<LayerSet>,
     streams: &Arc<Streams>,
     inbox: Option<std::sync::Weak<Session>>,
-    history: Vec<Arc<Item>>,
   ) -> Arc<ExecContext> {
     let id = uuid::Uuid::new_v4().to_string();
     let mut ctx =
       ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
     ctx.inbox = inbox;
-    {
-      let mut state = ctx.state();
-      for item in history {
-        state.log.push(item);
-      }
-    }
     self.open_context(ctx)
   }
 
@@ -256,9 +253,19 @@ impl Harness {
     let session = self.session(thread);
     let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
     let inbox = Some(Arc::downgrade(&session));
-    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, inbox, items);
-    let old = session.lock().context.replace(Arc::clone(&ctx));
-    if let Some(old) = old {
+    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, inbox);
+    {
+      let mut state = ctx.state();
+      for item in items {
+        state.log.push(item);
+      }
+    }
+    let (old, running) = {
+      let mut state = session.lock();
+      (state.context.replace(Arc::clone(&ctx)), state.running.clone())
+    };
+    // The turn in flight keeps its context; when it ends, its history replaces this one, as upstream's does.
+    if let Some(old) = old.filter(|old| !same_context(&Some(Arc::clone(old)), &running)) {
       self.drop_context(&old.id);
     }
     ctx.id.clone()
@@ -325,6 +332,29 @@ fn abort_locked(state: &mut SessionState, reason: &str) {
     if let Some(ctx) = &state.running {
       ctx.abort(reason.to_owned());
     }
+  }
+}
+
+/// What `getAgentResponse` answers for a turn that ended in `ctx` with `value`.
+fn response_of(ctx: &ExecContext, value: &StepValue) -> TurnResponse {
+  let state = ctx.state();
+  TurnResponse {
+    context_id: ctx.id.clone(),
+    log_len: state.log.len(),
+    text: value.as_text().unwrap_or_default().to_owned(),
+    input_tokens: state.tokens.input,
+    output_tokens: state.tokens.output,
+    cached_tokens: state.tokens.cached,
+    cost: state.cost,
+    last_layer_usage: state.last_layer_usage.clone(),
+  }
+}
+
+fn same_context(a: &Option<Arc<ExecContext>>, b: &Option<Arc<ExecContext>>) -> bool {
+  match (a, b) {
+    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+    (None, None) => true,
+    _ => false,
   }
 }
 

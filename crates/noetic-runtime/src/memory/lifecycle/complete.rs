@@ -53,10 +53,17 @@ pub async fn dispose_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
 /// Drops the execution's states, and tells the built-ins, which may keep something of their own for it.
 pub fn end_execution(env: &MemoryEnv, layers: &[Arc<Layer>], exec: &str) {
   env.states.cleanup(exec);
+  let mut host_layers = false;
   for layer in layers {
-    if let LayerImpl::Native(native) = &layer.imp {
-      native.execution_ended(exec);
+    match &layer.imp {
+      LayerImpl::Native(native) => native.execution_ended(exec),
+      LayerImpl::Host(_) => host_layers = true,
     }
+  }
+  // The host holds its layers' states too; a context that outlives the execution (createContext, a session's
+  // history) is not released, so it is told.
+  if host_layers {
+    env.host.execution_ended(exec);
   }
 }
 
