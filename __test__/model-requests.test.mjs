@@ -226,3 +226,31 @@ test('harness.callModel hands the test model the very request object it was give
   await harness.callModel(request);
   assert.equal(seen, request);
 });
+
+test("a tool's context has upstream's keys in order, and a provides function's context has callModel undefined", async () => {
+  let toolCtx;
+  let fnCtx;
+  const spy = tool({ name: 'spy', description: 'd', input: z.object({}), execute: async (_args, tc) => ((toolCtx = tc), 'seen') });
+  const layer = {
+    id: 'fns',
+    slot: 10,
+    scope: 'execution',
+    provides: { peek: layerFn({ description: 'p', input: z.object({}), output: z.string(), execute: async (_args, state, ctx) => ((fnCtx = ctx), { result: 'x', state }) }) },
+  };
+  const harness = new AgentHarness({ name: 'a', params: {}, memory: [layer], _testCallModel: async () => answer('ok') });
+  const body = step.run({
+    id: 'body',
+    execute: async (_input, ctx) => {
+      await harness.run(step.tool({ id: 'use-spy', tool: spy }), {}, ctx);
+      await ctx.memory.fns.peek({});
+      return 'done';
+    },
+  });
+  await harness.run(body, '');
+  assert.deepEqual(Object.keys(toolCtx), ['ctx', 'harness', 'fs', 'shell', 'memory', 'assembledView', 'lastStepMeta', 'turnContext']);
+  assert.equal(toolCtx.harness, harness);
+  assert.equal(toolCtx.lastStepMeta, null);
+  assert.ok(Array.isArray(toolCtx.assembledView));
+  assert.deepEqual(Object.keys(fnCtx), ['executionId', 'threadId', 'resourceId', 'depth', 'stepNumber', 'tokenUsage', 'cost', 'fs', 'shell', 'callModel', 'tokenize', 'trace', 'readLayerState']);
+  assert.equal(fnCtx.callModel, undefined);
+});

@@ -336,10 +336,11 @@ class Runtime {
       cost: info.cost,
       fs: this.harness.fs,
       shell: this.harness.shell,
+      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens. A
+      // `provides` function is never given one (upstream's key is there, undefined).
+      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : info.layerFn ? { callModel: undefined } : {}),
       tokenize: this.tokenize,
       trace: { setAttribute() {}, addEvent() {} },
-      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
-      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : {}),
       readLayerState: (id) => {
         const ctx = this.contexts.get(info.executionId);
         const entry = ctx?._layers.find((l) => l.id === id);
@@ -378,7 +379,7 @@ class Runtime {
       return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
     }
     const states = this.statesOf(ctx.id);
-    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost });
+    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost, layerFn: true });
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);
