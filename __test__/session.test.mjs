@@ -332,7 +332,8 @@ test("a fork's paths in a session are not offered the session's tools (as upstre
   const { fork, tool } = await import('../js/index.mjs');
   const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async () => 'x' });
   const offered = [];
-  const _testCallModel = async (request) => (offered.push(request.tools.map((t) => t.name)), reply('ok'));
+  // No tools: the request has none (its `tools` is undefined, as upstream's).
+  const _testCallModel = async (request) => (offered.push(request.tools?.map((t) => t.name) ?? []), reply('ok'));
   const paths = fork({ id: 'paths', mode: 'all', paths: () => [step.llm({ id: 'a', model: 'm' }), step.llm({ id: 'b', model: 'm' })], merge: (r) => r.join() });
   const fh = new AgentHarness({ name: 'forked', params: {}, initialStep: paths, tools: [lookup], _testCallModel });
   await fh.execute('go');

@@ -83,8 +83,9 @@ test('a select or build that returns no items fails the spawn with a clear error
 test('contextOut summary asks the model about the child conversation and returns its text', async () => {
   const requests = [];
   const h = harness({
-    _testCallModel: async ({ model, items, tools }) => {
-      requests.push({ model, items: texts(items), tools: tools.length });
+    _testCallModel: async (request) => {
+      const { model, items } = request;
+      requests.push({ model, items: texts(items), keys: Object.keys(request) });
       const text = requests.length === 1 ? 'Booked TAP 123 for Friday.' : 'The flight is booked.';
       return { items: [{ type: 'message', role: 'assistant', id: `m${requests.length}`, content: [{ type: 'output_text', text }] }], usage: { inputTokens: 5, outputTokens: 2 } };
     },
@@ -94,7 +95,8 @@ test('contextOut summary asks the model about the child conversation and returns
   const out = await h.run(spawn({ id: 'delegate', child, contextOut: { strategy: 'summary', prompt: 'One line, please.' } }), 'book the flight', ctx);
   assert.equal(out, 'The flight is booked.');
   assert.equal(requests.length, 2);
-  assert.deepEqual(requests[1], { model: 'test/worker', items: ['book the flight', 'Booked TAP 123 for Friday.', 'One line, please.'], tools: 0 });
+  // A call beside the child's steps: the model and the items, nothing else (as a layer's ctx.callModel request).
+  assert.deepEqual(requests[1], { model: 'test/worker', items: ['book the flight', 'Booked TAP 123 for Friday.', 'One line, please.'], keys: ['model', 'items'] });
   assert.deepEqual(texts(ctx.itemLog.items), [], 'neither the child log nor the summary reaches the parent log');
 
   // A named model is used; the scripted provider answers summaries too.

@@ -13,7 +13,9 @@ const { SpanImpl, NoopSpan } = require('./observability.cjs');
 let standIn;
 function standInHarness() {
   if (!standIn) {
-    standIn = new AgentHarness({ name: 'internal-test', params: {}, _testCallModel: (params) => params.ctx.harness.callModel(params) });
+    // The runtime hands a stand-in's model the calling context beside the request (which, as upstream's, has no
+    // context when it has no tools).
+    standIn = new AgentHarness({ name: 'internal-test', params: {}, _testCallModel: (request, ctx) => ctx.harness.callModel(request) });
     standIn._runtime.inheritsFaces = true;
   }
   return standIn;

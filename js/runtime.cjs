@@ -337,10 +337,11 @@ class Runtime {
       cost: info.cost,
       fs: this.harness.fs,
       shell: this.harness.shell,
+      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens. A
+      // `provides` function is never given one (upstream's key is there, undefined).
+      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : info.layerFn ? { callModel: undefined } : {}),
       tokenize: this.tokenize,
       trace: { setAttribute() {}, addEvent() {} },
-      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
-      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : {}),
       readLayerState: (id) => {
         const ctx = this.contexts.get(info.executionId);
         const entry = ctx?._layers.find((l) => l.id === id);
@@ -379,7 +380,7 @@ class Runtime {
       return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
     }
     const states = this.statesOf(ctx.id);
-    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost });
+    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost, layerFn: true });
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);
@@ -871,9 +872,11 @@ class Runtime {
       return [entry.from === 'recalled' ? this.recalled.get(entry.key)[entry.index] : entry.item];
     });
     const items = joined(parts);
-    const tools = call.tools.map((t) => (t.kind === 'tool' ? this.handles.get(t.handle) : { name: t.kind === 'layerFn' ? `${t.layerId}/${t.name}` : t.name }));
+    const tools = call.tools.map((t) => this.modelTool(t, ctx));
     const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
-    const response = checkModelResponse(await this.testModel({ model: call.model, items, instructions: call.instructions, tools, ctx, layers }));
+    const request = call.aside ? asideRequest(call, items) : this.stepRequest(call, items, tools, ctx);
+    // The internal-test stand-in harness routes the call by the context that makes it.
+    const response = checkModelResponse(await (this.inheritsFaces ? this.testModel(request, ctx) : this.testModel(request)));
     // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
     const checked = admit(gateOf(this.harness.itemSchemas, [...layers, ...tools]), response.items);
     // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
@@ -881,6 +884,36 @@ class Runtime {
     if (!call.aside) this.replies.set(call.context, response.items);
     return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
   }
+
+  // An LLM step's request, with upstream's keys in upstream's order: `params`, `outputSchema` and `emit` are the
+  // step's own values; with tools, also the context, its layers and the names the step may call (undefined when
+  // it may call every tool); without tools, neither tools nor context.
+  stepRequest(call, items, tools, ctx) {
+    const step = call.step === undefined ? undefined : this.handles.get(call.step);
+    const { model, instructions } = call;
+    const [params, outputSchema, emit] = [step?.params, step?.output, step?.emit];
+    if (tools.length === 0) return { model, items, instructions, params, outputSchema, emit };
+    return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: ctx.layers, allowedToolNames: call.allowedToolNames };
+  }
+
+  // A tool as a test model is handed it: the user's own object, or for a layer's `provides` function upstream's
+  // tool of it (name `layerId/fnName`, the function's description and schemas), whose `execute` is the call the
+  // model's tool call makes: arguments checked by the function's schema, the layer's state updated.
+  modelTool(t, ctx) {
+    if (t.kind === 'tool') return this.handles.get(t.handle);
+    const name = `${t.layerId}/${t.name}`;
+    const layer = t.layer == null ? undefined : this.handles.get(t.layer);
+    const decl = layer?.provides?.[t.name];
+    if (decl?.kind !== 'function') return { name };
+    const bound = t.context === undefined ? ctx : this.context(t.context);
+    return { name, description: decl.description, input: decl.input, output: decl.output, execute: (args, _toolCtx) => this.callLayerFn(bound, layer, t.name, args) };
+  }
+}
+
+// A call beside a step (a layer asking the model, a summary): the model, the items and, when given, instructions,
+// as a layer's `ctx.callModel({ model, items, instructions? })` is.
+function asideRequest(call, items) {
+  return call.instructions === undefined ? { model: call.model, items } : { model: call.model, items, instructions: call.instructions };
 }
 
 // Arrays joined into one. Spread into concat a bounded number at a time: a view of very many entries (a

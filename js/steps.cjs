@@ -356,15 +356,18 @@ function describeStep(s, keep, describeLayer) {
         optimizable: describeCandidates(s, keep, describeLayer),
       };
     case 'llm': {
-      // Getter fields (`(ctx) => value`) are resolved by the host each time the step runs.
+      // Getter fields (`(ctx) => value`) are resolved by the host each time the step runs. The step object itself
+      // goes along: a test model is handed its `params`, `output` and `emit` as they are (as upstream's request).
       const fields = ['model', 'instructions', 'tools'].filter((key) => typeof s[key] === 'function');
+      const source = keep(s);
       return {
         ...base,
         model: typeof s.model === 'string' ? s.model : undefined,
         instructions: typeof s.instructions === 'string' ? s.instructions : undefined,
         tools: Array.isArray(s.tools) ? s.tools.map((t) => describeTool(t, keep)) : undefined,
         projection: s.projection,
-        lazy: fields.length > 0 ? { step: keep(s), fields } : undefined,
+        lazy: fields.length > 0 ? { step: source, fields } : undefined,
+        source,
         params: s.params,
         output: s.output ? { schema: keep(s.output), jsonSchema: inputSchema(s.output) } : undefined,
         // A filter answers in text, which the native side reads without a JS value: non-empty lets the event go.

@@ -324,6 +324,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
           json_schema: output.get("jsonSchema")?.clone(),
         })
       }),
+      source: value.get("source").and_then(Value::as_u64),
       id,
     })),
     Some("loop") => Step::Loop(LoopStep {

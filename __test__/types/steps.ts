@@ -118,6 +118,31 @@ const built = spawn({ id: 'built', child: refineLoop, contextIn: { strategy: 'cu
 spawn({ id: 'bad', child: refineLoop, contextIn: 'everything' });
 void [summaryText, typedCity, built];
 
+// What a test model reads off its request: the step's own fields, and with tools the context, the layers and the
+// names it may call.
+async function readingModel(request: CallModelRequest): Promise<LLMResponse> {
+  const temperature: number | undefined = request.params?.temperature;
+  const structured: boolean = request.outputSchema !== undefined;
+  const quiet: boolean = request.emit === false;
+  let seen = `${temperature}:${structured}:${quiet}`;
+  if (request.tools) {
+    const contextId: string = request.ctx.id;
+    const allowed: string[] | undefined = request.allowedToolNames;
+    const layerIds: string[] | undefined = request.layers?.map((layer) => layer.id);
+    const first: Tool | undefined = request.tools.find((t) => allowed?.includes(t.name) ?? true);
+    const ran: unknown = first ? await first.execute({}, undefined) : undefined;
+    seen += `${contextId}:${layerIds?.join()}:${first?.description}:${String(ran)}`;
+  } else {
+    const none: undefined = request.ctx;
+    seen += String(none);
+  }
+  return {
+    items: [{ id: 'r0', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: seen }] }],
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
+}
+new AgentHarness({ name: 'reading', params: {}, _testCallModel: readingModel });
+
 const harness = new AgentHarness({
   name: 'steps',
   params: { region: 'eu' },

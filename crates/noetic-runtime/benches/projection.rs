@@ -133,6 +133,7 @@ fn llm_step(c: &mut Criterion) {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }));
   let mut group = c.benchmark_group("llm_step_5_layers");
   for n in [1_000, 10_000, 100_000] {

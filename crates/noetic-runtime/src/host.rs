@@ -447,8 +447,13 @@ pub struct ModelCall {
   #[serde(skip)]
   pub view: Vec<ViewEntry>,
   pub tools: Vec<ToolRef>,
+  /// The names among `tools` the step may call, when `tools` is more than that (upstream's `allowedToolNames`: a
+  /// session's tools are all listed, and a step that lists its own is allowed those).
   #[serde(skip_serializing_if = "Option::is_none")]
   pub allowed_tool_names: Option<Vec<String>>,
+  /// The LLM step's object in the host (see [`crate::steps::LlmStep::source`]); none for a call beside the step.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub step: Option<HostRef>,
   /// A call beside the conversation (a summary): its reply never enters the log, so the host keeps nothing of it.
   #[serde(skip_serializing_if = "std::ops::Not::not")]
   pub aside: bool,
@@ -506,8 +511,10 @@ pub enum ToolRef {
   /// A `provides` function of a JS layer, bound to an execution.
   #[serde(rename_all = "camelCase")]
   LayerFn { layer: HostRef, layer_id: String, name: String, context: String },
-  /// A built-in layer's function, run in Rust; the host only needs its name to describe it.
-  Native { name: String },
+  /// A built-in layer's function, run in Rust when the model calls it; the host may run it too (a JS model calling
+  /// the tool's `execute`), through the layer object it holds.
+  #[serde(rename_all = "camelCase")]
+  Native { layer: Option<HostRef>, layer_id: String, name: String },
 }
 
 /// What a model returned: items as JSON text, usage and cost.

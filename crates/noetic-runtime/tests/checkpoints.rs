@@ -122,6 +122,7 @@ fn llm() -> Step {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }))
 }
 

@@ -242,6 +242,7 @@ fn llm() -> Step {
     params: Default::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }))
 }
 

@@ -154,6 +154,7 @@ fn llm() -> Step {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }))
 }
 
@@ -308,6 +309,7 @@ async fn missing_model_and_missing_provider_are_config_errors() {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }));
   match f.harness.run(&blank, StepValue::Undefined, RunOptions::default()).await {
     Err(RunError::Config(error)) => assert_eq!(error.code, "MISSING_MODEL"),

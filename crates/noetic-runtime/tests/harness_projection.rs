@@ -139,6 +139,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
   }));
   harness.run_in(&ctx, &step, StepValue::Undefined).await.unwrap();
   let views = host.views.lock().unwrap();

@@ -93,6 +93,7 @@ fn llm_step() -> Step {
     params: ModelParams::default(),
     output: None,
     emit: Default::default(),
+    source: None,
     lazy: None,
   }))
 }

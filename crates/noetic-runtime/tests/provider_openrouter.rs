@@ -106,6 +106,7 @@ fn step(instructions: Option<&str>, tools: Option<Vec<ToolDef>>, params: ModelPa
     params,
     output: None,
     emit: Default::default(),
+    source: None,
   }))
 }
 

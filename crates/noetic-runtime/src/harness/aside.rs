@@ -51,6 +51,7 @@ impl AsideModel for LayerAsks {
           view: vec![ViewEntry::Layer { item: ask, kept: None }],
           tools: Vec::new(),
           allowed_tool_names: None,
+          step: None,
           aside: true,
         };
         let reply = self.host.call_model(call).await.map_err(|error| error.to_string())?;

@@ -21,6 +21,7 @@ use crate::items::{
   parse_js_item,
 };
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
+use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
@@ -163,6 +164,7 @@ impl Harness {
       None if ctx.is_session_context() => merge_tools(self.session_tools.to_vec(), layer_tools(&layers)),
       None => layer_tools(&layers),
     };
+    let offer = self.host_offer(step, &tools, &layers, ctx);
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);
     let system_tokens = step.instructions.as_deref().map_or(0, |text| self.count_tokens(text)) as f64;
     let view_policy =
@@ -201,7 +203,7 @@ impl Harness {
         view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
       }
       let memory = has_layers.then(|| StepRecall { recalled: &mut recalled, budgets: &budgets, query: &query });
-      let response = self.call_model(step, &tools, view, ctx, memory).await?;
+      let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await?;
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response);
       if !has_layers {
@@ -314,10 +316,31 @@ impl Harness {
     Ok(resolved)
   }
 
+  /// What a JS model is shown beyond the step's tools, as upstream's request shows it: in a session's own context
+  /// a step that lists its tools is handed every tool of the session (its step tree's, the harness's, its layers'),
+  /// with the names it may call as `allowedToolNames`. Those names are the tools the step runs with, layer tools
+  /// included (D19: they stay offered). `None` when the request is the step's tools alone.
+  fn host_offer(&self, step: &LlmStep, tools: &[ToolDef], layers: &LayerSet, ctx: &ExecContext) -> Option<HostOffer> {
+    let listed = step.tools.as_ref().is_some_and(|listed| !listed.is_empty());
+    if !matches!(*self.model, Model::Host) || !listed || !ctx.is_session_context() {
+      return None;
+    }
+    let session = merge_tools(self.session_tools.to_vec(), layer_tools(layers));
+    if session.is_empty() {
+      return None;
+    }
+    Some(HostOffer {
+      allowed: tools.iter().map(|tool| tool.name.clone()).collect(),
+      // A listed tool outside the session's (a getter's, a step chosen at run time) is still handed over.
+      tools: merge_tools(session, tools.to_vec()),
+    })
+  }
+
   async fn call_model(
     &self,
     step: &LlmStep,
     tools: &[ToolDef],
+    offer: Option<&HostOffer>,
     view: View,
     ctx: &Arc<ExecContext>,
     memory: Option<StepRecall<'_>>,
@@ -343,8 +366,9 @@ impl Harness {
           model: step.model.clone(),
           instructions: step.instructions.clone(),
           view: view.entries,
-          tools: tools.iter().map(|tool| self.tool_ref(tool, ctx)).collect(),
-          allowed_tool_names: None,
+          tools: offer.map_or(tools, |offer| &offer.tools).iter().map(|tool| self.tool_ref(tool, ctx)).collect(),
+          allowed_tool_names: offer.map(|offer| offer.allowed.clone()),
+          step: step.source,
           aside: false,
         };
         self.host_round(call).await
@@ -368,6 +392,12 @@ impl Harness {
       cost: reply.cost.unwrap_or(0.0),
     })
   }
+}
+
+/// A JS model's tools when they are more than the step's own (see [`Harness::host_offer`]).
+struct HostOffer {
+  tools: Vec<ToolDef>,
+  allowed: Vec<String>,
 }
 
 /// Guides a step accepts before it takes the response as it is (upstream's `MAX_STEERING_RETRIES`).

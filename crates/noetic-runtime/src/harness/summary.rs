@@ -58,6 +58,7 @@ impl Harness {
         view,
         tools: Vec::new(),
         allowed_tool_names: None,
+        step: None,
         aside: true,
       };
       self.host_round(call).await?

@@ -65,7 +65,9 @@ impl Harness {
           name: name.clone(),
           context: ctx.id.clone(),
         },
-        LayerImpl::Native(_) => ToolRef::Native { name: tool.name.clone() },
+        LayerImpl::Native(_) => {
+          ToolRef::Native { layer: layer.handle, layer_id: layer.id().to_owned(), name: name.clone() }
+        }
       },
     }
   }

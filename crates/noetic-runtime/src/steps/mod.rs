@@ -201,6 +201,9 @@ pub struct LlmStep {
   pub output: Option<StructuredOutput>,
   /// `emit`: which of the step's framework events a session's stream gets.
   pub emit: Emit,
+  /// The step object the host holds, when there is one: a host model (`_testCallModel`) is handed its `params`,
+  /// `output` and `emit` as the user wrote them.
+  pub source: Option<HostRef>,
 }
 
 /// An LLM step's `emit`: every event (the default), none, or those a host function lets through.
