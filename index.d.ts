@@ -36,10 +36,51 @@ type ProvidesOf<L> = L extends { readonly provides?: infer P } ? Exclude<P, unde
 // Types: Items
 // =============================================================================
 
-export interface OutputTextAnnotation {
-  type: string;
-  [key: string]: unknown;
+/**
+ * A string field that upstream types as one of the OpenRouter SDK's open enums: the values named here, or any
+ * other string, branded by a symbol the SDK keeps private. No type written without the SDK both accepts upstream's
+ * value and is accepted where upstream's is expected, except `any`, so the field is `any` (`_Known` documents the
+ * values). This runtime passes on the provider's string as sent.
+ */
+type ProviderOpenEnum<_Known extends string> = any;
+
+/**
+ * A part of a kind the provider's SDK did not recognize, as upstream's items carry it (the SDK's `Unknown<'type'>`):
+ * a message content part, an annotation, a web search action. This runtime passes such parts on as the provider
+ * sent them, so it makes none of these; the type lets upstream's items fit ours.
+ */
+export interface UnrecognizedPart {
+  type: 'UNKNOWN';
+  raw: unknown;
+  isUnknown: true;
 }
+
+/** A citation of an uploaded file, at `index` in the text. */
+export interface FileCitationAnnotation {
+  type: 'file_citation';
+  fileId: string;
+  filename: string;
+  index: number;
+}
+
+/** A citation of a web page, covering `startIndex` to `endIndex` of the text. */
+export interface UrlCitationAnnotation {
+  type: 'url_citation';
+  url: string;
+  title: string;
+  startIndex: number;
+  endIndex: number;
+  content?: string;
+}
+
+/** A path to a file the model produced, at `index` in the text. */
+export interface FilePathAnnotation {
+  type: 'file_path';
+  fileId: string;
+  index: number;
+}
+
+export type OutputTextAnnotation = FileCitationAnnotation | UrlCitationAnnotation | FilePathAnnotation | UnrecognizedPart;
 
 export interface OutputTextLogprob {
   token: string;
@@ -100,7 +141,7 @@ export interface MessageItem {
   type: 'message';
   role: 'assistant';
   status?: ItemStatus;
-  content: Array<OutputTextPart | RefusalPart>;
+  content: Array<OutputTextPart | RefusalPart | UnrecognizedPart>;
   phase?: 'commentary' | 'final_answer' | null;
 }
 
@@ -125,17 +166,25 @@ export interface ReasoningItem {
   status?: ItemStatus;
 }
 
+/** What a web search call did: searched, opened a page, or looked for a pattern in one. */
+export type WebSearchAction =
+  | { type: 'search'; query: string; queries?: string[]; sources?: Array<{ type: 'url'; url: string }> }
+  | { type: 'open_page'; url?: string | null }
+  | { type: 'find_in_page'; pattern: string; url: string }
+  | UnrecognizedPart;
+
 export interface WebSearchItem {
   type: 'web_search_call';
   id: string;
-  status: 'in_progress' | 'searching' | 'completed' | 'failed';
-  action?: { type: string; [key: string]: unknown };
+  status: ProviderOpenEnum<'in_progress' | 'searching' | 'completed' | 'failed'>;
+  action?: WebSearchAction;
 }
 
 export interface FileSearchItem {
   type: 'file_search_call';
   id: string;
-  status: 'in_progress' | 'searching' | 'completed' | 'incomplete' | 'failed';
+  /** Upstream's (the SDK's) file search status is its web search status. */
+  status: ProviderOpenEnum<'in_progress' | 'searching' | 'completed' | 'failed'>;
   queries: string[];
   results?: Array<Record<string, unknown>> | null;
 }
@@ -143,7 +192,7 @@ export interface FileSearchItem {
 export interface ImageGenerationItem {
   type: 'image_generation_call';
   id: string;
-  status: 'in_progress' | 'generating' | 'completed' | 'failed';
+  status: ProviderOpenEnum<'in_progress' | 'generating' | 'completed' | 'failed'>;
   result?: string | null;
   prompt?: string;
 }
@@ -677,11 +726,17 @@ export interface ChannelHandle<T> {
 
 /** What a steering rule does with a tool call or model response. */
 export declare const SteeringAction: { readonly Allow: 'allow'; readonly Deny: 'deny'; readonly Guide: 'guide' };
-export type SteeringAction = (typeof SteeringAction)[keyof typeof SteeringAction];
+/**
+ * One of the constant's values. Upstream declares the constant's members as plain `string`s, which makes its
+ * `SteeringAction` any string; this one admits any string too, so that decisions typed either way fit both. The
+ * runtime acts on the three named values: a predicate's other action counts as `allow`, a hook's is no vote.
+ */
+export type SteeringAction = (typeof SteeringAction)[keyof typeof SteeringAction] | (string & {});
 
 /** What a steering ledger entry records. */
 export declare const LedgerEntryKind: { readonly ToolCall: 'tool_call'; readonly ModelTurn: 'model_turn'; readonly Custom: 'custom' };
-export type LedgerEntryKind = (typeof LedgerEntryKind)[keyof typeof LedgerEntryKind];
+/** One of the constant's values, or (as upstream's type, whose members are plain `string`s) any other string. */
+export type LedgerEntryKind = (typeof LedgerEntryKind)[keyof typeof LedgerEntryKind] | (string & {});
 
 export interface SteeringDecision {
   action: SteeringAction;
@@ -1008,10 +1063,10 @@ export interface MemoryHooks<TState = unknown> {
   init?(params: InitParams): Promise<InitResult<TState>>;
   /** A bare string is wrapped in a developer message; null contributes nothing. */
   recall?(params: RecallParams<TState>): Promise<RecallResult<TState> | string | null>;
-  store?(params: StoreParams<TState>): Promise<StoreResult<TState> | void>;
+  store?(params: StoreParams<TState>): Promise<StoreResult<TState> | undefined>;
   onSpawn?(params: SpawnParams<TState>): Promise<SpawnResult<TState> | null>;
-  onReturn?(params: ReturnParams<TState>): Promise<ReturnResult<TState> | void>;
-  onComplete?(params: CompleteParams<TState>): Promise<{ state: TState } | void>;
+  onReturn?(params: ReturnParams<TState>): Promise<ReturnResult<TState> | undefined>;
+  onComplete?(params: CompleteParams<TState>): Promise<{ state: TState } | undefined>;
   dispose?(params: DisposeParams<TState>): Promise<void>;
   beforeToolCall?(params: BeforeToolCallParams<TState>): Promise<BeforeToolCallResult<TState>>;
   afterModelCall?(params: AfterModelCallParams<TState>): Promise<AfterModelCallResult<TState>>;
@@ -1067,14 +1122,16 @@ export interface MemoryLayer<TState = unknown> {
 
 /**
  * What a layer exposes on `ctx.memory[layer.id]`: data entries as values, functions as
- * `(args) => Promise<result>`. A layer without `provides` gives `Record<string, never>`;
- * one typed only as `MemoryLayer<S>` gives `Record<string, unknown>`.
+ * `(args) => Promise<result>`. A layer without `provides`, or typed only as `MemoryLayer<S>` (whose `provides`
+ * names no entry), gives `Record<string, never>`, as upstream's.
  */
 export type LayerHandle<L> = [ProvidesOf<L>] extends [never]
   ? Record<string, never>
   : unknown extends ProvidesOf<L>
     ? Record<string, never>
-    : ProvidesHandle<ProvidesOf<L>>;
+    : string extends keyof ProvidesOf<L>
+      ? Record<string, never>
+      : ProvidesHandle<ProvidesOf<L>>;
 
 /** `ctx.memory` shape for a tuple of layers, keyed by each layer's literal `id`. */
 export type InferMemoryShape<T extends readonly MemoryLayer[]> = {
@@ -1085,12 +1142,13 @@ export type InferMemoryShape<T extends readonly MemoryLayer[]> = {
 export type ContextMemory = Readonly<Record<string, Record<string, unknown>>>;
 
 /**
- * Layers plus a phantom `_shape` (never set at runtime) carrying their typed memory.
- * Any `MemoryConfig<Specific>` is assignable to the default `MemoryConfig`.
+ * Layers plus a phantom `_shape` (never set at runtime) carrying their typed memory. The default `MemoryConfig`'s
+ * `_shape` is `any`, so that any `MemoryConfig<Specific>` is assignable to it (upstream's default shape, whose layers
+ * provide nothing, refuses every config whose layers provide entries) and it is assignable to upstream's both ways.
  */
 export interface MemoryConfig<TLayers extends readonly MemoryLayer[] = readonly MemoryLayer[]> {
   readonly layers: TLayers;
-  readonly _shape: InferMemoryShape<TLayers>;
+  readonly _shape: readonly MemoryLayer[] extends TLayers ? any : InferMemoryShape<TLayers>;
 }
 
 /** `type Mem = InferMemory<typeof config>`, then `Context<Mem>`. */
@@ -1770,8 +1828,26 @@ export interface ToolExecutionContext {
   /** The context view the model saw when it made this call. */
   readonly assembledView: ReadonlyArray<Item>;
   readonly lastStepMeta: StepMeta | null;
-  /** Provider turn context, when the provider supplies one. */
-  readonly turnContext?: unknown;
+  /** Upstream's provider turn context (`@openrouter/agent`'s `TurnContext`). This runtime never sets it. */
+  readonly turnContext?: ProviderTurnContext;
+}
+
+/** `@openrouter/agent`'s `TurnContext`, as far as it can be written without the SDK. */
+interface ProviderTurnContext {
+  /** Tool rounds so far (0: the first request). */
+  numberOfTurns: number;
+  /** The call being executed. */
+  toolCall?: {
+    type: 'function_call';
+    id: string;
+    callId: string;
+    name: string;
+    arguments: string;
+    namespace?: string;
+    status?: ProviderOpenEnum<'in_progress' | 'completed' | 'incomplete'>;
+  };
+  /** The request sent to the provider: the SDK's `ResponsesRequest`, which is not restated here. */
+  turnRequest?: any;
 }
 
 interface ToolOptions<I extends ZodType, O extends ZodType> {
@@ -2571,7 +2647,12 @@ export type StreamingItem = Item & { readonly isComplete: boolean };
 export declare const DetachedStatus: { readonly Running: 'running'; readonly Completed: 'completed'; readonly Failed: 'failed' };
 export type DetachedStatus = (typeof DetachedStatus)[keyof typeof DetachedStatus];
 
-/** A run started by `harness.detachedSpawn`, followed through its subprocess adapter. */
+/**
+ * A run started by `detachedSpawn`, followed through its subprocess adapter. Every handle this package makes has
+ * `done`, `metadata` and `stop` (see `DetachedSpawnHandle`, what `AgentHarness.detachedSpawn` returns); they are
+ * optional here because upstream's handle has none of them, so that a handle, a `ctx.harness` or a harness typed
+ * with upstream's `@noetic-tools/types` fits this type, and ours fits upstream's.
+ */
 export interface DetachedHandle<O> {
   /** The child context's execution id. */
   readonly id: string;
@@ -2579,12 +2660,19 @@ export interface DetachedHandle<O> {
   readonly result: O | undefined;
   readonly error: string | undefined;
   /** Whether the run has ended, either way. */
-  readonly done: boolean;
+  readonly done?: boolean;
   /** The adapter handle's metadata as last seen. */
-  readonly metadata: SubprocessHandleMetadata | undefined;
+  readonly metadata?: SubprocessHandleMetadata | undefined;
   /** The step's output; throws its failure, a stop, or (given `timeout` ms) a `step_failed` timeout. */
   await(timeout?: number): Promise<O>;
   /** Tells the adapter to stop the run, and aborts its context when it runs in this process. */
+  stop?(reason?: string): Promise<SubprocessStopResult>;
+}
+
+/** A handle made by this package's `detachedSpawn`: a `DetachedHandle` whose `done`, `metadata` and `stop` are there. */
+export interface DetachedSpawnHandle<O> extends DetachedHandle<O> {
+  readonly done: boolean;
+  readonly metadata: SubprocessHandleMetadata | undefined;
   stop(reason?: string): Promise<SubprocessStopResult>;
 }
 
@@ -2968,7 +3056,7 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
     input: I,
     parentCtx: Context<unknown>,
     overrides?: DetachedSpawnOverrides,
-  ): DetachedHandle<O>;
+  ): DetachedSpawnHandle<O>;
   createContext(opts?: CreateContextOptions): Context;
   callModel(request: CallModelRequest): Promise<LLMResponse>;
   /** Queues a message on a session (one per `threadId`); resolves once it is queued, not when the model answers. */

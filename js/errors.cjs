@@ -1,21 +1,30 @@
 'use strict';
 // The two public error classes, and the conversion of errors the native side reports as values.
 
+// Both classes have upstream's own enumerable properties, in its order (what `Object.keys`, a spread, `JSON.stringify`
+// and `console.log` show): the fields it declares, defined as soon as `super` returns, then `name`. So a config error
+// always has its own `docsUrl`, undefined when none was given.
 class NoeticConfigError extends Error {
+  code;
+  hint;
+  docsUrl;
+
   constructor({ code, message, hint, docsUrl }) {
     super(message);
-    this.name = 'NoeticConfigError';
     this.code = code;
     this.hint = hint;
-    if (docsUrl !== undefined) this.docsUrl = docsUrl;
+    this.docsUrl = docsUrl;
+    this.name = 'NoeticConfigError';
   }
 }
 
 class NoeticErrorImpl extends Error {
+  noeticError;
+
   constructor(noeticError, message) {
     super(message ?? describe(noeticError));
-    this.name = 'NoeticError';
     this.noeticError = noeticError;
+    this.name = 'NoeticError';
   }
 }
 

@@ -29,9 +29,13 @@ function assistantText(items: ReadonlyArray<Item>): string[] {
         if (part.type === 'output_text') {
           const text: string = part.text;
           out.push(text);
-        } else {
+        } else if (part.type === 'refusal') {
           const refusal: string = part.refusal;
           out.push(`[refused] ${refusal}`);
+        } else {
+          // A part the provider's SDK did not recognize, as upstream types it.
+          const unknownPart: { isUnknown: true; raw: unknown } = part;
+          void unknownPart;
         }
       }
     }
@@ -77,7 +81,7 @@ void describe;
 
 // Content parts across roles.
 const parts: ContentPart[] = [
-  { type: 'output_text', text: 'hi', annotations: [{ type: 'url_citation', url: 'https://x' }] },
+  { type: 'output_text', text: 'hi', annotations: [{ type: 'url_citation', url: 'https://x', title: 'X', startIndex: 0, endIndex: 2 }] },
   { type: 'refusal', refusal: 'no' },
   { type: 'input_text', text: 'hello' },
   { type: 'input_image', imageUrl: 'data:', detail: 'low' },

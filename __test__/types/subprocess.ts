@@ -10,6 +10,7 @@ import {
   type Context,
   type CreateInMemorySubprocessAdapterOptions,
   type DetachedHandle,
+  type DetachedSpawnHandle,
   type SubprocessHandleMetadata,
   type SerializedError,
   type StepSubprocessRequest,
@@ -61,13 +62,17 @@ void [serialized, fromHarness];
 // Detached runs: the handle's output type follows the step's, and the overrides take an adapter.
 async function detached(ctx: Context): Promise<number> {
   const doubler = step.run({ id: 'double', execute: async (n: number) => n * 2 });
-  const handle: DetachedHandle<number> = harness.detachedSpawn(doubler, 2, ctx, { threadId: 't', subprocess: plain });
+  const handle: DetachedSpawnHandle<number> = harness.detachedSpawn(doubler, 2, ctx, { threadId: 't', subprocess: plain });
   const status: DetachedStatus = handle.status;
   const running: boolean = status === DetachedStatus.Running;
   const last: number | undefined = handle.result;
   const metadata: SubprocessHandleMetadata | undefined = handle.metadata;
   const stopped: SubprocessStopResult = await handle.stop('enough');
   void [running, last, metadata, stopped, handle.done, handle.error];
+  // Through ctx.harness (upstream's contract) the handle is a DetachedHandle, whose extras may be missing.
+  const viaCtx: DetachedHandle<number> = ctx.harness.detachedSpawn(doubler, 3, ctx);
+  const stoppedViaCtx: SubprocessStopResult | undefined = await viaCtx.stop?.('enough');
+  void stoppedViaCtx;
   await harness.cancel(ctx, 'why');
   const child: Context = harness.createContext({ parent: ctx });
   void child;

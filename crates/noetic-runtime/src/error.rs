@@ -38,13 +38,14 @@ pub struct NoeticError {
 }
 
 impl NoeticError {
-  pub fn new(kind: &str, mut payload: serde_json::Value, message: impl Into<String>) -> Self {
-    if let Some(obj) = payload.as_object_mut() {
-      obj.insert("kind".into(), kind.into());
-    } else {
-      payload = serde_json::json!({ "kind": kind });
+  /// `kind` is the payload's first key, as in upstream's payloads (JS code that lists or prints them sees that order).
+  pub fn new(kind: &str, payload: serde_json::Value, message: impl Into<String>) -> Self {
+    let mut fields = serde_json::Map::new();
+    fields.insert("kind".into(), kind.into());
+    if let serde_json::Value::Object(given) = payload {
+      fields.extend(given.into_iter().filter(|(key, _)| key != "kind"));
     }
-    Self { kind: kind.to_owned(), payload, message: message.into() }
+    Self { kind: kind.to_owned(), payload: serde_json::Value::Object(fields), message: message.into() }
   }
 
   /// `steering_denied`: a layer's afterModelCall denied the model's response.
@@ -69,3 +70,23 @@ impl fmt::Display for NoeticError {
 }
 
 impl std::error::Error for NoeticError {}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn a_payload_starts_with_its_kind() {
+    let error = NoeticError::new(
+      "step_failed",
+      serde_json::json!({ "stepId": "s", "kind": "stale", "retriesExhausted": false }),
+      "m",
+    );
+    assert_eq!(
+      serde_json::to_string(&error.payload).ok().as_deref(),
+      Some(r#"{"kind":"step_failed","stepId":"s","retriesExhausted":false}"#)
+    );
+    let bare = NoeticError::new("cancelled", serde_json::Value::Null, "Cancelled");
+    assert_eq!(serde_json::to_string(&bare.payload).ok().as_deref(), Some(r#"{"kind":"cancelled"}"#));
+  }
+}

@@ -107,9 +107,12 @@ fn cause_of(error: &RunError) -> Value {
   }
 }
 
-/// `step_failed` with `error` as its cause.
+/// `step_failed` with `error` as its cause; the message ends with the cause's message, as upstream's does (a
+/// NoeticConfigError's own message, not its `[code] message` form).
 pub(super) fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
-  step_failed_with(step_id, cause_of(error), &error.to_string(), retries_exhausted)
+  let cause = cause_of(error);
+  let message = cause["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
+  step_failed_with(step_id, cause, &message, retries_exhausted)
 }
 
 /// A path's failure as a NoeticError payload: its own, or a `step_failed` of the path around anything else.
