@@ -38,6 +38,24 @@ test('state written by an agent survives the process being killed, and another h
   assert.deepEqual(JSON.parse(check.stdout), { n: 5 });
 });
 
+test('processes opening one new file at the same moment all get the store', { timeout: 60_000 }, async () => {
+  // Their first transactions race to switch the file to WAL and make the table; SQLite refuses some of those with
+  // SQLITE_BUSY without waiting, which the store tries again instead of failing to open.
+  const { spawn } = await import('node:child_process');
+  const entry = fileURLToPath(new URL('../js/index.cjs', import.meta.url));
+  const code = `require(${JSON.stringify(entry)}).createSqliteStorage(process.argv[1]).set('k', process.pid).then(() => process.exit(0))`;
+  for (let round = 0; round < 4; round++) {
+    const path = scratchDb(`openers-${round}.db`);
+    const results = await Promise.all(Array.from({ length: 8 }, () => new Promise((resolve) => {
+      const child = spawn(process.execPath, ['-e', code, path], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      child.on('exit', (status) => resolve({ status, stderr }));
+    })));
+    for (const { status, stderr } of results) assert.equal(status, 0, stderr);
+  }
+});
+
 test('a path that cannot be opened is a NoeticConfigError', () => {
   for (const path of ['/nonexistent-dir/for/sure/agent.db', '']) {
     assert.throws(() => createSqliteStorage(path), (e) => isNoeticConfigError(e) && e.code === 'STORAGE_OPEN_FAILED' && Boolean(e.hint));

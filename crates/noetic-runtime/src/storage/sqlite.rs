@@ -31,6 +31,32 @@ pub struct SqliteStorage {
 /// What failed, for a message: `get 'key'`, `list 'prefix'`...
 type Call = (&'static str, String);
 
+/// Switches the file to WAL and makes the table. Two processes opening one new file at once can each be refused
+/// with SQLITE_BUSY here without the busy handler being asked (SQLite does so where waiting could deadlock, as when
+/// both change the journal mode), so a busy or locked answer is tried again, within the busy timeout.
+fn prepare(connection: &Connection) -> rusqlite::Result<()> {
+  let deadline = std::time::Instant::now() + std::time::Duration::from_millis(BUSY_TIMEOUT_MS);
+  loop {
+    // `journal_mode` answers with a row, so it is queried rather than executed.
+    let outcome = connection.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).and_then(|()| {
+      connection.execute_batch(
+        "PRAGMA synchronous = FULL;
+         CREATE TABLE IF NOT EXISTS noetic_kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;",
+      )
+    });
+    match outcome {
+      Err(error) if is_busy(&error) && std::time::Instant::now() < deadline => {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+      }
+      other => return other,
+    }
+  }
+}
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+  matches!(error.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
 impl SqliteStorage {
   /// Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory database.
   pub fn open(path: impl AsRef<Path>) -> StorageResult<Self> {
@@ -38,14 +64,7 @@ impl SqliteStorage {
     let failed = |error: rusqlite::Error| StorageError(format!("sqlite storage: {error}"));
     let connection = Connection::open(path).map_err(failed)?;
     connection.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(failed)?;
-    // `journal_mode` answers with a row, so it is queried rather than executed.
-    connection.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).map_err(failed)?;
-    connection
-      .execute_batch(
-        "PRAGMA synchronous = FULL;
-         CREATE TABLE IF NOT EXISTS noetic_kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;",
-      )
-      .map_err(failed)?;
+    prepare(&connection).map_err(failed)?;
     Ok(Self { connection: Arc::new(Mutex::new(connection)), path: shown })
   }
 
