@@ -330,3 +330,32 @@ test('asking for a layer state of a context whose items are still held in JS doe
   const texts = requests[0].items.filter((i) => i.type === 'message').map((i) => i.content[0].text);
   assert.ok(texts.includes('hello') && texts.includes('next'), JSON.stringify(texts));
 });
+
+test("a step's context has upstream's state, abortSignal and channelStore", async () => {
+  const { AgentHarness: Harness, step: s } = await import('../js/index.mjs');
+  const seen = [];
+  const look = s.run({ id: 'look', execute: async (_input, ctx) => {
+    seen.push({ state: ctx.state, signal: ctx.abortSignal, store: ctx.channelStore });
+    ctx.state.touched = true;
+    return 'done';
+  } });
+  const harness = new Harness({ name: 'c', params: {}, initialStep: look });
+  await harness.run(look, '', { threadId: 'T' });
+  await harness.execute('hi', { threadId: 'T' });
+  await harness.getAgentResponse({ threadId: 'T' });
+  await harness.execute('again', { threadId: 'T' });
+  await harness.getAgentResponse({ threadId: 'T' });
+  // A context given no state starts with an object of its own, every turn (each is an execution).
+  assert.deepEqual(seen.map((s) => s.state), [{ touched: true }, { touched: true }, { touched: true }]);
+  assert.notEqual(seen[1].state, seen[2].state);
+  for (const { signal, store } of seen) {
+    assert.ok(signal instanceof AbortSignal);
+    assert.equal(signal.aborted, false);
+    assert.equal(typeof store.recv, 'function');
+  }
+  assert.equal(seen[0].store, seen[1].store, "every context shares the harness's channel store");
+  const ctx = harness.createContext();
+  const signal = ctx.abortSignal;
+  ctx.abort('stop');
+  assert.equal(signal.aborted, true, 'the signal aborts with the context');
+});

@@ -349,7 +349,8 @@ class ContextImpl {
   }
 
   get state() {
-    if (this._state === UNSET) this._state = this.parent ? structuredClone(this.parent.state) : this._rt.initialState;
+    // A root context's state starts as `{}` unless it was given one, as upstream's; a child's is a copy of its parent's.
+    if (this._state === UNSET) this._state = this.parent ? structuredClone(this.parent.state) : {};
     return this._state;
   }
   set state(value) {
@@ -479,6 +480,16 @@ class ContextImpl {
   // Fires this context's abort signal: what it parked on a channel ends as cancelled.
   _aborted(reason) {
     this._abort?.abort(reason);
+  }
+
+  // What aborts with the context (upstream's `abortSignal`): a fetch or a child process given it ends with the run.
+  get abortSignal() {
+    return this._signal;
+  }
+
+  // The channel store the context's sends and receives use (the harness's, unless whoever built it chose).
+  get channelStore() {
+    return this._store === undefined ? this._rt.channels : (this._store ?? undefined);
   }
 
   // The signal channel waits of this context end on; made on first use, aborted already if the context is.

@@ -132,7 +132,6 @@ class AgentHarness {
     this.rootCwdState = { cwd: opts.initialCwd ?? '/' };
     const runtime = new Runtime({ storage, testModel: opts._testCallModel, onDiagnostic: opts.onDiagnostic, layerStateStore: opts.layerStateStore });
     runtime.harness = this;
-    runtime.initialState = undefined;
     // Layers are validated where the native harness registers them (D1).
     const memory = layersOf(opts.memory, 'AgentHarness');
     const config = {
@@ -266,7 +265,7 @@ class AgentHarness {
     this.rootCwdState.cwd = nextCwd;
   }
 
-  // A context that serves several runs, keeping its log and layer state between them (upstream's createContext).
+  // A context that serves several runs, keeping its log between them (upstream's createContext); each run is an execution.
   createContext(given) {
     const opts = contextOptionsOf(given);
     const parent = opts.parent ?? undefined;

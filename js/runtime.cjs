@@ -253,10 +253,9 @@ class Runtime {
   }
 
   // A turn put its messages' items into a log: unchanged, the caller's objects stand for them (no conversion).
-  turnInput({ context, from, messages, adopted }) {
-    const ctx = this.context(context);
-    const items = this.takeInput(ctx.threadId, messages);
-    if (adopted) ctx.itemLog._place(from, items);
+  turnInput({ context, thread, from, messages, adopted }) {
+    const items = this.takeInput(thread, messages);
+    if (adopted) this.context(context).itemLog._place(from, items);
   }
 
   // A session's turns started natively; `drained` says they have ended.

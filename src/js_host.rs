@@ -349,8 +349,10 @@ impl Host for JsHost {
     self.dispatch.notify(json!({ "op": "modelItems", "context": context, "from": from }).to_string());
   }
 
-  fn turn_input(&self, context: &str, from: usize, messages: &[&str], adopted: bool) {
-    let note = json!({ "op": "turnInput", "context": context, "from": from, "messages": messages, "adopted": adopted });
+  fn turn_input(&self, context: &str, thread: &str, from: usize, messages: &[&str], adopted: bool) {
+    let note = json!({
+      "op": "turnInput", "context": context, "thread": thread, "from": from, "messages": messages, "adopted": adopted
+    });
     self.dispatch.notify(note.to_string());
   }
 

@@ -766,9 +766,10 @@ pub trait Host: Send + Sync {
   fn model_items_placed(&self, _context: &str, _from: usize) {}
   /// The recalled items kept under `keys` (see [`HookBatch::keep_recalled`]) are no longer named by any request.
   fn release_recalled(&self, _keys: &[u32]) {}
-  /// A session turn put its messages' items into `context`'s log from position `from`, unchanged (`adopted`), so
-  /// the host may use the objects it already holds for them; or changed by onItemAppend, so it may not.
-  fn turn_input(&self, _context: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
+  /// A session turn of `thread` put its messages' items into `context`'s log from position `from`, unchanged
+  /// (`adopted`), so the host may use the objects it already holds for them; or changed by onItemAppend, so it may
+  /// not.
+  fn turn_input(&self, _context: &str, _thread: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
   /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
   /// move what it keeps of that log along, before `from` is released.
   fn history_moved(&self, _from: &str, _to: &str) {}

@@ -194,7 +194,7 @@ impl Harness {
       }
       from
     };
-    self.env.host.turn_input(&ctx.id, from, &ids, unchanged);
+    self.env.host.turn_input(&ctx.id, &ctx.thread_id, from, &ids, unchanged);
     execute(self, step, StepValue::Text(String::new()), ctx).await
   }
 
