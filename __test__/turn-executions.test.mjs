@@ -183,3 +183,22 @@ test('two processes on one PostgreSQL database taking turns on a thread lose no 
   const table = `workers_${process.pid}_${Date.now() % 1e6}`;
   assert.deepEqual(await alternate(pg.url, { FIXTURE_PG_TABLE: table }), [0, 1, 2, 3, 4, 5]);
 });
+
+test("a step that runs another step in its turn's context joins the turn's execution", async () => {
+  const log = [];
+  const seen = [];
+  const inner = step.run({ id: 'inner', execute: async (_input, ctx) => (seen.push(ctx.harness.getLayerState(ctx.id, 'counter')), 'inner done') });
+  const outer = step.run({
+    id: 'outer',
+    execute: async (_input, ctx) => {
+      ctx.harness.setLayerState(ctx.id, 'counter', { n: 99 });
+      return ctx.harness.run(inner, '', ctx);
+    },
+  });
+  const inits = [];
+  const h = new AgentHarness({ name: 'n', params: {}, memory: [counter(inits), lifecycleProbe(log)], initialStep: outer });
+  assert.equal((await turn(h, 'one')).text, 'inner done');
+  assert.deepEqual(seen, [{ n: 99 }], 'the inner run saw the state the outer step set: no init ran in between');
+  assert.deepEqual(inits, [0]);
+  assert.deepEqual(log.map(([phase]) => phase), ['init', 'onComplete', 'dispose'], 'one execution, ended once');
+});

@@ -76,7 +76,8 @@ pub struct ExecContext {
   held_by_host: tokio::sync::Mutex<bool>,
   /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
   abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
-  /// Runs in flight in a context the caller keeps: they share one execution (`Harness::run_existing`).
+  /// Runs in flight in this context, which share one execution: the first starts it, the last ends it (a turn, a
+  /// run, and the runs its steps start in it, `Harness::run_existing`).
   pub(crate) runs_in_flight: tokio::sync::Mutex<usize>,
 }
 

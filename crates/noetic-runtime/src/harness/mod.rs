@@ -209,31 +209,43 @@ impl Harness {
     result
   }
 
-  /// Runs a step in a context the caller keeps (`harness.createContext()`). Each run is an execution of its own, as
-  /// [`Harness::run_in`]'s: init reloads the layers' state from storage, and onComplete and dispose end it. The
-  /// context, its log and its counters stay open for the next run. Runs that overlap in one context share one
-  /// execution: the first to start initialises, the last to end completes and disposes.
+  /// Runs a step in a context that outlives the run: one from `harness.createContext()`, or one whose execution is
+  /// already under way (`ctx.harness.run(step, input, ctx)` from a step, which joins it). A run that starts the
+  /// context's execution initialises its layers, reloading their state from storage, and the run that ends it
+  /// completes and disposes them; the context, its log and its counters stay open for the next run.
   pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
-    {
-      let mut runs = ctx.runs_in_flight.lock().await;
-      if *runs == 0 {
-        self.begin_execution(ctx).await?;
-      }
-      *runs += 1;
-    }
+    self.enter_execution(ctx).await?;
     let result = execute(self, step, input, ctx).await;
+    self.leave_execution(ctx, &result).await;
+    result
+  }
+
+  /// Joins the execution in flight in `ctx`, or starts one (init) when there is none.
+  pub(crate) async fn enter_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
+    let mut runs = ctx.runs_in_flight.lock().await;
+    if *runs == 0 {
+      // Boxed: a step that runs a step in a context of its own nests runs, each polled inside the last on one stack
+      // (64 spawns deep); init's large future must not make every level's frame larger.
+      Box::pin(self.begin_execution(ctx)).await?;
+    }
+    *runs += 1;
+    Ok(())
+  }
+
+  /// Leaves the execution in flight in `ctx`; the last to leave ends it (onComplete with `result`'s outcome, then
+  /// dispose).
+  pub(crate) async fn leave_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
     let mut runs = ctx.runs_in_flight.lock().await;
     *runs -= 1;
     if *runs == 0 {
-      self.end_execution(ctx, &result).await;
+      Box::pin(self.end_execution(ctx, result)).await;
     }
-    result
   }
 
   /// Starts an execution in `ctx`: every layer's init, which reloads a durable layer's state from storage. Skipped
   /// when the context's layer states are already in place (a restored checkpoint's). A failed init still ends the
   /// layers that did initialise.
-  pub(crate) async fn begin_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
+  async fn begin_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
     if ctx.layers().is_empty() || std::mem::replace(&mut ctx.state().layers_ready, true) {
       return Ok(());
     }
@@ -249,7 +261,7 @@ impl Harness {
 
   /// Ends an execution that [`Harness::begin_execution`] started, whatever its outcome (D15): its eventual refreshes
   /// settle, then onComplete with the outcome, then dispose, and its per-execution state is dropped.
-  pub(crate) async fn end_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
+  async fn end_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
     // No refresh may read this execution's state once onComplete and dispose have run.
     self.recall_cache.finish(&ctx.id).await;
     if ctx.layers().is_empty() {
@@ -301,10 +313,7 @@ impl Harness {
 
   /// Runs a step in a fresh context as one execution: init, the step, then onComplete and dispose.
   pub async fn run_in(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
-    self.begin_execution(ctx).await?;
-    let result = execute(self, step, input, ctx).await;
-    self.end_execution(ctx, &result).await;
-    result
+    self.run_existing(ctx, step, input).await
   }
 
   /// Whether eventual layers are served from the cache (not under `forceAtomicRecall`).

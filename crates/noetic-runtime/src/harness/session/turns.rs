@@ -163,10 +163,11 @@ impl Harness {
     if let Some(state) = messages[0].state {
       self.env.host.set_context_state(&ctx.id, state);
     }
-    let result = match self.begin_execution(ctx).await {
+    // A step of the turn that runs another step in its context (`ctx.harness.run(step, input, ctx)`) joins it.
+    let result = match self.enter_execution(ctx).await {
       Ok(()) => {
         let result = self.turn_step(ctx, step, messages).await;
-        self.end_execution(ctx, &result).await;
+        self.leave_execution(ctx, &result).await;
         result
       }
       Err(error) => Err(error),
