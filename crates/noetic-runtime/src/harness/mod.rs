@@ -214,14 +214,23 @@ impl Harness {
   /// context's execution initialises its layers, reloading their state from storage, and the run that ends it
   /// completes and disposes them; the context, its log and its counters stay open for the next run.
   pub async fn run_existing(&self, ctx: &Arc<ExecContext>, step: &Step, input: StepValue) -> RunResult<StepValue> {
+    self.in_execution(ctx, || execute(self, step, input, ctx)).await
+  }
+
+  /// Runs `body` within the execution in flight in `ctx`, starting one first when there is none, and ending it after
+  /// when no other run is still in it.
+  pub(crate) async fn in_execution<F>(&self, ctx: &Arc<ExecContext>, body: impl FnOnce() -> F) -> RunResult<StepValue>
+  where
+    F: std::future::Future<Output = RunResult<StepValue>>,
+  {
     self.enter_execution(ctx).await?;
-    let result = execute(self, step, input, ctx).await;
+    let result = body().await;
     self.leave_execution(ctx, &result).await;
     result
   }
 
   /// Joins the execution in flight in `ctx`, or starts one (init) when there is none.
-  pub(crate) async fn enter_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
+  async fn enter_execution(&self, ctx: &Arc<ExecContext>) -> RunResult<()> {
     let mut runs = ctx.runs_in_flight.lock().await;
     if *runs == 0 {
       // Boxed: a step that runs a step in a context of its own nests runs, each polled inside the last on one stack
@@ -234,7 +243,7 @@ impl Harness {
 
   /// Leaves the execution in flight in `ctx`; the last to leave ends it (onComplete with `result`'s outcome, then
   /// dispose).
-  pub(crate) async fn leave_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
+  async fn leave_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
     let mut runs = ctx.runs_in_flight.lock().await;
     *runs -= 1;
     if *runs == 0 {

@@ -87,7 +87,7 @@ impl Harness {
         state.status = Status::Idle;
         // A history seeded while the turn ran gives way to the turn's, as upstream's does.
         let seeded = match state.running.take() {
-          Some(ran) if !same_context(&state.context, &Some(Arc::clone(&ran))) => state.context.replace(ran),
+          Some(ran) if !holds(&state.context, &ran) => state.context.replace(ran),
           _ => None,
         };
         if let Some(seeded) = seeded {
@@ -164,14 +164,7 @@ impl Harness {
       self.env.host.set_context_state(&ctx.id, state);
     }
     // A step of the turn that runs another step in its context (`ctx.harness.run(step, input, ctx)`) joins it.
-    let result = match self.enter_execution(ctx).await {
-      Ok(()) => {
-        let result = self.turn_step(ctx, step, messages).await;
-        self.leave_execution(ctx, &result).await;
-        result
-      }
-      Err(error) => Err(error),
-    };
+    let result = self.in_execution(ctx, || self.turn_step(ctx, step, messages)).await;
     self.env.host.history_settled(&ctx.id).await?;
     result
   }
@@ -216,9 +209,8 @@ impl Harness {
         return Err(error.into());
       }
       let mut state = session.lock();
-      let current = state.context.clone();
       // A seed replaced the history while its items came over: take the new one's.
-      if !same_context(&current, &holder) {
+      if state.context.as_ref().map(Arc::as_ptr) != holder.as_ref().map(Arc::as_ptr) {
         continue;
       }
       state.context = Some(Arc::clone(&ctx));
@@ -266,7 +258,7 @@ impl Harness {
       (state.context.replace(Arc::clone(&ctx)), state.running.clone())
     };
     // The turn in flight keeps its context; when it ends, its history replaces this one, as upstream's does.
-    if let Some(old) = old.filter(|old| !same_context(&Some(Arc::clone(old)), &running)) {
+    if let Some(old) = old.filter(|old| !holds(&running, old)) {
       self.drop_context(&old.id);
     }
     ctx.id.clone()
@@ -351,12 +343,9 @@ fn response_of(ctx: &ExecContext, value: &StepValue) -> TurnResponse {
   }
 }
 
-fn same_context(a: &Option<Arc<ExecContext>>, b: &Option<Arc<ExecContext>>) -> bool {
-  match (a, b) {
-    (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-    (None, None) => true,
-    _ => false,
-  }
+/// Whether `slot` holds `ctx` itself.
+fn holds(slot: &Option<Arc<ExecContext>>, ctx: &Arc<ExecContext>) -> bool {
+  slot.as_ref().is_some_and(|held| Arc::ptr_eq(held, ctx))
 }
 
 fn empty_response() -> TurnResponse {
