@@ -115,7 +115,8 @@ test('layer state and a layer id with a lone surrogate persist, with U+FFFD in t
 });
 
 test('texts JS replies with keep every character natively: astral, two-byte, Latin-1, escapes and controls', async () => {
-  // Replies cross as UTF-16 and are transcoded natively (src/js_string.rs); these exercise each width.
+  // Replies cross as UTF-16 and are transcoded natively, and texts going back are made as one-byte strings when ASCII
+  // and as UTF-16 otherwise (src/js_string.rs); these exercise each width both ways.
   const text = `ascii é ß 中文 😀 "quoted" back\\slash \n\t\u0001 ${'x'.repeat(300)}😀`;
   const storage = createInMemoryStorage();
   const layer = {
@@ -135,6 +136,10 @@ test('texts JS replies with keep every character natively: astral, two-byte, Lat
   assert.equal(response.text, text);
   assert.equal(response.lastLayerUsage.layers[0].items[0].content[0].text, text);
   assert.deepEqual(await storage.get('layers/wide/T/state'), { said: [text] });
+  for (const value of ['plain ascii', 'Latin-1 only: café ß', '', '😀']) {
+    await storage.set('k', { value });
+    assert.deepEqual(await storage.get('k'), { value });
+  }
   await assert.rejects(h.run(step.run({ id: 'boom', execute: async () => { throw new Error(text); } }), 'x'), { message: `Step 'boom' failed: ${text}` });
   assert.deepEqual(diagnostics, []);
 });

@@ -33,7 +33,7 @@ use crate::driver::Driver;
 use crate::fs::{HarnessFiles, NativeFs};
 use crate::guard::guarded;
 use crate::js_host::JsHost;
-use crate::js_string::JsText;
+use crate::js_string::{JsOutText, JsText};
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
@@ -258,32 +258,33 @@ impl NativeHarness {
 
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
   /// on it goes on at once, here; returns what it asks of JS next.
-  #[napi(catch_unwind)]
-  pub fn reply(&self, id: u32, ok: bool, #[napi(ts_arg_type = "string")] text: JsText) -> Option<String> {
+  #[napi(catch_unwind, ts_return_type = "string | null")]
+  pub fn reply(&self, id: u32, ok: bool, #[napi(ts_arg_type = "string")] text: JsText) -> Option<JsOutText> {
     let JsText(text) = text;
-    batch_text(&self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) })))
+    batch_text(&self.driver.drive(|| self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) }))).map(JsOutText)
   }
 
   /// Answers several requests at once (replies that settled in one turn of JS's event loop: a fork's paths), then
   /// polls once: `ids[i]` gets `texts[i]`, as a success when `oks[i]`.
-  #[napi(catch_unwind)]
+  #[napi(catch_unwind, ts_return_type = "string | null")]
   pub fn reply_many(
     &self,
     ids: Vec<u32>,
     oks: Vec<bool>,
     #[napi(ts_arg_type = "Array<string>")] texts: Vec<JsText>,
-  ) -> Option<String> {
+  ) -> Option<JsOutText> {
     batch_text(&self.driver.drive(|| {
       for ((id, ok), JsText(text)) in ids.into_iter().zip(oks).zip(texts) {
         self.dispatch.reply(id, if ok { Ok(text) } else { Err(text) });
       }
     }))
+    .map(JsOutText)
   }
 
   /// Polls the runs that are ready (new ones, or ones woken off the JS thread); returns what they ask of JS.
-  #[napi(catch_unwind)]
-  pub fn drive(&self) -> Option<String> {
-    batch_text(&self.driver.drive(|| ()))
+  #[napi(catch_unwind, ts_return_type = "string | null")]
+  pub fn drive(&self) -> Option<JsOutText> {
+    batch_text(&self.driver.drive(|| ())).map(JsOutText)
   }
 
   /// Starts run `run` of a step description with an input value, as one execution. Returns the outcome at once

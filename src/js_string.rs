@@ -5,7 +5,7 @@
 //! was sent for. The UTF-16 read is a length lookup and a copy; the transcoding below runs a word at a time over
 //! ASCII. Lone surrogates become U+FFFD, as napi's UTF-8 read makes them (B1).
 
-use napi::bindgen_prelude::{FromNapiValue, TypeName, ValidateNapiValue};
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName, ValidateNapiValue};
 use napi::{ValueType, sys};
 
 pub struct JsText(pub String);
@@ -46,5 +46,41 @@ impl std::ops::Deref for JsText {
 
   fn deref(&self) -> &str {
     &self.0
+  }
+}
+
+/// A text going to JS, made as a one-byte string when it is ASCII (a copy) and as UTF-16 otherwise.
+///
+/// Why: napi's UTF-8 path has V8 decode the text character by character, which for the large texts sent each turn
+/// (request batches, stored states) cost more than the work they carry. Checking for ASCII and transcoding run a word
+/// at a time here.
+pub struct JsOutText(pub String);
+
+impl ToNapiValue for JsOutText {
+  unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
+    let text = value.0;
+    let mut out = std::ptr::null_mut();
+    let status = if text.is_ascii() {
+      unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut out) }
+    } else {
+      // The converter wants room for one unit more than the text has bytes.
+      let mut units = vec![0u16; text.len() + 1];
+      let written = encoding_rs::mem::convert_utf8_to_utf16(text.as_bytes(), &mut units);
+      unsafe { sys::napi_create_string_utf16(env, units.as_ptr(), written as isize, &mut out) }
+    };
+    match status {
+      sys::Status::napi_ok => Ok(out),
+      _ => Err(napi::Error::new(napi::Status::GenericFailure, "could not make a JS string")),
+    }
+  }
+}
+
+impl TypeName for JsOutText {
+  fn type_name() -> &'static str {
+    "String"
+  }
+
+  fn value_type() -> ValueType {
+    ValueType::String
   }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::js_string::{JsOutText, JsText};
 use async_trait::async_trait;
 use napi_derive::napi;
 use noetic_runtime::ConfigError;
@@ -96,15 +97,16 @@ impl NativeStorage {
   }
 
   /// The stored value's JSON text, or `null` when the key is missing: the in-memory store's `get`, answered at once.
-  #[napi(catch_unwind)]
-  pub fn get_now(&self, key: String) -> napi::Result<Option<String>> {
-    Ok(self.in_memory()?.get_json_now(&key))
+  #[napi(catch_unwind, ts_return_type = "string | null")]
+  pub fn get_now(&self, key: String) -> napi::Result<Option<JsOutText>> {
+    Ok(self.in_memory()?.get_json_now(&key).map(JsOutText))
   }
 
   /// The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but
   /// not parsed. A text it refuses is a value error, as `set`'s.
   #[napi(catch_unwind)]
-  pub fn set_now(&self, key: String, json: String) -> napi::Result<()> {
+  pub fn set_now(&self, key: String, #[napi(ts_arg_type = "string")] json: JsText) -> napi::Result<()> {
+    let JsText(json) = json;
     self.in_memory()?.set_json_now(&key, json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.0))
   }
 
