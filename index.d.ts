@@ -2975,6 +2975,17 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
    * `Infinity` waits forever, as upstream does). Not in upstream.
    */
   storageTimeoutMs?: number;
+  /**
+   * Keeps each session's history in `storage`: every turn appends its new items, and a thread not in memory (a new
+   * process, another machine, an evicted session) reads its history back on its first turn. Default false, as
+   * upstream. Not in upstream.
+   */
+  persistSessions?: boolean;
+  /**
+   * With `persistSessions`, how long a session stays in memory after its last turn (default 600000, ten minutes;
+   * `Infinity` keeps it). Not in upstream.
+   */
+  sessionIdleMs?: number;
   hooks?: AgentHooks;
   /** Tools offered to every context, besides those of the step tree. */
   tools?: readonly Tool[];
@@ -3075,6 +3086,12 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   getQueueSize(scope?: SessionScope): number;
   /** What the next turn's model would be sent as far as memory decides: layer recalls, then the history. */
   previewRequestItems(scope?: SessionScope): Promise<ReadonlyArray<Item>>;
+  /**
+   * Drops an idle session from memory: its history, last response and stream buffers. With `persistSessions` its
+   * next turn reads the history back; without, the thread starts afresh. False (and nothing dropped) while a turn is
+   * running or queued or a stream of the session is open. Not in upstream.
+   */
+  evictSession(threadId: string): boolean;
   /** Replaces a session's history (the session is created on demand). */
   /** The harness's channels (one store for every context it runs); `ctx` lends its abort signal. */
   send<T>(channel: Channel<T>, value: T, ctx: Context<unknown>): Promise<void>;
@@ -3373,6 +3390,8 @@ declare class NativeHarness {
   /** As upstream's `HarnessStatus`, JSON. */
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number
+  /** Drops `thread`'s session from memory when it is idle (`harness.evictSession`). */
+  evictSession(thread: string): boolean
   /**
    * Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
    * returns the id of the context that holds it.

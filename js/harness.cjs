@@ -80,6 +80,9 @@ function shown(value) {
   return String(value);
 }
 
+// How long a persisted session stays in memory after its last turn: ten minutes.
+const DEFAULT_SESSION_IDLE_MS = 600_000;
+
 // How long a call to a storage adapter may take (an extension: upstream waits forever). Infinity waits forever.
 function storageTimeout(ms) {
   if (ms === undefined) return undefined;
@@ -143,6 +146,9 @@ class AgentHarness {
       forceAtomicRecall: Boolean(opts.forceAtomicRecall),
       jsStorage: nativeStoreOf(storage) === undefined,
       storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
+      persistSessions: opts.persistSessions === true,
+      // Idle sessions stay in memory unless they are persisted; Infinity keeps them there.
+      sessionIdleMs: opts.persistSessions === true && Number.isFinite(opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS) ? (opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS) : undefined,
       strictItemSchemas: this.config.strictItemSchemas,
       tokenizer: opts.tokenizer === 'estimate' ? undefined : opts.tokenizer,
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
@@ -384,6 +390,15 @@ class AgentHarness {
 
   getQueueSize(scope) {
     return session.getQueueSize(this, scope);
+  }
+
+  // Drops an idle session from memory (not in upstream): with persistSessions its next turn reads its history back;
+  // without, it starts afresh. False while a turn is running or queued, or a stream of it is open.
+  evictSession(threadId) {
+    if (typeof threadId !== 'string') {
+      throw new NoeticConfigError({ code: 'INVALID_THREAD_ID', message: `evictSession: threadId must be a string, got ${typeof threadId}.`, hint: 'Pass the thread to drop from memory.' });
+    }
+    return callNative(() => this._runtime.native.evictSession(threadId));
   }
 
   seedSessionHistory(threadId, items) {

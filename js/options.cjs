@@ -126,6 +126,19 @@ function checkHarnessOptions(opts) {
   checkSubprocessAdapter(opts.subprocess);
   checkTraceExporter(opts.traceExporter);
   checkLayerStateStore(opts.layerStateStore);
+  checkSessionOptions(opts);
+}
+
+// persistSessions keeps each thread's history in the harness's storage; sessionIdleMs drops idle ones from memory.
+function checkSessionOptions(opts) {
+  const hint = 'Pass persistSessions: true to keep histories in the storage, and sessionIdleMs: a positive number of milliseconds (default 600000) or Infinity to keep idle sessions in memory.';
+  if (opts.persistSessions !== undefined && typeof opts.persistSessions !== 'boolean') {
+    fail('INVALID_SESSION_OPTIONS', `AgentHarness persistSessions is ${describeValue(opts.persistSessions)}; expected true or false.`, hint);
+  }
+  const idle = opts.sessionIdleMs;
+  if (idle !== undefined && !(typeof idle === 'number' && idle > 0)) {
+    fail('INVALID_SESSION_OPTIONS', `AgentHarness sessionIdleMs is ${describeValue(idle)}; expected a positive number of milliseconds.`, hint);
+  }
 }
 
 const STATE_STORE_METHODS = ['get', 'set', 'cleanup'];

@@ -238,6 +238,13 @@ impl NativeHarness {
     .with_files(Arc::clone(&files) as Arc<dyn LayerFiles>)
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
+    let harness = if config.get("persistSessions").and_then(Value::as_bool) == Some(true) {
+      let idle =
+        config.get("sessionIdleMs").and_then(Value::as_f64).map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
+      harness.with_persisted_sessions(idle)
+    } else {
+      harness
+    };
     let driver = Driver::new(dispatch.clone());
     Ok(Self { inner: Arc::new(harness), dispatch, driver, traces, files, usages: Default::default() })
   }

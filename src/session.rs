@@ -203,6 +203,12 @@ impl NativeHarness {
     self.inner.existing_session(&thread).map_or(0, |s| s.queue_size() as u32)
   }
 
+  /// Drops `thread`'s session from memory when it is idle (`harness.evictSession`).
+  #[napi(catch_unwind)]
+  pub fn evict_session(&self, thread: String) -> bool {
+    self.inner.evict_session(&thread)
+  }
+
   /// Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
   /// returns the id of the context that holds it.
   #[napi(catch_unwind)]

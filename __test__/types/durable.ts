@@ -86,3 +86,12 @@ const outcome: Promise<{ ok: boolean }> = runnableLoop(loopOpts);
 signal.resolve('done');
 
 export { outcome };
+
+// Persisted sessions: the options and evictSession are typed; a wrong type is an error.
+const persisted = new AgentHarness({ name: 'p', params: {}, persistSessions: true, sessionIdleMs: 60_000 });
+const dropped: boolean = persisted.evictSession('thread-1');
+void dropped;
+// @ts-expect-error persistSessions is a boolean
+new AgentHarness({ name: 'p', params: {}, persistSessions: 'yes' });
+// @ts-expect-error evictSession takes a thread id
+persisted.evictSession(42);

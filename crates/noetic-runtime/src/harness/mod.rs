@@ -79,6 +79,10 @@ pub struct Harness {
   files: Option<Arc<dyn LayerFiles>>,
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   sessions: Mutex<HashMap<String, Arc<session::Session>>>,
+  /// Where sessions' histories are kept (`persistSessions`); `None` keeps them in memory only, as upstream.
+  session_store: Option<session::SessionStore>,
+  /// How long a persisted session stays in memory after its last turn (`sessionIdleMs`); `None`: for good.
+  session_idle: Option<std::time::Duration>,
 }
 
 /// What `harness.callModel` asks of the harness's model.
@@ -127,7 +131,17 @@ impl Harness {
       initial_step: config.initial_step,
       contexts: Mutex::default(),
       sessions: Mutex::default(),
+      session_store: None,
+      session_idle: None,
     }
+  }
+
+  /// Keeps every session's history in the memory environment's storage, each turn appending its new items, and
+  /// drops a session from memory once it has been idle for `idle` (see `session::store`).
+  pub fn with_persisted_sessions(mut self, idle: Option<std::time::Duration>) -> Self {
+    self.session_store = Some(session::SessionStore::new(Arc::clone(&self.env.storage)));
+    self.session_idle = idle;
+    self
   }
 
   pub fn with_item_types(mut self, item_types: ItemTypes) -> Self {

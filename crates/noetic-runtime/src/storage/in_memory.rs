@@ -115,6 +115,28 @@ impl Storage for InMemoryStorage {
   async fn get_json(&self, key: &str) -> StorageResult<Option<String>> {
     Ok(self.get_json_now(key))
   }
+
+  async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
+    let text = js_json_text(text).map_err(StorageError)?;
+    let mut entries = self.entries();
+    if entries.contains_key(key) {
+      return Ok(false);
+    }
+    entries.insert(key.to_owned(), Stored::Text(text.into()));
+    Ok(true)
+  }
+
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
+    let start = if from > prefix { from } else { prefix };
+    Ok(
+      self
+        .entries()
+        .range(start.to_owned()..)
+        .take_while(|(key, _)| key.starts_with(prefix))
+        .map(|(key, stored)| (key.clone(), stored.text()))
+        .collect(),
+    )
+  }
 }
 
 #[cfg(test)]

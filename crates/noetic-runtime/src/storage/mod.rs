@@ -58,6 +58,10 @@ pub trait CodedStorage: Send + Sync {
   async fn remove(&self, key: &str) -> Result<(), CodedError>;
   /// Every key that starts with `prefix`, in byte order.
   async fn keys(&self, prefix: &str) -> Result<Vec<String>, CodedError>;
+  /// See [`Storage::insert_text`]: one conditional statement.
+  async fn insert_new_text(&self, key: &str, text: String) -> Result<bool, CodedError>;
+  /// See [`Storage::read_texts`]: one range query.
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError>;
 }
 
 #[async_trait]
@@ -76,6 +80,14 @@ impl<T: CodedStorage> Storage for T {
 
   async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
     Ok(self.keys(prefix).await?)
+  }
+
+  async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
+    Ok(self.insert_new_text(key, text).await?)
+  }
+
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
+    Ok(self.texts_from(prefix, from).await?)
   }
 }
 
@@ -110,5 +122,30 @@ pub trait Storage: Send + Sync {
   /// The stored value as JSON text, for JS.
   async fn get_json(&self, key: &str) -> StorageResult<Option<String>> {
     Ok(self.get(key).await?.map(|value| value.to_string()))
+  }
+
+  /// Stores the JSON `text` under `key` only if the key is absent; true when it did. What orders appends to a
+  /// thread's history (a per-thread sequence of keys): the native stores do it in one conditional write, so two
+  /// writers of one key never both succeed. A JS adapter is asked `get` then `set`, which holds only while no other
+  /// process writes the key between the two.
+  async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
+    if self.get_json(key).await?.is_some() {
+      return Ok(false);
+    }
+    self.set_json(key, text).await?;
+    Ok(true)
+  }
+
+  /// Every key under `prefix` from `from` on (inclusive), in byte order, with its value as JSON text: what a thread's
+  /// history is read back with, in one query on the native stores (`list` then a `get` per key on a JS adapter).
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
+    let mut texts = Vec::new();
+    for key in self.list(prefix).await?.into_iter().filter(|key| key.as_str() >= from) {
+      if let Some(text) = self.get_json(&key).await? {
+        texts.push((key, text));
+      }
+    }
+    texts.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(texts)
   }
 }

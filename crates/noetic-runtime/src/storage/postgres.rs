@@ -129,6 +129,9 @@ struct Sql {
   delete: String,
   list_from: String,
   list_range: String,
+  insert_new: String,
+  texts_from: String,
+  texts_range: String,
 }
 
 impl Sql {
@@ -148,6 +151,9 @@ impl Sql {
       delete: format!("DELETE FROM {t} WHERE key = $1"),
       list_from: format!("SELECT key FROM {t} WHERE key >= $1 ORDER BY key"),
       list_range: format!("SELECT key FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key"),
+      insert_new: format!("INSERT INTO {t} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING"),
+      texts_from: format!("SELECT key, value FROM {t} WHERE key >= $1 ORDER BY key"),
+      texts_range: format!("SELECT key, value FROM {t} WHERE key >= $1 AND key < $2 ORDER BY key"),
     }
   }
 }
@@ -471,6 +477,53 @@ impl CodedStorage for PostgresStorage {
       })
       .await?;
     Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|key| key.starts_with(prefix)).collect())
+  }
+
+  async fn insert_new_text(&self, key: &str, text: String) -> Result<bool, CodedError> {
+    let _call = self.begin().await?;
+    if key.contains('\0') {
+      return Err(CodedError {
+        code: "INVALID_STORAGE_KEY",
+        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
+        hint: "Use keys without the NUL character.",
+      });
+    }
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement = client.prepare_cached(&self.sql.insert_new).await.map_err(|e| self.failure(&e))?;
+        let inserted = client.execute(&statement, &[&key, &text]).await.map_err(|e| self.failure(&e))?;
+        Ok(inserted == 1)
+      })
+      .await
+  }
+
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError> {
+    let _call = self.begin().await?;
+    if prefix.contains('\0') {
+      return Ok(Vec::new());
+    }
+    let start = if from > prefix { from } else { prefix };
+    let upper = prefix_successor(prefix);
+    let rows = self
+      .bounded(async {
+        let client = self.connection().await?;
+        let sql = if upper.is_some() { &self.sql.texts_range } else { &self.sql.texts_from };
+        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
+        let rows = match &upper {
+          Some(upper) => client.query(&statement, &[&start, upper]).await,
+          None => client.query(&statement, &[&start]).await,
+        };
+        rows.map_err(|e| self.failure(&e))
+      })
+      .await?;
+    Ok(
+      rows
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
+        .filter(|(key, _)| key.starts_with(prefix))
+        .collect(),
+    )
   }
 }
 

@@ -1,7 +1,11 @@
 //! `createSqliteStorage(path)`: the embedded durable store. One file, one table of JSON values by key.
 //!
-//! WAL with `synchronous = FULL`, so a committed `set` survives a crash of the process or the machine, and a busy
-//! timeout, so several processes can share one file. SQLite calls block, so they run on tokio's blocking pool.
+//! WAL with `synchronous = NORMAL`, so a committed `set` survives a crash of the process (DECISIONS S7), and a busy
+//! timeout, so several processes can share one file. A call is made where it stands when the connection is free and
+//! no other process holds the lock it needs (a few microseconds: WAL appends without waiting for the disk); one that
+//! would wait (another process writing, or this store's connection busy) goes to tokio's blocking pool, so the
+//! caller's thread never waits on a lock. A hop to the pool and back cost more than the call itself, twice a turn for
+//! a persisted session.
 //!
 //! A write is acknowledged only where a restart would find it: before each one the store asks SQLite whether the
 //! file it has open is still the one at its path, and a file deleted or moved away under it refuses the write
@@ -40,7 +44,7 @@ fn prepare(connection: &Connection) -> rusqlite::Result<()> {
     // `journal_mode` answers with a row, so it is queried rather than executed.
     let outcome = connection.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).and_then(|()| {
       connection.execute_batch(
-        "PRAGMA synchronous = FULL;
+        "PRAGMA synchronous = NORMAL;
          CREATE TABLE IF NOT EXISTS noetic_kv (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;",
       )
     });
@@ -68,20 +72,36 @@ impl SqliteStorage {
     Ok(Self { connection: Arc::new(Mutex::new(connection)), path: shown })
   }
 
-  /// Runs `work` on the blocking pool; a `write` first makes sure the file is still where the store opened it.
+  /// Runs `work`: here when the connection is free and SQLite need not wait for a lock, otherwise on the blocking
+  /// pool (see the module's comment). A `write` first makes sure the file is still where the store opened it.
   async fn with<T: Send + 'static>(
     &self,
     call: Call,
     write: bool,
-    work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    work: impl Fn(&Connection) -> rusqlite::Result<T> + Send + Sync + 'static,
   ) -> Result<T, CodedError> {
+    let attempt = move |connection: &Connection, work: &dyn Fn(&Connection) -> rusqlite::Result<T>| {
+      if write && has_moved(connection) {
+        return Err(None);
+      }
+      work(connection).map_err(Some)
+    };
+    if let Ok(connection) = self.connection.try_lock() {
+      // Without waiting: a lock held elsewhere answers SQLITE_BUSY at once, and the call goes to the pool instead.
+      let _ = connection.busy_timeout(std::time::Duration::ZERO);
+      let outcome = attempt(&connection, &work);
+      let _ = connection.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS));
+      match outcome {
+        Err(Some(error)) if is_busy(&error) => {}
+        Ok(value) => return Ok(value),
+        Err(None) => return Err(self.moved(&call)),
+        Err(Some(error)) => return Err(self.failure(&call, &error)),
+      }
+    }
     let connection = Arc::clone(&self.connection);
     let outcome = tokio::task::spawn_blocking(move || {
       let connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
-      if write && has_moved(&connection) {
-        return Err(None);
-      }
-      work(&connection).map_err(Some)
+      attempt(&connection, &work)
     })
     .await;
     match outcome {
@@ -215,6 +235,33 @@ impl CodedStorage for SqliteStorage {
         let mut query = c.prepare_cached("SELECT key FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
         let keys = query.query_map(params![owned, upper], |row| row.get::<_, String>(0))?;
         keys.filter(|key| key.as_ref().map_or(true, |key| key.starts_with(&owned))).collect()
+      })
+      .await
+  }
+
+  async fn insert_new_text(&self, key: &str, text: String) -> Result<bool, CodedError> {
+    let owned = key.to_owned();
+    self
+      .with(("write", key.to_owned()), true, move |c| {
+        c.execute(
+          "INSERT INTO noetic_kv (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO NOTHING",
+          params![owned, text],
+        )
+      })
+      .await
+      .map(|inserted| inserted == 1)
+  }
+
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError> {
+    let (owned, start) = (prefix.to_owned(), if from > prefix { from.to_owned() } else { prefix.to_owned() });
+    self
+      .with(("read keys under", prefix.to_owned()), false, move |c| {
+        let upper = format!("{owned}\u{10FFFF}");
+        let mut query =
+          c.prepare_cached("SELECT key, value FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
+        let rows =
+          query.query_map(params![start, upper], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
+        rows.filter(|row| row.as_ref().map_or(true, |(key, _)| key.starts_with(&owned))).collect()
       })
       .await
   }

@@ -92,6 +92,11 @@ impl EventLog {
     buffer.readers = buffer.readers.saturating_sub(1);
   }
 
+  /// Whether a reader is open (a stream someone iterates keeps its session in memory).
+  pub fn has_readers(&self) -> bool {
+    self.lock().readers > 0
+  }
+
   /// The events from `cursor` on, or `None` after arranging for `wake` to be called when one arrives.
   pub fn read(&self, cursor: u64, max: usize, wake: Wake) -> Option<Batch> {
     let mut buffer = self.lock();

@@ -11,6 +11,8 @@
 mod events;
 mod item_readers;
 mod items;
+mod persisted;
+mod store;
 mod streams;
 mod turns;
 
@@ -23,6 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 pub use self::events::{Batch, EventLog, Wake};
+pub use self::store::SessionStore;
 pub use self::streams::Streams;
 use super::{ExecContext, RunError};
 use crate::items::Item;
@@ -129,6 +132,17 @@ struct SessionState {
   waiters: Vec<Waiter>,
   /// `abort` callers waiting for the turn in flight to end.
   turn_end: Vec<Waiter>,
+  /// With the history persisted: the number of the last stored entry the history in memory includes.
+  stored: u64,
+  /// How many items of the history in memory were stored when the turn in flight started: it appends the rest.
+  stored_len: usize,
+  /// The history was seeded since the last entry: the next one replaces the stored history.
+  replace: bool,
+  /// The history in memory no longer matches the stored one (another process's turn went in before this one's,
+  /// or an append failed): the next turn reads it all back.
+  reload: bool,
+  /// Changes with every message and seed: an idle timer set before it finds a later one and leaves the session.
+  epoch: u64,
 }
 
 fn now_ms() -> f64 {

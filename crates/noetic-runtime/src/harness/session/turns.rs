@@ -59,10 +59,12 @@ impl Harness {
       let mut state = session.lock();
       let generating = matches!(state.status, Status::Generating { .. });
       if message.mode == DeliveryMode::Interrupt && generating {
+        state.epoch += 1;
         state.queue.push_front(message);
         abort_locked(&mut state, "interrupt");
         return Ok(None);
       }
+      state.epoch += 1;
       state.queue.push_back(message);
       if state.draining {
         return Ok(None);
@@ -111,7 +113,7 @@ impl Harness {
           self.announce(&session, &next.0, &next.1);
           turn = next;
         }
-        None => return,
+        None => return self.evict_when_idle(&session),
       }
     }
   }
@@ -132,12 +134,13 @@ impl Harness {
     let outcome = match self.turn_context(session, &messages[0]).await {
       Ok(ctx) => {
         let result = self.turn_in(&ctx, step, &messages).await;
-        match (result, ctx.aborted()) {
+        let outcome = match (result, ctx.aborted()) {
           // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
           (Ok(_), Some(reason)) => Err(Arc::new(NoeticError::cancelled(&reason).into())),
           (Ok(value), None) => Ok(Arc::new(response_of(&ctx, &value))),
           (Err(error), _) => Err(Arc::new(error)),
-        }
+        };
+        self.store_turn(session, &ctx, outcome).await
       }
       Err(error) => Err(Arc::new(error)),
     };
@@ -196,6 +199,7 @@ impl Harness {
   /// resource and memory, and the session's history, moved in (not copied) from the context that held it, which then
   /// closes. The new context holds the history until the next turn.
   async fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> RunResult<Arc<ExecContext>> {
+    self.catch_up(session).await?;
     let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
     let inbox = Some(Arc::downgrade(session));
     let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox);
@@ -221,11 +225,12 @@ impl Harness {
         self.env.host.history_moved(&holder.id, &ctx.id);
         self.drop_context(&holder.id);
       }
+      session.lock().stored_len = ctx.state().log.len();
       return Ok(ctx);
     }
   }
 
-  fn session_context(
+  pub(super) fn session_context(
     &self,
     thread: &str,
     resource_id: Option<String>,
@@ -255,6 +260,8 @@ impl Harness {
     }
     let (old, running) = {
       let mut state = session.lock();
+      state.replace = true;
+      state.epoch += 1;
       (state.context.replace(Arc::clone(&ctx)), state.running.clone())
     };
     // The turn in flight keeps its context; when it ends, its history replaces this one, as upstream's does.
