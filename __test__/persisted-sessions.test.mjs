@@ -200,6 +200,26 @@ test('an idle session leaves memory after sessionIdleMs and its next turn reads 
   assert.throws(() => manual.evictSession(3), { code: 'INVALID_THREAD_ID' });
 });
 
+test('a seeded history replaces the stored one, for this process and the next', async () => {
+  const storage = createInMemoryStorage();
+  const first = harnessOn(storage, recorder().model);
+  await turn(first, 'old');
+  first.seedSessionHistory('T', [{ type: 'message', id: 's1', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'seeded' }] }]);
+  await turn(first, 'after seed');
+  const { model, shown } = recorder();
+  await turn(harnessOn(storage, model), 'elsewhere');
+  assert.deepEqual(shown[0], ['seeded', 'after seed', 're: after seed', 'elsewhere']);
+});
+
+test('a session whose stream is open stays in memory', async () => {
+  const harness = harnessOn(createInMemoryStorage(), recorder().model, { sessionIdleMs: Infinity });
+  await turn(harness, 'one');
+  const reader = harness.getFullStream({ threadId: 'T' })[Symbol.asyncIterator]();
+  assert.equal(harness.evictSession('T'), false);
+  await reader.return();
+  assert.equal(harness.evictSession('T'), true);
+});
+
 test('a stored history that is damaged fails the turn with a code naming the thread and the entry', async () => {
   const storage = createInMemoryStorage();
   const harness = harnessOn(storage, recorder().model);
