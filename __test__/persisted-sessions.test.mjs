@@ -220,6 +220,25 @@ test('a session whose stream is open stays in memory', async () => {
   assert.equal(harness.evictSession('T'), true);
 });
 
+test("a storage outage fails the turn with STORAGE_UNAVAILABLE and loses nothing acknowledged (a JS adapter)", async () => {
+  const inner = createInMemoryStorage();
+  let down = false;
+  const guard = (f) => (...args) => (down ? Promise.reject(new Error('connection refused')) : f(...args));
+  const adapter = { get: guard((k) => inner.get(k)), set: guard((k, v) => inner.set(k, v)), delete: guard((k) => inner.delete(k)), list: guard((p) => inner.list(p)) };
+  const { model, shown } = recorder();
+  const harness = harnessOn(adapter, model);
+  await turn(harness, 'kept');
+  down = true;
+  await harness.execute('lost', { threadId: 'T' });
+  await assert.rejects(harness.getAgentResponse({ threadId: 'T' }), (e) => e.code === 'STORAGE_UNAVAILABLE' && /thread 'T'/.test(e.message));
+  down = false;
+  await turn(harness, 'after');
+  assert.deepEqual(shown.at(-1), ['kept', 're: kept', 'after']);
+  const { shown: elsewhere, model: other } = recorder();
+  await turn(harnessOn(adapter, other), 'again');
+  assert.deepEqual(elsewhere[0], ['kept', 're: kept', 'after', 're: after', 'again']);
+});
+
 test('a stored history that is damaged fails the turn with a code naming the thread and the entry', async () => {
   const storage = createInMemoryStorage();
   const harness = harnessOn(storage, recorder().model);

@@ -10,7 +10,7 @@ import { AgentHarness, createInMemoryStorage, createPostgresStorage, createSqlit
 import { history, median } from './common.mjs';
 
 const TURNS = Number(process.env.TURNS ?? 500);
-const IDLE_THREADS = Number(process.env.IDLE_THREADS ?? 20000);
+const IDLE_THREADS = Number(process.env.IDLE_THREADS ?? 100000);
 const dir = mkdtempSync(join(tmpdir(), 'noetic-bench-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
