@@ -31,7 +31,7 @@ apt_install() {
 need_zigbuild() {
   if [ "$(zig version 2>/dev/null)" != "$ZIG_VERSION" ]; then
     echo "installing zig $ZIG_VERSION (PyPI ziglang) into .tools/"
-    python3 -m pip install -q --disable-pip-version-check --upgrade --target "$tools/ziglang" "ziglang==$ZIG_VERSION"
+    python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --upgrade --target "$tools/ziglang" "ziglang==$ZIG_VERSION"
   fi
   if ! cargo zigbuild --version 2>/dev/null | grep -q " $ZIGBUILD_VERSION"; then
     echo "installing cargo-zigbuild $ZIGBUILD_VERSION (crates.io) into .tools/"

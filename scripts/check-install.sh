@@ -3,12 +3,14 @@
 # new TypeScript project with no cargo or rustc on PATH (so nothing can be compiled), fails if npm says anything
 # about install scripts, compiles the project under `tsc --strict`, and runs an agent with a session and SQLite as
 # an ES module and as CommonJS (scripts/install-check/). `npm test` runs it with the binary `npm run build` made;
-# scripts/release-check.sh runs it on the tarballs of other platforms, with their own Node (--node).
+# scripts/release-check.sh runs it on the tarballs of every platform, with the platform's own Node (--node).
 #   bash scripts/check-install.sh [--platform P] [--tarballs DIR] [--node 'COMMAND']
 # The new project takes typescript and zod from the npm registry (the versions this repository has installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-platform=linux-x64-gnu tarballs='' node_cmd=node
+# By default this machine's platform, whose binary `npm run build` makes.
+platform=$(node -p "const libc = process.platform !== 'linux' ? '' : process.report.getReport().header.glibcVersionRuntime ? '-gnu' : '-musl'; process.platform + '-' + process.arch + libc")
+tarballs='' node_cmd=node
 while [ $# -gt 0 ]; do
   case $1 in
     --platform) platform=$2; shift 2 ;;

