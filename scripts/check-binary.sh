@@ -30,7 +30,7 @@ case $platform in
   linux-*)
     needed=$(readobj --dynamic-table | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | sort -u | tr '\n' ' ')
     # The highest glibc symbol version it asks for is the oldest glibc it loads on.
-    glibc=$(readobj --version-info | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+    glibc=$(readobj --version-info | { grep -o 'GLIBC_[0-9.]*' || true; } | sed 's/GLIBC_//' | sort -V | tail -1)
     if [[ $platform == *-gnu ]]; then
       [ "$(printf '%s\n2.17\n' "$glibc" | sort -V | tail -1)" = 2.17 ] || fail "needs GLIBC_$glibc, more than 2.17"
       floor="glibc $glibc"

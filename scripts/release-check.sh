@@ -99,8 +99,10 @@ binfmt_arm64() {
 }
 cleanup() {
   [ -e $BINFMT/noetic-aarch64 ] && echo -1 >$BINFMT/noetic-aarch64
-  [ -n "${NOETIC_TEST_POSTGRES_DIR:-}" ] && bash scripts/pg-test-server.sh destroy "$NOETIC_TEST_POSTGRES_DIR"
+  [ -n "$pg_dir" ] && bash scripts/pg-test-server.sh destroy "$pg_dir"
+  true
 }
+pg_dir=''
 trap cleanup EXIT
 
 binary() { echo "$root/npm/$1/$(node -p "require('./npm/$1/package.json').main")"; }
@@ -121,6 +123,7 @@ step pack node scripts/pack.mjs --out dist "${platforms[@]}"
 # One PostgreSQL server for the suites, as .ci/run does (their PostgreSQL tests skip without one).
 if bash scripts/pg-test-server.sh has-binaries; then
   eval "$(bash scripts/pg-test-server.sh start)"
+  pg_dir=$NOETIC_TEST_POSTGRES_DIR
 fi
 
 if wants linux-x64-gnu; then
