@@ -83,6 +83,13 @@ case $platform in
     need_zigbuild
     # zig's own default minimum is a recent macOS; these are rustc's minimums for the two targets.
     if [ "$platform" = darwin-x64 ]; then export MACOSX_DEPLOYMENT_TARGET=10.13; else export MACOSX_DEPLOYMENT_TARGET=11.0; fi
+    # For macOS 10.15 and later mimalloc takes its random numbers from CCRandomGenerateBytes, which libSystem has
+    # (zig links against it) but whose CommonCrypto headers zig does not carry: its two declarations, here.
+    include=$root/target/macos-include/CommonCrypto
+    mkdir -p "$include"
+    printf '#include <stddef.h>\n#include <stdint.h>\ntypedef int32_t CCCryptorStatus;\nenum { kCCSuccess = 0 };\n' >"$include/CommonCryptoError.h"
+    printf '#include <CommonCrypto/CommonCryptoError.h>\ntypedef CCCryptorStatus CCRNGStatus;\nCCRNGStatus CCRandomGenerateBytes(void *bytes, size_t count);\n' >"$include/CommonRandom.h"
+    export "CFLAGS_${triple//-/_}=-I$root/target/macos-include"
     cargo_cmd=(cargo zigbuild --target "$triple")
     ;;
   win32-x64)
