@@ -87,8 +87,8 @@ case $platform in
     # (zig links against it) but whose CommonCrypto headers zig does not carry: its two declarations, here.
     include=$root/target/macos-include/CommonCrypto
     mkdir -p "$include"
-    printf '#include <stddef.h>\n#include <stdint.h>\ntypedef int32_t CCCryptorStatus;\nenum { kCCSuccess = 0 };\n' >"$include/CommonCryptoError.h"
-    printf '#include <CommonCrypto/CommonCryptoError.h>\ntypedef CCCryptorStatus CCRNGStatus;\nCCRNGStatus CCRandomGenerateBytes(void *bytes, size_t count);\n' >"$include/CommonRandom.h"
+    printf '#pragma once\n#include <stddef.h>\n#include <stdint.h>\ntypedef int32_t CCCryptorStatus;\nenum { kCCSuccess = 0 };\n' >"$include/CommonCryptoError.h"
+    printf '#pragma once\n#include <CommonCrypto/CommonCryptoError.h>\ntypedef CCCryptorStatus CCRNGStatus;\nCCRNGStatus CCRandomGenerateBytes(void *bytes, size_t count);\n' >"$include/CommonRandom.h"
     export "CFLAGS_${triple//-/_}=-I$root/target/macos-include"
     cargo_cmd=(cargo zigbuild --target "$triple")
     ;;
