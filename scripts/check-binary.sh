@@ -39,17 +39,18 @@ case $platform in
       [[ $needed == *musl* || $needed == *libc.so* ]] || fail "needs no C library: $needed"
       floor=musl
     fi
-    readobj --sections | grep -q 'Name: .symtab ' && fail "is not stripped (.symtab)"
-    readobj --dyn-syms | grep -q 'Name: napi_register_module_v1' || fail "does not export napi_register_module_v1"
+    readobj --sections | grep 'Name: .symtab ' >/dev/null && fail "is not stripped (.symtab)"
+    readobj --dyn-syms | grep 'Name: napi_register_module_v1' >/dev/null || fail "does not export napi_register_module_v1"
     echo "$platform: $format, $floor, needs $needed, stripped, exports napi_register_module_v1"
     ;;
   darwin-*)
     minos=$("$bin/llvm-objdump" --macho --private-headers "$file" | awk '/LC_BUILD_VERSION/ {b=1} b && $1 == "minos" {print $2; exit} /LC_VERSION_MIN_MACOSX/ {v=1} v && $1 == "version" {print $2; exit}')
     want_os=$([ "$platform" = darwin-x64 ] && echo 10.13 || echo 11.0)
     [ "$minos" = "$want_os" ] || fail "minimum macOS is '$minos', not $want_os"
-    dylibs=$("$bin/llvm-objdump" --macho --dylibs-used "$file" | tail -n +2 | awk '{print $1}' | tr '\n' ' ')
+    # The first line is the binary's own install name.
+    dylibs=$("$bin/llvm-objdump" --macho --dylibs-used "$file" | tail -n +3 | awk '{print $1}' | tr '\n' ' ')
     [[ $dylibs != *.framework* ]] || fail "links a framework: $dylibs"
-    "$bin/llvm-nm" --extern-only --defined-only "$file" | grep -q ' _napi_register_module_v1$' || fail "does not export napi_register_module_v1"
+    "$bin/llvm-nm" --extern-only --defined-only "$file" | grep ' _napi_register_module_v1$' >/dev/null || fail "does not export napi_register_module_v1"
     echo "$platform: $format, macOS $minos or later, links $dylibs, exports napi_register_module_v1"
     ;;
   win32-*)
@@ -60,7 +61,7 @@ case $platform in
         *) fail "imports $dll, which Windows does not have in every install" ;;
       esac
     done
-    readobj --coff-exports | grep -q 'Name: napi_register_module_v1' || fail "does not export napi_register_module_v1"
+    readobj --coff-exports | grep 'Name: napi_register_module_v1' >/dev/null || fail "does not export napi_register_module_v1"
     echo "$platform: $format, imports $dlls, exports napi_register_module_v1"
     ;;
 esac
