@@ -129,8 +129,8 @@ function requireNative() {
           loadErrors.push(e)
         }
         try {
-          const binding = require('@noetic-tools/core-win32-x64-gnu')
-          const bindingPackageVersion = require('@noetic-tools/core-win32-x64-gnu/package.json').version
+          const binding = require('@noetic-tools/core-win32-x64')
+          const bindingPackageVersion = require('@noetic-tools/core-win32-x64/package.json').version
           if (bindingPackageVersion !== '1.0.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
             throw new Error(`Native binding package version mismatch, expected 1.0.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
@@ -145,8 +145,8 @@ function requireNative() {
           loadErrors.push(e)
         }
         try {
-          const binding = require('@noetic-tools/core-win32-x64-msvc')
-          const bindingPackageVersion = require('@noetic-tools/core-win32-x64-msvc/package.json').version
+          const binding = require('@noetic-tools/core-win32-x64')
+          const bindingPackageVersion = require('@noetic-tools/core-win32-x64/package.json').version
           if (bindingPackageVersion !== '1.0.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
             throw new Error(`Native binding package version mismatch, expected 1.0.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
@@ -721,19 +721,37 @@ if (!nativeBinding || forceWasi) {
   }
 }
 
+// Patched by scripts/patch-loader.mjs: what to install when no binary loads.
+function missingBindingMessage() {
+  const platforms = ['darwin-arm64', 'darwin-x64', 'linux-arm64-gnu', 'linux-arm64-musl', 'linux-x64-gnu', 'linux-x64-musl', 'win32-x64']
+  const abi = process.platform === 'linux' ? (isMusl() ? '-musl' : '-gnu') : ''
+  const platform = `${process.platform}-${process.arch}${abi}`
+  const name = '@noetic-tools/core'
+  const binary = `@noetic-tools/core-${platform}`
+  const fromSource =
+    'In a clone of its repository, `npm run build` builds it from source (Rust needed); elsewhere, set ' +
+    'NAPI_RS_NATIVE_LIBRARY_PATH to the path of a .node file built so.'
+  if (!platforms.includes(platform)) {
+    return `${name} has no native binary for this platform (${platform}); there are binaries for ${platforms.join(', ')}. ${fromSource}`
+  }
+  const failed = loadErrors.find((e) => e && e.code !== 'MODULE_NOT_FOUND')
+  if (failed) {
+    return `${name}: the native binary for this platform (${platform}) is there but did not load: ${failed.message}`
+  }
+  return (
+    `${name} cannot find its native binary for this platform (${platform}): install ${binary}@1.0.0 (npm install ${binary}@1.0.0). npm installs it on its own, as an optional dependency, unless optional dependencies were left out (--omit=optional, --no-optional) or the lockfile was made without it. ${fromSource}`
+  )
+}
+
 if (!nativeBinding) {
   if (loadErrors.length > 0) {
-    const error = new Error(
-      `Cannot find native binding. ` +
-        `npm has a bug related to optional dependencies (https://github.com/npm/cli/issues/4828). ` +
-        'Please try `npm i` again after removing both package-lock.json and node_modules directory.',
-    )
+    const error = new Error(missingBindingMessage())
     // assign instead of the `new Error(message, { cause })` options form,
     // which Node < 16.9 silently ignores
     error.cause = createLoadErrorChain(loadErrors)
     throw error
   }
-  throw new Error(`Failed to load native binding`)
+  throw new Error(missingBindingMessage())
 }
 
 // A package can patch its own fallback in front of the load-failure check

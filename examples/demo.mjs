@@ -6,7 +6,7 @@ import {
   AgentHarness, createInMemoryStorage, createMessage, layerData, layerFn, memory, observationalMemory, react, workingMemory,
 } from '../js/index.mjs';
 
-// Seed 002's custom layer, unchanged: notes the model can add to, recalled into every model call.
+// A memory layer of your own: notes the model can add to with the tool `notes/add`, recalled into every model call.
 function notesLayer() {
   return {
     id: 'notes',

@@ -196,6 +196,14 @@ impl PostgresStorage {
       config.application_name("noetic");
     }
     let target = target_of(&config);
+    // A URL that names no user connects as the OS user, as libpq does. The driver would ask `whoami`, a stub on
+    // Apple targets (see the crate's Cargo.toml), so the name is looked up here, the way `whoami` does on Unix.
+    #[cfg(unix)]
+    if config.get_user().is_none()
+      && let Some(user) = os_user_name()
+    {
+      config.user(user);
+    }
     let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
     let manager = match tls::connector(&tls)? {
       Some(connector) => Manager::from_config(config, connector, manager_config),
@@ -358,6 +366,24 @@ fn describe(error: &tokio_postgres::Error) -> String {
   match std::error::Error::source(error) {
     Some(cause) => format!("{error}: {cause}"),
     None => error.to_string(),
+  }
+}
+
+/// The effective user's name in the password database (`getpwuid_r`).
+#[cfg(unix)]
+fn os_user_name() -> Option<String> {
+  let mut buffer = vec![0_u8; 16 * 1024];
+  let mut found: *mut libc::passwd = std::ptr::null_mut();
+  // SAFETY: `getpwuid_r` writes the entry into `entry` and its strings into `buffer`, both alive while the name is
+  // read; `found` is null unless the entry was written.
+  unsafe {
+    let mut entry: libc::passwd = std::mem::zeroed();
+    let status =
+      libc::getpwuid_r(libc::geteuid(), &raw mut entry, buffer.as_mut_ptr().cast(), buffer.len(), &raw mut found);
+    if status != 0 || found.is_null() || entry.pw_name.is_null() {
+      return None;
+    }
+    std::ffi::CStr::from_ptr(entry.pw_name).to_str().ok().map(str::to_owned)
   }
 }
 

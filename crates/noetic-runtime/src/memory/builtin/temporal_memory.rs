@@ -169,6 +169,35 @@ pub struct LocalTime {
 }
 
 /// The system clock in the local time zone (`TZ`, else the system's), as `new Date()` reads it.
+#[cfg(unix)]
+pub fn system_now() -> LocalTime {
+  // POSIX; the libc crate does not declare it for Unix.
+  unsafe extern "C" {
+    fn tzset();
+  }
+  let field = |n: libc::c_int| u32::try_from(n).unwrap_or(0);
+  // SAFETY: `time` accepts a null pointer; `localtime_r` writes only into the `tm` it is given. `tzset` first, as
+  // `localtime_r` need not call it: a `TZ` changed since the last call (Node calls `tzset` when JS sets
+  // `process.env.TZ`) counts, as it does for `new Date()`.
+  let tm = unsafe {
+    let now = libc::time(std::ptr::null_mut());
+    let mut tm: libc::tm = std::mem::zeroed();
+    tzset();
+    libc::localtime_r(&raw const now, &raw mut tm);
+    tm
+  };
+  LocalTime {
+    year: i64::from(tm.tm_year) + 1900,
+    month: field(tm.tm_mon) + 1,
+    day: field(tm.tm_mday),
+    weekday: field(tm.tm_wday),
+    hour: field(tm.tm_hour),
+    minute: field(tm.tm_min),
+  }
+}
+
+/// The system clock in the local time zone, as `new Date()` reads it.
+#[cfg(windows)]
 pub fn system_now() -> LocalTime {
   use chrono::{Datelike, Timelike};
   let now = chrono::Local::now();

@@ -258,6 +258,14 @@ fn bad_urls_and_options_are_refused_when_the_store_is_made() {
   assert_eq!(PostgresOptions::from_json(&Value::Null).unwrap(), PostgresOptions::default());
 }
 
+#[cfg(unix)]
+#[test]
+fn a_url_without_a_user_names_the_effective_os_user() {
+  let id = Command::new("id").arg("-un").output().expect("id -un");
+  let expected = String::from_utf8_lossy(&id.stdout).trim().to_owned();
+  assert_eq!(os_user_name().as_deref(), Some(expected.as_str()));
+}
+
 #[test]
 fn the_idle_time_is_whole_milliseconds_up_to_a_day_and_0_keeps_idle_connections() {
   let idle =
