@@ -91,7 +91,7 @@ musl_sysroot() {
 # registration is this script's own and is removed at the end.
 BINFMT=/proc/sys/fs/binfmt_misc
 binfmt_arm64() {
-  [ -e $BINFMT/register ] || mount -t binfmt_misc binfmt_misc $BINFMT
+  [ -e $BINFMT/register ] || { mount -t binfmt_misc binfmt_misc $BINFMT && binfmt_mounted=1; }
   [ -e $BINFMT/noetic-aarch64 ] && return
   local magic='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
   local mask='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
@@ -99,10 +99,11 @@ binfmt_arm64() {
 }
 cleanup() {
   [ -e $BINFMT/noetic-aarch64 ] && echo -1 >$BINFMT/noetic-aarch64
+  [ -n "$binfmt_mounted" ] && umount $BINFMT
   [ -n "$pg_dir" ] && bash scripts/pg-test-server.sh destroy "$pg_dir"
   true
 }
-pg_dir=''
+pg_dir='' binfmt_mounted=''
 trap cleanup EXIT
 
 binary() { echo "$root/npm/$1/$(node -p "require('./npm/$1/package.json').main")"; }
