@@ -128,23 +128,29 @@ test("a loop's inbox: a message waiting when it would stop becomes a developer m
 });
 
 test('every: runs at once and then every ms, woken early by a send, until its context is cancelled', async () => {
+  // Ended from inside the body, not by a clock, so that a slow machine changes only how long it takes.
   const h = harness();
   const ctx = h.createContext();
   const times = [];
-  const started = Date.now();
-  const tick = run('tick', async (input) => (times.push(Date.now() - started), input));
-  setTimeout(() => ctx.abort('done ticking'), 80);
+  const tick = run('tick', async (input) => {
+    times.push(performance.now());
+    if (times.length === 4) ctx.abort('done ticking');
+    return input;
+  });
   await assert.rejects(h.run(every({ id: 'e', step: tick, ms: 15 }), 'x', ctx), (e) => e.noeticError.kind === 'cancelled' && e.noeticError.reason === 'done ticking');
-  assert.ok(times[0] < 50, `the first run is at once (${times[0]} ms)`);
-  assert.ok(times.length >= 3 && times.length <= 7, `about one run per 15 ms: ${times.join(', ')}`);
+  assert.equal(times.length, 4, 'no run after the abort');
+  const gaps = times.slice(1).map((t, i) => t - times[i]);
+  assert.ok(gaps.every((gap) => gap >= 12), `a period between runs, never less: ${gaps.map((g) => g.toFixed(1)).join(', ')} ms`);
 
-  // A long period, shortened by a send on wakeOn.
+  // A period far longer than the test: the first run is at once, and a send on wakeOn brings the next one forward.
   const wake = channel('wake', { schema: z.string(), mode: 'queue' });
   const woken = h.createContext();
   const runs = [];
-  const drain = run('drain', async (_x, inner) => runs.push(inner.tryRecv(wake)));
-  setTimeout(() => h.send(wake, 'now', woken), 30);
-  setTimeout(() => woken.abort('stop'), 120);
+  const drain = run('drain', async (_x, inner) => {
+    runs.push(inner.tryRecv(wake));
+    if (runs.length === 1) setTimeout(() => h.send(wake, 'now', woken), 10);
+    else woken.abort('stop');
+  });
   await assert.rejects(h.run(every({ id: 'e', step: drain, ms: 60_000, wakeOn: wake }), null, woken), (e) => e.noeticError.kind === 'cancelled');
   assert.deepEqual(runs, [null, 'now']);
 });
@@ -153,13 +159,15 @@ test("every: onError 'fail' ends it with the body's error; 'continue' reports it
   const diagnostics = [];
   const h = harness({ onDiagnostic: (d) => diagnostics.push(d) });
   let calls = 0;
+  let ctx;
   const flaky = run('flaky', async () => {
     calls++;
+    // The third failure under 'continue' ends the schedule (none is counted by a clock).
+    if (calls === 4) ctx.abort('stop');
     throw new Error(`failure ${calls}`);
   });
   await assert.rejects(h.run(every({ id: 'e', step: flaky, ms: 1, onError: 'fail' }), null), (e) => e.message === "Step 'flaky' failed: failure 1");
-  const ctx = h.createContext();
-  setTimeout(() => ctx.abort('stop'), 40);
+  ctx = h.createContext();
   await assert.rejects(h.run(every({ id: 'e', step: flaky, ms: 5 }), null, ctx), (e) => e.noeticError.kind === 'cancelled');
   assert.ok(calls >= 3);
   const reported = diagnostics.filter((d) => d.hook === 'every');
@@ -178,12 +186,12 @@ test("every: a failure under 'continue' is an every.iteration.error event on the
   try {
     const h = harness({ traceExporter: new InMemoryExporter() });
     let calls = 0;
+    const ctx = h.createContext();
     const flaky = run('flaky', async () => {
       calls++;
+      if (calls === 3) ctx.abort('stop');
       throw new Error(`failure ${calls}`);
     });
-    const ctx = h.createContext();
-    setTimeout(() => ctx.abort('stop'), 40);
     await assert.rejects(h.run(every({ id: 'e', step: flaky, ms: 0 }), null, ctx), (e) => e.noeticError.kind === 'cancelled');
     await sleep(5);
     const events = ctx.span.events.filter((event) => event.name === 'every.iteration.error');
