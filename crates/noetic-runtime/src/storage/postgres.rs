@@ -422,6 +422,40 @@ fn prefix_successor(prefix: &str) -> Option<String> {
   None
 }
 
+/// What a write under a key holding U+0000 fails with: PostgreSQL text cannot hold it.
+fn nul_key(key: &str) -> CodedError {
+  CodedError {
+    code: "INVALID_STORAGE_KEY",
+    message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
+    hint: "Use keys without the NUL character.",
+  }
+}
+
+impl PostgresStorage {
+  /// The rows of `range` or `from` (statements taking a start key, and the range one an end key too) for the keys
+  /// under `prefix` from `start` on: the range `[start, successor(prefix))` of the primary key, filtered exactly.
+  async fn rows_under(
+    &self,
+    prefix: &str,
+    start: &str,
+    (range, from): (&str, &str),
+  ) -> Result<Vec<tokio_postgres::Row>, CodedError> {
+    let upper = prefix_successor(prefix);
+    self
+      .bounded(async {
+        let client = self.connection().await?;
+        let statement =
+          client.prepare_cached(if upper.is_some() { range } else { from }).await.map_err(|e| self.failure(&e))?;
+        let rows = match &upper {
+          Some(upper) => client.query(&statement, &[&start, upper]).await,
+          None => client.query(&statement, &[&start]).await,
+        };
+        rows.map_err(|e| self.failure(&e))
+      })
+      .await
+  }
+}
+
 #[async_trait]
 impl CodedStorage for PostgresStorage {
   async fn fetch(&self, key: &str) -> Result<Option<Value>, CodedError> {
@@ -451,11 +485,7 @@ impl CodedStorage for PostgresStorage {
   async fn store(&self, key: &str, value: &Value) -> Result<(), CodedError> {
     let _call = self.begin().await?;
     if key.contains('\0') {
-      return Err(CodedError {
-        code: "INVALID_STORAGE_KEY",
-        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
-        hint: "Use keys without the NUL character.",
-      });
+      return Err(nul_key(key));
     }
     let text = value.to_string();
     self
@@ -489,30 +519,14 @@ impl CodedStorage for PostgresStorage {
     if prefix.contains('\0') {
       return Ok(Vec::new());
     }
-    let upper = prefix_successor(prefix);
-    let rows = self
-      .bounded(async {
-        let client = self.connection().await?;
-        let sql = if upper.is_some() { &self.sql.list_range } else { &self.sql.list_from };
-        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
-        let rows = match &upper {
-          Some(upper) => client.query(&statement, &[&prefix, upper]).await,
-          None => client.query(&statement, &[&prefix]).await,
-        };
-        rows.map_err(|e| self.failure(&e))
-      })
-      .await?;
+    let rows = self.rows_under(prefix, prefix, (&self.sql.list_range, &self.sql.list_from)).await?;
     Ok(rows.iter().map(|row| row.get::<_, String>(0)).filter(|key| key.starts_with(prefix)).collect())
   }
 
   async fn insert_new_text(&self, key: &str, text: String) -> Result<bool, CodedError> {
     let _call = self.begin().await?;
     if key.contains('\0') {
-      return Err(CodedError {
-        code: "INVALID_STORAGE_KEY",
-        message: format!("postgres storage: the key {key:?} holds U+0000, which PostgreSQL text cannot hold"),
-        hint: "Use keys without the NUL character.",
-      });
+      return Err(nul_key(key));
     }
     self
       .bounded(async {
@@ -530,19 +544,7 @@ impl CodedStorage for PostgresStorage {
       return Ok(Vec::new());
     }
     let start = if from > prefix { from } else { prefix };
-    let upper = prefix_successor(prefix);
-    let rows = self
-      .bounded(async {
-        let client = self.connection().await?;
-        let sql = if upper.is_some() { &self.sql.texts_range } else { &self.sql.texts_from };
-        let statement = client.prepare_cached(sql).await.map_err(|e| self.failure(&e))?;
-        let rows = match &upper {
-          Some(upper) => client.query(&statement, &[&start, upper]).await,
-          None => client.query(&statement, &[&start]).await,
-        };
-        rows.map_err(|e| self.failure(&e))
-      })
-      .await?;
+    let rows = self.rows_under(prefix, start, (&self.sql.texts_range, &self.sql.texts_from)).await?;
     Ok(
       rows
         .iter()

@@ -47,7 +47,7 @@ impl Harness {
         state.reload = false;
         state.replace = false;
         let running = state.running.clone();
-        state.context.replace(ctx).filter(|old| !running.as_ref().is_some_and(|r| Arc::ptr_eq(r, old)))
+        state.context.replace(ctx).filter(|old| !super::turns::holds(&running, old))
       };
       if let Some(old) = old {
         self.drop_context(&old.id);
@@ -61,19 +61,6 @@ impl Harness {
       session.lock().stored = last;
     }
     Ok(())
-  }
-
-  /// A context holding `items` as a session's history (read back from storage).
-  fn history_context(&self, session: &Arc<Session>, items: Vec<Arc<Item>>) -> Arc<ExecContext> {
-    let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
-    let inbox = Some(Arc::downgrade(session));
-    let ctx = self.session_context(&session.thread_id, resource_id, Arc::clone(&self.layers), &session.streams, inbox);
-    let mut state = ctx.state();
-    for item in items {
-      state.log.push(item);
-    }
-    drop(state);
-    ctx
   }
 
   /// Appends what the turn added to the history (all of it after a seed) as the thread's next entry, after any that

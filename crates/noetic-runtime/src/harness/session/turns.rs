@@ -230,7 +230,7 @@ impl Harness {
     }
   }
 
-  pub(super) fn session_context(
+  fn session_context(
     &self,
     thread: &str,
     resource_id: Option<String>,
@@ -245,19 +245,25 @@ impl Harness {
     self.open_context(ctx)
   }
 
+  /// A context holding `items` as the session's history (a seed's, or one read back from storage), with the
+  /// harness's layers and the resource of the history it replaces.
+  pub(super) fn history_context(&self, session: &Arc<Session>, items: Vec<Arc<Item>>) -> Arc<ExecContext> {
+    let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
+    let inbox = Some(Arc::downgrade(session));
+    let ctx = self.session_context(&session.thread_id, resource_id, Arc::clone(&self.layers), &session.streams, inbox);
+    let mut state = ctx.state();
+    for item in items {
+      state.log.push(item);
+    }
+    drop(state);
+    ctx
+  }
+
   /// Replaces the session's history with `items` (upstream's `seedSessionHistory`); returns the id of the context
   /// that now holds it. A turn in flight keeps its own context.
   pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
     let session = self.session(thread);
-    let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
-    let inbox = Some(Arc::downgrade(&session));
-    let ctx = self.session_context(thread, resource_id, Arc::clone(&self.layers), &session.streams, inbox);
-    {
-      let mut state = ctx.state();
-      for item in items {
-        state.log.push(item);
-      }
-    }
+    let ctx = self.history_context(&session, items);
     let (old, running) = {
       let mut state = session.lock();
       state.replace = true;
@@ -351,7 +357,7 @@ fn response_of(ctx: &ExecContext, value: &StepValue) -> TurnResponse {
 }
 
 /// Whether `slot` holds `ctx` itself.
-fn holds(slot: &Option<Arc<ExecContext>>, ctx: &Arc<ExecContext>) -> bool {
+pub(super) fn holds(slot: &Option<Arc<ExecContext>>, ctx: &Arc<ExecContext>) -> bool {
   slot.as_ref().is_some_and(|held| Arc::ptr_eq(held, ctx))
 }
 
