@@ -14,7 +14,7 @@ import {
   step,
   until,
 } from '../js/index.mjs';
-import { recordingModel, scratchDb } from './helpers.mjs';
+import { recordingModel, scratchDb, slow } from './helpers.mjs';
 
 
 const entry = fileURLToPath(new URL('../js/index.mjs', import.meta.url));
@@ -43,7 +43,7 @@ function notes(id) {
 }
 
 // Runs `source` (an ES module importing the package as `lib`) in a child process.
-function child(source, timeout = 20_000) {
+function child(source, timeout = slow(20_000)) {
   const program = `import * as lib from ${JSON.stringify(entry)};\n${source}`;
   const args = globalThis.Bun ? ['-e', program] : ['--input-type=module', '-e', program];
   return spawnSync(process.execPath, args, { encoding: 'utf8', timeout });
@@ -146,7 +146,7 @@ test('texts JS replies with keep every character natively: astral, two-byte, Lat
 
 // ---- 2. Harnesses are collected -----------------------------------------------------------------------------------
 
-test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc, timeout: 60_000 }, async () => {
+test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc, timeout: slow(60_000) }, async () => {
   let collected = 0;
   const registry = new FinalizationRegistry(() => collected++);
   const count = 2000;
@@ -162,14 +162,14 @@ test('discarded harnesses are garbage-collected, with or without a finished run'
   assert.ok(collected >= count - 1, `collected ${collected} of ${count}`);
 });
 
-test('a harness nobody references is kept until its run settles', { timeout: 20_000 }, async () => {
+test('a harness nobody references is kept until its run settles', { timeout: slow(20_000) }, async () => {
   const slow = step.run({ id: 'slow', execute: () => new Promise((resolve) => setTimeout(() => resolve('done'), 50)) });
   const pending = new AgentHarness({ name: 'temp', params: {} }).run(slow, 'x');
   gc?.();
   assert.equal(await pending, 'done');
 });
 
-test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc, timeout: 120_000 }, async () => {
+test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc, timeout: slow(120_000) }, async () => {
   const settle = async () => {
     for (let i = 0; i < 10; i++) {
       gc();
@@ -193,7 +193,7 @@ test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc
 
 // ---- 3. Storage adapters that hang ----------------------------------------------------------------------------------
 
-test('a storage adapter whose set never settles cannot hang a run; the lost write is reported', { timeout: 20_000 }, async () => {
+test('a storage adapter whose set never settles cannot hang a run; the lost write is reported', { timeout: slow(20_000) }, async () => {
   const saved = new Map();
   const stuck = {
     get: async (key) => saved.get(key) ?? null,
@@ -378,7 +378,7 @@ test('run() and execute() return before any step or hook is called', async () =>
   assert.ok(calls.includes('step'));
 });
 
-test('a long run of steps that answer at once does not grow the stack', { timeout: 60_000 }, async () => {
+test('a long run of steps that answer at once does not grow the stack', { timeout: slow(60_000) }, async () => {
   let n = 0;
   const body = loop({ id: 'l', steps: [step.run({ id: 'inc', execute: () => ++n })], until: () => ({ stop: n >= 20_000 }), maxIterations: 30_000 });
   const { h } = harness();
@@ -386,7 +386,7 @@ test('a long run of steps that answer at once does not grow the stack', { timeou
   assert.equal(n, 20_000);
 });
 
-test('a run woken off the JS thread (a storage timeout, a timer in a hook) goes on', { timeout: 20_000 }, async () => {
+test('a run woken off the JS thread (a storage timeout, a timer in a hook) goes on', { timeout: slow(20_000) }, async () => {
   const { h } = harness({ memory: [{ id: 'slow', slot: 1, scope: 'thread', timeouts: { recall: 50 }, hooks: { recall: () => new Promise(() => {}) } }], _testCallModel: recordingModel().model });
   const started = Date.now();
   assert.equal(await h.run(step.llm({ id: 'llm', model: 'm' }), 'hello'), 'ok');

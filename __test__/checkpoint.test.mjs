@@ -14,7 +14,7 @@ import {
   isNoeticConfigError,
   step,
 } from '../js/index.mjs';
-import { recordingModel, runFixture, scratchDb } from './helpers.mjs';
+import { recordingModel, runFixture, scratchDb, slow } from './helpers.mjs';
 
 const snapshot = (executionId, extra = {}) => ({
   schemaVersion: 1,
@@ -206,7 +206,7 @@ test('a checkpoint whose save fails warns and does not fail the step', async () 
   assert.equal(warnings[0][1].message, 'disk full');
 });
 
-test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (SQLite)', { timeout: 60_000 }, async () => {
+test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (SQLite)', { timeout: slow(60_000) }, async () => {
   const path = scratchDb('checkpoints.db');
   const started = await runFixture('checkpoint-run.mjs', ['start', path], { killWhen: (line) => line.checkpointed === 3 });
   assert.equal(started.signal, 'SIGKILL', started.err);

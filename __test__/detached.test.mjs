@@ -13,7 +13,7 @@ import {
   step,
   until,
 } from '../js/index.mjs';
-import { runFixture, scratchDb } from './helpers.mjs';
+import { runFixture, scratchDb, slow } from './helpers.mjs';
 
 const harnessOf = (opts = {}) => new AgentHarness({ name: 'detached', params: {}, ...opts });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -173,7 +173,7 @@ test('an adapter that never ends a handle: a timed await rejects, and the handle
   assert.equal(handle.result, undefined);
 });
 
-test('an adapter that forgets a handle: the wait ends as handle_evicted after the grace period', { timeout: 60_000 }, async () => {
+test('an adapter that forgets a handle: the wait ends as handle_evicted after the grace period', { timeout: slow(60_000) }, async () => {
   const forgets = {
     spawn: async () => ({ id: 'sp-gone', status: 'running', startedAt: new Date().toISOString() }),
     get: async () => null,
@@ -277,7 +277,7 @@ test('reattach in the same process replays a step from its manifest through the 
   assert.deepEqual(await second.listLive(), [], 'the manifest is gone once the replay ends');
 });
 
-test('a detached step SIGKILLed mid-run is reattached by another process: refused while its step is not built there, then replayed (SQLite)', { timeout: 60_000 }, async () => {
+test('a detached step SIGKILLed mid-run is reattached by another process: refused while its step is not built there, then replayed (SQLite)', { timeout: slow(60_000) }, async () => {
   const path = scratchDb('detached.db');
   const spawned = await runFixture('detached-run.mjs', ['spawn', path], { killWhen: (line) => line.handleId !== undefined });
   assert.equal(spawned.signal, 'SIGKILL', spawned.err);

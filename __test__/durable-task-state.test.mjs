@@ -4,16 +4,16 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, durableTaskState, spawn, staticContent, step } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 const answer = (text) => ({ items: [{ type: 'message', role: 'assistant', id: `a-${text}`, status: 'completed', content: [{ type: 'output_text', text }] }] });
 const developerTexts = (items) => items.filter((item) => item.role === 'developer').map((item) => item.content[0].text);
 
-test('task state persists in SQLite across processes: each turn adds checkpoints (store, onComplete) the next process is shown', { timeout: 60_000 }, () => {
+test('task state persists in SQLite across processes: each turn adds checkpoints (store, onComplete) the next process is shown', { timeout: slow(60_000) }, () => {
   const path = scratchDb('durable-task.db');
   const turn = fileURLToPath(new URL('./fixtures/durable-task-turn.mjs', import.meta.url));
   const runs = [1, 2, 3].map(() => {
-    const result = spawnSync(process.execPath, [turn, path], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [turn, path], { encoding: 'utf8', timeout: slow(30_000) });
     assert.equal(result.status, 0, result.stderr);
     return JSON.parse(result.stdout);
   });

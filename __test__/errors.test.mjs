@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, NoeticConfigError, isNoeticConfigError, step, react } from '../js/index.mjs';
-import { recordingModel } from './helpers.mjs';
+import { recordingModel, slow } from './helpers.mjs';
 
 const base = (extra) => ({ id: 'x', slot: 1, scope: 'thread', hooks: {}, ...extra });
 const harnessWith = (layers, opts = {}) => new AgentHarness({ name: 't', params: {}, memory: layers, ...opts });
@@ -103,7 +103,7 @@ test('an LLM step without a provider is a NoeticConfigError NO_LLM_PROVIDER', as
 test('the process exits promptly even when a hook never settles', () => {
   const script = fileURLToPath(new URL('./fixtures/hanging-hook.mjs', import.meta.url));
   const started = Date.now();
-  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 20_000 });
+  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: slow(20_000) });
   assert.equal(result.status, 0, result.stderr);
   assert.match(result.stdout, /run finished/);
   assert.ok(Date.now() - started < 15_000);

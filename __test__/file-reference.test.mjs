@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, createInMemoryFsAdapter, createMessage, fileReference, step, tool } from '../js/index.mjs';
-import { recordingModel, scratchDb } from './helpers.mjs';
+import { recordingModel, scratchDb, slow } from './helpers.mjs';
 
 const SCORER = 'You are a relevance scorer. Respond with only a number 0-100.';
 const textOf = (item) => item.content.map((part) => part.text).join('');
@@ -268,7 +268,7 @@ test('the tracked files outlive the process: a thread resumed elsewhere is still
   const path = scratchDb('file-reference.db');
   const script = fileURLToPath(new URL('./fixtures/file-reference-turn.mjs', import.meta.url));
   const run = (message) => {
-    const result = spawnSync(process.execPath, [script, path, message], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [script, path, message], { encoding: 'utf8', timeout: slow(30_000) });
     assert.equal(result.status, 0, result.stderr);
     return JSON.parse(result.stdout);
   };

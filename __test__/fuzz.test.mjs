@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, createSqliteStorage, step, tool } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 
 const SEED = Number(process.env.NOETIC_FUZZ_SEED ?? 20261122);
@@ -80,7 +80,7 @@ const stores = [
 ];
 
 for (const [name, make] of stores) {
-  test(`fuzz: ${name} returns every value as JSON keeps it, under any key, or refuses it clearly`, { timeout: 60_000 }, async () => {
+  test(`fuzz: ${name} returns every value as JSON keeps it, under any key, or refuses it clearly`, { timeout: slow(60_000) }, async () => {
     const g = generator(SEED);
     const storage = make();
     const keys = new Set();

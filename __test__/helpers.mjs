@@ -12,6 +12,13 @@ import { createMessage, isNoeticError, layerData, layerFn } from '../js/index.mj
 delete process.env.OPENROUTER_API_KEY;
 delete process.env.OPENROUTER_BASE_URL;
 
+// The tests' time limits only guard against hangs. Under emulation (the release check runs the suite under qemu,
+// about 20 times slower) they stretch by NOETIC_TEST_SLOWDOWN, so that a slow machine never fails a test.
+const slowdown = Math.max(1, Number(process.env.NOETIC_TEST_SLOWDOWN) || 1);
+export function slow(ms) {
+  return ms * slowdown;
+}
+
 export function myCustomLayer() {
   return {
     id: 'my-custom-layer',

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createInMemoryStorage, createSqliteStorage, step } from '../js/index.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 const fixture = fileURLToPath(new URL('./fixtures/session-worker.mjs', import.meta.url));
 const pg = sharedServerUrl();
@@ -62,7 +62,7 @@ async function turn(harness, text, threadId = 'T') {
   return harness.getAgentResponse({ threadId });
 }
 
-test('a process that exits leaves its thread to the next: the whole conversation and the layer state', { timeout: 60_000 }, async () => {
+test('a process that exits leaves its thread to the next: the whole conversation and the layer state', { timeout: slow(60_000) }, async () => {
   const db = scratchDb('exits.db');
   const a = worker(db);
   await a.turn('first');
@@ -76,7 +76,7 @@ test('a process that exits leaves its thread to the next: the whole conversation
   assert.deepEqual(third.items, third.seen.concat('re: third'), 'the response holds the whole history');
 });
 
-test('a process killed mid-turn leaves the thread at its last completed turn', { timeout: 60_000 }, async () => {
+test('a process killed mid-turn leaves the thread at its last completed turn', { timeout: slow(60_000) }, async () => {
   const db = scratchDb('killed.db');
   const a = worker(db);
   await a.turn('kept');
@@ -109,11 +109,11 @@ function expectOneHistory(outs) {
   });
 }
 
-test('two processes taking turns on one SQLite thread see one history, in order, no item twice', { timeout: 60_000 }, async () => {
+test('two processes taking turns on one SQLite thread see one history, in order, no item twice', { timeout: slow(60_000) }, async () => {
   expectOneHistory(await alternate(scratchDb('alternate.db')));
 });
 
-test('two processes taking turns on one PostgreSQL thread see one history', { skip: pg.skip ?? false, timeout: 120_000 }, async () => {
+test('two processes taking turns on one PostgreSQL thread see one history', { skip: pg.skip ?? false, timeout: slow(120_000) }, async () => {
   expectOneHistory(await alternate(pg.url, { FIXTURE_PG_TABLE: pgTable('sessions_alt') }));
 });
 
@@ -142,11 +142,11 @@ async function concurrent(where, env) {
   }
 }
 
-test('two turns on one SQLite thread at the same moment are both kept, one after the other', { timeout: 60_000 }, async () => {
+test('two turns on one SQLite thread at the same moment are both kept, one after the other', { timeout: slow(60_000) }, async () => {
   await concurrent(scratchDb('concurrent.db'));
 });
 
-test('two turns on one PostgreSQL thread at the same moment are both kept', { skip: pg.skip ?? false, timeout: 120_000 }, async () => {
+test('two turns on one PostgreSQL thread at the same moment are both kept', { skip: pg.skip ?? false, timeout: slow(120_000) }, async () => {
   await concurrent(pg.url, { FIXTURE_PG_TABLE: pgTable('sessions_conc') });
 });
 
@@ -180,7 +180,7 @@ test('items come back byte for byte, unusual text included', async () => {
   assert.equal(shown[0][0], before[0].content[0].text);
 });
 
-test('an idle session leaves memory after sessionIdleMs and its next turn reads it back; evictSession drops one by hand', { timeout: 20_000 }, async () => {
+test('an idle session leaves memory after sessionIdleMs and its next turn reads it back; evictSession drops one by hand', { timeout: slow(20_000) }, async () => {
   const storage = createInMemoryStorage();
   const { model, shown } = recorder();
   const harness = harnessOn(storage, model, { sessionIdleMs: 20 });
@@ -256,7 +256,7 @@ test('bad session options are refused with a code', () => {
   assert.throws(() => new AgentHarness({ ...base, sessionIdleMs: '10' }), { code: 'INVALID_SESSION_OPTIONS' });
 });
 
-test('100,000 one-turn threads with a short sessionIdleMs leave RSS within 10% of where it started', { skip: Boolean(globalThis.Bun), timeout: 600_000 }, async () => {
+test('100,000 one-turn threads with a short sessionIdleMs leave RSS within 10% of where it started', { skip: Boolean(globalThis.Bun), timeout: slow(600_000) }, async () => {
   const child = spawnProcess(process.execPath, ['--expose-gc', fileURLToPath(new URL('./fixtures/idle-sessions.mjs', import.meta.url)), scratchDb('idle.db'), '100000', '10000'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const { start, end, live } = JSON.parse((await lines.next()).value);

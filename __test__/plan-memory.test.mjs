@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, PlanPhase, createInMemoryStorage, planMemory, step, tool } from '../js/index.mjs';
-import { runAndRead, scratchDb } from './helpers.mjs';
+import { runAndRead, scratchDb, slow } from './helpers.mjs';
 
 const leaf = { kind: 'llm', id: 'build', instructions: 'Build it', tools: ['Write'] };
 const tree = { kind: 'sequence', id: 'root', steps: [leaf] };
@@ -202,7 +202,7 @@ test('the plan persists in SQLite across processes: a second process is still pl
   const path = scratchDb('plan.db');
   const turn = fileURLToPath(new URL('./fixtures/plan-turn.mjs', import.meta.url));
   const [first, second] = [1, 2].map((n) => {
-    const result = spawnSync(process.execPath, [turn, path, String(n)], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [turn, path, String(n)], { encoding: 'utf8', timeout: slow(30_000) });
     assert.equal(result.status, 0, result.stderr);
     return JSON.parse(result.stdout);
   });

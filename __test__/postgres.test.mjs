@@ -8,12 +8,12 @@ import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createCheckpointStore, createPostgresStorage, isNoeticConfigError, step } from '../js/index.mjs';
 import { sharedServerUrl, startServer } from '../scripts/pg-test-server.mjs';
-import { runFixture } from './helpers.mjs';
+import { runFixture, slow } from './helpers.mjs';
 
 const server = sharedServerUrl();
 const skip = server.skip ?? false;
 // Child processes and a server of its own take seconds (Bun's default limit is 5 s).
-const slow = { skip, timeout: 120_000 };
+const multiProcess = { skip, timeout: slow(120_000) };
 if (skip) console.warn(`SKIPPED PostgreSQL tests: ${skip}`);
 const run = promisify(execFile);
 const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
@@ -31,7 +31,7 @@ function findPsql() {
 const psql = skip ? { skip } : findPsql();
 if (psql.skip && !skip) console.warn(`SKIPPED the PostgreSQL connection-count tests: ${psql.skip}`);
 // These take well under a second, but wait up to seconds for the server on a loaded machine (Bun's default limit is 5 s).
-const counted = { skip: psql.skip ?? false, timeout: 60_000 };
+const counted = { skip: psql.skip ?? false, timeout: slow(60_000) };
 
 // One psql session: `query(sql)` resolves to its output (unaligned, tuples only), in the order asked.
 function psqlSession(url) {
@@ -129,19 +129,19 @@ test('the adapter contract: values as JSON, list and delete by prefix', { skip }
   await assert.rejects(storage.set('a\0b', 1), (e) => isNoeticConfigError(e) && e.code === 'INVALID_STORAGE_KEY' && Boolean(e.hint));
 });
 
-test("a thread-scoped layer's state persists through PostgreSQL and another process rehydrates it", slow, async () => {
+test("a thread-scoped layer's state persists through PostgreSQL and another process rehydrates it", multiProcess, async () => {
   const table = freshTable();
-  const turns = async (n) => JSON.parse((await run(process.execPath, [fixture('postgres-turn.mjs'), server.url, table, String(n)], { timeout: 60_000 })).stdout);
+  const turns = async (n) => JSON.parse((await run(process.execPath, [fixture('postgres-turn.mjs'), server.url, table, String(n)], { timeout: slow(60_000) })).stdout);
   assert.deepEqual(await turns(3), { found: 0, saved: 3, pid: true });
   assert.deepEqual(await turns(2), { found: 3, saved: 5, pid: true });
   assert.equal((await createPostgresStorage(server.url, { table }).get('layers/counter/T/state')).n, 5);
 });
 
-test('8 processes writing one key at once: latest wins, every value read is whole', slow, async () => {
+test('8 processes writing one key at once: latest wins, every value read is whole', multiProcess, async () => {
   const table = freshTable();
   const rounds = 12;
   const writers = Array.from({ length: 8 }, (_, writer) =>
-    run(process.execPath, [fixture('postgres-writer.mjs'), server.url, table, String(writer), String(rounds)], { timeout: 90_000 }));
+    run(process.execPath, [fixture('postgres-writer.mjs'), server.url, table, String(writer), String(rounds)], { timeout: slow(90_000) }));
   const checked = (await Promise.all(writers)).map(({ stdout }) => Number(stdout));
   assert.deepEqual(checked, Array(8).fill(rounds));
   const last = await createPostgresStorage(server.url, { table }).get('shared/state');
@@ -271,9 +271,9 @@ test('a harness on a closed store: the next turn cannot reload its state, and fa
   assert.equal(diagnostics[0]?.hook, 'init');
 });
 
-test('a store holding pooled connections lets the process exit', slow, async () => {
+test('a store holding pooled connections lets the process exit', multiProcess, async () => {
   const table = freshTable();
-  const { stdout } = await run(process.execPath, [fixture('postgres-idle-exit.mjs'), server.url, table], { timeout: 30_000 });
+  const { stdout } = await run(process.execPath, [fixture('postgres-idle-exit.mjs'), server.url, table], { timeout: slow(30_000) });
   assert.equal(stdout.trim(), 'saved');
 });
 
@@ -294,7 +294,7 @@ test('an unreachable server is STORAGE_UNAVAILABLE within the connect timeout, n
   assert.equal(diagnostics[0]?.hook, 'init');
 });
 
-test('a server stopped mid-session: clear errors, nothing lost, and the store works again when it is back', slow, async (t) => {
+test('a server stopped mid-session: clear errors, nothing lost, and the store works again when it is back', multiProcess, async (t) => {
   const own = startServer(); // a private server: stopping the shared one would fail other tests
   if (own.skip) return t.skip(own.skip);
   try {
@@ -312,7 +312,7 @@ test('a server stopped mid-session: clear errors, nothing lost, and the store wo
     await turn('three');
     assert.deepEqual(await storage.get('layers/counter/T/state'), { n: 2 }, 'the turn after the outage goes on from what was stored');
     // And a new process starting on the thread picks it up.
-    const { stdout } = await run(process.execPath, [fixture('postgres-turn.mjs'), own.url, 'noetic_kv', '1'], { timeout: 60_000 });
+    const { stdout } = await run(process.execPath, [fixture('postgres-turn.mjs'), own.url, 'noetic_kv', '1'], { timeout: slow(60_000) });
     assert.deepEqual(JSON.parse(stdout), { found: 2, saved: 3, pid: true });
     assert.equal(diagnostics.length, 1);
   } finally {
@@ -320,7 +320,7 @@ test('a server stopped mid-session: clear errors, nothing lost, and the store wo
   }
 });
 
-test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (PostgreSQL)', slow, async () => {
+test('a run checkpointed in one process and SIGKILLed between steps is restored and finished by another (PostgreSQL)', multiProcess, async () => {
   const table = freshTable();
   const started = await runFixture('checkpoint-run.mjs', ['start', server.url], { env: { FIXTURE_PG_TABLE: table }, killWhen: (line) => line.checkpointed === 2 });
   assert.equal(started.signal, 'SIGKILL', started.err);
@@ -333,7 +333,7 @@ test('a run checkpointed in one process and SIGKILLed between steps is restored 
   assert.deepEqual([finished.done.length, finished.tally, finished.tasks, finished.tokens], [5, { done: [1, 2, 3, 4, 5] }, 5, { input: 50, output: 10 }]);
 });
 
-test("a detached step's manifest in PostgreSQL outlives a SIGKILL and another process replays it", slow, async () => {
+test("a detached step's manifest in PostgreSQL outlives a SIGKILL and another process replays it", multiProcess, async () => {
   const table = freshTable();
   const spawned = await runFixture('detached-run.mjs', ['spawn', server.url], { env: { FIXTURE_PG_TABLE: table }, killWhen: (line) => line.handleId !== undefined });
   assert.equal(spawned.signal, 'SIGKILL', spawned.err);
@@ -344,7 +344,7 @@ test("a detached step's manifest in PostgreSQL outlives a SIGKILL and another pr
   assert.deepEqual([done.live, done.status, done.result.words, done.liveAfter], [[handleId], 'completed', 3, []]);
 });
 
-test('a durable run whose server goes away: its checkpoints and state writes fail with warnings, the run goes on, and the next ones carry everything once the server is back', slow, async (t) => {
+test('a durable run whose server goes away: its checkpoints and state writes fail with warnings, the run goes on, and the next ones carry everything once the server is back', multiProcess, async (t) => {
   const own = startServer();
   if (own.skip) return t.skip(own.skip);
   try {

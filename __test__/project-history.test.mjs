@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentHarness, createMessage, step } from '../js/index.mjs';
-import { numberedReplies } from './helpers.mjs';
+import { numberedReplies, slow } from './helpers.mjs';
 
 const textOf = (item) => item.content?.[0]?.text ?? item.type;
 
@@ -21,7 +21,7 @@ test('layers project the history in slot order, each given what the one before r
   assert.equal(requests[2][2], ctx.itemLog.items[4]);
 });
 
-test('a projection that interleaves its own items with the log’s reaches the model whole, however many entries', { timeout: 60_000 }, async () => {
+test('a projection that interleaves its own items with the log’s reaches the model whole, however many entries', { timeout: slow(60_000) }, async () => {
   // 150,000 entries, alternating log runs and made items: more than one call can take as arguments.
   const { model, requests } = numberedReplies();
   const note = createMessage('note', 'developer');

@@ -5,7 +5,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgentHarness, createInMemoryStorage, createMessage, step, tool } from '../js/index.mjs';
-import { myCustomLayer } from './helpers.mjs';
+import { myCustomLayer, slow } from './helpers.mjs';
 
 // The server-sent events OpenRouter streams for `response`: a keep-alive comment, each output item added, its text
 // in deltas and done, then the terminal event carrying the response whole.
@@ -400,11 +400,11 @@ function longReply(chars, size) {
   return { text, sse: sseText(events) };
 }
 
-test('a reply streamed in 16,000 small deltas costs memory in its length: nothing is folded without a reader, and a reader gets every snapshot', { timeout: 60_000 }, async () => {
+test('a reply streamed in 16,000 small deltas costs memory in its length: nothing is folded without a reader, and a reader gets every snapshot', { timeout: slow(60_000) }, async () => {
   // In a process of its own, so that its peak RSS is the turn's. A snapshot for every delta kept in memory was
   // 16,000 copies of a growing 64 KB text: the turn raised RSS by about 500 MB.
   const fixture = fileURLToPath(new URL('./fixtures/streamed-turn.mjs', import.meta.url));
-  const turn = spawnSync(process.execPath, [fixture, '64000', '4'], { encoding: 'utf8', timeout: 60_000 });
+  const turn = spawnSync(process.execPath, [fixture, '64000', '4'], { encoding: 'utf8', timeout: slow(60_000) });
   assert.equal(turn.status, 0, turn.stderr);
   const { grownMB, length } = JSON.parse(turn.stdout.trim().split('\n').pop());
   assert.equal(length, 64_000);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, NoeticConfigError, createMessage, seedFromItems, step } from '../js/index.mjs';
+import { slow } from './helpers.mjs';
 
 const chat = step.llm({ id: 'chat', model: 'test/model' });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -280,7 +281,7 @@ test('several readers each get every event; a reader that stops reading stalls n
 
 const entry = fileURLToPath(new URL('../js/index.cjs', import.meta.url));
 function child(source) {
-  return spawnSync(process.execPath, ['-e', source], { encoding: 'utf8', timeout: 20_000 });
+  return spawnSync(process.execPath, ['-e', source], { encoding: 'utf8', timeout: slow(20_000) });
 }
 
 test('from CommonJS: a turn nobody awaits keeps Node alive until it ends, and then Node exits', () => {
@@ -484,7 +485,7 @@ test('harnesses a program drops are collected even when it never yields to the e
         heap.push(process.memoryUsage().heapUsed);
       }
       console.log(JSON.stringify({ grew: (heap[15] - heap[3]) / (1 << 20) }));
-    })();`], { encoding: 'utf8', timeout: 20_000 });
+    })();`], { encoding: 'utf8', timeout: slow(20_000) });
   assert.equal(result.status, 0, result.stderr);
   const { grew } = JSON.parse(result.stdout);
   assert.ok(grew < 6, `the heap grew by ${grew.toFixed(1)} MB over 12 dropped harnesses`);

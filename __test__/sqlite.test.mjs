@@ -5,7 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createCheckpointStore, createSqliteStorage, isNoeticConfigError, step } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 const scratch = () => scratchDb('agent.db');
 
@@ -21,24 +21,24 @@ test('the adapter contract: get, set, delete and list by prefix, values as JSON'
   assert.deepEqual(await storage.list('layers/'), ['layers/a/T/state', 'layers/b/T/state']);
 });
 
-test('state written by an agent survives the process being killed, and another harness rehydrates it', { timeout: 60_000 }, () => {
+test('state written by an agent survives the process being killed, and another harness rehydrates it', { timeout: slow(60_000) }, () => {
   const path = scratch();
   const writer = fileURLToPath(new URL('./fixtures/sqlite-writer.mjs', import.meta.url));
   for (const turns of [3, 2]) {
-    const result = spawnSync(process.execPath, [writer, path, String(turns)], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [writer, path, String(turns)], { encoding: 'utf8', timeout: slow(30_000) });
     assert.equal(result.signal, 'SIGKILL', result.stderr);
   }
   const check = spawnSync(
     process.execPath,
     ['--input-type=module', '-e', `import { createSqliteStorage } from ${JSON.stringify(new URL('../js/index.mjs', import.meta.url).href)};
       console.log(JSON.stringify(await createSqliteStorage(${JSON.stringify(path)}).get('layers/counter/T/state')));`],
-    { encoding: 'utf8', timeout: 30_000 },
+    { encoding: 'utf8', timeout: slow(30_000) },
   );
   assert.equal(check.status, 0, check.stderr);
   assert.deepEqual(JSON.parse(check.stdout), { n: 5 });
 });
 
-test('processes opening one new file at the same moment all get the store', { timeout: 60_000 }, async () => {
+test('processes opening one new file at the same moment all get the store', { timeout: slow(60_000) }, async () => {
   // Their first transactions race to switch the file to WAL and make the table; SQLite refuses some of those with
   // SQLITE_BUSY without waiting, which the store tries again instead of failing to open.
   const { spawn } = await import('node:child_process');
@@ -114,7 +114,7 @@ test("a stored value that is not JSON is STORAGE_CORRUPT naming the key; a check
   await assert.rejects(checkpoints.load('e1'), coded('CHECKPOINT_SCHEMA_MISMATCH', 'e1', 'not JSON'));
 });
 
-test('a write past the file-size limit is STORAGE_IO_FAILED with a hint naming the limit, and the process lives on', { timeout: 60_000 }, () => {
+test('a write past the file-size limit is STORAGE_IO_FAILED with a hint naming the limit, and the process lives on', { timeout: slow(60_000) }, () => {
   const path = scratch();
   const program = `import { createSqliteStorage } from ${JSON.stringify(new URL('../js/index.mjs', import.meta.url).href)};
     const storage = createSqliteStorage(${JSON.stringify(path)});
@@ -122,7 +122,7 @@ test('a write past the file-size limit is STORAGE_IO_FAILED with a hint naming t
     const error = await storage.set('large', 'x'.repeat(500_000)).catch((e) => e);
     console.log(JSON.stringify({ code: error?.code, message: error?.message, hint: error?.hint, small: await storage.get('small') }));`;
   // A limit of 200 blocks of 1 KB: the small value fits, the large one does not.
-  const result = spawnSync('bash', ['-c', 'ulimit -f 200; exec "$0" --input-type=module -e "$1"', process.execPath, program], { encoding: 'utf8', timeout: 30_000 });
+  const result = spawnSync('bash', ['-c', 'ulimit -f 200; exec "$0" --input-type=module -e "$1"', process.execPath, program], { encoding: 'utf8', timeout: slow(30_000) });
   assert.equal(result.status, 0, result.stderr);
   const outcome = JSON.parse(result.stdout);
   assert.equal(outcome.code, 'STORAGE_IO_FAILED', outcome.message);

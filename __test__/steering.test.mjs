@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, loop, step, steering, tool } from '../js/index.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 function toolsRecording(ran) {
   const mk = (name) => tool({ name, description: name, input: z.object({}).passthrough(), execute: async () => (ran.push(name), `${name} ran`) });
@@ -136,7 +136,7 @@ test('state persists in SQLite across processes: the second process sees the fir
   const path = scratchDb('steering.db');
   const turn = fileURLToPath(new URL('./fixtures/steering-turn.mjs', import.meta.url));
   const runs = [1, 2].map(() => {
-    const result = spawnSync(process.execPath, [turn, path], { encoding: 'utf8', timeout: 30_000 });
+    const result = spawnSync(process.execPath, [turn, path], { encoding: 'utf8', timeout: slow(30_000) });
     assert.equal(result.status, 0, result.stderr);
     return JSON.parse(result.stdout);
   });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, NoeticConfigError, createInMemoryStorage, spawn, step, temporalMemory } from '../js/index.mjs';
-import { runAndRead, scratchDb } from './helpers.mjs';
+import { runAndRead, scratchDb, slow } from './helpers.mjs';
 
 // Tuesday March 5th 2024, 09:07 local time, whatever the time zone.
 const tuesday = () => new Date(2024, 2, 5, 9, 7);
@@ -89,7 +89,7 @@ test('the ledger persists in SQLite across processes and recall reads the system
   // A zone with a half-hour offset tells local time from UTC.
   const env = { ...process.env, TZ: 'Asia/Kolkata' };
   const runs = ['FACT 2024-05-01 moved to Lisbon', 'FACT 2024-06-01 adopted a cat'].map((message) => {
-    const result = spawnSync(process.execPath, [turn, path, message], { encoding: 'utf8', timeout: 30_000, env });
+    const result = spawnSync(process.execPath, [turn, path, message], { encoding: 'utf8', timeout: slow(30_000), env });
     assert.equal(result.status, 0, result.stderr);
     return JSON.parse(result.stdout);
   });
@@ -130,7 +130,7 @@ test('an extractor that throws, answers nonsense or never answers is a diagnosti
   }
 });
 
-test('an extractor that never answers keeps Node alive until the hook times out', { timeout: 60_000 }, () => {
+test('an extractor that never answers keeps Node alive until the hook times out', { timeout: slow(60_000) }, () => {
   const index = new URL('../js/index.mjs', import.meta.url).href;
   const script = `
     import { AgentHarness, step, temporalMemory } from ${JSON.stringify(index)};
@@ -139,7 +139,7 @@ test('an extractor that never answers keeps Node alive until the hook times out'
     const model = async () => ({ items: [{ type: 'message', role: 'assistant', id: 'a', status: 'completed', content: [{ type: 'output_text', text: 'done' }] }] });
     const h = new AgentHarness({ name: 't', params: {}, memory: [layer], _testCallModel: model, onDiagnostic: (d) => seen.push(d.hook + ': ' + d.message) });
     console.log(JSON.stringify({ output: await h.run(step.llm({ id: 'ask', model: 'm' }), 'hello'), seen }));`;
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: slow(30_000) });
   assert.equal(result.status, 0, result.stderr);
   const { output, seen } = JSON.parse(result.stdout);
   assert.equal(output, 'done');

@@ -7,7 +7,7 @@ import test from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createInMemoryStorage, step } from '../js/index.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
-import { scratchDb } from './helpers.mjs';
+import { scratchDb, slow } from './helpers.mjs';
 
 let replies = 0;
 const reply = (text) => ({ items: [{ id: `r${replies++}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text }] }] });
@@ -174,12 +174,12 @@ async function alternate(where, env = {}) {
   return seen;
 }
 
-test('two processes on one SQLite file taking turns on a thread lose no update', { timeout: 60_000 }, async () => {
+test('two processes on one SQLite file taking turns on a thread lose no update', { timeout: slow(60_000) }, async () => {
   assert.deepEqual(await alternate(scratchDb('workers.db')), [0, 1, 2, 3, 4, 5]);
 });
 
 const pg = sharedServerUrl();
-test('two processes on one PostgreSQL database taking turns on a thread lose no update', { skip: pg.skip ?? false, timeout: 120_000 }, async () => {
+test('two processes on one PostgreSQL database taking turns on a thread lose no update', { skip: pg.skip ?? false, timeout: slow(120_000) }, async () => {
   const table = `workers_${process.pid}_${Date.now() % 1e6}`;
   assert.deepEqual(await alternate(pg.url, { FIXTURE_PG_TABLE: table }), [0, 1, 2, 3, 4, 5]);
 });

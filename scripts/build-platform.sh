@@ -90,6 +90,9 @@ case $platform in
     printf '#pragma once\n#include <stddef.h>\n#include <stdint.h>\ntypedef int32_t CCCryptorStatus;\nenum { kCCSuccess = 0 };\n' >"$include/CommonCryptoError.h"
     printf '#pragma once\n#include <CommonCrypto/CommonCryptoError.h>\ntypedef CCCryptorStatus CCRNGStatus;\nCCRNGStatus CCRandomGenerateBytes(void *bytes, size_t count);\n' >"$include/CommonRandom.h"
     export "CFLAGS_${triple//-/_}=-I$root/target/macos-include"
+    # A dylib's own install name defaults to the path it was linked at, which would carry this machine's build
+    # directory into the package: the file's own name under @rpath says nothing about where it was built.
+    export "CARGO_TARGET_${env_triple}_RUSTFLAGS=-C link-arg=-Wl,-install_name,@rpath/$(node -p "require('./npm/$platform/package.json').main")"
     cargo_cmd=(cargo zigbuild --target "$triple")
     ;;
   win32-x64)

@@ -47,11 +47,13 @@ case $platform in
     minos=$("$bin/llvm-objdump" --macho --private-headers "$file" | awk '/LC_BUILD_VERSION/ {b=1} b && $1 == "minos" {print $2; exit} /LC_VERSION_MIN_MACOSX/ {v=1} v && $1 == "version" {print $2; exit}')
     want_os=$([ "$platform" = darwin-x64 ] && echo 10.13 || echo 11.0)
     [ "$minos" = "$want_os" ] || fail "minimum macOS is '$minos', not $want_os"
-    # The first line is the binary's own install name.
+    # The second line is the binary's own install name, the lines after it what it links.
+    id=$("$bin/llvm-objdump" --macho --dylibs-used "$file" | sed -n 2p | awk '{print $1}')
+    [[ $id == @rpath/* ]] || fail "names itself '$id', not @rpath/<file>: a build path leaks"
     dylibs=$("$bin/llvm-objdump" --macho --dylibs-used "$file" | tail -n +3 | awk '{print $1}' | tr '\n' ' ')
     [[ $dylibs != *.framework* ]] || fail "links a framework: $dylibs"
     "$bin/llvm-nm" --extern-only --defined-only "$file" | grep ' _napi_register_module_v1$' >/dev/null || fail "does not export napi_register_module_v1"
-    echo "$platform: $format, macOS $minos or later, links $dylibs, exports napi_register_module_v1"
+    echo "$platform: $format, macOS $minos or later, named $id, links $dylibs, exports napi_register_module_v1"
     ;;
   win32-*)
     dlls=$(readobj --coff-imports | sed -n 's/^ *Name: //p' | sort -u | tr '\n' ' ')
