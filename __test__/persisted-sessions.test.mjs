@@ -6,7 +6,7 @@ import { spawn as spawnProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { AgentHarness, createInMemoryStorage, createSqliteStorage, step } from '../js/index.mjs';
+import { AgentHarness, createCheckpointStore, createInMemoryStorage, createSqliteStorage, step } from '../js/index.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
 import { scratchDb, slow } from './helpers.mjs';
 
@@ -209,6 +209,61 @@ test('a seeded history replaces the stored one, for this process and the next', 
   const { model, shown } = recorder();
   await turn(harnessOn(storage, model), 'elsewhere');
   assert.deepEqual(shown[0], ['seeded', 'after seed', 're: after seed', 'elsewhere']);
+});
+
+// One program run with and without persistSessions: a turn that checkpoints itself, waits for a detached step and
+// asks the model, with a stream open over two turns. What the program sees must not depend on the option.
+async function checkpointsDetachedAndStreams(persistSessions) {
+  const storage = createInMemoryStorage();
+  const checkpointStore = createCheckpointStore({ storage });
+  const { model, shown } = recorder();
+  const ask = step.llm({ id: 'ask', model: 'm' });
+  const side = step.run({ id: 'side', execute: async (text, c) => `side saw ${text} at depth ${c.depth}` });
+  const executions = [];
+  const turnStep = step.run({
+    id: 'turn',
+    execute: async (input, c) => {
+      executions.push(c.id);
+      const detached = await c.harness.detachedSpawn(side, 'x', c).await();
+      await c.checkpoint();
+      const reply = await c.harness.run(ask, input, c);
+      return { detached, reply };
+    },
+  });
+  const make = () => new AgentHarness({ name: 'p', params: {}, storage, checkpointStore, persistSessions, initialStep: turnStep, _testCallModel: model });
+  const harness = make();
+  const events = [];
+  const reading = (async () => {
+    for await (const event of harness.getFullStream({ threadId: 'T' })) {
+      events.push(event.type);
+      if (events.filter((type) => type === 'p:turn_completed').length === 2) return;
+    }
+  })();
+  const responses = [];
+  for (const text of ['one', 'two']) {
+    await harness.execute(text, { threadId: 'T' });
+    const { items, text: said } = await harness.getAgentResponse({ threadId: 'T' });
+    responses.push({ said, items: items.map((item) => item.content?.[0]?.text ?? item.type) });
+  }
+  await reading;
+  const restored = await make().restore(executions[1]);
+  return {
+    shown,
+    responses,
+    events,
+    restored: restored.itemLog.items.map((item) => item.content?.[0]?.text ?? item.type),
+    checkpoints: (await storage.list('')).filter((key) => !key.startsWith('sessions/')).length,
+  };
+}
+
+test('checkpoints, detached steps, streams and getAgentResponse see the same with persistSessions as without', async () => {
+  const plain = await checkpointsDetachedAndStreams(false);
+  const persisted = await checkpointsDetachedAndStreams(true);
+  assert.deepEqual(persisted, plain);
+  assert.equal(plain.shown.length, 2);
+  assert.equal(plain.events.filter((type) => type === 'p:turn_started').length, 2, JSON.stringify(plain.events));
+  assert.ok(plain.checkpoints > 0, 'the turns were checkpointed');
+  assert.ok(plain.restored.includes('one'), JSON.stringify(plain.restored));
 });
 
 test('a session whose stream is open stays in memory', async () => {

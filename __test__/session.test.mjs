@@ -652,3 +652,25 @@ test("a response's items are the history at its turn's end, read then or after l
   assert.equal(third.items.length, frozen.items.length + 2);
   assert.equal(third.items.at(-2).content[0].text, 'three');
 });
+
+test("getAgentResponse's text is whatever the turn's step returned, the very object included, as upstream's", async () => {
+  const { z } = await import('zod');
+  const answer = { list: [1, 'two'], when: new Date(0) };
+  const jsonReply = async () => reply('{"n":3}');
+  const turnValue = async (initialStep) => {
+    const h = new AgentHarness({ name: 'p', params: {}, initialStep, _testCallModel: jsonReply });
+    await h.execute('hi');
+    const first = (await h.getAgentResponse()).text;
+    await h.execute('again');
+    return [first, (await h.getAgentResponse()).text];
+  };
+  const returning = (value) => step.run({ id: 'turn', execute: async () => value });
+  assert.deepEqual(await turnValue(returning(undefined)), [undefined, undefined]);
+  assert.deepEqual(await turnValue(returning(null)), [null, null]);
+  assert.deepEqual(await turnValue(returning(42)), [42, 42]);
+  const [object, again] = await turnValue(returning(answer));
+  assert.equal(object, answer, 'the same object, not a copy');
+  assert.equal(again, answer);
+  assert.deepEqual(await turnValue(step.llm({ id: 'turn', model: 'm', output: z.object({ n: z.number() }) })), [{ n: 3 }, { n: 3 }]);
+  assert.deepEqual(await turnValue(step.llm({ id: 'turn', model: 'm' })), ['{"n":3}', '{"n":3}']);
+});

@@ -322,6 +322,8 @@ class ContextImpl {
     this._face = undefined;
     this._store = undefined;
     this._span = undefined;
+    // A session turn's value when it is not text (runtime.cjs turnValue), for its response.
+    this._turnValue = undefined;
   }
 
   get _static() {

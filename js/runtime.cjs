@@ -544,6 +544,10 @@ class Runtime {
         if (winner) this.context(message.into).state = winner.state;
         return '';
       }
+      case 'turnValue':
+        // A session turn's value that is not text: getAgentResponse answers it, for as long as the context is kept.
+        this.context(message.context)._turnValue = this.handles.get(message.value);
+        return '';
       case 'contextState':
         this.context(message.context).state = this.handles.get(message.state);
         return '';

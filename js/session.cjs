@@ -99,8 +99,11 @@ function toResponse(runtime, value) {
   // read, since most callers read only the text and a copy of a long history costs O(history) a turn. Positions
   // below the length never change after, so a later read sees the turn's items.
   let backing;
+  let text = value.text;
   try {
-    backing = runtime.context(value.contextId).itemLog._settled(value.logLen);
+    const ctx = runtime.context(value.contextId);
+    if (value.textKept) text = ctx._turnValue;
+    backing = ctx.itemLog._settled(value.logLen);
   } catch {
     // Its context is gone: the turn ended without filling its items (it failed before the host could take them).
   }
@@ -129,7 +132,7 @@ function toResponse(runtime, value) {
     },
     usage: { inputTokens: value.usage.inputTokens, outputTokens: value.usage.outputTokens, cachedTokens: value.usage.cachedTokens },
     cost: value.cost,
-    text: value.text,
+    text,
     get lastLayerUsage() {
       if (!taken) {
         taken = true;

@@ -356,6 +356,10 @@ impl Host for JsHost {
     self.dispatch.notify(note.to_string());
   }
 
+  fn turn_value(&self, context: &str, value: HostRef) {
+    self.dispatch.notify(json!({ "op": "turnValue", "context": context, "value": value }).to_string());
+  }
+
   fn execution_ended(&self, exec: &str) {
     self.dispatch.notify(json!({ "op": "executionEnded", "execution": exec }).to_string());
   }

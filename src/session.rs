@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::harness::session::{DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, Waiter};
+use noetic_runtime::harness::session::{
+  DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
+};
 use noetic_runtime::items::parse_js_item;
 use serde_json::{Value, json};
 
@@ -52,12 +54,14 @@ fn response_json(response: &Arc<TurnResponse>, usages: Option<&UsageShelf>) -> V
   if response.cached_tokens > 0.0 {
     usage["cachedTokens"] = json!(response.cached_tokens);
   }
-  let mut value = json!({
-    "contextId": response.context_id,
-    "logLen": response.log_len,
-    "text": response.text,
-    "usage": usage,
-  });
+  let mut value = json!({ "contextId": response.context_id, "logLen": response.log_len, "usage": usage });
+  // Upstream's `text` is the turn's value, whatever it is: a value JS holds is kept with the turn's context.
+  match &response.text {
+    TurnText::Text(text) => value["text"] = json!(text),
+    TurnText::Json(json) => value["text"] = json.clone(),
+    TurnText::Undefined => {}
+    TurnText::Host => value["textKept"] = json!(true),
+  }
   if let (Some(usages), Some(_)) = (usages, &response.last_layer_usage) {
     value["usageKey"] = json!(usages.put(response));
   }

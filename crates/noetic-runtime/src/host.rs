@@ -773,6 +773,9 @@ pub trait Host: Send + Sync {
   /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
   /// move what it keeps of that log along, before `from` is released.
   fn history_moved(&self, _from: &str, _to: &str) {}
+  /// A session turn in `context` ended with `value`, which the host holds: the host keeps it with the context, as
+  /// what `getAgentResponse` answers for the turn (upstream passes the turn's value through, whatever it is).
+  fn turn_value(&self, _context: &str, _value: HostRef) {}
   /// The execution `exec` has ended: the host drops the states its layers had in it.
   fn execution_ended(&self, _exec: &str) {}
   /// A session turn in `context` has ended: the host takes from its log what it has not read yet, so that the

@@ -97,12 +97,32 @@ impl Status {
 pub struct TurnResponse {
   pub context_id: String,
   pub log_len: usize,
-  pub text: String,
+  /// The turn's value, which upstream names `text` whatever it is.
+  pub text: TurnText,
   pub input_tokens: f64,
   pub output_tokens: f64,
   pub cached_tokens: f64,
   pub cost: f64,
   pub last_layer_usage: Option<crate::harness::usage::LayerUsage>,
+}
+
+/// What a turn's step returned. Usually the model's text; a step that returns something else has it passed through.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnText {
+  Text(String),
+  Json(serde_json::Value),
+  Undefined,
+  /// A value only the host has: it keeps it with the turn's context (see [`crate::host::Host::turn_value`]).
+  Host,
+}
+
+impl TurnText {
+  pub fn as_str(&self) -> Option<&str> {
+    match self {
+      Self::Text(text) => Some(text),
+      _ => None,
+    }
+  }
 }
 
 pub type TurnOutcome = Result<Arc<TurnResponse>, Arc<RunError>>;

@@ -6,7 +6,8 @@ use std::sync::{Arc, MutexGuard, PoisonError};
 use serde_json::json;
 
 use super::{
-  DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, Waiter, now_ms,
+  DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, TurnText,
+  Waiter, now_ms,
 };
 use crate::error::{ConfigError, NoeticError};
 use crate::harness::execute;
@@ -137,7 +138,12 @@ impl Harness {
         let outcome = match (result, ctx.aborted()) {
           // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
           (Ok(_), Some(reason)) => Err(Arc::new(NoeticError::cancelled(&reason).into())),
-          (Ok(value), None) => Ok(Arc::new(response_of(&ctx, &value))),
+          (Ok(value), None) => {
+            if let StepValue::Host(value) = value {
+              self.env.host.turn_value(&ctx.id, value);
+            }
+            Ok(Arc::new(response_of(&ctx, &value)))
+          }
           (Err(error), _) => Err(Arc::new(error)),
         };
         self.store_turn(session, &ctx, outcome).await
@@ -347,7 +353,12 @@ fn response_of(ctx: &ExecContext, value: &StepValue) -> TurnResponse {
   TurnResponse {
     context_id: ctx.id.clone(),
     log_len: state.log.len(),
-    text: value.as_text().unwrap_or_default().to_owned(),
+    text: match value {
+      StepValue::Text(text) | StepValue::Utf16Text { text, .. } => TurnText::Text(text.clone()),
+      StepValue::Json(json) => TurnText::Json(json.clone()),
+      StepValue::Undefined => TurnText::Undefined,
+      StepValue::Host(_) => TurnText::Host,
+    },
     input_tokens: state.tokens.input,
     output_tokens: state.tokens.output,
     cached_tokens: state.tokens.cached,
@@ -365,7 +376,7 @@ fn empty_response() -> TurnResponse {
   TurnResponse {
     context_id: String::new(),
     log_len: 0,
-    text: String::new(),
+    text: TurnText::Text(String::new()),
     input_tokens: 0.0,
     output_tokens: 0.0,
     cached_tokens: 0.0,
