@@ -3288,6 +3288,17 @@ declare class NativeHarness {
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
   /**
+   * Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
+   * recorded.
+   */
+  inspectorOpen(open: boolean, turnsPerThread: number, threads: number): void
+  /** The summaries of the model calls recorded since the last call, as a JSON array. */
+  inspectorFeed(): string
+  /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
+  inspectorSnapshot(): string
+  /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */
+  inspectorCall(id: number): string | null
+  /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.
    */

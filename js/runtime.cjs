@@ -500,6 +500,10 @@ class Runtime {
       case 'everyFailed':
         this.everyFailed(message);
         return '';
+      case 'inspector':
+        // Calls recorded while an inspector is open (js/inspector): it takes the feed and sends it to its pages.
+        this.inspector?.recorded();
+        return '';
       case 'traces':
         this.exportSpans(JSON.parse(this.native.takeTraces()).map(memorySpan));
         return '';

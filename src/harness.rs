@@ -37,6 +37,7 @@ use crate::js_string::{JsOutText, JsText};
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
+use noetic_runtime::harness::inspect::InspectLimits;
 use noetic_runtime::memory::trace::TraceBuffer;
 
 /// Validates layer descriptions where they are registered (DECISIONS D1).
@@ -261,6 +262,33 @@ impl NativeHarness {
   pub fn take_traces(&self) -> String {
     let spans = self.traces.as_ref().map(|traces| traces.take()).unwrap_or_default();
     serde_json::to_string(&spans).unwrap_or_else(|_| "[]".to_owned())
+  }
+
+  /// Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
+  /// recorded.
+  #[napi(catch_unwind)]
+  pub fn inspector_open(&self, open: bool, turns_per_thread: u32, threads: u32) {
+    let defaults = InspectLimits::default();
+    let limits = InspectLimits { turns_per_thread: turns_per_thread as usize, threads: threads as usize, ..defaults };
+    self.inner.inspector.set_open(open, limits);
+  }
+
+  /// The summaries of the model calls recorded since the last call, as a JSON array.
+  #[napi(catch_unwind)]
+  pub fn inspector_feed(&self) -> String {
+    self.inner.inspector.take_feed()
+  }
+
+  /// Every thread the inspector keeps, with its turns and their calls' summaries, as JSON.
+  #[napi(catch_unwind)]
+  pub fn inspector_snapshot(&self) -> String {
+    self.inner.inspector.snapshot()
+  }
+
+  /// One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept.
+  #[napi(catch_unwind)]
+  pub fn inspector_call(&self, id: f64) -> Option<String> {
+    (id.fract() == 0.0 && id >= 0.0).then(|| self.inner.inspected_call(id as u64)).flatten()
   }
 
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting

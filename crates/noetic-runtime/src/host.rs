@@ -143,10 +143,17 @@ pub struct SteeringDecision {
   pub action: SteeringAction,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub guidance: Option<String>,
+  /// The layers whose votes made the decision (the inspector shows them); filled by the vote, not by a layer.
+  #[serde(skip)]
+  pub by: Vec<String>,
 }
 
 impl SteeringDecision {
-  pub const ALLOW: Self = Self { action: SteeringAction::Allow, guidance: None };
+  pub const ALLOW: Self = Self { action: SteeringAction::Allow, guidance: None, by: Vec::new() };
+
+  pub fn new(action: SteeringAction, guidance: Option<String>) -> Self {
+    Self { action, guidance, by: Vec::new() }
+  }
 }
 
 /// One hook call of a batch (written by [`HookBatch`]'s serialization).
@@ -773,6 +780,8 @@ pub trait Host: Send + Sync {
   /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
   /// move what it keeps of that log along, before `from` is released.
   fn history_moved(&self, _from: &str, _to: &str) {}
+  /// The inspector recorded a model call while its feed was empty: whoever shows it may take the feed.
+  fn inspector_updated(&self) {}
   /// A session turn in `context` ended with `value`, which the host holds: the host keeps it with the context, as
   /// what `getAgentResponse` answers for the turn (upstream passes the turn's value through, whatever it is).
   fn turn_value(&self, _context: &str, _value: HostRef) {}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::context::ExecContext;
+use super::inspect::{CallFacts, DROPPED_SHOWN, HistoryRun, SteeringRecord, WindowShape};
 use super::model::Model;
 use super::round_model::RoundRequest;
 use super::tool_loop::StepRecall;
@@ -15,7 +16,7 @@ use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
-use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, StepValue, ViewEntry};
+use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, SteeringDecision, StepValue, ViewEntry};
 use crate::items::{
   Item, ItemLog, Pairing, create_message, create_message_from_literal, extract_assistant_text, output_text_literal,
   parse_js_item,
@@ -101,6 +102,8 @@ impl HistoryOfLog<'_> {
 struct View {
   entries: Vec<ViewEntry>,
   items: Vec<Arc<Item>>,
+  /// What the inspector shows of it, made only while one is open.
+  shape: Option<WindowShape>,
   /// Log positions of the history the budget dropped beyond what an overflow summary covers: `[from, to)`.
   dropped: std::ops::Range<usize>,
 }
@@ -187,6 +190,8 @@ impl Harness {
     };
     // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
     let with_items = !matches!(*self.model, Model::Host);
+    // The inspector records each attempt (a steering guide asks again) while it is open.
+    let inspecting = self.inspector.is_open();
     // Steering (§7.3, step 7): with layers, afterModelCall judges each response; a guide asks again, up to
     // MAX_STEERING_RETRIES times, with the guidance appended as a developer message.
     let mut retries = 0;
@@ -195,22 +200,52 @@ impl Harness {
       let read_log = |read: &mut dyn FnMut(&ItemLog)| read(&ctx.state().log);
       let projected =
         if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx), None, &read_log).await? } else { None };
-      let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
+      let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
       if policy.overflow == Overflow::Summarize
         && !view.dropped.is_empty()
         && self.summarize_overflow(ctx, step, &policy, view.dropped.clone()).await
       {
-        view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items);
+        view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
       }
+      let shape = view.shape.take();
+      // The recall entries' order, before the tool loop may recall again.
+      let recall_order: Vec<(String, usize)> = shape
+        .as_ref()
+        .map_or_else(Vec::new, |_| recalled.iter().map(|e| (e.layer_id.clone(), e.items.len())).collect());
       let memory = has_layers.then(|| StepRecall { recalled: &mut recalled, budgets: &budgets, query: &query });
+      let started = inspecting.then(|| (crate::memory::trace::now_ms(), std::time::Instant::now()));
       let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await?;
+      let called = started.map(|(at, clock)| (at, clock.elapsed().as_secs_f64() * 1000.0));
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response);
-      if !has_layers {
-        break response;
+      let decision = if has_layers {
+        let usage = || json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
+        lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage).await?
+      } else {
+        SteeringDecision::ALLOW
+      };
+      if let (Some(shape), Some((at, duration_ms))) = (shape, called) {
+        let record = super::inspect::capture(CallFacts {
+          id: self.inspector.next_id(),
+          ctx,
+          step,
+          tools: &tools,
+          tokenizer: self.tokenizer,
+          layers: &layers,
+          budgets: &budgets,
+          recall_order: &recall_order,
+          recalled: &recalled,
+          shape,
+          policy: &policy,
+          response: &response,
+          steering: (decision.action != SteeringAction::Allow).then(|| SteeringRecord::of(&decision)),
+          at,
+          duration_ms,
+        });
+        if self.inspector.record(record) {
+          self.env.host.inspector_updated();
+        }
       }
-      let usage = || json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
-      let decision = lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage).await?;
       match decision.action {
         SteeringAction::Deny => return Err(NoeticError::steering_denied(decision.guidance.as_deref()).into()),
         SteeringAction::Guide if retries < MAX_STEERING_RETRIES => {
@@ -438,6 +473,7 @@ fn project(
   recalled: &[RecallEntry],
   policy: &ProjectionPolicy,
   with_items: bool,
+  inspecting: bool,
 ) -> View {
   let state = ctx.state();
   // A summary of dropped history stands for the log before `covers`, after the layer items (D10).
@@ -491,7 +527,35 @@ fn project(
     let to = if first < history.len() { history.position(first) } else { log.len() };
     summary.map_or(0, |s| s.covers)..to
   };
-  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped };
+  let shape = inspecting.then(|| {
+    let mut layer_items = vec![(false, 0); layer_items.len()];
+    for &i in &plan.layers_kept {
+      layer_items[i] = (true, layer_costs[i]);
+    }
+    WindowShape {
+      layer_items,
+      history_total: log.len(),
+      history_kept: plan.history_kept.len(),
+      history_tokens: plan.history_kept.iter().map(|&i| history.cost(i)).sum::<u64>()
+        + system_costs.iter().sum::<u64>(),
+      dropped: dropped.len(),
+      summarized: summary.is_some(),
+      projected: origin.is_some(),
+      system_items: system.iter().filter_map(|&pos| log.get(pos).cloned()).collect(),
+      summary_item: summary.map(|s| Arc::clone(&s.item)),
+      history_runs: history_runs(&plan.history_kept, &history, origin.as_deref()),
+      dropped_items: dropped
+        .clone()
+        .rev()
+        .take(DROPPED_SHOWN)
+        .filter_map(|pos| state.log.get(pos).cloned())
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect(),
+    }
+  });
+  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped, shape };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
       let pos = match origin.as_ref().map(|origin| origin[pos]) {
@@ -528,6 +592,31 @@ fn project(
     push_log(history.position(i), &mut view);
   }
   view
+}
+
+/// The history kept as runs of the context's log (an item a layer's projection made stands alone): a window keeps
+/// one or two runs, however long.
+fn history_runs(kept: &[usize], history: &HistoryOfLog<'_>, origin: Option<&[Option<usize>]>) -> Vec<HistoryRun> {
+  let mut runs: Vec<HistoryRun> = Vec::new();
+  for &i in kept {
+    let at = history.position(i);
+    let Some(item) = history.log.get(at) else { continue };
+    let pos = match origin {
+      None => at,
+      Some(origin) => match origin[at] {
+        Some(pos) => pos,
+        None => {
+          runs.push(HistoryRun::Made(Arc::clone(item)));
+          continue;
+        }
+      },
+    };
+    match runs.last_mut() {
+      Some(HistoryRun::Log { end, .. }) if *end == pos => *end += 1,
+      _ => runs.push(HistoryRun::Log { start: pos, end: pos + 1, first: Arc::clone(item) }),
+    }
+  }
+  runs
 }
 
 #[cfg(test)]

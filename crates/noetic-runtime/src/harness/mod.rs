@@ -6,6 +6,7 @@ pub mod checkpoint;
 mod context;
 mod error;
 mod fork;
+pub mod inspect;
 mod interpreter;
 mod layer_calls;
 mod llm;
@@ -83,6 +84,8 @@ pub struct Harness {
   session_store: Option<session::SessionStore>,
   /// How long a persisted session stays in memory after its last turn (`sessionIdleMs`); `None`: for good.
   session_idle: Option<std::time::Duration>,
+  /// What `startInspector` shows; records nothing until it is opened.
+  pub inspector: Arc<inspect::Inspector>,
 }
 
 /// What `harness.callModel` asks of the harness's model.
@@ -106,7 +109,9 @@ pub struct RunOptions {
 const DEFAULT_THREAD_ID: &str = "__default__";
 
 impl Harness {
-  pub fn new(config: HarnessConfig, env: MemoryEnv) -> Self {
+  pub fn new(config: HarnessConfig, mut env: MemoryEnv) -> Self {
+    let inspector = Arc::new(inspect::Inspector::default());
+    env.sink = Arc::new(inspect::InspectingSink { inner: env.sink, inspector: Arc::clone(&inspector) });
     let model = Arc::new(config.model);
     let asks = model.is_configured().then(|| {
       Arc::new(aside::LayerAsks { model: Arc::clone(&model), host: Arc::clone(&env.host) }) as Arc<dyn AsideModel>
@@ -133,6 +138,7 @@ impl Harness {
       sessions: Mutex::default(),
       session_store: None,
       session_idle: None,
+      inspector,
     }
   }
 

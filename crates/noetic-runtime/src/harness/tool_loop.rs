@@ -134,6 +134,10 @@ impl Harness {
     }
     let (name, arguments) = (call.name().unwrap_or_default(), call.arguments().unwrap_or("{}"));
     let decision = lifecycle::before_tool_call(&self.env, &self.scope(ctx), name, arguments).await?;
+    if self.inspector.is_open() {
+      let call_id = call.call_id().unwrap_or_default();
+      self.inspector.tool_decision(call_id, super::inspect::SteeringRecord::of(&decision));
+    }
     Ok(match decision.action {
       SteeringAction::Allow => None,
       SteeringAction::Deny => {

@@ -83,6 +83,19 @@ impl LayerUsage {
     }
   }
 
+  /// The layers' recall entries, sorted by layer id.
+  pub fn layers(&self) -> &[RecallEntry] {
+    &self.layers
+  }
+
+  pub fn system_tokens(&self) -> u64 {
+    self.system_tokens
+  }
+
+  pub fn tools_tokens(&self) -> u64 {
+    self.tools_tokens
+  }
+
   /// Upstream's `LastLayerUsage` object as JSON text, written directly: the layers' items go in as the JSON texts
   /// they are.
   pub fn to_json_text(&self) -> String {

@@ -20,6 +20,15 @@ pub enum SpanStatus {
 }
 
 impl SpanStatus {
+  pub fn name(self) -> &'static str {
+    match self {
+      Self::Ok => "ok",
+      Self::Error => "error",
+      Self::Timeout => "timeout",
+      Self::Skipped => "skipped",
+    }
+  }
+
   pub fn of(status: &HookStatus) -> Self {
     match status {
       HookStatus::Ok => Self::Ok,
@@ -52,6 +61,9 @@ pub struct HookSpan {
   pub trace_id: String,
   /// The context the hook ran for, whose span is this one's parent.
   pub context: String,
+  /// The thread of that context: where the inspector files the span. Not exported.
+  #[serde(skip)]
+  pub thread_id: String,
   pub layer_id: String,
   pub hook: &'static str,
   /// Milliseconds since the Unix epoch, as `Date.now()`.
@@ -71,6 +83,7 @@ pub struct HookSpan {
 pub struct TraceTarget<'a> {
   pub trace_id: &'a str,
   pub context: &'a str,
+  pub thread_id: &'a str,
 }
 
 impl HookSpan {
@@ -90,6 +103,7 @@ impl HookSpan {
     Self {
       trace_id: target.trace_id.to_owned(),
       context: target.context.to_owned(),
+      thread_id: target.thread_id.to_owned(),
       layer_id: layer_id.to_owned(),
       hook: hook.name(),
       start_time: now_ms() - duration_ms,
@@ -102,7 +116,8 @@ impl HookSpan {
   }
 }
 
-fn now_ms() -> f64 {
+/// Milliseconds since the Unix epoch, as `Date.now()`.
+pub fn now_ms() -> f64 {
   SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |elapsed| elapsed.as_secs_f64() * 1000.0)
 }
 
@@ -132,7 +147,7 @@ mod tests {
 
   #[test]
   fn spans_carry_status_error_and_the_time_they_took() {
-    let target = TraceTarget { trace_id: "root", context: "ctx" };
+    let target = TraceTarget { trace_id: "root", context: "ctx", thread_id: "T" };
     let span = HookSpan::timed(target, "notes", HookKind::Recall, 12.5, &HookStatus::TimedOut(5000.0));
     assert_eq!(span.status, SpanStatus::Timeout);
     assert_eq!(span.error.as_deref(), Some("Timeout after 5000ms"));
@@ -149,7 +164,7 @@ mod tests {
   #[test]
   fn the_buffer_reports_only_its_first_span_since_it_was_emptied() {
     let buffer = TraceBuffer::default();
-    let target = TraceTarget { trace_id: "t", context: "c" };
+    let target = TraceTarget { trace_id: "t", context: "c", thread_id: "T" };
     let span = || HookSpan::timed(target, "l", HookKind::Store, 1.0, &HookStatus::Ok);
     assert!(buffer.push([span()]));
     assert!(!buffer.push([span(), span()]));

@@ -381,7 +381,7 @@ impl NativeLayer for PlanMemory {
   ) -> Result<NativeVote, VoteError> {
     Ok(NativeVote::from(Some(match plan::denial(&plan_state(state), tool_name, &self.config) {
       None => SteeringDecision::ALLOW,
-      Some(guidance) => SteeringDecision { action: SteeringAction::Deny, guidance: Some(guidance) },
+      Some(guidance) => SteeringDecision::new(SteeringAction::Deny, Some(guidance)),
     })))
   }
 

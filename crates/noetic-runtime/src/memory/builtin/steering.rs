@@ -219,10 +219,10 @@ pub fn parse_verdict(raw: &str) -> Option<SteeringDecision> {
     return Some(SteeringDecision::ALLOW);
   }
   if leading("DENY") {
-    return Some(SteeringDecision { action: SteeringAction::Deny, guidance: guidance("DENY") });
+    return Some(SteeringDecision::new(SteeringAction::Deny, guidance("DENY")));
   }
   if leading("GUIDE") {
-    return Some(SteeringDecision { action: SteeringAction::Guide, guidance: guidance("GUIDE") });
+    return Some(SteeringDecision::new(SteeringAction::Guide, guidance("GUIDE")));
   }
   None
 }
@@ -238,7 +238,7 @@ pub fn predicate_decision(value: &Value) -> Option<SteeringDecision> {
     _ => SteeringAction::Allow,
   };
   let guidance = map.get("guidance").and_then(Value::as_str).map(str::to_owned);
-  Some(SteeringDecision { action, guidance })
+  Some(SteeringDecision::new(action, guidance))
 }
 
 fn action_name(action: &SteeringAction) -> &'static str {
@@ -357,7 +357,7 @@ mod tests {
   use super::*;
 
   fn decision(action: SteeringAction, guidance: Option<&str>) -> SteeringDecision {
-    SteeringDecision { action, guidance: guidance.map(str::to_owned) }
+    SteeringDecision::new(action, guidance.map(str::to_owned))
   }
 
   #[test]

@@ -66,7 +66,7 @@ impl ExecScope<'_> {
   }
 
   fn trace_target(&self) -> TraceTarget<'_> {
-    TraceTarget { trace_id: &self.info.trace_id, context: self.context }
+    TraceTarget { trace_id: &self.info.trace_id, context: self.context, thread_id: &self.info.thread_id }
   }
 
   /// What a built-in hook may reach in this execution.
@@ -217,7 +217,7 @@ impl MemoryEnv {
     let (context, info, calls) = (batch.context.clone(), batch.exec.clone(), batch.calls.clone());
     let hook = batch.hook;
     let replies = self.host.run_hooks(batch).await;
-    let target = TraceTarget { trace_id: &info.trace_id, context: &context };
+    let target = TraceTarget { trace_id: &info.trace_id, context: &context, thread_id: &info.thread_id };
     let batch_ms = started.elapsed().as_secs_f64() * 1000.0;
     let spans =
       calls.iter().zip(&replies).map(|(call, reply)| batch_span(target, hook, call, reply, batch_ms)).collect();

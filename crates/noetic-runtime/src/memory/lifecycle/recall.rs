@@ -155,7 +155,8 @@ async fn recall_native(
       }
       Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
     };
-  let trace = TraceTarget { trace_id: &target.info.trace_id, context: target.context };
+  let trace =
+    TraceTarget { trace_id: &target.info.trace_id, context: target.context, thread_id: &target.info.thread_id };
   if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &status) {
     if let Ok(recalled) = &outcome {
       let used = recalled.as_ref().map_or(0.0, |recalled| recalled.token_count);

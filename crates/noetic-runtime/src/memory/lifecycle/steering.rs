@@ -67,7 +67,8 @@ async fn vote(
     if let LayerImpl::Native(native) = &layers[next].imp {
       let layer = layers[next];
       next += 1;
-      if let Some(decision) = native_vote(env, scope, layer, native, &args, response).await? {
+      if let Some(mut decision) = native_vote(env, scope, layer, native, &args, response).await? {
+        decision.by = vec![layer.id().to_owned()];
         if decision.action == SteeringAction::Deny {
           return Ok(decision);
         }
@@ -159,10 +160,12 @@ async fn host_votes(
       continue;
     }
     env.apply_host_write(exec, layer.id(), reply.state);
-    match reply.decision {
-      Some(decision) if decision.action == SteeringAction::Deny => return Ok(Some(decision)),
-      Some(decision) => decisions.push(decision),
-      None => {}
+    if let Some(mut decision) = reply.decision {
+      decision.by = vec![layer.id().to_owned()];
+      if decision.action == SteeringAction::Deny {
+        return Ok(Some(decision));
+      }
+      decisions.push(decision);
     }
   }
   Ok(None)
@@ -179,7 +182,9 @@ pub fn most_restrictive(decisions: &[SteeringDecision]) -> SteeringDecision {
     return SteeringDecision::ALLOW;
   }
   let texts: Vec<&str> = guides.iter().filter_map(|d| d.guidance.as_deref()).filter(|text| !text.is_empty()).collect();
-  SteeringDecision { action: SteeringAction::Guide, guidance: (!texts.is_empty()).then(|| texts.join("\n")) }
+  let mut decision = SteeringDecision::new(SteeringAction::Guide, (!texts.is_empty()).then(|| texts.join("\n")));
+  decision.by = guides.iter().flat_map(|d| d.by.iter().cloned()).collect();
+  decision
 }
 
 #[cfg(test)]
@@ -187,7 +192,7 @@ mod tests {
   use super::*;
 
   fn decision(action: SteeringAction, guidance: Option<&str>) -> SteeringDecision {
-    SteeringDecision { action, guidance: guidance.map(str::to_owned) }
+    SteeringDecision::new(action, guidance.map(str::to_owned))
   }
 
   #[test]

@@ -1,0 +1,282 @@
+//! The inspector's recorder (`startInspector`): while it is open, one record per model call and every hook span,
+//! filed by thread and turn, the newest turns of the most recently active threads only. Closed, it costs a model
+//! call one atomic load and records nothing.
+
+mod capture;
+mod read;
+mod record;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::Serialize;
+
+pub use self::capture::{CallFacts, DROPPED_SHOWN, WindowShape, capture};
+pub use self::record::{
+  CallUsage, HistoryRecord, HistoryRun, LayerRecord, ModelCallRecord, SteeringRecord, ToolCallRecord, WindowItems,
+  WindowRecord,
+};
+use crate::memory::state::DiagnosticSink;
+use crate::memory::trace::HookSpan;
+
+/// How much the inspector keeps: so that one left open for days grows nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InspectLimits {
+  pub turns_per_thread: usize,
+  pub threads: usize,
+  /// Model calls kept per turn (a long tool loop keeps its newest).
+  pub calls_per_turn: usize,
+  /// Hook spans kept per turn.
+  pub spans_per_turn: usize,
+}
+
+impl Default for InspectLimits {
+  fn default() -> Self {
+    Self { turns_per_thread: 20, threads: 200, calls_per_turn: 100, spans_per_turn: 2000 }
+  }
+}
+
+#[derive(Default)]
+pub struct Inspector {
+  open: AtomicBool,
+  next_id: AtomicU64,
+  kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+  limits: InspectLimits,
+  /// Bumped by every record: a thread's `active` says how recently it was.
+  clock: u64,
+  threads: HashMap<String, ThreadRecord>,
+  /// Summaries of the calls recorded since the feed was last taken, as JSON texts.
+  feed: Vec<String>,
+  /// beforeToolCall decisions by tool call id, until the record of the model call that made the call takes them
+  /// (the tool loop asks the layers before the step's record is made).
+  tool_decisions: HashMap<String, SteeringRecord>,
+}
+
+/// Decisions waiting for their record beyond this many are dropped: a record that never comes leaks nothing.
+const MAX_WAITING_DECISIONS: usize = 1000;
+
+#[derive(Default)]
+struct ThreadRecord {
+  active: u64,
+  turns: VecDeque<TurnRecord>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnRecord {
+  turn: String,
+  started_at: f64,
+  #[serde(serialize_with = "summaries")]
+  calls: VecDeque<Arc<ModelCallRecord>>,
+  #[serde(skip)]
+  spans: VecDeque<HookSpan>,
+  /// Spans dropped for the turn's span limit.
+  spans_dropped: u64,
+}
+
+fn summaries<S: serde::Serializer>(calls: &VecDeque<Arc<ModelCallRecord>>, serializer: S) -> Result<S::Ok, S::Error> {
+  serializer.collect_seq(calls.iter().map(|call| SummaryOf(call)))
+}
+
+struct SummaryOf<'a>(&'a ModelCallRecord);
+
+impl Serialize for SummaryOf<'_> {
+  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    let raw = serde_json::value::RawValue::from_string(self.0.summary_json()).map_err(serde::ser::Error::custom)?;
+    raw.serialize(serializer)
+  }
+}
+
+impl Inspector {
+  pub fn is_open(&self) -> bool {
+    self.open.load(Ordering::Relaxed)
+  }
+
+  /// Starts recording with `limits`, or stops and forgets everything recorded.
+  pub fn set_open(&self, open: bool, limits: InspectLimits) {
+    let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    if open {
+      kept.limits = limits;
+    } else {
+      *kept = Kept::default();
+    }
+    self.open.store(open, Ordering::Relaxed);
+  }
+
+  pub fn next_id(&self) -> u64 {
+    self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+  }
+
+  /// Files a model call; true when the feed was empty before (the moment to tell whoever reads it). Each layer
+  /// with a recall hook takes its status from the last recall span of the call's context since the turn's previous
+  /// call: a layer that failed, timed out or was skipped is marked so.
+  pub fn record(&self, mut call: ModelCallRecord) -> bool {
+    if !self.is_open() {
+      return false;
+    }
+    let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    for tool_call in &mut call.tool_calls {
+      tool_call.steering = kept.tool_decisions.remove(&tool_call.call_id);
+    }
+    let limits = kept.limits;
+    let turn = kept.turn(&call.thread_id, &call.turn, call.at);
+    let since = turn.calls.back().map_or(f64::NEG_INFINITY, |previous| previous.at + previous.duration_ms);
+    for layer in call.layers.iter_mut().filter(|layer| layer.status != "none") {
+      let recall = turn
+        .spans
+        .iter()
+        .rev()
+        .take_while(|span| span.start_time >= since)
+        .find(|span| span.hook == "recall" && span.layer_id == layer.id && span.context == call.context);
+      if let Some(span) = recall {
+        layer.status = span.status.name();
+        layer.error.clone_from(&span.error);
+      }
+    }
+    let summary = call.summary_json();
+    turn.calls.push_back(Arc::new(call));
+    while turn.calls.len() > limits.calls_per_turn {
+      turn.calls.pop_front();
+    }
+    let was_empty = kept.feed.is_empty();
+    kept.feed.push(summary);
+    was_empty
+  }
+
+  /// The layers' decision on a tool call, which the record of its model call will show.
+  pub fn tool_decision(&self, call_id: &str, decision: SteeringRecord) {
+    if !self.is_open() {
+      return;
+    }
+    let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    if kept.tool_decisions.len() >= MAX_WAITING_DECISIONS {
+      kept.tool_decisions.clear();
+    }
+    kept.tool_decisions.insert(call_id.to_owned(), decision);
+  }
+
+  fn spans(&self, spans: &[HookSpan]) {
+    let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    let limit = kept.limits.spans_per_turn;
+    for span in spans {
+      let turn = kept.turn(&span.thread_id, &span.trace_id, span.start_time);
+      turn.spans.push_back(span.clone());
+      if turn.spans.len() > limit {
+        turn.spans.pop_front();
+        turn.spans_dropped += 1;
+      }
+    }
+  }
+
+  /// The summaries recorded since the last take, as one JSON array.
+  pub fn take_feed(&self) -> String {
+    let feed = std::mem::take(&mut self.kept.lock().unwrap_or_else(PoisonError::into_inner).feed);
+    format!("[{}]", feed.join(","))
+  }
+
+  /// Every thread kept, newest activity first, each with its turns and their calls' summaries.
+  pub fn snapshot(&self) -> String {
+    let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut threads: Vec<(&String, &ThreadRecord)> = kept.threads.iter().collect();
+    threads.sort_by_key(|(_, thread)| std::cmp::Reverse(thread.active));
+    let threads: Vec<serde_json::Value> =
+      threads.into_iter().map(|(id, thread)| serde_json::json!({ "threadId": id, "turns": thread.turns })).collect();
+    serde_json::json!({ "limits": { "turnsPerThread": kept.limits.turns_per_thread, "threads": kept.limits.threads }, "threads": threads })
+      .to_string()
+  }
+
+  /// One call whole, with the hook spans of its turn that ran up to its end since the turn's previous call (for the
+  /// turn's last call, everything after as well); its history is still to be read back
+  /// ([`WindowItems::read_history`]).
+  pub fn call(&self, id: u64) -> Option<ModelCallRecord> {
+    let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    let (turn, index) = kept
+      .threads
+      .values()
+      .flat_map(|thread| &thread.turns)
+      .find_map(|turn| turn.calls.iter().position(|call| call.id == id).map(|index| (turn, index)))?;
+    let call = &turn.calls[index];
+    let end = |call: &ModelCallRecord| call.at + call.duration_ms;
+    let from = index.checked_sub(1).map_or(f64::NEG_INFINITY, |previous| end(&turn.calls[previous]));
+    let to = if index + 1 == turn.calls.len() { f64::INFINITY } else { end(call) };
+    let mut whole = (**call).clone();
+    whole.spans = turn.spans.iter().filter(|span| span.start_time >= from && span.start_time < to).cloned().collect();
+    Some(whole)
+  }
+}
+
+impl Kept {
+  /// The turn `turn` of `thread`, made if new; the thread becomes the most recently active.
+  fn turn(&mut self, thread: &str, turn: &str, at: f64) -> &mut TurnRecord {
+    self.clock += 1;
+    let clock = self.clock;
+    if !self.threads.contains_key(thread) && self.threads.len() >= self.limits.threads {
+      let oldest = self.threads.iter().min_by_key(|(_, t)| t.active).map(|(id, _)| id.clone());
+      if let Some(oldest) = oldest {
+        self.threads.remove(&oldest);
+      }
+    }
+    let limit = self.limits.turns_per_thread;
+    let record = self.threads.entry(thread.to_owned()).or_default();
+    record.active = clock;
+    let index = match record.turns.iter().rposition(|t| t.turn == turn) {
+      Some(index) => index,
+      None => {
+        record.turns.push_back(TurnRecord {
+          turn: turn.to_owned(),
+          started_at: at,
+          calls: VecDeque::new(),
+          spans: VecDeque::new(),
+          spans_dropped: 0,
+        });
+        while record.turns.len() > limit.max(1) {
+          record.turns.pop_front();
+        }
+        record.turns.len() - 1
+      }
+    };
+    &mut record.turns[index]
+  }
+}
+
+/// The harness's diagnostic sink with the inspector beside it: spans are made while either wants them, and each
+/// gets them when it does.
+pub struct InspectingSink {
+  pub inner: Arc<dyn DiagnosticSink>,
+  pub inspector: Arc<Inspector>,
+}
+
+impl DiagnosticSink for InspectingSink {
+  fn diagnostic(&self, layer_id: &str, hook: &str, message: &str) {
+    self.inner.diagnostic(layer_id, hook, message);
+  }
+
+  fn loop_diagnostic(&self, loop_id: &str, message: &str) {
+    self.inner.loop_diagnostic(loop_id, message);
+  }
+
+  fn step_diagnostic(&self, step_id: &str, hook: &str, message: &str) {
+    self.inner.step_diagnostic(step_id, hook, message);
+  }
+
+  fn tracing(&self) -> bool {
+    self.inspector.is_open() || self.inner.tracing()
+  }
+
+  fn trace(&self, spans: Vec<HookSpan>) {
+    if self.inspector.is_open() {
+      self.inspector.spans(&spans);
+    }
+    if self.inner.tracing() {
+      self.inner.trace(spans);
+    }
+  }
+}
+
+#[cfg(test)]
+mod tests;

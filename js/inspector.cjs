@@ -1,0 +1,233 @@
+'use strict';
+// @noetic-tools/core/inspector: a page in the user's own process that shows what each model call of a harness saw.
+// The native recorder (crates/noetic-runtime/src/harness/inspect) keeps one record per model call while an inspector
+// is open; this serves the page, the records and a live feed (server-sent events) over node:http, which Node and Bun
+// both have. Read-only, on 127.0.0.1 unless told otherwise, every request carrying the URL's random token.
+const http = require('node:http');
+const { randomBytes, timingSafeEqual } = require('node:crypto');
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { NoeticConfigError } = require('./errors.cjs');
+
+const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
+// A comment line on each open feed this often, so that proxies and browsers keep it open.
+const HEARTBEAT_MS = 15_000;
+const PAGE_FILES = join(__dirname, 'inspector');
+
+function fail(code, message, hint) {
+  return new NoeticConfigError({ code, message, hint });
+}
+
+function checkOptions(harness, opts) {
+  if (harness?._runtime?.native === undefined) {
+    throw fail('INVALID_INSPECTOR_TARGET', 'startInspector(harness, options): harness is not an AgentHarness.', 'Pass the AgentHarness whose model calls you want to see.');
+  }
+  if (opts !== undefined && (opts === null || typeof opts !== 'object')) {
+    throw fail('INVALID_INSPECTOR_OPTIONS', 'startInspector(harness, options): options must be an object.', 'Pass { port } or nothing.');
+  }
+  const o = { ...DEFAULTS, ...opts };
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) {
+    throw fail('INVALID_INSPECTOR_OPTIONS', `startInspector: port must be an integer from 0 to 65535, not ${String(o.port)}.`, 'Pass 0 (or nothing) for any free port.');
+  }
+  if (typeof o.host !== 'string' || o.host === '') {
+    throw fail('INVALID_INSPECTOR_OPTIONS', 'startInspector: host must be a non-empty string.', "Leave it unset for '127.0.0.1'.");
+  }
+  for (const key of ['turnsPerThread', 'threads']) {
+    if (!Number.isInteger(o[key]) || o[key] < 1 || o[key] > 100_000) {
+      throw fail('INVALID_INSPECTOR_OPTIONS', `startInspector: ${key} must be an integer from 1 to 100000, not ${String(o[key])}.`, `It bounds what the inspector keeps; the default is ${DEFAULTS[key]}.`);
+    }
+  }
+  return o;
+}
+
+// The page as one document: its script and style inlined, so that the token never has to travel in a subresource's
+// URL. Read once per process.
+let page;
+function pageHtml() {
+  page ??= readFileSync(join(PAGE_FILES, 'index.html'), 'utf8')
+    .replace('/* style.css */', () => readFileSync(join(PAGE_FILES, 'style.css'), 'utf8'))
+    .replace('/* app.js */', () => readFileSync(join(PAGE_FILES, 'app.js'), 'utf8'));
+  return page;
+}
+
+const HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  // The token is in the page's URL: it must not leave in a Referer.
+  'referrer-policy': 'no-referrer',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+class Inspector {
+  constructor(harness, o) {
+    this.harness = harness;
+    this.native = harness._runtime.native;
+    this.token = randomBytes(24).toString('hex');
+    this.feeds = new Set();
+    this.heartbeat = undefined;
+    this.options = o;
+    this.server = http.createServer((req, res) => this.serve(req, res));
+  }
+
+  async listen() {
+    const { host, port } = this.options;
+    await new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const address = this.server.address();
+    const shownHost = address.family === 'IPv6' || address.family === 6 ? `[${address.address}]` : address.address;
+    this.origin = `http://${shownHost}:${address.port}`;
+    this.hosts = new Set([`${shownHost}:${address.port}`, `localhost:${address.port}`]);
+    // On a loopback address only this machine's names reach it: any other Host is a page elsewhere that rebound a
+    // name of its own here. Listening wider, the user chose which names reach it; the token still guards it.
+    this.loopback = /^(127\.|::1$|::ffff:127\.)/.test(address.address);
+    this.url = `${this.origin}/?token=${this.token}`;
+  }
+
+  // A request is answered only with the token, for this server's own host name (a page elsewhere that rebinds a
+  // name of its own to 127.0.0.1 is refused), and, when a browser names its origin, from this origin alone.
+  refuse(req, url) {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return [405, 'The inspector is read-only.'];
+    if (this.loopback && !this.hosts.has(String(req.headers.host ?? '').toLowerCase())) return [403, 'Unknown host.'];
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== this.origin) return [403, 'Other origins are refused.'];
+    const fetchSite = req.headers['sec-fetch-site'];
+    if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return [403, 'Other sites are refused.'];
+    const given = Buffer.from(String(url.searchParams.get('token') ?? ''));
+    const wanted = Buffer.from(this.token);
+    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return [401, 'This URL needs the token startInspector gave.'];
+    return null;
+  }
+
+  serve(req, res) {
+    let url;
+    try {
+      url = new URL(req.url, 'http://inspector');
+    } catch {
+      return this.send(res, 400, 'text/plain', 'Bad request.');
+    }
+    const refused = this.refuse(req, url);
+    if (refused) return this.send(res, refused[0], 'text/plain', refused[1]);
+    try {
+      switch (url.pathname) {
+        case '/':
+          return this.send(res, 200, 'text/html', pageHtml(), {
+            'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+          });
+        case '/api/snapshot':
+          return this.sendJson(res, this.snapshot());
+        case '/api/call': {
+          const text = this.native.inspectorCall(Number(url.searchParams.get('id')));
+          return text == null ? this.send(res, 404, 'text/plain', 'That call is no longer kept.') : this.sendJson(res, text);
+        }
+        case '/api/state':
+          return this.layerStates(url.searchParams.get('thread') ?? '').then(
+            (states) => this.sendJson(res, JSON.stringify(states)),
+            (e) => this.send(res, 500, 'text/plain', `Reading the layers' states failed: ${e?.message ?? e}`),
+          );
+        case '/api/events':
+          return this.openFeed(req, res);
+        default:
+          return this.send(res, 404, 'text/plain', 'Not found.');
+      }
+    } catch (e) {
+      return this.send(res, 500, 'text/plain', `The inspector failed: ${e?.message ?? e}`);
+    }
+  }
+
+  send(res, status, type, body, headers = {}) {
+    res.writeHead(status, { ...HEADERS, 'content-type': `${type}; charset=utf-8`, ...headers });
+    res.end(body);
+  }
+
+  sendJson(res, text) {
+    this.send(res, 200, 'application/json', text);
+  }
+
+  // The recorder's threads with the harness's own description of its layers (names, which the native side does not
+  // keep), as JSON text.
+  snapshot() {
+    const layers = (this.harness._layers ?? []).map((l) => ({ id: l.id, name: l.name ?? l.id, slot: l.slot, scope: l.scope ?? 'thread', recallMode: l.recallMode ?? 'atomic' }));
+    const head = JSON.stringify({ harness: this.harness.config?.name ?? '', layers });
+    return `${head.slice(0, -1)},"recorder":${this.native.inspectorSnapshot()}}`;
+  }
+
+  // Each layer's state as its storage holds it for one thread: what the next turn's init reads. An execution-scoped
+  // layer keeps none between turns.
+  async layerStates(threadId) {
+    const storage = this.harness.config.storage;
+    const out = [];
+    for (const layer of this.harness._layers ?? []) {
+      const scope = layer.scope ?? 'thread';
+      const scopeKey = scope === 'global' ? '__global__' : scope === 'execution' ? null : threadId;
+      const state = scopeKey === null ? undefined : await storage.get(`layers/${layer.id}/${scopeKey}/state`);
+      out.push({ id: layer.id, scope, scopeKey, state: state ?? null });
+    }
+    return out;
+  }
+
+  openFeed(req, res) {
+    res.writeHead(200, { ...HEADERS, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
+    res.write(': connected\n\n');
+    this.feeds.add(res);
+    this.heartbeat ??= setInterval(() => {
+      for (const feed of this.feeds) feed.write(': alive\n\n');
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref?.();
+    req.on('close', () => {
+      this.feeds.delete(res);
+      if (this.feeds.size === 0 && this.heartbeat) {
+        clearInterval(this.heartbeat);
+        this.heartbeat = undefined;
+      }
+    });
+  }
+
+  // The runtime was told that calls were recorded: the feed is taken at once (it would grow while no page reads
+  // it) and sent to every open page.
+  recorded() {
+    const calls = this.native.inspectorFeed();
+    if (this.feeds.size === 0) return;
+    const event = `event: calls\ndata: ${calls}\n\n`;
+    for (const feed of this.feeds) feed.write(event);
+  }
+
+  async close() {
+    if (this.harness._runtime.inspector === this) this.harness._runtime.inspector = undefined;
+    this.native.inspectorOpen(false, 1, 1);
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    for (const feed of this.feeds) feed.end();
+    this.feeds.clear();
+    this.server.closeAllConnections?.();
+    await new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+async function startInspector(harness, opts) {
+  const o = checkOptions(harness, opts);
+  const runtime = harness._runtime;
+  if (runtime.inspector) {
+    throw fail('INSPECTOR_ALREADY_OPEN', `An inspector is already open for this harness at ${runtime.inspector.origin}.`, 'Close it first (await inspector.close()), or use the URL it gave.');
+  }
+  const inspector = new Inspector(harness, o);
+  runtime.inspector = inspector;
+  try {
+    await inspector.listen();
+  } catch (e) {
+    runtime.inspector = undefined;
+    throw fail('INSPECTOR_LISTEN_FAILED', `startInspector could not listen on ${o.host}:${o.port}: ${e?.message ?? e}`, 'Pick another port, or 0 for any free one.');
+  }
+  inspector.native.inspectorOpen(true, o.turnsPerThread, o.threads);
+  let closed;
+  return {
+    url: inspector.url,
+    close: () => (closed ??= inspector.close()),
+  };
+}
+
+module.exports = { startInspector };

@@ -1,0 +1,4 @@
+// ESM entry of @noetic-tools/core/inspector.
+import inspector from './inspector.cjs';
+
+export const { startInspector } = inspector;
