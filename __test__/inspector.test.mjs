@@ -101,6 +101,7 @@ test('each model call is recorded with the figures lastLayerUsage gives, the fai
     // The layers' states as their storage holds them for the thread.
     const states = await getJson(inspector, '/api/state', { thread: 'T' });
     assert.deepEqual(states.map((s) => s.id), ['notes', 'facts', 'broken']);
+    assert.deepEqual(states[0], { id: 'notes', scope: 'thread', scopeKey: 'T', state: { turns: 3 } });
   } finally {
     await inspector.close();
   }

@@ -126,7 +126,7 @@ class Inspector {
           return text == null ? this.send(res, 404, 'text/plain', 'That call is no longer kept.') : this.sendJson(res, text);
         }
         case '/api/state':
-          return this.layerStates(url.searchParams.get('thread') ?? '').then(
+          return this.layerStates(url.searchParams.get('thread') ?? '', url.searchParams.get('resource')).then(
             (states) => this.sendJson(res, JSON.stringify(states)),
             (e) => this.send(res, 500, 'text/plain', `Reading the layers' states failed: ${e?.message ?? e}`),
           );
@@ -157,14 +157,15 @@ class Inspector {
     return `${head.slice(0, -1)},"recorder":${this.native.inspectorSnapshot()}}`;
   }
 
-  // Each layer's state as its storage holds it for one thread: what the next turn's init reads. An execution-scoped
-  // layer keeps none between turns.
-  async layerStates(threadId) {
+  // Each layer's state as its storage holds it for one thread (and the resource its turns named): what the next
+  // turn's init reads. An execution-scoped layer keeps none between turns; a resource-scoped one without a resource
+  // keys by the thread, as the runtime does.
+  async layerStates(threadId, resourceId) {
     const storage = this.harness.config.storage;
     const out = [];
     for (const layer of this.harness._layers ?? []) {
       const scope = layer.scope ?? 'thread';
-      const scopeKey = scope === 'global' ? '__global__' : scope === 'execution' ? null : threadId;
+      const scopeKey = scope === 'global' ? '__global__' : scope === 'execution' ? null : scope === 'resource' ? (resourceId ?? threadId) : threadId;
       const state = scopeKey === null ? undefined : await storage.get(`layers/${layer.id}/${scopeKey}/state`);
       out.push({ id: layer.id, scope, scopeKey, state: state ?? null });
     }

@@ -241,7 +241,8 @@
     details.addEventListener('toggle', async () => {
       if (!details.open) return;
       details.querySelectorAll('.states').forEach((n) => n.remove());
-      const response = await fetch(api('/api/state', { thread: threadId }));
+      const resource = [...(model.threads.get(threadId)?.turns ?? [])].flatMap((t) => t.calls).findLast((c) => c.resourceId !== undefined)?.resourceId;
+      const response = await fetch(api('/api/state', resource === undefined ? { thread: threadId } : { thread: threadId, resource }));
       const states = response.ok ? await response.json() : [];
       details.append(el('div', { class: 'states' }, states.map((s) =>
         el('details', {}, el('summary', {}, `${layerInfo(s.id).name} · ${s.scope}${s.scopeKey ? ` (${s.scopeKey})` : ''}`),

@@ -129,6 +129,7 @@ pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
   ModelCallRecord {
     id: facts.id,
     thread_id: facts.ctx.thread_id.clone(),
+    resource_id: facts.ctx.resource_id.clone(),
     turn: facts.ctx.root.clone(),
     context: facts.ctx.id.clone(),
     step_id: facts.step.id.clone(),

@@ -15,6 +15,9 @@ use crate::memory::trace::HookSpan;
 pub struct ModelCallRecord {
   pub id: u64,
   pub thread_id: String,
+  /// The resource of the call's context, when it has one: where resource-scoped layers keep their state.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub resource_id: Option<String>,
   /// The root context of the execution the call belongs to: a session's turn, or one `run`.
   pub turn: String,
   pub context: String,
@@ -218,6 +221,9 @@ impl Serialize for SummaryView<'_> {
     let mut map = serializer.serialize_map(None)?;
     map.serialize_entry("id", &r.id)?;
     map.serialize_entry("threadId", &r.thread_id)?;
+    if let Some(resource) = &r.resource_id {
+      map.serialize_entry("resourceId", resource)?;
+    }
     map.serialize_entry("turn", &r.turn)?;
     map.serialize_entry("context", &r.context)?;
     map.serialize_entry("stepId", &r.step_id)?;

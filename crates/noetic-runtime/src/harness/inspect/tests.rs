@@ -20,6 +20,7 @@ fn call(inspector: &Inspector, thread: &str, turn: &str, at: f64) -> ModelCallRe
   ModelCallRecord {
     id: inspector.next_id(),
     thread_id: thread.to_owned(),
+    resource_id: None,
     turn: turn.to_owned(),
     context: turn.to_owned(),
     step_id: "ask".to_owned(),
