@@ -1,0 +1,88 @@
+// Many sessions at once (issue 33): S sessions, each on its own thread, run TURNS turns each of `execute` +
+// `getAgentResponse`, all at the same time in one process. The model is a JS function that waits 5 ms and answers one
+// 20-word message; storage is createInMemoryStorage(); each of the K layers is a thread-scoped JS layer with init,
+// recall and store. Reports turns per second over the whole run, the p50 and p99 of a turn's latency (from its
+// execute to its response), and the process's peak RSS. Each configuration runs in a fresh process; with
+// NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours.
+//   node bench/sessions.mjs [--sessions 100,1000,10000] [--layers 0,3,10]
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const TURNS = 5;
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(`--${name}`);
+  return (i >= 0 ? args[i + 1] : fallback).split(',').map(Number);
+};
+
+if (args[0] === '--one') {
+  const [, impl, sessions, layers] = args;
+  console.log(JSON.stringify(await one(impl, Number(sessions), Number(layers))));
+} else {
+  const impls = process.env.NOETIC_UPSTREAM_PKG ? ['upstream', 'ours'] : ['ours'];
+  console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99, peak RSS)`);
+  for (const sessions of option('sessions', '100,1000,10000')) {
+    for (const layers of option('layers', '0,3,10')) {
+      const row = {};
+      for (const impl of impls) {
+        const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, String(sessions), String(layers)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+        row[impl] = JSON.parse(run.stdout.trim().split('\n').at(-1));
+      }
+      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, ${r.peakRssMb.toFixed(0)} MB`;
+      const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
+      const ratio = row.upstream ? `  → ${(row.ours.turnsPerSecond / row.upstream.turnsPerSecond).toFixed(2)}x turns/s, p99 ${(row.ours.p99 / row.upstream.p99).toFixed(2)}x` : '';
+      console.log(`${String(sessions).padStart(6)} sessions, ${String(layers).padStart(2)} layers  ${line}${ratio}`);
+    }
+  }
+}
+
+async function one(impl, sessions, layerCount) {
+  const api = impl === 'upstream' ? await import(pathToFileURL(path.join(process.env.NOETIC_UPSTREAM_PKG, 'dist/index.js')).href) : await import('../js/index.mjs');
+  const { AgentHarness, createMessage, step, createInMemoryStorage } = api;
+  const words = 'the quick brown fox jumps over the lazy dog while the agent keeps its notes for the next turn'.split(' ');
+  const layer = (i) => ({
+    id: `notes-${i}`,
+    slot: 100 + i,
+    scope: 'thread',
+    budget: { min: 50, max: 500 },
+    hooks: {
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { notes: [] } }),
+      recall: async ({ state }) => (state.notes.length ? { items: [createMessage(state.notes.join('\n'), 'developer')], tokenCount: 20 } : null),
+      store: async ({ state, newItems }) => ({ state: { notes: [...state.notes, `seen ${newItems.length}`].slice(-4) } }),
+    },
+  });
+  let n = 0;
+  const model = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    n++;
+    return {
+      items: [{ type: 'message', id: `m${n}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: words.slice(0, 20).join(' '), annotations: [] }] }],
+      usage: { inputTokens: 50, outputTokens: 20 },
+    };
+  };
+  const harness = new AgentHarness({
+    name: 'bench',
+    params: {},
+    storage: createInMemoryStorage(),
+    memory: Array.from({ length: layerCount }, (_, i) => layer(i)),
+    initialStep: step.llm({ id: 'chat', model: 'bench/model' }),
+    _testCallModel: model,
+  });
+  const latencies = [];
+  const session = async (s) => {
+    const threadId = `thread-${s}`;
+    for (let t = 0; t < TURNS; t++) {
+      const started = performance.now();
+      await harness.execute(`message ${t} from session ${s}`, { threadId });
+      await harness.getAgentResponse({ threadId });
+      latencies.push(performance.now() - started);
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: sessions }, (_, s) => session(s)));
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
+  return { turnsPerSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99), peakRssMb: process.resourceUsage().maxRSS / 1024 };
+}
