@@ -106,7 +106,7 @@ test('a context the caller drops is forgotten natively once collected', async ()
   const { spawnSync } = await import('node:child_process');
   const { fileURLToPath } = await import('node:url');
   const script = fileURLToPath(new URL('./fixtures/collected-context.mjs', import.meta.url));
-  const result = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: slow(20_000) });
+  const result = spawnSync(process.execPath, ['--expose-gc', script], { encoding: 'utf8', timeout: slow(60_000) });
   assert.equal(result.status, 0, result.stderr);
   // Its layer states ended with each run; the context itself goes once the caller lets go of it.
   assert.deepEqual(JSON.parse(result.stdout), { before: 1, after: 0, states: 0 });
