@@ -73,7 +73,7 @@ if (process.env.NOETIC_TEST_POSTGRES_URL) {
 }
 
 // 3. RSS after IDLE_THREADS one-turn threads on SQLite, with and without eviction (each in a harness of its own).
-for (const idle of [Infinity, 5]) {
+for (const idle of [5, Infinity]) {
   globalThis.gc?.();
   const before = process.memoryUsage().rss;
   const harness = harnessOn(createSqliteStorage(join(dir, `idle-${idle}.db`)), true, { sessionIdleMs: idle });
@@ -81,5 +81,5 @@ for (const idle of [Infinity, 5]) {
   await new Promise((resolve) => setTimeout(resolve, 300));
   globalThis.gc?.();
   const grown = (process.memoryUsage().rss - before) / 2 ** 20;
-  console.log(`${IDLE_THREADS} one-turn threads, sessionIdleMs ${idle}: RSS +${grown.toFixed(1)} MB (${harness._runtime.native.liveContexts} sessions in memory)`);
+  console.log(`${IDLE_THREADS} one-turn threads, sessionIdleMs ${idle}: RSS ${grown >= 0 ? '+' : ''}${grown.toFixed(1)} MB (${harness._runtime.native.liveContexts} sessions in memory)`);
 }

@@ -440,7 +440,7 @@ async function runHooks(runtime, batch) {
       // A steering hook fails open, except on a configuration error, which propagates (§14.1).
       if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
     }
-    if (batch.timed) reply.elapsedMs = performance.now() - started;
+    if (batch.timed) reply.elapsedUs = Math.round((performance.now() - started) * 1000);
     return reply;
   };
   // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
@@ -506,7 +506,7 @@ function replyJson(reply) {
   if (reply.rethrow) text += ',"rethrow":true';
   if (reply.projected !== undefined) text += `,"projected":[${commaList(reply.projected)}]`;
   if (reply.rerender !== undefined) text += `,"rerender":${JSON.stringify(reply.rerender)}`;
-  if (reply.elapsedMs !== undefined) text += `,"elapsedMs":${reply.elapsedMs}`;
+  if (reply.elapsedUs !== undefined) text += `,"elapsedUs":${reply.elapsedUs}`;
   if (reply.result !== undefined) text += `,"result":${JSON.stringify(reply.result)}`;
   return `${text}}`;
 }

@@ -528,6 +528,7 @@ fn project(
     summary.map_or(0, |s| s.covers)..to
   };
   let shape = inspecting.then(|| {
+    let history_runs = history_runs(&plan.history_kept, &history, origin.as_deref());
     let mut layer_items = vec![(false, 0); layer_items.len()];
     for &i in &plan.layers_kept {
       layer_items[i] = (true, layer_costs[i]);
@@ -536,14 +537,20 @@ fn project(
       layer_items,
       history_total: log.len(),
       history_kept: plan.history_kept.len(),
-      history_tokens: plan.history_kept.iter().map(|&i| history.cost(i)).sum::<u64>()
-        + system_costs.iter().sum::<u64>(),
+      history_tokens: system_costs.iter().sum::<u64>()
+        + history_runs
+          .iter()
+          .map(|run| match run {
+            HistoryRun::Log { start, end, .. } => state.log.range_cost(*start..*end),
+            HistoryRun::Made(item) => log.cost_of(item),
+          })
+          .sum::<u64>(),
       dropped: dropped.len(),
       summarized: summary.is_some(),
       projected: origin.is_some(),
       system_items: system.iter().filter_map(|&pos| log.get(pos).cloned()).collect(),
       summary_item: summary.map(|s| Arc::clone(&s.item)),
-      history_runs: history_runs(&plan.history_kept, &history, origin.as_deref()),
+      history_runs,
       dropped_items: dropped
         .clone()
         .rev()

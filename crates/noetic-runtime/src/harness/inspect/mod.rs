@@ -160,12 +160,12 @@ impl Inspector {
     kept.tool_decisions.insert(call_id.to_owned(), decision);
   }
 
-  fn spans(&self, spans: &[HookSpan]) {
+  fn spans(&self, spans: Vec<HookSpan>) {
     let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
     let limit = kept.limits.spans_per_turn;
     for span in spans {
       let turn = kept.turn(&span.thread_id, &span.trace_id, span.start_time);
-      turn.spans.push_back(span.clone());
+      turn.spans.push_back(span);
       if turn.spans.len() > limit {
         turn.spans.pop_front();
         turn.spans_dropped += 1;
@@ -222,9 +222,16 @@ impl Kept {
       }
     }
     let limit = self.limits.turns_per_thread;
-    let record = self.threads.entry(thread.to_owned()).or_default();
+    // Looked up before it is made: a span or call of a known thread allocates nothing here.
+    if !self.threads.contains_key(thread) {
+      self.threads.insert(thread.to_owned(), ThreadRecord::default());
+    }
+    let record = self.threads.get_mut(thread).expect("just made");
     record.active = clock;
-    let index = match record.turns.iter().rposition(|t| t.turn == turn) {
+    // The newest turn first: nearly every span and call belongs to it.
+    let newest = record.turns.back().is_some_and(|t| t.turn == turn);
+    let found = if newest { Some(record.turns.len() - 1) } else { record.turns.iter().rposition(|t| t.turn == turn) };
+    let index = match found {
       Some(index) => index,
       None => {
         record.turns.push_back(TurnRecord {
@@ -269,11 +276,14 @@ impl DiagnosticSink for InspectingSink {
   }
 
   fn trace(&self, spans: Vec<HookSpan>) {
-    if self.inspector.is_open() {
-      self.inspector.spans(&spans);
-    }
-    if self.inner.tracing() {
-      self.inner.trace(spans);
+    match (self.inspector.is_open(), self.inner.tracing()) {
+      (true, true) => {
+        self.inspector.spans(spans.clone());
+        self.inner.trace(spans);
+      }
+      (true, false) => self.inspector.spans(spans),
+      (false, true) => self.inner.trace(spans),
+      (false, false) => {}
     }
   }
 }

@@ -71,7 +71,7 @@ fn closed_it_records_nothing() {
 #[test]
 fn a_call_takes_its_layers_status_from_the_recall_spans_and_its_tool_decisions() {
   let inspector = open(InspectLimits::default());
-  inspector.spans(&[
+  inspector.spans(vec![
     span("T", "turn", "good", HookKind::Recall, &crate::host::HookStatus::Ok),
     span("T", "turn", "broken", HookKind::Recall, &crate::host::HookStatus::Threw("recall exploded".into())),
   ]);
@@ -119,7 +119,7 @@ fn spans_beyond_a_turns_limit_drop_the_oldest() {
   let inspector = open(InspectLimits { spans_per_turn: 3, ..InspectLimits::default() });
   let spans: Vec<HookSpan> =
     (0..5).map(|i| span("T", "turn", &format!("l{i}"), HookKind::Store, &crate::host::HookStatus::Ok)).collect();
-  inspector.spans(&spans);
+  inspector.spans(spans);
   let made = call(&inspector, "T", "turn", 0.0);
   let id = made.id;
   inspector.record(made);
