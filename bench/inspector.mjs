@@ -44,7 +44,8 @@ function scriptedModel() {
   return async (request) => {
     n++;
     const items = request.items;
-    const lastUser = items.findLastIndex((item) => item.type === 'message' && item.role === 'user');
+    // The turn's own message (react adds user messages of its own between rounds): tools once after it, then answer.
+    const lastUser = items.findLastIndex((item) => item.type === 'message' && item.role === 'user' && item.content[0]?.text?.startsWith('USER '));
     const toolRoundSeen = items.slice(lastUser + 1).some((item) => item.type === 'function_call');
     const usage = { inputTokens: 60 * items.length, outputTokens: 80 };
     if (toolRoundSeen) return { items: [message(`m${n}`, text(n, 40))], usage };
