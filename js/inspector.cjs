@@ -12,6 +12,9 @@ const { NoeticConfigError } = require('./errors.cjs');
 const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
 // A comment line on each open feed this often, so that proxies and browsers keep it open.
 const HEARTBEAT_MS = 15_000;
+// New calls go to the pages at most this often, in one event: a page shows them no sooner than a person can read,
+// and a busy agent's calls cost one write per interval, not one each.
+const FEED_MS = 100;
 const PAGE_FILES = join(__dirname, 'inspector');
 
 function fail(code, message, hint) {
@@ -189,10 +192,20 @@ class Inspector {
     });
   }
 
-  // The runtime was told that calls were recorded: the feed is taken at once (it would grow while no page reads
-  // it) and sent to every open page.
+  // The runtime was told that calls were recorded. With no page open they are let go at once, unwritten (the feed
+  // would grow while no page reads it); with pages, they are taken and sent FEED_MS later (the runtime tells again
+  // only once the feed has been taken).
   recorded() {
-    const calls = this.native.inspectorFeed();
+    if (this.feeds.size === 0) {
+      this.native.inspectorFeed(false);
+      return;
+    }
+    this.sending ??= setTimeout(() => this.sendCalls(), FEED_MS);
+  }
+
+  sendCalls() {
+    this.sending = undefined;
+    const calls = this.native.inspectorFeed(this.feeds.size > 0);
     if (this.feeds.size === 0) return;
     const event = `event: calls\ndata: ${calls}\n\n`;
     for (const feed of this.feeds) feed.write(event);
@@ -202,6 +215,7 @@ class Inspector {
     if (this.harness._runtime.inspector === this) this.harness._runtime.inspector = undefined;
     this.native.inspectorOpen(false, 1, 1);
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.sending) clearTimeout(this.sending);
     for (const feed of this.feeds) feed.end();
     this.feeds.clear();
     this.server.closeAllConnections?.();

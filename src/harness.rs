@@ -273,10 +273,11 @@ impl NativeHarness {
     self.inner.inspector.set_open(open, limits);
   }
 
-  /// The summaries of the model calls recorded since the last call, as a JSON array.
+  /// The summaries of the model calls recorded since the last call, as a JSON array; with `wanted` false (no page
+  /// is listening) the calls are let go unwritten and the array is empty.
   #[napi(catch_unwind)]
-  pub fn inspector_feed(&self) -> String {
-    self.inner.inspector.take_feed()
+  pub fn inspector_feed(&self, wanted: bool) -> String {
+    self.inner.inspector.take_feed(wanted)
   }
 
   /// Every thread the inspector keeps, with its turns and their calls' summaries, as JSON.

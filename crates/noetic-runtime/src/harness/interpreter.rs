@@ -59,6 +59,14 @@ pub(super) fn step_source<'a>(harness: &'a Harness, step_id: &str) -> RunResult<
   })
 }
 
+/// `work` as a future polled through a `dyn` call, which the compiler cannot inline: the step kinds that run steps
+/// of their own, and the LLM step, each need a large stack frame to poll, and inlined into `run_step` they would
+/// make its frame as large as all of them at every nesting level (steps nest hundreds deep, polled on the JS
+/// thread's stack). Apart, a level takes only the frame of the kind it runs.
+fn frame_of<'a>(work: impl Future<Output = RunResult<StepValue>> + Send + 'a) -> StepFuture<'a> {
+  Box::pin(work)
+}
+
 pub(super) fn nested<'a>(
   harness: &'a Harness,
   step: &'a Step,
@@ -223,6 +231,7 @@ async fn run_step(
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
+  // The step kinds that run steps of their own, and the LLM step, poll in frames of their own (`frame_of`).
   match step {
     Step::Run { id, execute, retry } => run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx).await,
     Step::Tool { id, tool, args } => {
@@ -246,17 +255,20 @@ async fn run_step(
       let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
       nested(harness, child, input, ctx, depth + 1).await
     }
-    Step::Fork(fork) => run_fork(harness, fork, input, ctx, depth).await,
-    Step::Llm(llm) => harness.execute_llm(llm, &input, ctx).await,
-    Step::Loop(looped) => run_loop(harness, looped, input, ctx, depth).await,
-    Step::Every(every) => run_every(harness, every, input, ctx, depth).await,
+    Step::Fork(fork) => frame_of(run_fork(harness, fork, input, ctx, depth)).await,
+    Step::Llm(llm) => frame_of(harness.execute_llm(llm, &input, ctx)).await,
+    Step::Loop(looped) => frame_of(run_loop(harness, looped, input, ctx, depth)).await,
+    Step::Every(every) => frame_of(run_every(harness, every, input, ctx, depth)).await,
     Step::Spawn { id, child, memory, timeout_ms, context_in, context_out } => {
-      let layers = memory.clone().unwrap_or_else(|| ctx.layers());
-      let child_ctx = harness.open_context(ExecContext::child_of(ctx, layers));
       let spawn = Spawn { id, child, own_layers: memory.is_some(), timeout_ms: *timeout_ms, context_in, context_out };
-      let result = run_spawn(harness, spawn, input, ctx, &child_ctx, depth).await;
-      harness.close_context(&child_ctx.id);
-      result
+      frame_of(async move {
+        let layers = memory.clone().unwrap_or_else(|| ctx.layers());
+        let child_ctx = harness.open_context(ExecContext::child_of(ctx, layers));
+        let result = run_spawn(harness, spawn, input, ctx, &child_ctx, depth).await;
+        harness.close_context(&child_ctx.id);
+        result
+      })
+      .await
     }
   }
 }

@@ -35,6 +35,20 @@ fn primary_weight(c: char) -> (u8, u32) {
   }
 }
 
+/// What the step's instructions cost in the window.
+pub fn system_tokens(instructions: Option<&str>, tokenizer: Option<Tokenizer>) -> u64 {
+  instructions.filter(|text| !text.is_empty()).map_or(0, |text| count_tokens(tokenizer, text))
+}
+
+/// What the tools' descriptors cost in the window, counted as their JSON.
+pub fn tools_tokens(tools: &[ToolDef], tokenizer: Option<Tokenizer>) -> u64 {
+  if tools.is_empty() {
+    return 0;
+  }
+  let descriptors: Vec<Value> = tools.iter().map(ToolDef::descriptor).collect();
+  count_tokens(tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
+}
+
 pub struct UsageInputs<'a> {
   pub execution_id: &'a str,
   pub model_id: &'a str,
@@ -64,21 +78,12 @@ impl LayerUsage {
   pub fn new(inputs: UsageInputs<'_>) -> Self {
     let mut layers = inputs.recalled;
     layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
-    let tools_tokens = if inputs.tools.is_empty() {
-      0
-    } else {
-      let descriptors: Vec<Value> = inputs.tools.iter().map(ToolDef::descriptor).collect();
-      count_tokens(inputs.tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
-    };
     Self {
       execution_id: inputs.execution_id.to_owned(),
       model_id: inputs.model_id.to_owned(),
       layers,
-      system_tokens: inputs
-        .instructions
-        .filter(|text| !text.is_empty())
-        .map_or(0, |text| count_tokens(inputs.tokenizer, text)),
-      tools_tokens,
+      system_tokens: system_tokens(inputs.instructions, inputs.tokenizer),
+      tools_tokens: tools_tokens(inputs.tools, inputs.tokenizer),
       history_tokens: inputs.history_tokens,
     }
   }

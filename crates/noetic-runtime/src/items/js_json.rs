@@ -277,6 +277,10 @@ pub fn write_js_number<W: fmt::Write>(w: &mut W, x: f64) -> fmt::Result {
     // Both zeros print as "0".
     return w.write_char('0');
   }
+  // Whole numbers below 2^53 (token counts, budgets, slots) print as their integer: no digit search needed.
+  if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+    return write!(w, "{}", x as i64);
+  }
   let mut sci = StackBuf::new();
   write!(sci, "{:e}", x.abs())?;
   let (mantissa, exp) = sci.as_str().split_once('e').ok_or(fmt::Error)?;
@@ -456,6 +460,9 @@ mod tests {
       (5e-324, "5e-324"),
       (f64::MAX, "1.7976931348623157e+308"),
       (f64::MIN_POSITIVE, "2.2250738585072014e-308"),
+      (9007199254740991.0, "9007199254740991"),
+      (-9007199254740991.0, "-9007199254740991"),
+      (-4096.0, "-4096"),
       (9007199254740992.0, "9007199254740992"),
       (9007199254740993.0, "9007199254740992"),
       (1e300, "1e+300"),

@@ -9,7 +9,7 @@ use super::record::{
 };
 use crate::harness::ExecContext;
 use crate::harness::ToolDef;
-use crate::harness::usage::{LayerUsage, UsageInputs};
+use crate::harness::usage;
 use crate::items::Item;
 use crate::memory::lifecycle::RecallEntry;
 use crate::memory::registry::LayerSet;
@@ -63,37 +63,32 @@ pub struct CallFacts<'a> {
 }
 
 pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
-  // The figures lastLayerUsage would give for this call.
-  let usage = LayerUsage::new(UsageInputs {
-    execution_id: &facts.ctx.id,
-    model_id: &facts.step.model,
-    instructions: facts.step.instructions.as_deref(),
-    tools: facts.tools,
-    recalled: facts.recalled.to_vec(),
-    history_tokens: 0,
-    tokenizer: facts.tokenizer,
-  });
   let shape = &facts.shape;
-  // Which of each layer's items the window kept, and what those cost, from the flattened shape.
-  let mut kept: HashMap<&str, (usize, u64)> = HashMap::new();
+  // Which of each layer's items the window kept, and what those cost, from the flattened shape. A few entries
+  // (one per layer that recalled): scanned, not hashed.
+  let mut kept: Vec<(&str, usize, u64)> = Vec::with_capacity(facts.recall_order.len());
   let mut items = shape.layer_items.iter();
   for (layer_id, count) in facts.recall_order {
-    let entry = kept.entry(layer_id.as_str()).or_default();
-    for &(was_kept, cost) in items.by_ref().take(*count) {
+    let (mut n, mut cost) = (0, 0);
+    for &(was_kept, item_cost) in items.by_ref().take(*count) {
       if was_kept {
-        entry.0 += 1;
-        entry.1 += cost;
+        n += 1;
+        cost += item_cost;
       }
     }
+    match kept.iter_mut().find(|entry| entry.0 == layer_id) {
+      Some(entry) => (entry.1, entry.2) = (entry.1 + n, entry.2 + cost),
+      None => kept.push((layer_id, n, cost)),
+    }
   }
-  let recalled: HashMap<&str, _> = usage.layers().iter().map(|entry| (entry.layer_id.as_str(), entry)).collect();
   let layers: Vec<LayerRecord> = facts
     .layers
     .in_slot_order()
     .map(|layer| {
       let id = layer.id();
       let budget = facts.budgets.get(id).copied().unwrap_or(0.0);
-      let entry = recalled.get(id);
+      // The figures lastLayerUsage gives for this call: a layer's last entry, when it recalled twice.
+      let entry = facts.recalled.iter().rev().find(|entry| entry.layer_id == id);
       let used = entry.and_then(|entry| entry.token_count);
       LayerRecord {
         id: id.to_owned(),
@@ -107,13 +102,13 @@ pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
         used,
         yielded: (budget - used.unwrap_or(0.0)).max(0.0),
         items: entry.map(|entry| entry.items.clone()).unwrap_or_default(),
-        kept: kept.get(id).map_or(0, |k| k.0),
+        kept: kept.iter().find(|k| k.0 == id).map_or(0, |k| k.1),
         status: if layer.has(HookKind::Recall) { "ok" } else { "none" },
         error: None,
       }
     })
     .collect();
-  let layer_tokens: u64 = kept.values().map(|k| k.1).sum();
+  let layer_tokens: u64 = kept.iter().map(|k| k.2).sum();
   let tool_calls = facts
     .response
     .items
@@ -139,8 +134,8 @@ pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
     window: WindowRecord {
       token_budget: facts.policy.token_budget,
       response_reserve: facts.policy.response_reserve,
-      system_tokens: usage.system_tokens() as f64,
-      tools_tokens: usage.tools_tokens() as f64,
+      system_tokens: usage::system_tokens(facts.step.instructions.as_deref(), facts.tokenizer) as f64,
+      tools_tokens: usage::tools_tokens(facts.tools, facts.tokenizer) as f64,
       layer_tokens: layer_tokens as f64,
       history_tokens: shape.history_tokens as f64,
     },

@@ -50,8 +50,8 @@ struct Kept {
   /// Bumped by every record: a thread's `active` says how recently it was.
   clock: u64,
   threads: HashMap<String, ThreadRecord>,
-  /// Summaries of the calls recorded since the feed was last taken, as JSON texts.
-  feed: Vec<String>,
+  /// The calls recorded since the feed was last taken (written as summaries when taken, if anyone wants them).
+  feed: Vec<Arc<ModelCallRecord>>,
   /// beforeToolCall decisions by tool call id, until the record of the model call that made the call takes them
   /// (the tool loop asks the layers before the step's record is made).
   tool_decisions: HashMap<String, SteeringRecord>,
@@ -138,13 +138,13 @@ impl Inspector {
         layer.error.clone_from(&span.error);
       }
     }
-    let summary = call.summary_json();
-    turn.calls.push_back(Arc::new(call));
+    let call = Arc::new(call);
+    turn.calls.push_back(Arc::clone(&call));
     while turn.calls.len() > limits.calls_per_turn {
       turn.calls.pop_front();
     }
     let was_empty = kept.feed.is_empty();
-    kept.feed.push(summary);
+    kept.feed.push(call);
     was_empty
   }
 
@@ -163,20 +163,28 @@ impl Inspector {
   fn spans(&self, spans: Vec<HookSpan>) {
     let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
     let limit = kept.limits.spans_per_turn;
-    for span in spans {
-      let turn = kept.turn(&span.thread_id, &span.trace_id, span.start_time);
-      turn.spans.push_back(span);
-      if turn.spans.len() > limit {
-        turn.spans.pop_front();
-        turn.spans_dropped += 1;
+    let mut spans = spans.into_iter().peekable();
+    // A batch's spans are one hook phase of one context: the turn is looked up once for each run of them.
+    while let Some(mut first) = spans.next() {
+      // Only filing needs the thread: taken, not copied.
+      let thread = std::mem::take(&mut first.thread_id);
+      let turn = kept.turn(&thread, &first.trace_id, first.start_time);
+      turn.keep_span(first, limit);
+      while let Some(span) = spans.next_if(|span| span.thread_id == thread && span.trace_id == turn.turn) {
+        turn.keep_span(span, limit);
       }
     }
   }
 
-  /// The summaries recorded since the last take, as one JSON array.
-  pub fn take_feed(&self) -> String {
+  /// The summaries of the calls recorded since the last take, as one JSON array, written outside the lock; empty
+  /// when not `wanted` (no page listens).
+  pub fn take_feed(&self, wanted: bool) -> String {
     let feed = std::mem::take(&mut self.kept.lock().unwrap_or_else(PoisonError::into_inner).feed);
-    format!("[{}]", feed.join(","))
+    if !wanted {
+      return "[]".to_owned();
+    }
+    let summaries: Vec<String> = feed.iter().map(|call| call.summary_json()).collect();
+    format!("[{}]", summaries.join(","))
   }
 
   /// Every thread kept, newest activity first, each with its turns and their calls' summaries.
@@ -207,6 +215,17 @@ impl Inspector {
     let mut whole = (**call).clone();
     whole.spans = turn.spans.iter().filter(|span| span.start_time >= from && span.start_time < to).cloned().collect();
     Some(whole)
+  }
+}
+
+impl TurnRecord {
+  fn keep_span(&mut self, mut span: HookSpan, limit: usize) {
+    span.thread_id = String::new();
+    self.spans.push_back(span);
+    if self.spans.len() > limit {
+      self.spans.pop_front();
+      self.spans_dropped += 1;
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 //! What the inspector keeps of one model call: the context window as the model saw it, each layer's share of it,
 //! the history kept and dropped, the hook spans around it, and the steering decisions about it and its tool calls.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -205,63 +206,109 @@ fn json_texts<S: serde::Serializer>(items: &[Arc<Item>], serializer: S) -> Resul
 
 impl ModelCallRecord {
   /// The record without what is large, as JSON text: no item texts (layers give their item counts) and no spans.
+  /// Written directly, as `JSON.stringify` would: the live feed carries one for every model call.
   pub fn summary_json(&self) -> String {
-    serde_json::to_string(&SummaryView(self)).unwrap_or_default()
+    let mut out = Summary(String::with_capacity(512 + 200 * self.layers.len()));
+    out.raw("{\"id\":").int(self.id as usize);
+    out.key("threadId").text(&self.thread_id);
+    if let Some(resource) = &self.resource_id {
+      out.key("resourceId").text(resource);
+    }
+    out.key("turn").text(&self.turn).key("context").text(&self.context);
+    out.key("stepId").text(&self.step_id).key("model").text(&self.model);
+    out.key("at").num(self.at).key("durationMs").num(self.duration_ms);
+    let w = &self.window;
+    out.key("window").raw("{\"tokenBudget\":").num(w.token_budget);
+    out.key("responseReserve").num(w.response_reserve).key("systemTokens").num(w.system_tokens);
+    out.key("toolsTokens").num(w.tools_tokens).key("layerTokens").num(w.layer_tokens);
+    out.key("historyTokens").num(w.history_tokens).raw("}");
+    out.key("layers").raw("[");
+    for (i, l) in self.layers.iter().enumerate() {
+      out.raw(if i == 0 { "{\"id\":" } else { ",{\"id\":" }).text(&l.id);
+      out.key("slot").num(l.slot).key("scope").text(l.scope).key("recallMode").text(l.recall_mode);
+      out.key("budget").num(l.budget).key("used");
+      match l.used {
+        Some(used) => out.num(used),
+        None => out.raw("null"),
+      };
+      out.key("yielded").num(l.yielded).key("items").int(l.items.len()).key("kept").int(l.kept);
+      out.key("status").text(l.status);
+      if let Some(error) = &l.error {
+        out.key("error").text(error);
+      }
+      out.raw("}");
+    }
+    let h = &self.history;
+    out.raw("]").key("history").raw("{\"total\":").int(h.total).key("kept").int(h.kept);
+    out.key("dropped").int(h.dropped).key("overflow").text(h.overflow);
+    out.key("summarized").bool(h.summarized).key("projected").bool(h.projected).raw("}");
+    out.key("usage").raw("{\"inputTokens\":").num(self.usage.input_tokens);
+    out.key("outputTokens").num(self.usage.output_tokens).raw("}");
+    if let Some(steering) = &self.steering {
+      out.key("steering").steering(steering);
+    }
+    out.key("toolCalls").raw("[");
+    for (i, call) in self.tool_calls.iter().enumerate() {
+      out.raw(if i == 0 { "{\"callId\":" } else { ",{\"callId\":" }).text(&call.call_id);
+      out.key("name").text(&call.name).key("arguments").text(&call.arguments);
+      if let Some(steering) = &call.steering {
+        out.key("steering").steering(steering);
+      }
+      out.raw("}");
+    }
+    out.raw("]}");
+    out.0
   }
 }
 
-/// A record as its summary (see [`ModelCallRecord::summary_json`]).
-struct SummaryView<'a>(&'a ModelCallRecord);
+/// A summary's JSON as it is written.
+struct Summary(String);
 
-impl Serialize for SummaryView<'_> {
-  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let r = self.0;
-    let layers: Vec<LayerSummary<'_>> = r.layers.iter().map(LayerSummary).collect();
-    let mut map = serializer.serialize_map(None)?;
-    map.serialize_entry("id", &r.id)?;
-    map.serialize_entry("threadId", &r.thread_id)?;
-    if let Some(resource) = &r.resource_id {
-      map.serialize_entry("resourceId", resource)?;
-    }
-    map.serialize_entry("turn", &r.turn)?;
-    map.serialize_entry("context", &r.context)?;
-    map.serialize_entry("stepId", &r.step_id)?;
-    map.serialize_entry("model", &r.model)?;
-    map.serialize_entry("at", &r.at)?;
-    map.serialize_entry("durationMs", &r.duration_ms)?;
-    map.serialize_entry("window", &r.window)?;
-    map.serialize_entry("layers", &layers)?;
-    map.serialize_entry("history", &r.history)?;
-    map.serialize_entry("usage", &r.usage)?;
-    if let Some(steering) = &r.steering {
-      map.serialize_entry("steering", steering)?;
-    }
-    map.serialize_entry("toolCalls", &r.tool_calls)?;
-    map.end()
+impl Summary {
+  fn raw(&mut self, text: &str) -> &mut Self {
+    self.0.push_str(text);
+    self
   }
-}
 
-struct LayerSummary<'a>(&'a LayerRecord);
+  /// `,"name":`
+  fn key(&mut self, name: &str) -> &mut Self {
+    self.0.push_str(",\"");
+    self.0.push_str(name);
+    self.0.push_str("\":");
+    self
+  }
 
-impl Serialize for LayerSummary<'_> {
-  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let l = self.0;
-    let mut map = serializer.serialize_map(None)?;
-    map.serialize_entry("id", &l.id)?;
-    map.serialize_entry("slot", &l.slot)?;
-    map.serialize_entry("scope", l.scope)?;
-    map.serialize_entry("recallMode", l.recall_mode)?;
-    map.serialize_entry("budget", &l.budget)?;
-    map.serialize_entry("used", &l.used)?;
-    map.serialize_entry("yielded", &l.yielded)?;
-    map.serialize_entry("items", &l.items.len())?;
-    map.serialize_entry("kept", &l.kept)?;
-    map.serialize_entry("status", l.status)?;
-    if let Some(error) = &l.error {
-      map.serialize_entry("error", error)?;
+  fn text(&mut self, text: &str) -> &mut Self {
+    crate::items::write_js_string(&mut self.0, text);
+    self
+  }
+
+  fn num(&mut self, x: f64) -> &mut Self {
+    let _ = crate::items::write_js_number(&mut self.0, x);
+    self
+  }
+
+  fn int(&mut self, n: usize) -> &mut Self {
+    let _ = write!(self.0, "{n}");
+    self
+  }
+
+  fn bool(&mut self, b: bool) -> &mut Self {
+    self.raw(if b { "true" } else { "false" })
+  }
+
+  fn steering(&mut self, steering: &SteeringRecord) -> &mut Self {
+    self.raw("{\"action\":").text(steering.action);
+    if let Some(guidance) = &steering.guidance {
+      self.key("guidance").text(guidance);
     }
-    map.end()
+    self.key("by").raw("[");
+    for (i, layer) in steering.by.iter().enumerate() {
+      if i > 0 {
+        self.raw(",");
+      }
+      self.text(layer);
+    }
+    self.raw("]}")
   }
 }

@@ -65,7 +65,7 @@ fn closed_it_records_nothing() {
   let inspector = Inspector::default();
   assert!(!inspector.record(call(&inspector, "T", "turn", 0.0)));
   assert_eq!(json(&inspector.snapshot())["threads"], serde_json::json!([]));
-  assert_eq!(inspector.take_feed(), "[]");
+  assert_eq!(inspector.take_feed(true), "[]");
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn a_call_takes_its_layers_status_from_the_recall_spans_and_its_tool_decisions()
   let made = call(&inspector, "T", "turn", crate::memory::trace::now_ms() + 10.0);
   let id = made.id;
   assert!(inspector.record(made), "the first record tells the reader");
-  let feed = json(&inspector.take_feed());
+  let feed = json(&inspector.take_feed(true));
   let layers = &feed[0]["layers"];
   assert_eq!(layers[0]["status"], "ok");
   assert_eq!(layers[1]["status"], "error");
@@ -154,4 +154,45 @@ fn the_history_kept_is_read_back_from_the_log_while_it_still_holds_it() {
   window.read_history(Some(&replaced));
   assert!(window.history_gone, "a seed replaced the history: its items are not shown as this call's");
   assert!(window.history.is_empty());
+}
+
+#[test]
+fn the_feed_summary_is_the_record_less_its_texts_and_a_feed_nobody_wants_is_let_go_unwritten() {
+  let inspector = open(InspectLimits::default());
+  let mut made = call(&inspector, "T \"quoted\"", "turn", 1_795_000_000_000.5);
+  made.resource_id = Some("r/1".into());
+  made.steering =
+    Some(SteeringRecord { action: "guide", guidance: Some("say \"less\"\n".into()), by: vec!["a".into(), "b".into()] });
+  made.layers[1].used = None;
+  made.layers[1].error = Some("tab\there".into());
+  made.window.token_budget = 128_000.0;
+  made.usage.input_tokens = 0.25;
+  let whole = serde_json::to_value(&made).unwrap();
+  inspector.record(made);
+  let summary = json(&inspector.take_feed(true))[0].clone();
+  // Everything the record says but its items and window texts, the layers counting their items.
+  let mut expected = whole;
+  let object = expected.as_object_mut().unwrap();
+  object.remove("windowItems");
+  for layer in object["layers"].as_array_mut().unwrap() {
+    let count = layer["items"].as_array().unwrap().len();
+    layer["items"] = count.into();
+  }
+  // Numbers compared as the doubles JS reads (serde keeps 1 and 1.0 apart).
+  fn doubles(value: Value) -> Value {
+    match value {
+      Value::Number(n) => Value::from(n.as_f64().unwrap()),
+      Value::Array(items) => Value::Array(items.into_iter().map(doubles).collect()),
+      Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, doubles(v))).collect()),
+      other => other,
+    }
+  }
+  assert_eq!(doubles(summary.clone()), doubles(expected));
+  assert_eq!(summary["threadId"], "T \"quoted\"");
+  assert_eq!(summary["layers"][1]["used"], Value::Null);
+
+  inspector.record(call(&inspector, "T", "turn", 0.0));
+  assert_eq!(inspector.take_feed(false), "[]");
+  assert!(inspector.record(call(&inspector, "T", "turn", 0.0)), "the drop emptied the feed: the next record tells");
+  assert_eq!(json(&inspector.take_feed(true)).as_array().map(Vec::len), Some(1), "only what came after the drop");
 }

@@ -214,23 +214,42 @@ impl MemoryEnv {
     }
     batch.timed = true;
     let started = std::time::Instant::now();
-    let (context, info, calls) = (batch.context.clone(), batch.exec.clone(), batch.calls.clone());
+    // What the spans need of the batch, which the host takes: not the calls' arguments.
+    let (context, trace_id, thread_id) =
+      (batch.context.clone(), batch.exec.trace_id.clone(), batch.exec.thread_id.clone());
+    let called: Vec<SpanOf> = batch.calls.iter().map(SpanOf::new).collect();
     let hook = batch.hook;
     let replies = self.host.run_hooks(batch).await;
-    let target = TraceTarget { trace_id: &info.trace_id, context: &context, thread_id: &info.thread_id };
+    let target = TraceTarget { trace_id: &trace_id, context: &context, thread_id: &thread_id };
     let batch_ms = started.elapsed().as_secs_f64() * 1000.0;
     let spans =
-      calls.iter().zip(&replies).map(|(call, reply)| batch_span(target, hook, call, reply, batch_ms)).collect();
+      called.into_iter().zip(&replies).map(|(call, reply)| batch_span(target, hook, call, reply, batch_ms)).collect();
     self.sink.trace(spans);
     replies
   }
 }
 
+/// The call a span is of: its layer, and a recall's budget.
+struct SpanOf {
+  layer_id: String,
+  recall_budget: Option<f64>,
+}
+
+impl SpanOf {
+  fn new(call: &HookCall) -> Self {
+    let recall_budget = match &call.args {
+      HookArgs::Recall { budget, .. } => Some(*budget),
+      _ => None,
+    };
+    Self { layer_id: call.layer_id.clone(), recall_budget }
+  }
+}
+
 /// A JS hook's span: the time the host measured (the whole batch's when it measured none), and for a recall the
 /// items it gave and the budget they used.
-fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: &HookCall, reply: &HookReply, batch_ms: f64) -> HookSpan {
+fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: SpanOf, reply: &HookReply, batch_ms: f64) -> HookSpan {
   let mut span = HookSpan::timed(target, &call.layer_id, hook, reply.elapsed_ms.unwrap_or(batch_ms), &reply.status);
-  if let (HookArgs::Recall { budget, .. }, Some(recall)) = (&call.args, &reply.recall) {
+  if let (Some(budget), Some(recall)) = (call.recall_budget, &reply.recall) {
     let (count, used) = match recall {
       RecallReply::Nothing => (0, 0.0),
       RecallReply::Text(text) => (usize::from(!text.is_empty()), crate::tokens::estimate_tokens(text) as f64),
@@ -240,7 +259,7 @@ fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: &HookCall, reply: &
       }
     };
     span.item_count = Some(count);
-    span.budget = Some(SpanBudget::new(*budget, used));
+    span.budget = Some(SpanBudget::new(budget, used));
   }
   if let Some(count) = reply.items.as_ref().map(Vec::len).or(reply.item_count) {
     span.item_count = Some(count);
