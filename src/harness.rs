@@ -539,20 +539,33 @@ impl NativeHarness {
   /// The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles.
   #[napi(catch_unwind)]
   pub fn context_static(&self, context: String) -> Result<String> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Static<'a> {
+      thread_id: &'a str,
+      resource_id: &'a Option<String>,
+      depth: u32,
+      parent: &'a Option<String>,
+      root: &'a str,
+      layers: Vec<LayerOf<'a>>,
+    }
+    #[derive(serde::Serialize)]
+    struct LayerOf<'a> {
+      id: &'a str,
+      handle: Option<noetic_runtime::host::HostRef>,
+    }
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let layers: Vec<Value> =
-      ctx.layers().layers().iter().map(|l| json!({ "id": l.id(), "handle": l.handle })).collect();
-    Ok(
-      json!({
-        "threadId": ctx.thread_id,
-        "resourceId": ctx.resource_id,
-        "depth": ctx.depth,
-        "parent": ctx.parent,
-        "root": ctx.root,
-        "layers": layers,
-      })
-      .to_string(),
-    )
+    let set = ctx.layers();
+    let layers = set.layers().iter().map(|l| LayerOf { id: l.id(), handle: l.handle }).collect();
+    let fields = Static {
+      thread_id: &ctx.thread_id,
+      resource_id: &ctx.resource_id,
+      depth: ctx.depth,
+      parent: &ctx.parent,
+      root: &ctx.root,
+      layers,
+    };
+    serde_json::to_string(&fields).map_err(|e| napi::Error::from_reason(e.to_string()))
   }
 
   /// A framework event JS raises for a context (a generator tool step's `tool_progress`), on its session's stream.
@@ -560,7 +573,7 @@ impl NativeHarness {
   pub fn framework_event(&self, context: String, kind: String, data: String) -> Result<()> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     if let Some(events) = &ctx.events {
-      events.framework(&self.inner.name, &kind, parse(&data)?);
+      events.framework(&self.inner.name, &kind, &parse(&data)?);
     }
     Ok(())
   }

@@ -8,7 +8,7 @@ use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::state::StateJson;
 use noetic_runtime::steps::Step;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -57,6 +57,13 @@ struct Request<'a, T> {
 }
 
 impl JsHost {
+  /// A notification (no reply), written straight from `note`: several go each turn.
+  fn notify(&self, note: &impl Serialize) {
+    if let Ok(text) = serde_json::to_string(note) {
+      self.dispatch.notify(text);
+    }
+  }
+
   async fn request<T: serde::Serialize>(&self, op: &str, call: T) -> Result<String, HostError> {
     let text = serde_json::to_string(&Request { op, call }).map_err(|e| malformed(&e.to_string()))?;
     self.dispatch.call(text).await.map_err(|message| HostError::Thrown { message, error: None })
@@ -347,14 +354,26 @@ impl Host for JsHost {
   }
 
   fn model_items_placed(&self, context: &str, from: usize) {
-    self.dispatch.notify(json!({ "op": "modelItems", "context": context, "from": from }).to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      context: &'a str,
+      from: usize,
+    }
+    self.notify(&Note { op: "modelItems", context, from });
   }
 
   fn turn_input(&self, context: &str, thread: &str, from: usize, messages: &[&str], adopted: bool) {
-    let note = json!({
-      "op": "turnInput", "context": context, "thread": thread, "from": from, "messages": messages, "adopted": adopted
-    });
-    self.dispatch.notify(note.to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      context: &'a str,
+      thread: &'a str,
+      from: usize,
+      messages: &'a [&'a str],
+      adopted: bool,
+    }
+    self.notify(&Note { op: "turnInput", context, thread, from, messages, adopted });
   }
 
   fn inspector_updated(&self) {
@@ -370,11 +389,22 @@ impl Host for JsHost {
   }
 
   fn history_moved(&self, from: &str, to: &str) {
-    self.dispatch.notify(json!({ "op": "historyMoved", "from": from, "to": to }).to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      from: &'a str,
+      to: &'a str,
+    }
+    self.notify(&Note { op: "historyMoved", from, to });
   }
 
   fn release_context(&self, context: &str) {
-    self.dispatch.notify(json!({ "op": "release", "context": context }).to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      context: &'a str,
+    }
+    self.notify(&Note { op: "release", context });
   }
 }
 

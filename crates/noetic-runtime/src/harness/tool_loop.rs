@@ -117,7 +117,7 @@ impl Harness {
       let data = serde_json::json!({
         "maxToolRounds": MAX_TOOL_ROUNDS, "attempt": attempt, "maxAttempts": MAX_LIMIT_CONTINUATIONS,
       });
-      events.framework(&self.name, "tool_round_limit_exceeded", data);
+      events.framework(&self.name, "tool_round_limit_exceeded", &data);
     }
     if attempt > MAX_LIMIT_CONTINUATIONS {
       let message = format!("LLM exceeded maximum tool rounds ({MAX_TOOL_ROUNDS})");
@@ -182,7 +182,7 @@ impl Harness {
       events.framework(
         &self.name,
         "inbox_injected",
-        serde_json::json!({ "round": round, "count": messages.len(), "messageIds": ids }),
+        &serde_json::json!({ "round": round, "count": messages.len(), "messageIds": ids }),
       );
     }
     Ok(())

@@ -2,6 +2,7 @@
 //! the provider's events (`getItemStream`).
 
 use crate::items::write_js_string;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::events::EventLog;
@@ -17,9 +18,20 @@ pub struct Streams {
 }
 
 impl Streams {
-  /// A framework event: `{source: 'framework', type: '<agent>:<kind>', data}`.
-  pub fn framework(&self, agent: &str, kind: &str, data: Value) {
-    self.events.emit(&json!({ "source": "framework", "type": format!("{agent}:{kind}"), "data": data }));
+  /// A framework event: `{source: 'framework', type: '<agent>:<kind>', data}`. Serialized straight from `data`
+  /// (every turn raises two), and only when someone may read it.
+  pub fn framework<D: Serialize + ?Sized>(&self, agent: &str, kind: &str, data: &D) {
+    #[derive(Serialize)]
+    struct Event<'a, D: ?Sized> {
+      source: &'static str,
+      #[serde(rename = "type")]
+      kind: String,
+      data: &'a D,
+    }
+    self.events.emit_with(|| {
+      let event = Event { source: "framework", kind: format!("{agent}:{kind}"), data };
+      serde_json::to_string(&event).unwrap_or_default()
+    });
   }
 
   /// A step's framework event, `data: {stepId, kind}`. Every step of a session reports twice, so the text is

@@ -121,7 +121,13 @@ impl Harness {
 
   fn announce(&self, session: &Session, turn_id: &str, messages: &[QueuedMessage]) {
     let ids: Vec<&str> = messages.iter().map(|m| m.id.as_str()).collect();
-    session.streams.framework(&self.name, "turn_started", json!({ "turnId": turn_id, "messageIds": ids }));
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct TurnStarted<'a> {
+      turn_id: &'a str,
+      message_ids: Vec<&'a str>,
+    }
+    session.streams.framework(&self.name, "turn_started", &TurnStarted { turn_id, message_ids: ids });
   }
 
   async fn run_turn(
@@ -154,10 +160,16 @@ impl Harness {
     match &outcome {
       Ok(_) => {
         let ms = started.elapsed().as_secs_f64() * 1000.0;
-        events.framework(&self.name, "turn_completed", json!({ "turnId": turn_id, "durationMs": ms }));
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct TurnCompleted<'a> {
+          turn_id: &'a str,
+          duration_ms: f64,
+        }
+        events.framework(&self.name, "turn_completed", &TurnCompleted { turn_id, duration_ms: ms });
       }
       Err(error) => {
-        events.framework(&self.name, "turn_aborted", json!({ "turnId": turn_id, "reason": error.to_string() }))
+        events.framework(&self.name, "turn_aborted", &json!({ "turnId": turn_id, "reason": error.to_string() }))
       }
     }
     outcome
