@@ -3,13 +3,17 @@
 // 20-word message; storage is createInMemoryStorage(); each of the K layers is a thread-scoped JS layer with init,
 // recall and store. Reports turns per second over the whole run, the p50 and p99 of a turn's latency (from its
 // execute to its response), and the process's peak RSS. Each configuration runs in a fresh process; with
-// NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours.
+// NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours. Each configuration runs
+// ROUNDS times (default 3), the implementations alternating, and each figure is the median of its rounds: on a
+// small, busy machine one run of either moves by a third.
 //   node bench/sessions.mjs [--sessions 100,1000,10000] [--layers 0,3,10]
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
+import { median } from './common.mjs';
 
 const TURNS = 5;
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
@@ -21,13 +25,19 @@ if (args[0] === '--one') {
   console.log(JSON.stringify(await one(impl, Number(sessions), Number(layers))));
 } else {
   const impls = process.env.NOETIC_UPSTREAM_PKG ? ['upstream', 'ours'] : ['ours'];
-  console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99, peak RSS)`);
+  console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99, peak RSS; medians of ${ROUNDS} rounds)`);
   for (const sessions of option('sessions', '100,1000,10000')) {
     for (const layers of option('layers', '0,3,10')) {
+      const runs = Object.fromEntries(impls.map((impl) => [impl, []]));
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const impl of round % 2 ? [...impls].reverse() : impls) {
+          const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, String(sessions), String(layers)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+          runs[impl].push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
+        }
+      }
       const row = {};
       for (const impl of impls) {
-        const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, String(sessions), String(layers)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
-        row[impl] = JSON.parse(run.stdout.trim().split('\n').at(-1));
+        row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'peakRssMb'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
       }
       const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, ${r.peakRssMb.toFixed(0)} MB`;
       const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
