@@ -3292,11 +3292,13 @@ declare class NativeHarness {
    * recorded.
    */
   inspectorOpen(open: boolean, turnsPerThread: number, threads: number): void
+  /** The summaries of the model calls recorded since the last call, as a JSON array. */
+  inspectorFeed(): string
   /**
-   * The summaries of the model calls recorded since the last call, as a JSON array; with `wanted` false (no page
-   * is listening) the calls are let go unwritten and the array is empty.
+   * Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
+   * told of them.
    */
-  inspectorFeed(wanted: boolean): string
+  inspectorListen(listening: boolean): void
   /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
   inspectorSnapshot(): string
   /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */

@@ -179,34 +179,30 @@ class Inspector {
     res.writeHead(200, { ...HEADERS, 'content-type': 'text/event-stream; charset=utf-8', connection: 'keep-alive' });
     res.write(': connected\n\n');
     this.feeds.add(res);
+    if (this.feeds.size === 1) this.native.inspectorListen(true);
     this.heartbeat ??= setInterval(() => {
       for (const feed of this.feeds) feed.write(': alive\n\n');
     }, HEARTBEAT_MS);
     this.heartbeat.unref?.();
     req.on('close', () => {
-      this.feeds.delete(res);
-      if (this.feeds.size === 0 && this.heartbeat) {
-        clearInterval(this.heartbeat);
-        this.heartbeat = undefined;
-      }
+      // A feed close() already ended is not this inspector's to stop (a new one may be open by now).
+      if (!this.feeds.delete(res) || this.feeds.size > 0) return;
+      this.native.inspectorListen(false);
+      if (this.heartbeat) clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
     });
   }
 
-  // The runtime was told that calls were recorded. With no page open they are let go at once, unwritten (the feed
-  // would grow while no page reads it); with pages, they are taken and sent FEED_MS later (the runtime tells again
-  // only once the feed has been taken).
+  // The runtime was told that calls were recorded (it tells only while a page listens, and again only once the
+  // feed has been taken): they are taken and sent FEED_MS later. A page that left meanwhile let the feed go.
   recorded() {
-    if (this.feeds.size === 0) {
-      this.native.inspectorFeed(false);
-      return;
-    }
-    this.sending ??= setTimeout(() => this.sendCalls(), FEED_MS);
+    if (this.feeds.size > 0) this.sending ??= setTimeout(() => this.sendCalls(), FEED_MS);
   }
 
   sendCalls() {
     this.sending = undefined;
-    const calls = this.native.inspectorFeed(this.feeds.size > 0);
     if (this.feeds.size === 0) return;
+    const calls = this.native.inspectorFeed();
     const event = `event: calls\ndata: ${calls}\n\n`;
     for (const feed of this.feeds) feed.write(event);
   }

@@ -273,11 +273,17 @@ impl NativeHarness {
     self.inner.inspector.set_open(open, limits);
   }
 
-  /// The summaries of the model calls recorded since the last call, as a JSON array; with `wanted` false (no page
-  /// is listening) the calls are let go unwritten and the array is empty.
+  /// The summaries of the model calls recorded since the last call, as a JSON array.
   #[napi(catch_unwind)]
-  pub fn inspector_feed(&self, wanted: bool) -> String {
-    self.inner.inspector.take_feed(wanted)
+  pub fn inspector_feed(&self) -> String {
+    self.inner.inspector.take_feed()
+  }
+
+  /// Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
+  /// told of them.
+  #[napi(catch_unwind)]
+  pub fn inspector_listen(&self, listening: bool) {
+    self.inner.inspector.set_listening(listening);
   }
 
   /// Every thread the inspector keeps, with its turns and their calls' summaries, as JSON.

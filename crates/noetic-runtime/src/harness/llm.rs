@@ -13,7 +13,7 @@ use super::model::Model;
 use super::round_model::RoundRequest;
 use super::tool_loop::StepRecall;
 use super::tools::{ToolDef, layer_tools, merge_tools};
-use super::usage::{LayerUsage, UsageInputs};
+use super::usage::{FixedCosts, LayerUsage, UsageInputs};
 use super::{Harness, RunResult, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, SteeringDecision, StepValue, ViewEntry};
@@ -169,13 +169,13 @@ impl Harness {
     };
     let offer = self.host_offer(step, &tools, &layers, ctx);
     let policy = step.projection.clone().or_else(|| self.projection.clone()).unwrap_or(DEFAULT_PROJECTION);
-    let system_tokens = step.instructions.as_deref().map_or(0, |text| self.count_tokens(text)) as f64;
+    let fixed = FixedCosts::of(step.instructions.as_deref(), &tools, self.tokenizer);
     let view_policy =
-      ProjectionPolicy { token_budget: (policy.token_budget - system_tokens).max(0.0), ..policy.clone() };
+      ProjectionPolicy { token_budget: (policy.token_budget - fixed.system_tokens as f64).max(0.0), ..policy.clone() };
 
     let mut budgets = HashMap::new();
     let mut recalled = if has_layers {
-      budgets = layer_budgets(&layers, &policy, system_tokens)?;
+      budgets = layer_budgets(&layers, &policy, fixed.system_tokens as f64)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
       let keep_recalled = matches!(*self.model, Model::Host);
@@ -229,8 +229,7 @@ impl Harness {
           id: self.inspector.next_id(),
           ctx,
           step,
-          tools: &tools,
-          tokenizer: self.tokenizer,
+          fixed,
           layers: &layers,
           budgets: &budgets,
           recall_order: &recall_order,
@@ -287,15 +286,8 @@ impl Harness {
       }));
       (from, state.log.len(), state.log.total_cost())
     };
-    let usage = LayerUsage::new(UsageInputs {
-      execution_id: &ctx.id,
-      model_id: &step.model,
-      instructions: step.instructions.as_deref(),
-      tools: &tools,
-      recalled,
-      history_tokens,
-      tokenizer: self.tokenizer,
-    });
+    let usage =
+      LayerUsage::new(UsageInputs { execution_id: &ctx.id, model_id: &step.model, fixed, recalled, history_tokens });
     ctx.state().last_layer_usage = Some(usage);
 
     if has_layers {

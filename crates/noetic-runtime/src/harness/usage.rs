@@ -35,30 +35,36 @@ fn primary_weight(c: char) -> (u8, u32) {
   }
 }
 
-/// What the step's instructions cost in the window.
-pub fn system_tokens(instructions: Option<&str>, tokenizer: Option<Tokenizer>) -> u64 {
-  instructions.filter(|text| !text.is_empty()).map_or(0, |text| count_tokens(tokenizer, text))
+/// What an LLM step's instructions and tools take of its window, whatever else it holds: counted once per step
+/// (the projection, the inspector's records and `lastLayerUsage` all need them).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FixedCosts {
+  pub system_tokens: u64,
+  /// The tools' descriptors, counted as their JSON.
+  pub tools_tokens: u64,
 }
 
-/// What the tools' descriptors cost in the window, counted as their JSON.
-pub fn tools_tokens(tools: &[ToolDef], tokenizer: Option<Tokenizer>) -> u64 {
-  if tools.is_empty() {
-    return 0;
+impl FixedCosts {
+  /// Counted with `tokenizer` (the harness's, or upstream's estimate when none).
+  pub fn of(instructions: Option<&str>, tools: &[ToolDef], tokenizer: Option<Tokenizer>) -> Self {
+    let system_tokens = instructions.filter(|text| !text.is_empty()).map_or(0, |text| count_tokens(tokenizer, text));
+    let tools_tokens = if tools.is_empty() {
+      0
+    } else {
+      let descriptors: Vec<Value> = tools.iter().map(ToolDef::descriptor).collect();
+      count_tokens(tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
+    };
+    Self { system_tokens, tools_tokens }
   }
-  let descriptors: Vec<Value> = tools.iter().map(ToolDef::descriptor).collect();
-  count_tokens(tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
 }
 
 pub struct UsageInputs<'a> {
   pub execution_id: &'a str,
   pub model_id: &'a str,
-  pub instructions: Option<&'a str>,
-  pub tools: &'a [ToolDef],
+  pub fixed: FixedCosts,
   pub recalled: Vec<RecallEntry>,
   /// Cost of the whole log: layer items never enter it, so this is exactly the non-layer history (D17).
   pub history_tokens: u64,
-  /// What the harness counts with (its tokenizer, or upstream's estimate).
-  pub tokenizer: Option<Tokenizer>,
 }
 
 /// The last model call's breakdown, kept as facts and rendered as upstream's JSON only when read: most steps'
@@ -82,8 +88,8 @@ impl LayerUsage {
       execution_id: inputs.execution_id.to_owned(),
       model_id: inputs.model_id.to_owned(),
       layers,
-      system_tokens: system_tokens(inputs.instructions, inputs.tokenizer),
-      tools_tokens: tools_tokens(inputs.tools, inputs.tokenizer),
+      system_tokens: inputs.fixed.system_tokens,
+      tools_tokens: inputs.fixed.tools_tokens,
       history_tokens: inputs.history_tokens,
     }
   }

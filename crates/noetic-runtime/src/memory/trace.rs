@@ -94,7 +94,13 @@ impl HookSpan {
   }
 
   /// A span for a hook that took `duration_ms` and ended just now with `status`.
-  pub fn timed(target: TraceTarget<'_>, layer_id: &str, hook: HookKind, duration_ms: f64, status: &HookStatus) -> Self {
+  pub fn timed(
+    target: TraceTarget<'_>,
+    layer_id: impl Into<String>,
+    hook: HookKind,
+    duration_ms: f64,
+    status: &HookStatus,
+  ) -> Self {
     let error = match status {
       HookStatus::Threw(message) => Some(message.clone()),
       HookStatus::TimedOut(ms) => Some(format!("Timeout after {}ms", crate::js_number(*ms))),
@@ -104,7 +110,7 @@ impl HookSpan {
       trace_id: target.trace_id.to_owned(),
       context: target.context.to_owned(),
       thread_id: target.thread_id.to_owned(),
-      layer_id: layer_id.to_owned(),
+      layer_id: layer_id.into(),
       hook: hook.name(),
       start_time: now_ms() - duration_ms,
       duration_ms,

@@ -8,15 +8,13 @@ use super::record::{
   WindowRecord,
 };
 use crate::harness::ExecContext;
-use crate::harness::ToolDef;
-use crate::harness::usage;
+use crate::harness::usage::FixedCosts;
 use crate::items::Item;
 use crate::memory::lifecycle::RecallEntry;
 use crate::memory::registry::LayerSet;
 use crate::memory::{HookKind, Overflow, ProjectionPolicy, RecallMode};
 use crate::provider::Round;
 use crate::steps::LlmStep;
-use crate::tokens::Tokenizer;
 
 /// What the projection made of the window (the LLM step's `project` fills it only while the inspector is open).
 #[derive(Debug, Clone, Default)]
@@ -46,8 +44,8 @@ pub struct CallFacts<'a> {
   pub id: u64,
   pub ctx: &'a ExecContext,
   pub step: &'a LlmStep,
-  pub tools: &'a [ToolDef],
-  pub tokenizer: Option<Tokenizer>,
+  /// What the step's instructions and tools take of the window.
+  pub fixed: FixedCosts,
   pub layers: &'a LayerSet,
   pub budgets: &'a HashMap<String, f64>,
   /// The recall entries' layer ids in recall order, each with its item count: how `shape.layer_items` divides.
@@ -134,8 +132,8 @@ pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
     window: WindowRecord {
       token_budget: facts.policy.token_budget,
       response_reserve: facts.policy.response_reserve,
-      system_tokens: usage::system_tokens(facts.step.instructions.as_deref(), facts.tokenizer) as f64,
-      tools_tokens: usage::tools_tokens(facts.tools, facts.tokenizer) as f64,
+      system_tokens: facts.fixed.system_tokens as f64,
+      tools_tokens: facts.fixed.tools_tokens as f64,
       layer_tokens: layer_tokens as f64,
       history_tokens: shape.history_tokens as f64,
     },

@@ -50,7 +50,9 @@ struct Kept {
   /// Bumped by every record: a thread's `active` says how recently it was.
   clock: u64,
   threads: HashMap<String, ThreadRecord>,
-  /// The calls recorded since the feed was last taken (written as summaries when taken, if anyone wants them).
+  /// A page reads the live feed: only then are calls put in it, and whoever shows them told.
+  listening: bool,
+  /// The calls recorded since the feed was last taken, written as summaries when taken.
   feed: Vec<Arc<ModelCallRecord>>,
   /// beforeToolCall decisions by tool call id, until the record of the model call that made the call takes them
   /// (the tool loop asks the layers before the step's record is made).
@@ -112,7 +114,17 @@ impl Inspector {
     self.next_id.fetch_add(1, Ordering::Relaxed) + 1
   }
 
-  /// Files a model call; true when the feed was empty before (the moment to tell whoever reads it). Each layer
+  /// Whether a page reads the live feed. With none, calls are only kept, and nobody is told of them (no crossing
+  /// into JS per call); what the feed held is let go.
+  pub fn set_listening(&self, listening: bool) {
+    let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+    kept.listening = listening;
+    if !listening {
+      kept.feed.clear();
+    }
+  }
+
+  /// Files a model call; true when it went into an empty feed a page reads (the moment to tell whoever shows it). Each layer
   /// with a recall hook takes its status from the last recall span of the call's context since the turn's previous
   /// call: a layer that failed, timed out or was skipped is marked so.
   pub fn record(&self, mut call: ModelCallRecord) -> bool {
@@ -142,6 +154,9 @@ impl Inspector {
     turn.calls.push_back(Arc::clone(&call));
     while turn.calls.len() > limits.calls_per_turn {
       turn.calls.pop_front();
+    }
+    if !kept.listening {
+      return false;
     }
     let was_empty = kept.feed.is_empty();
     kept.feed.push(call);
@@ -176,13 +191,9 @@ impl Inspector {
     }
   }
 
-  /// The summaries of the calls recorded since the last take, as one JSON array, written outside the lock; empty
-  /// when not `wanted` (no page listens).
-  pub fn take_feed(&self, wanted: bool) -> String {
+  /// The summaries of the calls recorded since the last take, as one JSON array, written outside the lock.
+  pub fn take_feed(&self) -> String {
     let feed = std::mem::take(&mut self.kept.lock().unwrap_or_else(PoisonError::into_inner).feed);
-    if !wanted {
-      return "[]".to_owned();
-    }
     let summaries: Vec<String> = feed.iter().map(|call| call.summary_json()).collect();
     format!("[{}]", summaries.join(","))
   }

@@ -48,9 +48,11 @@ fn span(thread: &str, turn: &str, layer: &str, hook: HookKind, status: &crate::h
   HookSpan::timed(target, layer, hook, 0.5, status)
 }
 
+/// Open, with a page reading the live feed.
 fn open(limits: InspectLimits) -> Inspector {
   let inspector = Inspector::default();
   inspector.set_open(true, limits);
+  inspector.set_listening(true);
   inspector
 }
 
@@ -65,7 +67,7 @@ fn closed_it_records_nothing() {
   let inspector = Inspector::default();
   assert!(!inspector.record(call(&inspector, "T", "turn", 0.0)));
   assert_eq!(json(&inspector.snapshot())["threads"], serde_json::json!([]));
-  assert_eq!(inspector.take_feed(true), "[]");
+  assert_eq!(inspector.take_feed(), "[]");
 }
 
 #[test]
@@ -80,7 +82,7 @@ fn a_call_takes_its_layers_status_from_the_recall_spans_and_its_tool_decisions()
   let made = call(&inspector, "T", "turn", crate::memory::trace::now_ms() + 10.0);
   let id = made.id;
   assert!(inspector.record(made), "the first record tells the reader");
-  let feed = json(&inspector.take_feed(true));
+  let feed = json(&inspector.take_feed());
   let layers = &feed[0]["layers"];
   assert_eq!(layers[0]["status"], "ok");
   assert_eq!(layers[1]["status"], "error");
@@ -157,7 +159,7 @@ fn the_history_kept_is_read_back_from_the_log_while_it_still_holds_it() {
 }
 
 #[test]
-fn the_feed_summary_is_the_record_less_its_texts_and_a_feed_nobody_wants_is_let_go_unwritten() {
+fn the_feed_summary_is_the_record_less_its_texts_and_a_feed_nobody_reads_is_let_go_unwritten() {
   let inspector = open(InspectLimits::default());
   let mut made = call(&inspector, "T \"quoted\"", "turn", 1_795_000_000_000.5);
   made.resource_id = Some("r/1".into());
@@ -169,7 +171,7 @@ fn the_feed_summary_is_the_record_less_its_texts_and_a_feed_nobody_wants_is_let_
   made.usage.input_tokens = 0.25;
   let whole = serde_json::to_value(&made).unwrap();
   inspector.record(made);
-  let summary = json(&inspector.take_feed(true))[0].clone();
+  let summary = json(&inspector.take_feed())[0].clone();
   // Everything the record says but its items and window texts, the layers counting their items.
   let mut expected = whole;
   let object = expected.as_object_mut().unwrap();
@@ -192,7 +194,10 @@ fn the_feed_summary_is_the_record_less_its_texts_and_a_feed_nobody_wants_is_let_
   assert_eq!(summary["layers"][1]["used"], Value::Null);
 
   inspector.record(call(&inspector, "T", "turn", 0.0));
-  assert_eq!(inspector.take_feed(false), "[]");
+  inspector.set_listening(false);
+  assert!(!inspector.record(call(&inspector, "T", "turn", 0.0)), "nobody reads the feed: nobody is told");
+  assert_eq!(inspector.take_feed(), "[]");
+  inspector.set_listening(true);
   assert!(inspector.record(call(&inspector, "T", "turn", 0.0)), "the drop emptied the feed: the next record tells");
-  assert_eq!(json(&inspector.take_feed(true)).as_array().map(Vec::len), Some(1), "only what came after the drop");
+  assert_eq!(json(&inspector.take_feed()).as_array().map(Vec::len), Some(1), "only what came after the drop");
 }

@@ -248,7 +248,7 @@ impl SpanOf {
 /// A JS hook's span: the time the host measured (the whole batch's when it measured none), and for a recall the
 /// items it gave and the budget they used.
 fn batch_span(target: TraceTarget<'_>, hook: HookKind, call: SpanOf, reply: &HookReply, batch_ms: f64) -> HookSpan {
-  let mut span = HookSpan::timed(target, &call.layer_id, hook, reply.elapsed_ms.unwrap_or(batch_ms), &reply.status);
+  let mut span = HookSpan::timed(target, call.layer_id, hook, reply.elapsed_ms.unwrap_or(batch_ms), &reply.status);
   if let (Some(budget), Some(recall)) = (call.recall_budget, &reply.recall) {
     let (count, used) = match recall {
       RecallReply::Nothing => (0, 0.0),
