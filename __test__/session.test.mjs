@@ -674,3 +674,36 @@ test("getAgentResponse's text is whatever the turn's step returned, the very obj
   assert.deepEqual(await turnValue(step.llm({ id: 'turn', model: 'm', output: z.object({ n: z.number() }) })), [{ n: 3 }, { n: 3 }]);
   assert.deepEqual(await turnValue(step.llm({ id: 'turn', model: 'm' })), ['{"n":3}', '{"n":3}']);
 });
+
+test('items a turn made natively (its input rewritten by onItemAppend, a tool round) come with its end: its response has them, read after later turns', async () => {
+  const { z } = await import('zod');
+  const { tool } = await import('../js/index.mjs');
+  // Native reads of the log since the last tool ran (a tool's context reads the log as it stands).
+  let reads = 0;
+  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async ({ q }) => ((reads = 0), `found ${q}`) });
+  // The input the log keeps is not the object the caller gave, but one the layer made.
+  const shout = {
+    id: 'shout',
+    slot: 1,
+    scope: 'execution',
+    hooks: { onItemAppend: async ({ items }) => ({ items: items.map((item) => ({ ...item, content: [{ type: 'input_text', text: item.content[0].text.toUpperCase() }] })) }) },
+  };
+  const script = [{ toolCalls: [{ name: 'lookup', arguments: { q: 'tea' } }] }, { text: 'one' }, { toolCalls: [{ name: 'lookup', arguments: { q: 'milk' } }] }, { text: 'two' }];
+  const h = new AgentHarness({ name: 'agent', params: {}, initialStep: chat, tools: [lookup], memory: [shout], llm: { provider: 'scripted', script } });
+  const native = h._runtime.native;
+  const itemsJson = native.itemsJson.bind(native);
+  native.itemsJson = (...args) => (reads++, itemsJson(...args));
+  await h.execute('first', { threadId: 'N' });
+  const first = await h.getAgentResponse({ threadId: 'N' });
+  assert.equal(reads, 0, 'the tool output and the answer came with the turn, unasked');
+  await h.execute('second', { threadId: 'N' });
+  const second = await h.getAgentResponse({ threadId: 'N' });
+  assert.equal(reads, 0);
+  const described = (items) => items.map((item) => (item.type === 'message' ? `${item.role}:${item.content[0].text}` : item.type === 'function_call_output' ? `output:${item.output}` : item.type));
+  // Read only now, after the second turn moved the log on.
+  const turnOne = ['user:FIRST', 'function_call', 'output:found tea', 'assistant:one'];
+  assert.deepEqual(described(first.items), turnOne);
+  assert.deepEqual(described(second.items), [...turnOne, 'user:SECOND', 'function_call', 'output:found milk', 'assistant:two']);
+  assert.equal(second.items[2], first.items[2], 'one object per position, shared by the responses');
+  assert.equal(reads, 0);
+});

@@ -286,6 +286,12 @@ class ItemLogImpl {
     return objects;
   }
 
+  // The backing array with at least the first `length` positions filled: without asking the native side when JS
+  // already holds them (a session's history and its turn's input and answers usually are JS's own objects).
+  _upTo(length) {
+    return this._heldCount === 0 && this._filled >= length ? this._objects : this._all();
+  }
+
   get items() {
     const objects = this._all();
     const length = this._length;
@@ -346,8 +352,10 @@ class ContextImpl {
     }
     return this._parent;
   }
+  // Asked for when first read: a session turn's note gives the other fields, not these (see turnInput).
   get _layers() {
-    return this._static.layers;
+    if (this._static.layers === undefined) this._info = JSON.parse(this._rt.native.contextStatic(this.id));
+    return this._info.layers;
   }
 
   get state() {

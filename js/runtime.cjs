@@ -253,9 +253,12 @@ class Runtime {
   }
 
   // A turn put its messages' items into a log: unchanged, the caller's objects stand for them (no conversion).
-  turnInput({ context, thread, from, messages, adopted }) {
+  // The note carries the context's fixed fields, so reading them costs no call.
+  turnInput({ context, thread, from, messages, adopted, static: facts }) {
     const items = this.takeInput(thread, messages);
-    if (adopted) this.context(context).itemLog._place(from, items);
+    const ctx = this.context(context);
+    ctx._info ??= facts;
+    if (adopted) ctx.itemLog._place(from, items);
   }
 
   // A session's turns started natively; `drained` says they have ended.
@@ -528,6 +531,11 @@ class Runtime {
       case 'turnInput':
         this.turnInput(message);
         return '';
+      case 'historySettled':
+        // A session turn ended with items made natively that JS does not hold: its response reads them from here,
+        // maybe after the next turn has moved the log on natively.
+        this.context(message.context).itemLog._place(message.from, message.items);
+        return '';
       case 'executionEnded':
         this.layerStates.forget(message.execution);
         return '';
@@ -706,10 +714,6 @@ class Runtime {
       case 'heldItems':
         this.context(message.call.context).itemLog._flush();
         return {};
-      case 'historySettled':
-        // The turn's response reads its items from here, maybe after the next turn has moved the log on natively.
-        this.context(message.call.context).itemLog._all();
-        return {};
       case 'tool':
         return this.runTool(message.call);
       case 'storage': {
@@ -872,7 +876,7 @@ class Runtime {
 
   async callTestModel(call) {
     const ctx = this.context(call.context);
-    const log = ctx.itemLog._all();
+    const log = ctx.itemLog._upTo(call.view.reduce((end, entry) => (entry.from === 'log' && entry.end > end ? entry.end : end), 0));
     // A view is mostly long runs of the log: each is copied as one slice, not item by item.
     const parts = call.view.map((entry) => {
       if (entry.from === 'log') return log.slice(entry.start, entry.end);
@@ -880,8 +884,9 @@ class Runtime {
     });
     const items = joined(parts);
     const tools = call.tools.map((t) => this.modelTool(t, ctx));
-    const layers = ctx._layers.map(({ handle }) => this.handles.get(handle));
-    const request = call.aside ? asideRequest(call, items) : this.stepRequest(call, items, tools, ctx);
+    // A step's call names the context's layers as they are now (a `provide` adds some); a call aside does not.
+    const layers = (call.layers ?? ctx._layers.map(({ handle }) => handle)).map((handle) => this.handles.get(handle));
+    const request = call.aside ? asideRequest(call, items) : this.stepRequest(call, items, tools, ctx, layers);
     // The internal-test stand-in harness routes the call by the context that makes it.
     const response = checkModelResponse(await (this.inheritsFaces ? this.testModel(request, ctx) : this.testModel(request)));
     // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
@@ -895,12 +900,12 @@ class Runtime {
   // An LLM step's request, with upstream's keys in upstream's order: `params`, `outputSchema` and `emit` are the
   // step's own values; with tools, also the context, its layers and the names the step may call (undefined when
   // it may call every tool); without tools, neither tools nor context.
-  stepRequest(call, items, tools, ctx) {
+  stepRequest(call, items, tools, ctx, layers) {
     const step = call.step === undefined ? undefined : this.handles.get(call.step);
     const { model, instructions } = call;
     const [params, outputSchema, emit] = [step?.params, step?.output, step?.emit];
     if (tools.length === 0) return { model, items, instructions, params, outputSchema, emit };
-    return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: ctx.layers, allowedToolNames: call.allowedToolNames };
+    return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: layers.length === 0 ? undefined : layers, allowedToolNames: call.allowedToolNames };
   }
 
   // A tool as a test model is handed it: the user's own object, or for a layer's `provides` function upstream's

@@ -61,7 +61,7 @@ function execute(harness, input, options = {}) {
     const layers = options.memory == null ? undefined : layersOf(options.memory, 'execute');
     const message = {
       id: options.messageId ?? `msg-${randomUUID()}`,
-      items: items.map((item) => JSON.stringify(item)),
+      items,
       checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
       mode,
       resourceId: options.resourceId,
@@ -69,10 +69,12 @@ function execute(harness, input, options = {}) {
       // The turn's ctx.state: the very value, held until the session's turns end.
       state: options.state === undefined ? undefined : runtime.keepValue(options.state),
     };
+    // The items go as their JSON inside the message's (an item JSON cannot carry throws here, as it would alone).
+    const text = JSON.stringify(message);
     runtime.pendingInput(thread, message.id, items);
     let started;
     try {
-      started = callNative(() => runtime.native.execute(thread, JSON.stringify(message)));
+      started = callNative(() => runtime.native.execute(thread, text));
     } catch (e) {
       runtime.takeInput(thread, [message.id]);
       throw e;

@@ -473,7 +473,11 @@ impl NativeHarness {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let types = self.inner.item_types.unless_checked(checked == Some(true));
     let item = parse_js_item(&item, types).map_err(|e| to_napi(noetic_json(&e)))?;
-    Ok(ctx.state().log.push(Arc::new(item)) as u32)
+    let mut state = ctx.state();
+    let pos = state.log.push(Arc::new(item));
+    // JS keeps the object it appended.
+    state.log.host_holds(pos, 1);
+    Ok(pos as u32)
   }
 
   /// Appends items JS held back (a JSON array of their texts) to a context's log; returns its new length.
@@ -513,9 +517,11 @@ impl NativeHarness {
     let items = parse_item_batch(items, types, origin.as_deref().unwrap_or("itemLog.append"))?;
     ctx.set_held_by_host(false);
     let mut state = ctx.state();
+    let (from, count) = (state.log.len(), items.len());
     for item in items {
       state.log.push(item);
     }
+    state.log.host_holds(from, count);
     Ok(state.log.len() as u32)
   }
 
@@ -545,33 +551,10 @@ impl NativeHarness {
   /// The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles.
   #[napi(catch_unwind)]
   pub fn context_static(&self, context: String) -> Result<String> {
-    #[derive(serde::Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Static<'a> {
-      thread_id: &'a str,
-      resource_id: &'a Option<String>,
-      depth: u32,
-      parent: &'a Option<String>,
-      root: &'a str,
-      layers: Vec<LayerOf<'a>>,
-    }
-    #[derive(serde::Serialize)]
-    struct LayerOf<'a> {
-      id: &'a str,
-      handle: Option<noetic_runtime::host::HostRef>,
-    }
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    let set = ctx.layers();
-    let layers = set.layers().iter().map(|l| LayerOf { id: l.id(), handle: l.handle }).collect();
-    let fields = Static {
-      thread_id: &ctx.thread_id,
-      resource_id: &ctx.resource_id,
-      depth: ctx.depth,
-      parent: &ctx.parent,
-      root: &ctx.root,
-      layers,
-    };
-    serde_json::to_string(&fields).map_err(|e| napi::Error::from_reason(e.to_string()))
+    let layers = ctx.layers();
+    serde_json::to_string(&crate::js_host::ContextStatic::of(&ctx.facts(&layers)))
+      .map_err(|e| napi::Error::from_reason(e.to_string()))
   }
 
   /// A framework event JS raises for a context (a generator tool step's `tool_progress`), on its session's stream.

@@ -1,8 +1,11 @@
 //! The runtime's `Host`, implemented by sending requests through the dispatcher to the JS side.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use noetic_runtime::harness::{RunError, StepSource};
 use noetic_runtime::host::*;
+use noetic_runtime::items::Item;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
 use noetic_runtime::memory::native::HostCallback;
@@ -15,6 +18,47 @@ use serde_json::{Value, json};
 use crate::describe;
 use crate::dispatcher::Dispatch;
 use crate::protocol::{JsFailure, error_json, malformed, open, open_steps, step_value_from};
+
+/// A context's fixed fields as JS reads them (`ctx.threadId`, `ctx.layers`): ids, depth, and its layers' ids and
+/// handles.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContextStatic<'a> {
+  thread_id: &'a str,
+  resource_id: Option<&'a str>,
+  depth: u32,
+  parent: Option<&'a str>,
+  root: &'a str,
+  /// Not in a turn's note: `provide` changes them while the context runs, so JS asks when it reads them.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  layers: Option<Vec<LayerOf<'a>>>,
+}
+
+#[derive(Serialize)]
+struct LayerOf<'a> {
+  id: &'a str,
+  handle: Option<HostRef>,
+}
+
+impl<'a> ContextStatic<'a> {
+  /// With the context's layers as they are now.
+  pub(crate) fn of(facts: &ContextFacts<'a>) -> Self {
+    let layers = facts.layers.layers().iter().map(|l| LayerOf { id: l.id(), handle: l.handle }).collect();
+    Self { layers: Some(layers), ..Self::fixed(facts) }
+  }
+
+  /// The fields that never change.
+  fn fixed(facts: &ContextFacts<'a>) -> Self {
+    Self {
+      thread_id: facts.thread_id,
+      resource_id: facts.resource_id,
+      depth: facts.depth,
+      parent: facts.parent,
+      root: facts.root,
+      layers: None,
+    }
+  }
+}
 
 pub struct JsHost {
   pub dispatch: Dispatch,
@@ -193,8 +237,24 @@ struct JsModelReply {
   items: Vec<Box<RawValue>>,
   #[serde(default)]
   checked: bool,
-  usage: Option<Value>,
+  /// Read apart, and leniently: a usage of another shape counts as none.
+  usage: Option<Box<RawValue>>,
   cost: Option<f64>,
+}
+
+/// A model reply's token counts; one that is not a number counts as none.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct JsUsage {
+  input_tokens: Option<f64>,
+  output_tokens: Option<f64>,
+  cached_tokens: Option<f64>,
+}
+
+impl JsUsage {
+  fn of(raw: Option<&RawValue>) -> Self {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default()
+  }
 }
 
 #[derive(Deserialize)]
@@ -247,25 +307,19 @@ impl Host for JsHost {
     if !reply.ok {
       return Err(reply.error.map_or_else(|| malformed("neither a value nor an error"), HostError::from));
     }
-    let usage = reply.usage.unwrap_or(Value::Null);
-    let count = |key| usage.get(key).and_then(Value::as_f64);
+    let usage = JsUsage::of(reply.usage.as_deref());
     Ok(ModelReply {
       items: reply.items.iter().map(|item| item.get().to_owned()).collect(),
       items_checked: reply.checked,
-      input_tokens: count("inputTokens").unwrap_or(0.0),
-      output_tokens: count("outputTokens").unwrap_or(0.0),
-      cached_tokens: count("cachedTokens"),
+      input_tokens: usage.input_tokens.unwrap_or(0.0),
+      output_tokens: usage.output_tokens.unwrap_or(0.0),
+      cached_tokens: usage.cached_tokens,
       cost: reply.cost,
     })
   }
 
   async fn send_held_items(&self, context: &str) -> Result<(), HostError> {
     let text = self.request("heldItems", json!({ "context": context })).await?;
-    open::<Value>(&text).map(drop)
-  }
-
-  async fn history_settled(&self, context: &str) -> Result<(), HostError> {
-    let text = self.request("historySettled", json!({ "context": context })).await?;
     open::<Value>(&text).map(drop)
   }
 
@@ -363,7 +417,7 @@ impl Host for JsHost {
     self.notify(&Note { op: "modelItems", context, from });
   }
 
-  fn turn_input(&self, context: &str, thread: &str, from: usize, messages: &[&str], adopted: bool) {
+  fn turn_input(&self, context: &ContextFacts<'_>, from: usize, messages: &[&str], adopted: bool) {
     #[derive(Serialize)]
     struct Note<'a> {
       op: &'static str,
@@ -372,8 +426,37 @@ impl Host for JsHost {
       from: usize,
       messages: &'a [&'a str],
       adopted: bool,
+      /// What `contextStatic` answers but the layers, so that JS need not ask.
+      #[serde(rename = "static")]
+      facts: ContextStatic<'a>,
     }
-    self.notify(&Note { op: "turnInput", context, thread, from, messages, adopted });
+    let facts = ContextStatic::fixed(context);
+    self.notify(&Note {
+      op: "turnInput",
+      context: context.id,
+      thread: context.thread_id,
+      from,
+      messages,
+      adopted,
+      facts,
+    });
+  }
+
+  fn history_settled(&self, context: &str, from: usize, items: &[Arc<Item>]) {
+    // Written by hand: the items go in as the JSON texts they are.
+    let mut note =
+      String::with_capacity(64 + context.len() + items.iter().map(|i| i.json_text().len() + 1).sum::<usize>());
+    note.push_str(r#"{"op":"historySettled","context":"#);
+    note.push_str(&serde_json::to_string(context).unwrap_or_default());
+    note.push_str(&format!(r#","from":{from},"items":["#));
+    for (i, item) in items.iter().enumerate() {
+      if i > 0 {
+        note.push(',');
+      }
+      note.push_str(&item.to_json_text());
+    }
+    note.push_str("]}");
+    self.dispatch.notify(note);
   }
 
   fn inspector_updated(&self) {

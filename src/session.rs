@@ -11,12 +11,15 @@ use noetic_runtime::harness::session::{
   DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
 };
 use noetic_runtime::items::parse_js_item;
+use noetic_runtime::js_text::from_js_json;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::describe;
 use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
-use crate::harness::{NativeHarness, parse};
+use crate::harness::NativeHarness;
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -49,34 +52,79 @@ impl UsageShelf {
   }
 }
 
-fn response_json(response: &Arc<TurnResponse>, usages: Option<&UsageShelf>) -> Value {
-  let mut usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
-  if response.cached_tokens > 0.0 {
-    usage["cachedTokens"] = json!(response.cached_tokens);
+/// A turn's response as JS reads it (`toResponse` in js/session.cjs), written straight from the response: a
+/// `json!` tree of it cost a map, a hash per key and a copy of the text, once per turn of every session.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ResponseJson<'a> {
+  context_id: &'a str,
+  log_len: usize,
+  usage: UsageJson,
+  /// Upstream's `text` is the turn's value, whatever it is: absent when undefined, and when JS holds the value
+  /// (`textKept`: it is kept with the turn's context).
+  #[serde(skip_serializing_if = "Option::is_none")]
+  text: Option<TextJson<'a>>,
+  #[serde(skip_serializing_if = "std::ops::Not::not")]
+  text_kept: bool,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  usage_key: Option<u32>,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  cost: Option<f64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageJson {
+  input_tokens: f64,
+  output_tokens: f64,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  cached_tokens: Option<f64>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum TextJson<'a> {
+  Text(&'a str),
+  Json(&'a Value),
+}
+
+impl<'a> ResponseJson<'a> {
+  fn of(response: &'a Arc<TurnResponse>, usages: Option<&UsageShelf>) -> Self {
+    let text = match &response.text {
+      TurnText::Text(text) => Some(TextJson::Text(text)),
+      TurnText::Json(json) => Some(TextJson::Json(json)),
+      TurnText::Undefined | TurnText::Host => None,
+    };
+    Self {
+      context_id: &response.context_id,
+      log_len: response.log_len,
+      usage: UsageJson {
+        input_tokens: response.input_tokens,
+        output_tokens: response.output_tokens,
+        cached_tokens: (response.cached_tokens > 0.0).then_some(response.cached_tokens),
+      },
+      text,
+      text_kept: response.text == TurnText::Host,
+      usage_key: match (usages, &response.last_layer_usage) {
+        (Some(usages), Some(_)) => Some(usages.put(response)),
+        _ => None,
+      },
+      cost: (response.cost > 0.0).then_some(response.cost),
+    }
   }
-  let mut value = json!({ "contextId": response.context_id, "logLen": response.log_len, "usage": usage });
-  // Upstream's `text` is the turn's value, whatever it is: a value JS holds is kept with the turn's context.
-  match &response.text {
-    TurnText::Text(text) => value["text"] = json!(text),
-    TurnText::Json(json) => value["text"] = json.clone(),
-    TurnText::Undefined => {}
-    TurnText::Host => value["textKept"] = json!(true),
-  }
-  if let (Some(usages), Some(_)) = (usages, &response.last_layer_usage) {
-    value["usageKey"] = json!(usages.put(response));
-  }
-  if response.cost > 0.0 {
-    value["cost"] = json!(response.cost);
-  }
-  value
 }
 
 fn outcome_json(outcome: &TurnOutcome, usages: Option<&UsageShelf>) -> String {
-  match outcome {
-    Ok(response) => json!({ "ok": true, "value": response_json(response, usages) }),
-    Err(error) => json!({ "ok": false, "error": error_json(error) }),
+  #[derive(Serialize)]
+  struct Answered<'a> {
+    ok: bool,
+    value: ResponseJson<'a>,
   }
-  .to_string()
+  match outcome {
+    Ok(response) => serde_json::to_string(&Answered { ok: true, value: ResponseJson::of(response, usages) })
+      .unwrap_or_else(|e| json!({ "ok": false, "error": { "kind": "thrown", "message": e.to_string() } }).to_string()),
+    Err(error) => json!({ "ok": false, "error": error_json(error) }).to_string(),
+  }
 }
 
 /// A waiter answered either during the call that made it (returned directly) or later (a notification).
@@ -114,32 +162,46 @@ impl Answer {
   }
 }
 
-/// `{id, items: [json texts], checked?, mode, resourceId?, memory?: [layer descriptions]}` from JS; `checked`: JS
-/// put the items to the harness's item schemas.
+/// A message `execute` queues, as JS sends it: the items as their JSON objects (each read as its own raw text,
+/// so a lone surrogate in one stays as JS wrote it), `checked` when JS put them to the harness's item schemas, the
+/// memory as layer descriptions. Read into fields, not a `Value` tree: one goes with every turn.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageJson {
+  #[serde(default)]
+  id: String,
+  #[serde(default)]
+  items: Vec<Box<RawValue>>,
+  #[serde(default)]
+  checked: bool,
+  mode: Option<String>,
+  resource_id: Option<Value>,
+  memory: Option<Value>,
+  state: Option<u64>,
+}
+
 fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
-  let message = parse(text)?;
-  let types = native.inner.item_types.unless_checked(message.get("checked").and_then(Value::as_bool) == Some(true));
+  let message: MessageJson =
+    from_js_json(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))?;
+  let types = native.inner.item_types.unless_checked(message.checked);
   let items = message
-    .get("items")
-    .and_then(Value::as_array)
-    .into_iter()
-    .flatten()
-    .filter_map(Value::as_str)
-    .map(|item| parse_js_item(item, types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
+    .items
+    .iter()
+    .map(|item| parse_js_item(item.get(), types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
     .collect::<Result<Vec<_>>>()?;
-  let layers = match message.get("memory") {
+  let layers = match &message.memory {
     Some(layers @ Value::Array(_)) => {
       Some(Arc::new(describe::layer_set(layers, Some(&native.dispatch)).map_err(|e| to_napi(config_json(&e)))?))
     }
     _ => None,
   };
   Ok(QueuedMessage {
-    id: message.get("id").and_then(Value::as_str).unwrap_or_default().to_owned(),
+    id: message.id,
     items,
-    mode: message.get("mode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
-    resource_id: message.get("resourceId").and_then(Value::as_str).map(str::to_owned),
+    mode: message.mode.as_deref().and_then(DeliveryMode::parse).unwrap_or_default(),
+    resource_id: message.resource_id.as_ref().and_then(Value::as_str).map(str::to_owned),
     layers,
-    state: message.get("state").and_then(Value::as_u64),
+    state: message.state,
   })
 }
 

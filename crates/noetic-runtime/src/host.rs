@@ -191,6 +191,17 @@ pub struct HookBatch {
   pub timed: bool,
 }
 
+/// The fixed fields of an execution context, as the host shows them to user code (`ctx.threadId`, its layers).
+pub struct ContextFacts<'a> {
+  pub id: &'a str,
+  pub thread_id: &'a str,
+  pub resource_id: Option<&'a str>,
+  pub depth: u32,
+  pub parent: Option<&'a str>,
+  pub root: &'a str,
+  pub layers: &'a crate::memory::registry::LayerSet,
+}
+
 /// The JSON texts of the log items at positions `from..from + items.len()`.
 #[derive(Debug, Clone, Serialize)]
 pub struct NewItems {
@@ -464,6 +475,10 @@ pub struct ModelCall {
   /// A call beside the conversation (a summary): its reply never enters the log, so the host keeps nothing of it.
   #[serde(skip_serializing_if = "std::ops::Not::not")]
   pub aside: bool,
+  /// A step's call: the context's layers at the time of the call (their host objects, in order), whose item
+  /// schemas the reply is put to.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub layers: Option<Vec<Option<HostRef>>>,
 }
 
 /// Part of the context window sent to a model: a run of consecutive log positions `[start, end)` the host
@@ -776,7 +791,8 @@ pub trait Host: Send + Sync {
   /// A session turn of `thread` put its messages' items into `context`'s log from position `from`, unchanged
   /// (`adopted`), so the host may use the objects it already holds for them; or changed by onItemAppend, so it may
   /// not.
-  fn turn_input(&self, _context: &str, _thread: &str, _from: usize, _messages: &[&str], _adopted: bool) {}
+  /// The note carries the context's fixed fields (ids, depth, layers), which the host would otherwise ask for.
+  fn turn_input(&self, _context: &ContextFacts<'_>, _from: usize, _messages: &[&str], _adopted: bool) {}
   /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
   /// move what it keeps of that log along, before `from` is released.
   fn history_moved(&self, _from: &str, _to: &str) {}
@@ -787,11 +803,10 @@ pub trait Host: Send + Sync {
   fn turn_value(&self, _context: &str, _value: HostRef) {}
   /// The execution `exec` has ended: the host drops the states its layers had in it.
   fn execution_ended(&self, _exec: &str) {}
-  /// A session turn in `context` has ended: the host takes from its log what it has not read yet, so that the
-  /// turn's response still has its items after the next turn has moved the log on.
-  async fn history_settled(&self, _context: &str) -> Result<(), HostError> {
-    Ok(())
-  }
+  /// A session turn in `context` has ended with `items` in its log from position `from` that the host does not
+  /// hold (made natively): it keeps them, so that the turn's response still has them after the next turn has moved
+  /// the log on.
+  fn history_settled(&self, _context: &str, _from: usize, _items: &[Arc<Item>]) {}
   /// Appends the items the host holds of `context`'s log and has not sent yet (DECISIONS L1) to that log, before
   /// a step reads it. Only a host that holds items is ever asked.
   async fn send_held_items(&self, _context: &str) -> Result<(), HostError> {

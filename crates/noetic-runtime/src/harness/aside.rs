@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::model::Model;
 use super::round_model::{RoundModel, RoundRequest};
 use crate::host::{Host, ModelCall, ViewEntry};
-use crate::items::{Item, create_message, extract_assistant_text};
+use crate::items::{Item, assistant_text_of, create_message};
 use crate::memory::native::AsideModel;
 use crate::steps::ModelParams;
 
@@ -20,7 +20,7 @@ pub(super) struct LayerAsks {
 /// The last assistant message's text among `items`, as upstream's `extractAssistantText` over a reply.
 fn assistant_text<'a>(items: impl DoubleEndedIterator<Item = &'a Item>) -> String {
   let answer = items.rev().find(|item| item.role() == Some("assistant"));
-  answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default()
+  answer.map(assistant_text_of).unwrap_or_default()
 }
 
 #[async_trait]
@@ -53,6 +53,7 @@ impl AsideModel for LayerAsks {
           allowed_tool_names: None,
           step: None,
           aside: true,
+          layers: None,
         };
         let reply = self.host.call_model(call).await.map_err(|error| error.to_string())?;
         let items = reply.items.iter().map(|text| Item::from_json_text(text)).collect::<Result<Vec<_>, _>>();

@@ -146,6 +146,19 @@ impl ExecContext {
   }
 
   /// Its memory layers as they are now.
+  /// Its fixed fields as the host shows them, with `layers` (its layers now).
+  pub fn facts<'a>(&'a self, layers: &'a LayerSet) -> crate::host::ContextFacts<'a> {
+    crate::host::ContextFacts {
+      id: &self.id,
+      thread_id: &self.thread_id,
+      resource_id: self.resource_id.as_deref(),
+      depth: self.depth,
+      parent: self.parent.as_deref(),
+      root: &self.root,
+      layers,
+    }
+  }
+
   pub fn layers(&self) -> Arc<LayerSet> {
     Arc::clone(&self.layers.lock().unwrap_or_else(PoisonError::into_inner))
   }

@@ -18,7 +18,7 @@ use super::{Harness, RunResult, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, SteeringDecision, StepValue, ViewEntry};
 use crate::items::{
-  Item, ItemLog, Pairing, create_message, create_message_from_literal, extract_assistant_text, output_text_literal,
+  Item, ItemLog, Pairing, assistant_text_of, create_message, create_message_from_literal, output_text_literal,
   parse_js_item,
 };
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
@@ -270,6 +270,7 @@ impl Harness {
       if from_host {
         // A JS test model's items: JS keeps the objects it made, and nothing is converted back for it.
         self.env.host.model_items_placed(&ctx.id, from);
+        state.log.host_holds(from, response.items.len());
       }
       let tool_calls: Vec<Value> = response
         .items
@@ -302,7 +303,7 @@ impl Harness {
     }
     // Read without keeping the parsed fields: these items stay in the log for the session's life.
     let last_answer = response.items.iter().rev().find(|item| item.role() == Some("assistant"));
-    let text = last_answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default();
+    let text = last_answer.map(|item| assistant_text_of(item)).unwrap_or_default();
     match &step.output {
       // Parsed once everything else is recorded, so a reply that does not parse still counts (as upstream).
       Some(output) => {
@@ -397,6 +398,7 @@ impl Harness {
           allowed_tool_names: offer.map(|offer| offer.allowed.clone()),
           step: step.source,
           aside: false,
+          layers: Some(ctx.layers().layers().iter().map(|layer| layer.handle).collect()),
         };
         self.host_round(call).await
       }

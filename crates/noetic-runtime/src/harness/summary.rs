@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::llm::track_usage;
 use super::{ExecContext, Harness, Model, ModelRequest, RunResult};
 use crate::host::{ModelCall, ViewEntry};
-use crate::items::{Item, Pairing, create_message, extract_assistant_text};
+use crate::items::{Item, Pairing, assistant_text_of, create_message};
 use crate::memory::ProjectionPolicy;
 use crate::steps::LlmStep;
 
@@ -60,6 +60,7 @@ impl Harness {
         allowed_tool_names: None,
         step: None,
         aside: true,
+        layers: None,
       };
       self.host_round(call).await?
     } else {
@@ -72,7 +73,7 @@ impl Harness {
     };
     track_usage(ctx, &round);
     let answer = round.items.iter().rev().find(|item| item.role() == Some("assistant"));
-    Ok(answer.map(|item| extract_assistant_text(&[&*item.fields()])).unwrap_or_default())
+    Ok(answer.map(|item| assistant_text_of(item)).unwrap_or_default())
   }
 
   /// Summarizes the history the budget dropped (`dropped`, log positions), with the earlier summary and half of

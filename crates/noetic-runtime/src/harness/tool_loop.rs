@@ -177,7 +177,7 @@ impl Harness {
     }
     let ids: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
     // The injected messages are new items: what the host held for them stands for nothing in the log.
-    self.env.host.turn_input(&ctx.id, &ctx.thread_id, 0, &ids, false);
+    self.env.host.turn_input(&ctx.facts(&ctx.layers()), 0, &ids, false);
     if let Some(events) = &ctx.events {
       events.framework(
         &self.name,

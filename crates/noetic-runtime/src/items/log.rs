@@ -36,6 +36,10 @@ pub struct ItemLog {
   /// The harness's real tokenizer, when it has one: then an item's cost here is its token count, not the estimate
   /// the item carries (DECISIONS A3).
   tokenizer: Option<Tokenizer>,
+  /// How many positions from the start the host is known to hold its own objects for (it placed them, or was sent
+  /// them): at a turn's end it is sent only the items past this (see [`ItemLog::unheld`]). It moves with the log, as
+  /// the host's copy does; a log made afresh starts with none.
+  host_holds: usize,
 }
 
 /// An item's cost counted with `tokenizer`, or the estimate it carries.
@@ -60,7 +64,22 @@ impl ItemLog {
       pairings: Vec::new(),
       call_ids: HashTable::new(),
       tokenizer: None,
+      host_holds: 0,
     }
+  }
+
+  /// The host holds its own objects for the `count` items from `from` (it gave them, or was sent them).
+  pub fn host_holds(&mut self, from: usize, count: usize) {
+    if from <= self.host_holds {
+      self.host_holds = self.host_holds.max((from + count).min(self.items.len()));
+    }
+  }
+
+  /// The items the host does not hold yet, with the position of the first; from now on it is taken to hold them.
+  pub fn unheld(&mut self) -> (usize, &[Arc<Item>]) {
+    let from = self.host_holds.min(self.items.len());
+    self.host_holds = self.items.len();
+    (from, &self.items[from..])
   }
 
   /// Appends an item and returns its position.
@@ -203,6 +222,32 @@ mod tests {
   fn item(role: &str, text: &str) -> Arc<Item> {
     let v = json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]});
     Arc::new(Item::from_value(v).expect("item"))
+  }
+
+  #[test]
+  fn the_host_is_sent_only_the_items_it_does_not_hold() {
+    let mut log = ItemLog::new();
+    for text in ["a", "b", "c"] {
+      log.push(item("user", text));
+    }
+    // It gave the first two; the third was made here.
+    log.host_holds(0, 2);
+    let (from, unheld) = log.unheld();
+    assert_eq!((from, unheld.len()), (2, 1));
+    // Now it holds all three: nothing more to send.
+    assert_eq!(log.unheld().1.len(), 0);
+    // A placement past a gap it does not hold says nothing about the gap.
+    log.push(item("assistant", "d"));
+    log.push(item("assistant", "e"));
+    log.host_holds(4, 1);
+    let (from, unheld) = log.unheld();
+    assert_eq!((from, unheld.len()), (3, 2));
+    // A placement never counts past the log's end, and a moved log keeps what the host holds of it.
+    log.host_holds(5, 10);
+    let mut moved = std::mem::take(&mut log);
+    moved.push(item("user", "f"));
+    assert_eq!(moved.unheld().0, 5);
+    assert_eq!(log.unheld(), (0, &[][..]));
   }
 
   #[test]

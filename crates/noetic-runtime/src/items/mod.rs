@@ -22,5 +22,7 @@ pub use self::message::{
   function_call_output, input_message,
 };
 pub(crate) use self::text::find_function_call as text_find_function_call;
-pub use self::text::{collect_input_text, collect_output_text, extract_assistant_text, output_text_literal};
+pub use self::text::{
+  assistant_text_of, collect_input_text, collect_output_text, extract_assistant_text, output_text_literal,
+};
 pub use self::tool_calls::{find_function_call, strip_unresolved_tool_calls};

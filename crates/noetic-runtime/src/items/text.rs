@@ -69,6 +69,55 @@ pub fn output_text_literal(item_text: &str) -> Option<String> {
   serde_json::from_str::<String>(&literal).is_err().then_some(literal)
 }
 
+/// A message's joined `output_text` read straight from its JSON text (`item_text`), as [`extract_assistant_text`]
+/// reads it from the parsed fields, without parsing the rest: the model's answer ends every LLM step, and building
+/// its fields as a map (a hash per key) cost more than the step's other work on the answer. `None` when the text is
+/// not the usual shape (content not a list of part objects, a part's type or text not a plain string, a duplicate
+/// key): the caller then reads the parsed fields.
+pub fn output_text_of_json(item_text: &str) -> Option<String> {
+  #[derive(serde::Deserialize)]
+  struct Message<'a> {
+    #[serde(borrow)]
+    content: Vec<Part<'a>>,
+  }
+  #[derive(serde::Deserialize)]
+  struct Part<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    text: Option<&'a RawValue>,
+  }
+  let message: Message<'_> = serde_json::from_str(item_text).ok()?;
+  let mut joined = String::new();
+  for part in &message.content {
+    match part.kind.map(RawValue::get) {
+      Some("\"output_text\"") => {}
+      // A type written with escapes, or not a string: the parsed fields decide.
+      Some(kind) if kind.contains('\\') || !kind.starts_with('"') => return None,
+      _ => continue,
+    }
+    let Some(text) = part.text.map(RawValue::get) else { continue };
+    if !text.starts_with('"') {
+      return None;
+    }
+    let inner = &text[1..text.len() - 1];
+    if inner.contains('\\') {
+      joined.push_str(&serde_json::from_str::<String>(text).ok()?);
+    } else {
+      joined.push_str(inner);
+    }
+  }
+  Some(joined)
+}
+
+/// [`extract_assistant_text`] of one log item: its text when it is an assistant message, else `""`.
+pub fn assistant_text_of(item: &super::item::Item) -> String {
+  if item.item_type() != "message" || item.role() != Some("assistant") {
+    return String::new();
+  }
+  output_text_of_json(item.json_text()).unwrap_or_else(|| extract_assistant_text(&[&*item.fields()]))
+}
+
 /// One string per assistant message: its `output_text` parts joined, empty results dropped.
 pub fn collect_output_text(items: &[&Item]) -> Vec<String> {
   items
@@ -139,6 +188,29 @@ mod tests {
 
   fn call(call_id: &str, name: &str, arguments: &str) -> Value {
     json!({"type": "function_call", "callId": call_id, "name": name, "arguments": arguments})
+  }
+
+  #[test]
+  fn an_answer_read_from_its_text_is_the_answer_read_from_its_fields() {
+    use crate::items::Item as LogItem;
+    let cases = [
+      json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}, {"type": "output_text", "text": "b\"q é"}]}),
+      json!({"type": "message", "role": "assistant", "content": [{"type": "reasoning", "text": "no"}, {"text": "untyped"}, {"type": "output_text", "text": "yes"}]}),
+      json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": 7}, {"type": "output_text", "text": "kept"}]}),
+      json!({"type": "message", "role": "assistant", "content": ["not a part", {"type": "output_text", "text": "x"}]}),
+      json!({"type": "message", "role": "assistant", "content": "not a list"}),
+      json!({"type": "message", "role": "assistant"}),
+      json!({"type": "message", "role": "user", "content": [{"type": "output_text", "text": "not an answer"}]}),
+      json!({"type": "function_call", "role": "assistant", "content": [{"type": "output_text", "text": "not a message"}]}),
+    ];
+    for case in cases {
+      let item = LogItem::from_value(case.clone()).expect("item");
+      let fields = case.as_object().expect("object");
+      assert_eq!(assistant_text_of(&item), extract_assistant_text(&[fields]), "{case}");
+    }
+    // Escapes in a part's type or a duplicate key: the text is not read directly, and the fields decide.
+    assert_eq!(output_text_of_json(r#"{"content":[{"type":"output\u005ftext","text":"x"}]}"#), None);
+    assert_eq!(output_text_of_json(r#"{"content":[{"type":"output_text","text":"x","text":"y"}]}"#), None);
   }
 
   #[test]

@@ -186,7 +186,16 @@ impl Harness {
     }
     // A step of the turn that runs another step in its context (`ctx.harness.run(step, input, ctx)`) joins it.
     let result = self.in_execution(ctx, || self.turn_step(ctx, step, messages)).await;
-    self.env.host.history_settled(&ctx.id).await?;
+    // The host is handed the items it does not hold, so that the turn's response still has them after the next
+    // turn has moved the log on; usually it holds them all (the input and the model's answer are its own), and is
+    // told nothing.
+    {
+      let mut state = ctx.state();
+      let (from, unheld) = state.log.unheld();
+      if !unheld.is_empty() {
+        self.env.host.history_settled(&ctx.id, from, unheld);
+      }
+    }
     result
   }
 
@@ -204,12 +213,17 @@ impl Harness {
     let from = {
       let mut state = ctx.state();
       let from = state.log.len();
+      let count = items.len();
       for item in items {
         state.log.push(item);
       }
+      if unchanged {
+        // The host places the objects it was given (`turn_input`).
+        state.log.host_holds(from, count);
+      }
       from
     };
-    self.env.host.turn_input(&ctx.id, &ctx.thread_id, from, &ids, unchanged);
+    self.env.host.turn_input(&ctx.facts(&ctx.layers()), from, &ids, unchanged);
     execute(self, step, StepValue::Text(String::new()), ctx).await
   }
 
