@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentHarness, loop, step, until } from '../js/index.mjs';
+import { AgentHarness, loop, step, tool, until } from '../js/index.mjs';
 import { probe, recordingModel, slow } from './helpers.mjs';
 
 test('ctx.stepCount, tokens and lastLayerUsage reflect the steps and model calls that ran', async () => {
@@ -358,4 +358,25 @@ test("a step's context has upstream's state, abortSignal and channelStore", asyn
   const signal = ctx.abortSignal;
   ctx.abort('stop');
   assert.equal(signal.aborted, true, 'the signal aborts with the context');
+});
+
+test("lastStepMeta names the last LLM step's function calls and usage, as a loop's predicate and a step read it", async () => {
+  const { z } = await import('zod');
+  const lookup = tool({ name: 'lookup', description: 'look a thing up', input: z.object({ q: z.string() }), execute: async ({ q }) => `found ${q}` });
+  const seen = [];
+  const chat = step.llm({ id: 'chat', model: 'test/model', tools: [lookup] });
+  const read = step.run({ id: 'read', execute: async (_input, ctx) => ctx.lastStepMeta });
+  const agent = loop({ id: 'agent', steps: [chat, read], until: (s) => (seen.push(s.lastStepMeta), { stop: true }) });
+  const script = [{ toolCalls: [{ name: 'lookup', arguments: { q: 'tea' } }] }, { text: 'done' }];
+  const h = new AgentHarness({ name: 'a', params: {}, llm: { provider: 'scripted', script } });
+  const fromStep = await h.run(agent, 'hi');
+  for (const meta of [seen[0], fromStep]) {
+    assert.deepEqual(meta.toolCalls.map((call) => [call.type, call.name, JSON.parse(call.arguments).q]), [['function_call', 'lookup', 'tea']]);
+    assert.ok(meta.usage.inputTokens > 0 && meta.usage.outputTokens > 0);
+    assert.equal(meta.cost, 0);
+  }
+  // A value a step sets is what is read back.
+  const ctx = h.createContext();
+  const set = step.run({ id: 'set', execute: async (_input, c) => ((c.lastStepMeta = { mine: true }), c.lastStepMeta) });
+  assert.deepEqual(await h.run(set, 'x', ctx), { mine: true });
 });

@@ -12,7 +12,9 @@ use futures_util::FutureExt;
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel};
+use noetic_runtime::harness::{
+  ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel, StepMeta,
+};
 use noetic_runtime::host::StepValue;
 use noetic_runtime::items::{Item, ItemTypes, parse_js_item, parse_js_items};
 use noetic_runtime::js_text::from_js_json;
@@ -593,7 +595,7 @@ impl NativeHarness {
       }
       "cost" => json!(state.cost),
       "elapsed" => json!(elapsed),
-      "lastStepMeta" => json!(state.last_step_meta),
+      "lastStepMeta" => state.last_step_meta.as_ref().map_or(Value::Null, StepMeta::to_json),
       "lastLayerUsage" => {
         return Ok(state.last_layer_usage.as_ref().map_or_else(|| "null".to_owned(), |usage| usage.to_json_text()));
       }
@@ -622,7 +624,7 @@ impl NativeHarness {
         state.tokens.input = value.get("input").and_then(number).ok_or_else(invalid)?;
         state.tokens.output = value.get("output").and_then(number).ok_or_else(invalid)?;
       }
-      "lastStepMeta" => state.last_step_meta = Some(value).filter(|v| !v.is_null()),
+      "lastStepMeta" => state.last_step_meta = Some(value).filter(|v| !v.is_null()).map(StepMeta::Given),
       other => return Err(Error::new(Status::InvalidArg, format!("ctx.{other} cannot be set"))),
     }
     Ok(())

@@ -18,14 +18,37 @@ pub struct Usage {
   pub cached: f64,
 }
 
+/// What the last LLM step left as `ctx.lastStepMeta`: its function calls and usage, kept as they are and written
+/// as JSON only when something reads them (a loop's predicate, JS), since most steps' never are; or the value user
+/// code set.
+#[derive(Debug, Clone)]
+pub enum StepMeta {
+  Model { tool_calls: Vec<Arc<crate::items::Item>>, input_tokens: f64, output_tokens: f64, cost: f64 },
+  Given(Value),
+}
+
+impl StepMeta {
+  /// `{toolCalls, usage: {inputTokens, outputTokens}, cost}`, or the value given.
+  pub fn to_json(&self) -> Value {
+    match self {
+      Self::Model { tool_calls, input_tokens, output_tokens, cost } => serde_json::json!({
+        "toolCalls": tool_calls.iter().map(|item| Value::Object(item.fields().into_owned())).collect::<Vec<_>>(),
+        "usage": { "inputTokens": input_tokens, "outputTokens": output_tokens },
+        "cost": cost,
+      }),
+      Self::Given(value) => value.clone(),
+    }
+  }
+}
+
 #[derive(Default)]
 pub struct ContextState {
   pub log: ItemLog,
   pub step_count: u64,
   pub tokens: Usage,
   pub cost: f64,
-  /// `lastStepMeta` as the JSON JS reads.
-  pub last_step_meta: Option<Value>,
+  /// `lastStepMeta`, made into the JSON JS reads only when read.
+  pub last_step_meta: Option<StepMeta>,
   pub last_tool_calls: usize,
   /// The model of the last LLM step: what a spawn's summary asks when it names none.
   pub last_model: Option<String>,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::context::StepMeta;
 use super::fork::run_fork;
 use super::spawn::{Spawn, run_spawn};
 use super::{ExecContext, Harness, RunError, RunResult};
@@ -544,7 +545,7 @@ fn verdict<'a>(
           let t = state.tokens;
           (
             json!({ "input": t.input, "output": t.output, "total": t.input + t.output }),
-            state.last_step_meta.clone().unwrap_or(serde_json::Value::Null),
+            state.last_step_meta.as_ref().map_or(serde_json::Value::Null, StepMeta::to_json),
           )
         };
         let call = UntilCall {

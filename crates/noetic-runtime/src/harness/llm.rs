@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::context::ExecContext;
+use super::context::{ExecContext, StepMeta};
 use super::inspect::{CallFacts, DROPPED_SHOWN, HistoryRun, SteeringRecord, WindowShape};
 use super::model::Model;
 use super::round_model::RoundRequest;
@@ -272,19 +272,16 @@ impl Harness {
         self.env.host.model_items_placed(&ctx.id, from);
         state.log.host_holds(from, response.items.len());
       }
-      let tool_calls: Vec<Value> = response
-        .items
-        .iter()
-        .filter(|item| item.item_type() == "function_call")
-        .map(|item| Value::Object(item.fields().into_owned()))
-        .collect();
+      let tool_calls: Vec<Arc<Item>> =
+        response.items.iter().filter(|item| item.item_type() == "function_call").cloned().collect();
       state.last_tool_calls = tool_calls.len();
       state.last_model = Some(step.model.clone());
-      state.last_step_meta = Some(json!({
-        "toolCalls": tool_calls,
-        "usage": { "inputTokens": response.input_tokens, "outputTokens": response.output_tokens },
-        "cost": response.cost,
-      }));
+      state.last_step_meta = Some(StepMeta::Model {
+        tool_calls,
+        input_tokens: response.input_tokens,
+        output_tokens: response.output_tokens,
+        cost: response.cost,
+      });
       (from, state.log.len(), state.log.total_cost())
     };
     let usage =

@@ -34,7 +34,7 @@ use crate::provider::Round;
 use crate::steps::{ModelParams, Step};
 use crate::tokens::{Tokenizer, count_tokens};
 
-pub use self::context::{ContextState, ExecContext, FrontierFrame, Usage};
+pub use self::context::{ContextState, ExecContext, FrontierFrame, StepMeta, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::interpreter::{StepSource, execute};
 pub use self::layer_calls::{LayerCall, LayerCallResult, RecallSelect};
