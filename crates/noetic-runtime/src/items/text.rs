@@ -34,27 +34,30 @@ fn output_text_of(item: &Item) -> String {
     .collect()
 }
 
+/// A message's `content` as raw JSON: each part's `type` and `text` as written, the rest skipped unparsed.
+#[derive(serde::Deserialize)]
+struct RawMessage<'a> {
+  #[serde(borrow)]
+  content: Vec<RawPart<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawPart<'a> {
+  #[serde(rename = "type", borrow)]
+  kind: Option<&'a RawValue>,
+  #[serde(borrow)]
+  text: Option<&'a RawValue>,
+}
+
 /// The JSON string literal of a message's joined `output_text` (`item_text` is the message's JSON text), when it
 /// holds a lone surrogate escape: the text then cannot be a Rust string as it is (B1). `None` otherwise, or for a
 /// message whose content is not a list of part objects.
 pub fn output_text_literal(item_text: &str) -> Option<String> {
-  #[derive(serde::Deserialize)]
-  struct Message<'a> {
-    #[serde(borrow)]
-    content: Vec<Part<'a>>,
-  }
-  #[derive(serde::Deserialize)]
-  struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
-  }
   // A cheap test first: no surrogate escape, nothing to keep.
   if !item_text.contains("\\ud") && !item_text.contains("\\uD") {
     return None;
   }
-  let message: Message<'_> = serde_json::from_str(item_text).ok()?;
+  let message: RawMessage<'_> = serde_json::from_str(item_text).ok()?;
   let mut inner = String::new();
   for part in &message.content {
     if part.kind.map(RawValue::get) != Some("\"output_text\"") {
@@ -75,19 +78,7 @@ pub fn output_text_literal(item_text: &str) -> Option<String> {
 /// not the usual shape (content not a list of part objects, a part's type or text not a plain string, a duplicate
 /// key): the caller then reads the parsed fields.
 pub fn output_text_of_json(item_text: &str) -> Option<String> {
-  #[derive(serde::Deserialize)]
-  struct Message<'a> {
-    #[serde(borrow)]
-    content: Vec<Part<'a>>,
-  }
-  #[derive(serde::Deserialize)]
-  struct Part<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow)]
-    text: Option<&'a RawValue>,
-  }
-  let message: Message<'_> = serde_json::from_str(item_text).ok()?;
+  let message: RawMessage<'_> = serde_json::from_str(item_text).ok()?;
   let mut joined = String::new();
   for part in &message.content {
     match part.kind.map(RawValue::get) {

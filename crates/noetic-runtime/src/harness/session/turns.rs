@@ -189,12 +189,14 @@ impl Harness {
     // The host is handed the items it does not hold, so that the turn's response still has them after the next
     // turn has moved the log on; usually it holds them all (the input and the model's answer are its own), and is
     // told nothing.
-    {
+    // Taken out of the lock first: the host writes their texts.
+    let (from, unheld) = {
       let mut state = ctx.state();
       let (from, unheld) = state.log.unheld();
-      if !unheld.is_empty() {
-        self.env.host.history_settled(&ctx.id, from, unheld);
-      }
+      (from, unheld.to_vec())
+    };
+    if !unheld.is_empty() {
+      self.env.host.history_settled(&ctx.id, from, &unheld);
     }
     result
   }
