@@ -103,25 +103,34 @@ struct Request<'a, T> {
 impl JsHost {
   /// A notification (no reply), written straight from `note`: several go each turn.
   fn notify(&self, note: &impl Serialize) {
-    if let Ok(text) = serde_json::to_string(note) {
+    if let Ok(text) = json_text(note, 192) {
       self.dispatch.notify(text);
     }
   }
 
   async fn request<T: serde::Serialize>(&self, op: &str, call: T) -> Result<String, HostError> {
-    let text = serde_json::to_string(&Request { op, call }).map_err(|e| malformed(&e.to_string()))?;
+    let text = json_text(&Request { op, call }, 1024).map_err(|e| malformed(&e.to_string()))?;
     self.dispatch.call(text).await.map_err(|message| HostError::Thrown { message, error: None })
   }
+}
+
+/// `value`'s JSON text, written into a buffer sized for the message at hand: `serde_json::to_string` starts at 128
+/// bytes and doubles, so a hook batch of a kilobyte or two was copied four or five times as it was written.
+fn json_text(value: &impl Serialize, capacity: usize) -> serde_json::Result<String> {
+  let mut out = Vec::with_capacity(capacity);
+  serde_json::to_writer(&mut out, value)?;
+  // SAFETY: serde_json writes UTF-8 only (as its own `to_string` relies on).
+  Ok(unsafe { String::from_utf8_unchecked(out) })
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsHookReply {
-  status: String,
+  status: JsStatus,
   message: Option<String>,
   ms: Option<f64>,
   error: Option<HostRef>,
-  state: Option<String>,
+  state: Option<JsStateWrite>,
   /// The new state's JSON text (in a one-element array: a state of `null` is still a write), parsed apart from the
   /// reply so that a state Rust cannot hold fails only its write.
   persist: Option<(Box<RawValue>,)>,
@@ -142,10 +151,39 @@ struct JsHookReply {
   elapsed_us: Option<f64>,
 }
 
-fn state_write(state: Option<&str>, persist: Option<StateJson>) -> StateWrite {
+// A reply's words, read as enums: each reply has two or three, and a `String` for each was an allocation.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum JsStatus {
+  Ok,
+  Skipped,
+  Timeout,
+  #[serde(other)]
+  Threw,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum JsStateWrite {
+  Set,
+  Clear,
+  #[serde(other)]
+  Unchanged,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum JsRecallKind {
+  Text,
+  Items,
+  #[serde(other)]
+  Nothing,
+}
+
+fn state_write(state: Option<JsStateWrite>, persist: Option<StateJson>) -> StateWrite {
   match state {
-    Some("set") => StateWrite::Set { persist },
-    Some("clear") => StateWrite::Cleared,
+    Some(JsStateWrite::Set) => StateWrite::Set { persist },
+    Some(JsStateWrite::Clear) => StateWrite::Cleared,
     _ => StateWrite::Unchanged,
   }
 }
@@ -155,7 +193,7 @@ fn state_write(state: Option<&str>, persist: Option<StateJson>) -> StateWrite {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct JsRecall {
-  kind: String,
+  kind: JsRecallKind,
   text: Option<String>,
   items: Option<Vec<Box<RawValue>>>,
   token_count: Option<f64>,
@@ -171,15 +209,15 @@ fn texts(raw: Vec<Box<RawValue>>) -> Vec<String> {
 
 impl From<JsRecall> for RecallReply {
   fn from(recall: JsRecall) -> Self {
-    match recall.kind.as_str() {
-      "text" => RecallReply::Text(recall.text.unwrap_or_default()),
-      "items" => RecallReply::Items {
+    match recall.kind {
+      JsRecallKind::Text => RecallReply::Text(recall.text.unwrap_or_default()),
+      JsRecallKind::Items => RecallReply::Items {
         items: texts(recall.items.unwrap_or_default()),
         token_count: recall.token_count,
         checked: recall.checked,
         key: recall.key,
       },
-      _ => RecallReply::Nothing,
+      JsRecallKind::Nothing => RecallReply::Nothing,
     }
   }
 }
@@ -190,16 +228,16 @@ impl JsHookReply {
   fn into_reply(self) -> HookReply {
     // Stored as JS wrote it: a store of text keeps it unparsed, others parse it (a failure is a persist diagnostic).
     let persist = self.persist.map(|(text,)| StateJson::Text(String::from(Box::<str>::from(text))));
-    let status = match self.status.as_str() {
-      "ok" => HookStatus::Ok,
-      "skipped" => HookStatus::Skipped,
-      "timeout" => HookStatus::TimedOut(self.ms.unwrap_or(0.0)),
-      _ => HookStatus::Threw(self.message.unwrap_or_else(|| "the hook failed".into())),
+    let status = match self.status {
+      JsStatus::Ok => HookStatus::Ok,
+      JsStatus::Skipped => HookStatus::Skipped,
+      JsStatus::Timeout => HookStatus::TimedOut(self.ms.unwrap_or(0.0)),
+      JsStatus::Threw => HookStatus::Threw(self.message.unwrap_or_else(|| "the hook failed".into())),
     };
     HookReply {
       status,
       error: self.error,
-      state: state_write(self.state.as_deref(), persist),
+      state: state_write(self.state, persist),
       recall: self.recall.map(RecallReply::from),
       items: self.items.map(texts),
       item_count: self.item_count,
@@ -295,8 +333,7 @@ impl Host for JsHost {
 
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
     // The call's own fields, then its view, whose layer items go in as the JSON texts they are.
-    let mut message =
-      serde_json::to_string(&Request { op: "model", call: &call }).map_err(|e| malformed(&e.to_string()))?;
+    let mut message = json_text(&Request { op: "model", call: &call }, 1024).map_err(|e| malformed(&e.to_string()))?;
     debug_assert!(message.ends_with("}}"), "a model call serializes as an object with fields");
     message.truncate(message.len() - 2);
     message.push_str(r#","view":"#);
@@ -404,7 +441,12 @@ impl Host for JsHost {
   }
 
   fn release_recalled(&self, keys: &[u32]) {
-    self.dispatch.notify(json!({ "op": "releaseRecalled", "keys": keys }).to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      keys: &'a [u32],
+    }
+    self.notify(&Note { op: "releaseRecalled", keys });
   }
 
   fn model_items_placed(&self, context: &str, from: usize) {
@@ -468,7 +510,12 @@ impl Host for JsHost {
   }
 
   fn execution_ended(&self, exec: &str) {
-    self.dispatch.notify(json!({ "op": "executionEnded", "execution": exec }).to_string());
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      execution: &'a str,
+    }
+    self.notify(&Note { op: "executionEnded", execution: exec });
   }
 
   fn history_moved(&self, from: &str, to: &str) {

@@ -78,7 +78,8 @@ pub enum HookArgs {
   Store {
     response_from: usize,
     response_to: usize,
-    usage: Value,
+    /// Shared by every call of the batch (and compared by address first when the batch is written).
+    usage: Arc<Value>,
   },
   OnComplete {
     outcome: &'static str,

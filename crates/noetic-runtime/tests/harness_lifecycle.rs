@@ -26,6 +26,8 @@ struct ScriptHost {
   failing_init: Mutex<Option<u64>>,
   /// The layer items of each model call, as JSON text.
   views: Mutex<Vec<Vec<String>>>,
+  /// The executions the host was told had ended, in order.
+  ended: Mutex<Vec<String>>,
 }
 
 #[async_trait]
@@ -85,6 +87,9 @@ impl Host for ScriptHost {
     Ok(Verdict { stop: true, reason: None, feedback: None })
   }
   fn release_context(&self, _context: &str) {}
+  fn execution_ended(&self, exec: &str) {
+    self.ended.lock().unwrap().push(exec.to_owned());
+  }
 }
 
 #[derive(Default)]
@@ -370,4 +375,27 @@ async fn layers_the_caller_names_run_their_phases_in_a_live_context() {
   let calls = f.host.calls.lock().unwrap().clone();
   assert_eq!(calls, ["init:early", "init:late", "recall:early", "recall:late", "store:late", "dispose:late"]);
   assert!(!f.harness.env.states.has("c1", "early"), "dispose drops the execution's state");
+}
+
+#[tokio::test]
+async fn dropping_a_context_whose_execution_ended_tells_the_host_once() {
+  use noetic_runtime::harness::{ExecContext, LayerCall};
+  let layers = Arc::new(LayerSet::register(vec![js_layer("notes", 10.0, "thread", 1, &["init", "store"])]).unwrap());
+  let f = fixture(LayerSet::register(vec![]).unwrap(), vec![]);
+  // A context kept past its execution, as a session keeps its last turn's until the next turn moves the history on.
+  let kept = f.harness.open_context(ExecContext::new("kept".into(), "T".into(), None, 0, None, Arc::clone(&layers)));
+  f.harness.run_in(&kept, &llm(), StepValue::Text("hi".into())).await.unwrap();
+  assert_eq!(*f.host.ended.lock().unwrap(), ["kept"], "the execution's end tells the host");
+  f.harness.drop_context("kept");
+  assert_eq!(*f.host.ended.lock().unwrap(), ["kept"], "dropping it afterwards has nothing left to end");
+
+  // Layers run again after the execution ended (ctx.harness.initLayers) leave states the drop must still clear.
+  let again = f.harness.open_context(ExecContext::new("again".into(), "T".into(), None, 0, None, Arc::clone(&layers)));
+  f.harness.run_in(&again, &llm(), StepValue::Text("hi".into())).await.unwrap();
+  f.harness.call_layers(&again, Arc::clone(&layers), LayerCall::Init).await.unwrap();
+  assert!(f.harness.env.states.has("again", "notes"));
+  f.harness.drop_context("again");
+  assert!(!f.harness.env.states.has("again", "notes"), "the drop ends what the layers left");
+  assert_eq!(*f.host.ended.lock().unwrap(), ["kept", "again", "again"]);
+  assert_eq!(f.harness.env.states.live_executions(), 0);
 }

@@ -134,6 +134,7 @@ impl Harness {
     lifecycle::restore_layers(&self.env, &self.scope(ctx), &restored.layers);
     let mut state = ctx.state();
     state.layers_ready = true;
+    state.execution_ended = false;
     if let Some(usage) = restored.usage {
       state.step_count = usage.step_count as u64;
       state.tokens.input = usage.tokens.input;

@@ -61,6 +61,9 @@ pub struct ContextState {
   /// Whether this context's layers have their states for the execution in flight: set by init (or by a checkpoint
   /// restored into the context, whose first run then skips init), cleared when the execution ends.
   pub layers_ready: bool,
+  /// Set when an execution in this context ended (onComplete, dispose, its states dropped and the host and built-ins
+  /// told), cleared when anything runs its layers again: dropping the context then has nothing left to end.
+  pub execution_ended: bool,
   /// The steps in flight in this context, outermost first, each under the number it entered with: what a
   /// checkpoint records as the frontier.
   pub frontier: Vec<(u64, FrontierFrame)>,

@@ -76,6 +76,8 @@ impl Harness {
     layers: Arc<LayerSet>,
     call: LayerCall,
   ) -> RunResult<LayerCallResult> {
+    // Layers that run again may leave states that dropping the context must clear.
+    ctx.state().execution_ended = false;
     let scope = || {
       let mut scope = self.scope(ctx);
       scope.layers = Arc::clone(&layers);

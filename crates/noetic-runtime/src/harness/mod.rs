@@ -278,6 +278,7 @@ impl Harness {
     if ctx.layers().is_empty() || std::mem::replace(&mut ctx.state().layers_ready, true) {
       return Ok(());
     }
+    ctx.state().execution_ended = false;
     let scope = self.scope(ctx);
     if let Err(failure) = lifecycle::init_layers(&self.env, &scope).await {
       lifecycle::dispose_layers(&self.env, &scope).await;
@@ -304,7 +305,9 @@ impl Harness {
     let scope = self.scope(ctx);
     lifecycle::complete_layers(&self.env, &scope, outcome).await;
     lifecycle::dispose_layers(&self.env, &scope).await;
-    ctx.state().layers_ready = false;
+    let mut state = ctx.state();
+    state.layers_ready = false;
+    state.execution_ended = true;
   }
 
   /// One model round with no tools and no context: what a memory hook's `ctx.callModel` and `harness.callModel`
@@ -335,8 +338,14 @@ impl Harness {
 
   /// Forgets a context the caller kept, and its layers' state. No hook runs.
   pub fn drop_context(&self, id: &str) {
-    let layers = self.context(id).map(|ctx| ctx.layers());
+    let ctx = self.context(id);
     self.close_context(id);
+    // A session's last turn ended its execution already: telling the host and the built-ins again would be a second
+    // notice per turn for nothing.
+    if ctx.as_ref().is_some_and(|ctx| ctx.state().execution_ended) {
+      return;
+    }
+    let layers = ctx.map(|ctx| ctx.layers());
     lifecycle::end_execution(&self.env, layers.as_deref().map(LayerSet::layers).unwrap_or_default(), id);
   }
 

@@ -15,7 +15,15 @@ use super::tools::ToolDef;
 /// characters compare by class first (whitespace < punctuation < symbols < digits < letters), letters ignoring
 /// case, punctuation in ICU's order; equal strings then put lowercase before uppercase.
 pub fn compare_layer_ids(a: &str, b: &str) -> Ordering {
-  // Compared lazily, char by char: ids sort at every model step, and most differ early.
+  // Ids sort at every model step, and a harness's often share a long prefix (`notes-0`, `notes-1`): equal leading
+  // characters weigh the same in every rule below, so the comparison starts at the first character that differs.
+  let mut at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+  // Back to a character boundary of `a`; the bytes before it are whole characters of `b` too.
+  while !a.is_char_boundary(at) {
+    at -= 1;
+  }
+  let (a, b) = (&a[at..], &b[at..]);
+  // Compared lazily, char by char.
   let primary = a.chars().map(primary_weight).cmp(b.chars().map(primary_weight));
   primary.then_with(|| a.chars().map(char::is_uppercase).cmp(b.chars().map(char::is_uppercase))).then_with(|| a.cmp(b))
 }
@@ -164,5 +172,18 @@ mod tests {
     assert_eq!(compare_layer_ids("plan", "Plan"), Ordering::Less);
     assert_eq!(compare_layer_ids("Plan", "Z"), Ordering::Less);
     assert_eq!(compare_layer_ids("working-memory", "observational-memory"), Ordering::Greater);
+  }
+
+  #[test]
+  fn a_shared_prefix_does_not_change_the_order() {
+    // After a common prefix the rules above still decide: class, then case, then the characters themselves.
+    assert_eq!(compare_layer_ids("notes-9", "notes-10"), Ordering::Greater);
+    assert_eq!(compare_layer_ids("notes_b", "notes-b"), Ordering::Less);
+    assert_eq!(compare_layer_ids("notes-plan", "notes-Plan"), Ordering::Less);
+    assert_eq!(compare_layer_ids("notes", "notes-a"), Ordering::Less);
+    assert_eq!(compare_layer_ids("notes-a", "notes-a"), Ordering::Equal);
+    // A prefix that ends inside a multi-byte character: é (C3 A9) and ê (C3 AA) share their first byte.
+    assert_eq!(compare_layer_ids("café", "cafê"), Ordering::Less);
+    assert_eq!(compare_layer_ids("caféB", "caféa"), Ordering::Greater);
   }
 }

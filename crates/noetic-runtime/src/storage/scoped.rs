@@ -11,12 +11,13 @@ use super::{Storage, StorageResult};
 
 /// `layers/<layerId>/<scopeKey>/`: every key of the layer's scoped storage starts with it.
 pub fn scoped_prefix(layer_id: &str, scope_key: &str) -> String {
-  format!("layers/{layer_id}/{scope_key}/")
+  // Joined, not formatted: every layer's key is made at every execution's init.
+  ["layers/", layer_id, "/", scope_key, "/"].concat()
 }
 
 /// The adapter key that scoped `get`/`set`/`delete` of `key` touch.
 pub fn scoped_key(layer_id: &str, scope_key: &str, key: &str) -> String {
-  format!("layers/{layer_id}/{scope_key}/{key}")
+  ["layers/", layer_id, "/", scope_key, "/", key].concat()
 }
 
 /// The adapter prefix that scoped `list(key_prefix)` asks for: the scoped prefix alone when `key_prefix` is absent

@@ -24,6 +24,7 @@ pub async fn store_layers(
   host_has_items: bool,
 ) {
   let exec = scope.exec_id().to_owned();
+  let usage = Arc::new(usage);
   let layers = env.participants(scope, HookKind::Store);
   let mut batch = HookBatch::new(HookKind::Store, scope.context.to_owned(), scope.info.clone());
   let mut batch_layers = Vec::new();
@@ -36,7 +37,7 @@ pub async fn store_layers(
       }
       LayerImpl::Host(_) => {
         let (response_from, response_to) = response_range.unwrap_or_default();
-        let args = HookArgs::Store { response_from, response_to, usage: usage.clone() };
+        let args = HookArgs::Store { response_from, response_to, usage: Arc::clone(&usage) };
         if let Some(call) = host_call(layer, HookKind::Store, WriteRule::IfKeyPresent, args) {
           batch.calls.push(call);
           batch_layers.push(layer);
