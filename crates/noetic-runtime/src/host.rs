@@ -64,10 +64,11 @@ pub enum WriteRule {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum HookArgs {
+  /// The host gives the hook its storage under the layer's scoped prefix (`layers/<layerId>/<scopeKey>/`). Only the
+  /// scope key is sent: then every call of a batch whose layers share a scope has the same arguments, sent once.
   #[serde(rename_all = "camelCase")]
   Init {
     scope_key: String,
-    storage_prefix: String,
   },
   Recall {
     budget: f64,
@@ -917,7 +918,7 @@ mod tests {
 
     let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
     for (i, stop_on_error) in [false, true].into_iter().enumerate() {
-      let args = HookArgs::Init { scope_key: "s".into(), storage_prefix: "p".into() };
+      let args = HookArgs::Init { scope_key: "s".into() };
       mixed.calls.push(call(i, WriteRule::Always, stop_on_error, args));
     }
     let mixed = serde_json::to_value(&mixed).unwrap();

@@ -46,7 +46,7 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
         }
       }
       LayerImpl::Host(_) => {
-        let args = HookArgs::Init { storage_prefix: crate::memory::scoped_prefix(layer.id(), &scope_key), scope_key };
+        let args = HookArgs::Init { scope_key };
         if let Some(mut call) = host_call(layer, HookKind::Init, WriteRule::Always, args) {
           call.stop_on_error = layer.spec.on_init_error == OnInitError::Throw;
           // The JS state is written before durable targets exist, so rehydrated state is not written back.
