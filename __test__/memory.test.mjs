@@ -202,3 +202,48 @@ test("a hook's params hold upstream's keys as their own, and signal (D5) is read
   assert.deepEqual(seen.store, ['newItems', 'log', 'response', 'ctx', 'state']);
   assert.equal(seen.signal, true, 'the signal is an AbortSignal, the same on every read');
 });
+
+test('hooks whose promises are settled when they return, rejected or still pending, each count as their outcome', async () => {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const layer = (id, slot, recall) => ({
+      id,
+      slot,
+      scope: 'thread',
+      hooks: {
+        init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { n: 0 } }),
+        recall,
+        // Fulfilled as it returns: the new state is applied and seen by the next turn's recall.
+        store: async ({ state }) => ({ state: { n: state.n + 1 } }),
+      },
+    });
+    const layers = [
+      layer('now', 10, async ({ state }) => `now ${state.n}`),
+      layer('fails', 20, async () => {
+        throw new Error('recall broke at once');
+      }),
+      layer('later', 30, async ({ state }) => {
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        return `later ${state.n}`;
+      }),
+    ];
+    const { model, requests } = recordingModel();
+    const harness = new AgentHarness({ name: 't', params: {}, storage: createInMemoryStorage(), memory: layers, _testCallModel: model });
+    const ask = step.llm({ id: 'ask', model: 'm' });
+    await harness.run(ask, 'one', { threadId: 'T' });
+    await harness.run(ask, 'two', { threadId: 'T' });
+    const texts = requests.map((request) => request.items.map((item) => item.content[0].text));
+    // The failed layer contributes nothing; the others recall the state their store left, mirrored and read back
+    // by the next run's init.
+    assert.deepEqual(texts, [
+      ['now 0', 'later 0', 'one'],
+      ['now 1', 'later 1', 'two'],
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.deepEqual(unhandled, [], 'a hook that rejects as it returns leaves no unhandled rejection');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
