@@ -142,6 +142,16 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
   out.push('"');
 }
 
+/// `first`, `separator` and `second` as one JSON string literal, without joining them into a string first (an
+/// event's `<agent>:<kind>` type, written several times a turn).
+pub(crate) fn write_joined_string(out: &mut String, first: &str, separator: char, second: &str) {
+  out.push('"');
+  push_escaped(out, first);
+  push_escaped(out, separator.encode_utf8(&mut [0; 4]));
+  push_escaped(out, second);
+  out.push('"');
+}
+
 /// `s` as the inside of a JSON string literal, escaped as V8 escapes it. Runs that need no escape (nearly all text)
 /// are found eight bytes at a time.
 fn push_escaped(out: &mut String, s: &str) {

@@ -11,10 +11,10 @@ mod tool_calls;
 pub use self::item::{
   Item, ItemError, ItemTypes, check_item_type, check_known_type, is_known_base_type, parse_js_item, parse_js_items,
 };
-pub(crate) use self::js_json::write_string as write_js_string;
 pub use self::js_json::{
   js_json_utf16_len, js_number_string, object_js_json_utf16_len, object_to_js_json, to_js_json, write_js_number,
 };
+pub(crate) use self::js_json::{write_joined_string, write_string as write_js_string};
 pub use self::link::{Pairing, strip_unresolved_mask};
 pub use self::log::ItemLog;
 pub use self::message::{

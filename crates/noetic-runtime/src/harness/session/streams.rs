@@ -1,7 +1,7 @@
 //! What a session's streams read: every event (`getFullStream` and its filters) and the item snapshots folded from
 //! the provider's events (`getItemStream`).
 
-use crate::items::write_js_string;
+use crate::items::{write_joined_string, write_js_string};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -21,16 +21,15 @@ impl Streams {
   /// A framework event: `{source: 'framework', type: '<agent>:<kind>', data}`. Serialized straight from `data`
   /// (every turn raises two), and only when someone may read it.
   pub fn framework<D: Serialize + ?Sized>(&self, agent: &str, kind: &str, data: &D) {
-    #[derive(Serialize)]
-    struct Event<'a, D: ?Sized> {
-      source: &'static str,
-      #[serde(rename = "type")]
-      kind: String,
-      data: &'a D,
-    }
     self.events.emit_with(|| {
-      let event = Event { source: "framework", kind: format!("{agent}:{kind}"), data };
-      serde_json::to_string(&event).unwrap_or_default()
+      let Ok(data) = serde_json::to_string(data) else { return String::new() };
+      let mut text = String::with_capacity(48 + agent.len() + kind.len() + data.len());
+      text.push_str(r#"{"source":"framework","type":"#);
+      write_joined_string(&mut text, agent, ':', kind);
+      text.push_str(r#","data":"#);
+      text.push_str(&data);
+      text.push('}');
+      text
     });
   }
 
@@ -40,7 +39,7 @@ impl Streams {
     self.events.emit_with(|| {
       let mut text = String::with_capacity(80 + agent.len() + step_id.len());
       text.push_str(r#"{"source":"framework","type":"#);
-      write_js_string(&mut text, &format!("{agent}:{kind}"));
+      write_joined_string(&mut text, agent, ':', kind);
       text.push_str(r#","data":{"stepId":"#);
       write_js_string(&mut text, step_id);
       text.push_str(r#","kind":"#);
@@ -89,4 +88,43 @@ fn provider_event(text: &str) -> Option<(String, Value)> {
   let mut event: Value = serde_json::from_str(text).ok()?;
   let kind = event.get("type").and_then(Value::as_str).filter(|kind| ItemFold::reads(kind))?.to_owned();
   (event.get("source").and_then(Value::as_str) == Some("sdk")).then(|| (kind, event["data"].take()))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn only_event(streams: &Streams) -> String {
+    let cursor = streams.events.open_reader();
+    let batch = streams.events.read(cursor, 10, Box::new(|| {})).expect("an event");
+    batch.events[0].to_string()
+  }
+
+  #[test]
+  fn a_framework_event_is_written_as_serde_would_write_it() {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Data {
+      turn_id: &'static str,
+      message_ids: Vec<&'static str>,
+    }
+    let streams = Streams::default();
+    let reading = streams.events.open_reader();
+    // An agent name that needs escaping, as the type joins it with the kind.
+    streams.framework("my \"agent\"\n", "turn_started", &Data { turn_id: "t1", message_ids: vec!["m1"] });
+    let expected = json!({
+      "source": "framework",
+      "type": "my \"agent\"\n:turn_started",
+      "data": { "turnId": "t1", "messageIds": ["m1"] },
+    });
+    let batch = streams.events.read(reading, 10, Box::new(|| {})).expect("an event");
+    assert_eq!(&*batch.events[0], serde_json::to_string(&expected).unwrap());
+
+    let streams = Streams::default();
+    let _reading = streams.events.open_reader();
+    streams.step("a\tb", "step_started", "chat", "llm");
+    let expected =
+      json!({ "source": "framework", "type": "a\tb:step_started", "data": { "stepId": "chat", "kind": "llm" } });
+    assert_eq!(only_event(&streams), serde_json::to_string(&expected).unwrap());
+  }
 }
