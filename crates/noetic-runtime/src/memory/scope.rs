@@ -14,15 +14,20 @@ pub const GLOBAL_SCOPE_KEY: &str = "__global__";
 pub const STATE_KEY: &str = "state";
 
 /// Which partition of storage a layer's state belongs to in this execution. A `resource` layer falls back to the
-/// thread only when there is no resource id; an empty resource id is a key of its own.
-pub fn resolve_scope_key(scope: Scope, thread_id: &str, resource_id: Option<&str>, execution_id: &str) -> String {
+/// thread only when there is no resource id; an empty resource id is a key of its own. Borrowed: it is looked up
+/// for every durable layer at every execution, mostly only to be joined into a storage key.
+pub fn resolve_scope_key<'a>(
+  scope: Scope,
+  thread_id: &'a str,
+  resource_id: Option<&'a str>,
+  execution_id: &'a str,
+) -> &'a str {
   match scope {
     Scope::Thread => thread_id,
     Scope::Resource => resource_id.unwrap_or(thread_id),
     Scope::Global => GLOBAL_SCOPE_KEY,
     Scope::Execution => execution_id,
   }
-  .to_owned()
 }
 
 #[cfg(test)]

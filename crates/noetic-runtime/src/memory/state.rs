@@ -157,6 +157,16 @@ impl StateStore {
     exec_entry(&mut lock(&self.execs), exec).disabled.insert(layer.to_owned());
   }
 
+  /// Whether the gate keeps `layer` out of `exec`'s phases: it is disabled, or it `needs_state` (it has an init) and
+  /// has none. [`StateStore::is_disabled`] and [`StateStore::has`] under one lock, as every phase asks it of every
+  /// layer.
+  pub fn kept_out(&self, exec: &str, layer: &str, needs_state: bool) -> bool {
+    match lock(&self.execs).get(exec) {
+      Some(entry) => entry.disabled.contains(layer) || (needs_state && !entry.states.contains_key(layer)),
+      None => needs_state,
+    }
+  }
+
   pub fn is_disabled(&self, exec: &str, layer: &str) -> bool {
     lock(&self.execs).get(exec).is_some_and(|e| e.disabled.contains(layer))
   }
@@ -272,6 +282,23 @@ mod tests {
 
   use super::*;
   use crate::storage::{InMemoryStorage, StorageError, StorageResult};
+
+  #[test]
+  fn the_gate_keeps_out_disabled_layers_and_layers_whose_init_left_no_state() {
+    let store = StateStore::new();
+    let sink: Arc<dyn DiagnosticSink> = Arc::new(Collect::default());
+    // No execution yet: a layer with an init has no state; one without is let in.
+    assert!(store.kept_out("E", "a", true));
+    assert!(!store.kept_out("E", "a", false));
+    store.set("E", "a", StateValue::Undefined, None, &sink);
+    assert!(!store.kept_out("E", "a", true), "an undefined state is still a state");
+    assert!(store.kept_out("E", "b", true));
+    assert!(!store.kept_out("E", "b", false));
+    store.disable("E", "b");
+    assert!(store.kept_out("E", "b", false), "disabled keeps it out either way");
+    store.disable("E", "a");
+    assert!(store.kept_out("E", "a", true));
+  }
 
   #[derive(Default)]
   struct Collect(Mutex<Vec<String>>);

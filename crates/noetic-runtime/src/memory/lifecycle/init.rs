@@ -36,7 +36,7 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
     let scope_key = key_of(layer.spec.scope);
     match &layer.imp {
       LayerImpl::Native(native) => {
-        let storage = ScopedStorage::new(Arc::clone(&env.storage), layer.id(), &scope_key);
+        let storage = ScopedStorage::new(Arc::clone(&env.storage), layer.id(), scope_key);
         match env.run_native(scope.trace_target(), layer, HookKind::Init, native.init(&storage)).await {
           Ok(state) => {
             let value = state.map_or(StateValue::Undefined, StateValue::Json);
@@ -46,7 +46,7 @@ pub async fn init_layers(env: &MemoryEnv, scope: &ExecScope<'_>) -> Result<(), I
         }
       }
       LayerImpl::Host(_) => {
-        let args = HookArgs::Init { scope_key };
+        let args = HookArgs::Init { scope_key: scope_key.to_owned() };
         if let Some(mut call) = host_call(layer, HookKind::Init, WriteRule::Always, args) {
           call.stop_on_error = layer.spec.on_init_error == OnInitError::Throw;
           // The JS state is written before durable targets exist, so rehydrated state is not written back.
@@ -79,7 +79,7 @@ fn register_durable_layers(env: &MemoryEnv, scope: &ExecScope<'_>) {
   let exec = scope.exec_id();
   for layer in scope.layers.layers().iter().filter(|layer| layer.spec.scope.is_durable()) {
     let scope_key = resolve_scope_key(layer.spec.scope, scope.thread_id, scope.resource_id, exec);
-    let key = scoped_key(layer.id(), &scope_key, STATE_KEY);
+    let key = scoped_key(layer.id(), scope_key, STATE_KEY);
     env.states.register_durable(exec, layer.id(), Arc::clone(&env.storage), key);
   }
 }

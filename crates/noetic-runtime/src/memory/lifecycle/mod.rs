@@ -78,7 +78,7 @@ impl ExecScope<'_> {
 impl MemoryEnv {
   /// The skip gate (§5.2): a disabled layer, or one with `init` whose init never ran in this execution.
   pub fn skipped(&self, exec: &str, layer: &Layer) -> bool {
-    self.states.is_disabled(exec, layer.id()) || (layer.has(HookKind::Init) && !self.states.has(exec, layer.id()))
+    self.states.kept_out(exec, layer.id(), layer.has(HookKind::Init))
   }
 
   /// The layers that take part in a phase, in slot order (reversed for dispose).

@@ -57,7 +57,7 @@ pub async fn spawn_layers(
   }
   for layer in child.layers.layers().iter().filter(|layer| layer.spec.scope.is_durable()) {
     let scope_key = resolve_scope_key(layer.spec.scope, child.thread_id, child.resource_id, &child_exec);
-    let key = scoped_key(layer.id(), &scope_key, STATE_KEY);
+    let key = scoped_key(layer.id(), scope_key, STATE_KEY);
     env.states.register_durable(&child_exec, layer.id(), Arc::clone(&env.storage), key);
   }
   Ok(items.into_iter().flatten().collect())
