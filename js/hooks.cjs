@@ -178,8 +178,7 @@ function paramsFor(phase, args, { state, log, exec, runtime, layerId, given }, g
   const p = new HookParams(guard);
   switch (phase) {
     case 'init':
-      // The layer's scoped prefix, as the runtime lays storage out (its durable state is `<prefix>state`).
-      p.storage = runtime.scopedStorage(`layers/${layerId}/${args.scopeKey}/`);
+      p.storage = runtime.scopedStorage(layerId, args.scopeKey);
       p.scopeKey = args.scopeKey;
       p.ctx = exec;
       return p;

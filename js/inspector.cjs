@@ -8,6 +8,7 @@ const { randomBytes, timingSafeEqual } = require('node:crypto');
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { NoeticConfigError } = require('./errors.cjs');
+const { layerPrefix } = require('./storage.cjs');
 
 const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
 // A comment line on each open feed this often, so that proxies and browsers keep it open.
@@ -169,7 +170,7 @@ class Inspector {
     for (const layer of this.harness._layers ?? []) {
       const scope = layer.scope ?? 'thread';
       const scopeKey = scope === 'global' ? '__global__' : scope === 'execution' ? null : scope === 'resource' ? (resourceId ?? threadId) : threadId;
-      const state = scopeKey === null ? undefined : await storage.get(`layers/${layer.id}/${scopeKey}/state`);
+      const state = scopeKey === null ? undefined : await storage.get(`${layerPrefix(layer.id, scopeKey)}state`);
       out.push({ id: layer.id, scope, scopeKey, state: state ?? null });
     }
     return out;

@@ -14,7 +14,7 @@ const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
-const { scopedView } = require('./storage.cjs');
+const { scopedView, layerPrefix } = require('./storage.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
@@ -369,8 +369,9 @@ class Runtime {
     return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
   }
 
-  scopedStorage(prefix) {
-    return scopedView(this.storage, prefix);
+  // The storage a layer's hooks see: the harness's under the layer's scoped prefix.
+  scopedStorage(layerId, scopeKey) {
+    return scopedView(this.storage, layerPrefix(layerId, scopeKey));
   }
 
   // A layer's `provides` function, from `ctx.memory` or as a model tool. Input is validated synchronously, as

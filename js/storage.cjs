@@ -91,6 +91,11 @@ const openPostgresStore = (url, optionsJson) => new PostgresStore(native.NativeS
 
 // `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
 // relative to it (the `keyPrefix` asked for stays on them).
+// A layer's scoped prefix, as the runtime lays storage out (`scoped_prefix`): its durable state is `<prefix>state`.
+function layerPrefix(layerId, scopeKey) {
+  return `layers/${layerId}/${scopeKey}/`;
+}
+
 function scopedView(storage, prefix) {
   return {
     get: (key) => storage.get(prefix + key),
@@ -103,4 +108,4 @@ function scopedView(storage, prefix) {
   };
 }
 
-module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, openPostgresStore, scopedView };
+module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, openPostgresStore, scopedView, layerPrefix };

@@ -99,7 +99,7 @@ function checkBudget(ctx, limits) {
 const frameworkCast = (value) => value;
 
 const { retargetCwdForSpawn } = require('./cwd.cjs');
-const { scopedView } = require('./storage.cjs');
+const { scopedView, layerPrefix } = require('./storage.cjs');
 const { createLayerStateStore } = require('./layer-state.cjs');
 
 // A storage adapter confined to one layer and scope key, as a layer's hooks see theirs. Keys are not escaped, as
@@ -112,7 +112,7 @@ function createScopedStorage(storage, layerId, scopeKey) {
   for (const [name, value] of [['layerId', layerId], ['scopeKey', scopeKey]]) {
     if (typeof value !== 'string') throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: ${name} is ${describeValue(value)}; expected a string.`, hint: 'Pass the layer id and the scope key (for example the thread id) as strings.' });
   }
-  return scopedView(storage, `layers/${layerId}/${scopeKey}/`);
+  return scopedView(storage, layerPrefix(layerId, scopeKey));
 }
 
 module.exports = { allocateBudgets, assembleView, checkBudget, createLayerStateStore, createScopedStorage, frameworkCast, retargetCwdForSpawn };
