@@ -24,8 +24,15 @@ const busy = new Set();
 // Node frees a native object (a dropped harness with its sessions' history) in a finalizer it runs only between
 // macrotasks. Our promises settle in microtasks, so a program awaiting turn after turn never gives it one, and every
 // harness it drops stays in memory until it stops. So once the event loop has not turned for a while, a settlement
-// waits for the next turn (an immediate). Captured at load, so that a test's fake timers cannot stall it.
-const { setImmediate: immediate } = require('node:timers');
+// waits for the next turn.
+// Under Node that turn is a zero-delay timer, not an immediate. Under load, each expired timer (a model's reply)
+// runs a session's whole turn in microtasks, and Node runs every expired timer before it reaches the immediates, so a
+// settlement that waited for an immediate lost a whole round of the other sessions (DECISIONS S15). A timer waits its
+// turn among theirs, and the immediates (with the finalizers) still run on the way to it. Bun's loop is the other
+// way round: there an immediate keeps the sessions' order and a timer lost them a round.
+// Captured at load, so that a test's fake timers cannot stall it.
+const { setImmediate: immediate, setTimeout: timeout } = require('node:timers');
+const nextTurn = globalThis.Bun ? immediate : (turned) => timeout(turned, 0);
 const now = performance.now.bind(performance);
 const STARVED_MS = 10;
 const loop = {
@@ -37,7 +44,7 @@ const loop = {
       // No tick pending: the last one ran, so the loop has turned since it was scheduled.
       this.turnedAt = now();
       // Ref'd (Bun would never run it otherwise): it runs at the loop's next turn, so it holds nothing open.
-      this.tick = immediate(() => this.turned());
+      this.tick = nextTurn(() => this.turned());
     } else if (now() - this.turnedAt >= STARVED_MS) {
       this.deferred.push(() => resolve(value));
       return;
