@@ -541,9 +541,27 @@ test("each response keeps its own turn's lastLayerUsage, read in any order, once
   assert.deepEqual(Object.keys(responses[1]).sort(), ['cost', 'items', 'lastLayerUsage', 'text', 'usage']);
   responses[2].lastLayerUsage = 'mine';
   assert.equal(responses[2].lastLayerUsage, 'mine');
+  // Without layers the usage holds no items and comes with the response: reading it or letting it go asks
+  // nothing of the native side.
   const noLayers = harnessWith(model());
+  const native = noLayers._runtime.native;
+  const crossings = [];
+  for (const name of ['takeLayerUsage', 'dropLayerUsage']) {
+    const original = native[name].bind(native);
+    native[name] = (...args) => (crossings.push(name), original(...args));
+  }
   await noLayers.execute('hi');
-  assert.equal((await noLayers.getAgentResponse()).lastLayerUsage?.layers?.length ?? 0, 0);
+  const plain = await noLayers.getAgentResponse();
+  assert.deepEqual(Object.keys(plain), ['items', 'usage', 'cost', 'text', 'lastLayerUsage']);
+  const usage = plain.lastLayerUsage;
+  assert.deepEqual(usage.layers, []);
+  assert.equal(usage.modelId, 'test/model');
+  assert.equal(usage.totalUsedTokens, usage.systemPromptTokens + usage.toolsTokens + usage.historyTokens);
+  assert.ok(usage.historyTokens > 0);
+  assert.equal(plain.lastLayerUsage, usage, 'read twice, the same object');
+  await noLayers.execute('again');
+  (await noLayers.getAgentResponse()).lastLayerUsage = 'mine';
+  assert.deepEqual(crossings, []);
 });
 
 test('turns of different sessions reach the model in the order of their execute calls, as upstream', async () => {

@@ -113,9 +113,10 @@ function toResponse(runtime, value) {
   let items;
   const native = runtime.native;
   const key = value.usageKey;
-  let taken = false;
-  let usage;
-  // `lastLayerUsage` carries every recalled item, so it crosses only when first read: most responses' never is.
+  // `lastLayerUsage` carries every recalled item, so it crosses only when first read: most responses' never is. A
+  // usage without layers (no items) came with the response.
+  let taken = key === undefined;
+  let usage = value.lastLayerUsage;
   const settle = (self, v) => {
     if (key !== undefined) unreadUsages.unregister(response);
     own(self, 'lastLayerUsage', v);
@@ -138,7 +139,7 @@ function toResponse(runtime, value) {
     get lastLayerUsage() {
       if (!taken) {
         taken = true;
-        const text = key === undefined ? null : native.takeLayerUsage(key);
+        const text = native.takeLayerUsage(key);
         usage = text == null ? undefined : JSON.parse(text);
       }
       settle(this, usage);

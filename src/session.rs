@@ -68,6 +68,10 @@ struct ResponseJson<'a> {
   text_kept: bool,
   #[serde(skip_serializing_if = "Option::is_none")]
   usage_key: Option<u32>,
+  /// A usage without layers carries no items: a few numbers and two ids, sent with the response rather than kept
+  /// on the shelf, which cost a second crossing and a finalizer for every response JS let go.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  last_layer_usage: Option<Box<RawValue>>,
   #[serde(skip_serializing_if = "Option::is_none")]
   cost: Option<f64>,
 }
@@ -106,7 +110,11 @@ impl<'a> ResponseJson<'a> {
       text,
       text_kept: response.text == TurnText::Host,
       usage_key: match (usages, &response.last_layer_usage) {
-        (Some(usages), Some(_)) => Some(usages.put(response)),
+        (Some(usages), Some(usage)) if !usage.layers().is_empty() => Some(usages.put(response)),
+        _ => None,
+      },
+      last_layer_usage: match (usages, &response.last_layer_usage) {
+        (Some(_), Some(usage)) if usage.layers().is_empty() => RawValue::from_string(usage.to_json_text()).ok(),
         _ => None,
       },
       cost: (response.cost > 0.0).then_some(response.cost),
