@@ -89,13 +89,13 @@ const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
 const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
 const openPostgresStore = (url, optionsJson) => new PostgresStore(native.NativeStorage.postgres(url, optionsJson));
 
-// `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
-// relative to it (the `keyPrefix` asked for stays on them).
 // A layer's scoped prefix, as the runtime lays storage out (`scoped_prefix`): its durable state is `<prefix>state`.
 function layerPrefix(layerId, scopeKey) {
   return `layers/${layerId}/${scopeKey}/`;
 }
 
+// `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
+// relative to it (the `keyPrefix` asked for stays on them).
 function scopedView(storage, prefix) {
   return {
     get: (key) => storage.get(prefix + key),

@@ -99,6 +99,12 @@ impl<'a> ResponseJson<'a> {
       TurnText::Json(json) => Some(TextJson::Json(json)),
       TurnText::Undefined | TurnText::Host => None,
     };
+    // A usage with layers waits on the shelf until JS reads it; one without (no items) goes with the response.
+    let (usage_key, last_layer_usage) = match (usages, &response.last_layer_usage) {
+      (Some(_), Some(usage)) if usage.layers().is_empty() => (None, RawValue::from_string(usage.to_json_text()).ok()),
+      (Some(usages), Some(_)) => (Some(usages.put(response)), None),
+      _ => (None, None),
+    };
     Self {
       context_id: &response.context_id,
       log_len: response.log_len,
@@ -109,14 +115,8 @@ impl<'a> ResponseJson<'a> {
       },
       text,
       text_kept: response.text == TurnText::Host,
-      usage_key: match (usages, &response.last_layer_usage) {
-        (Some(usages), Some(usage)) if !usage.layers().is_empty() => Some(usages.put(response)),
-        _ => None,
-      },
-      last_layer_usage: match (usages, &response.last_layer_usage) {
-        (Some(_), Some(usage)) if usage.layers().is_empty() => RawValue::from_string(usage.to_json_text()).ok(),
-        _ => None,
-      },
+      usage_key,
+      last_layer_usage,
       cost: (response.cost > 0.0).then_some(response.cost),
     }
   }
