@@ -386,7 +386,19 @@ function projectedOf(items, log) {
   });
 }
 
+// A batch's calls arrive as `[layer, layerId, ...]` pairs, with each call's own options and args in `own` when the
+// batch's are not shared: objects made here cost far less than JSON.parse building one per call.
+function callsOf(pairs, own) {
+  const calls = [];
+  for (let i = 0; i < pairs.length; i += 2) {
+    const call = { layer: pairs[i], layerId: pairs[i + 1] };
+    calls.push(own ? Object.assign(call, own[i >> 1]) : call);
+  }
+  return calls;
+}
+
 async function runHooks(runtime, batch) {
+  batch.calls = callsOf(batch.calls, batch.own);
   const ctx = runtime.context(batch.context);
   const exec = runtime.execContext(batch.exec);
   const states = runtime.statesOf(batch.exec.executionId);
