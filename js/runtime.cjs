@@ -877,12 +877,18 @@ class Runtime {
 
   async callTestModel(call) {
     const ctx = this.context(call.context);
-    const log = ctx.itemLog._upTo(call.view.reduce((end, entry) => (entry.from === 'log' && entry.end > end ? entry.end : end), 0));
+    // The view comes as flat triples: `0, start, end` (a run of the log), `1, key, index` (a recalled item kept
+    // here), `2, item, 0` (an item of its own).
+    const view = call.view;
+    let end = 0;
+    for (let i = 0; i < view.length; i += 3) if (view[i] === 0 && view[i + 2] > end) end = view[i + 2];
+    const log = ctx.itemLog._upTo(end);
     // A view is mostly long runs of the log: each is copied as one slice, not item by item.
-    const parts = call.view.map((entry) => {
-      if (entry.from === 'log') return log.slice(entry.start, entry.end);
-      return [entry.from === 'recalled' ? this.recalled.get(entry.key)[entry.index] : entry.item];
-    });
+    const parts = [];
+    for (let i = 0; i < view.length; i += 3) {
+      const kind = view[i];
+      parts.push(kind === 0 ? log.slice(view[i + 1], view[i + 2]) : [kind === 1 ? this.recalled.get(view[i + 1])[view[i + 2]] : view[i + 1]]);
+    }
     const items = joined(parts);
     const tools = call.tools.map((t) => this.modelTool(t, ctx));
     // A step's call names the context's layers as they are now (a `provide` adds some); a call aside does not.

@@ -515,8 +515,10 @@ pub enum ViewEntry {
 }
 
 impl ViewEntry {
-  /// The entries as a JSON array: `{from: 'log', start, end}`, `{from: 'recalled', key, index}` for a layer item
-  /// the host keeps, or `{from: 'layer', item}` with the item written as its own JSON text.
+  /// The entries as one flat JSON array of triples: `0, start, end` for a run of the log, `1, key, index` for a
+  /// layer item the host keeps, `2, item, 0` for one written as its own JSON text. Flat, because JS parses every
+  /// byte of a model call and an object per entry cost it several times what the numbers cost (a view has an entry
+  /// per recalled item).
   pub fn write_json(entries: &[ViewEntry], out: &mut String) {
     out.push('[');
     for (i, entry) in entries.iter().enumerate() {
@@ -525,15 +527,15 @@ impl ViewEntry {
       }
       match entry {
         Self::Log { start, end } => {
-          let _ = write!(out, r#"{{"from":"log","start":{start},"end":{end}}}"#);
+          let _ = write!(out, "0,{start},{end}");
         }
         Self::Layer { kept: Some((key, index)), .. } => {
-          let _ = write!(out, r#"{{"from":"recalled","key":{key},"index":{index}}}"#);
+          let _ = write!(out, "1,{key},{index}");
         }
         Self::Layer { item, kept: None } => {
-          out.push_str(r#"{"from":"layer","item":"#);
+          out.push_str("2,");
           out.push_str(item.json_text());
-          out.push('}');
+          out.push_str(",0");
         }
       }
     }
