@@ -23,52 +23,41 @@ const busy = new Set();
 
 // Node frees a native object (a dropped harness with its sessions' history) in a finalizer it runs only between
 // macrotasks. Our promises settle in microtasks, so a program awaiting turn after turn never gives it one, and every
-// harness it drops stays in memory until it stops. So once the microtask queue has gone 10 ms without draining, a
-// settlement waits for the event loop's next turn, and the run of microtasks ends there.
-// Whether the queue has drained is told by a nextTick: one queued from a microtask runs only once the queue is empty
-// (in Node and in Bun). A loop busy with many macrotasks (a thousand sessions whose model replies arrive by timer)
-// drains between them, so no settlement of theirs waits: waiting for the loop's turn instead, as this did before,
-// made a settlement lose a whole round of the other sessions' timers (DECISIONS S15, S18).
-// The turn waited for is a zero-delay timer under Node (the immediates and Node's finalizers run on the way to it)
-// and an immediate under Bun.
+// harness it drops stays in memory until it stops. So once the event loop has not turned for a while, a settlement
+// waits for the next turn.
+// Under Node that turn is a zero-delay timer, not an immediate. Under load, each expired timer (a model's reply)
+// runs a session's whole turn in microtasks, and Node runs every expired timer before it reaches the immediates, so a
+// settlement that waited for an immediate lost a whole round of the other sessions (DECISIONS S15). A timer waits its
+// turn among theirs, and the immediates (with the finalizers) still run on the way to it. Bun's loop is the other
+// way round: there an immediate keeps the sessions' order and a timer lost them a round.
 // Captured at load, so that a test's fake timers cannot stall it.
 const { setImmediate: immediate, setTimeout: timeout } = require('node:timers');
 const nextTurn = globalThis.Bun ? immediate : (turned) => timeout(turned, 0);
-const nextTick = process.nextTick.bind(process);
 const now = performance.now.bind(performance);
 const STARVED_MS = 10;
 const loop = {
-  // A nextTick is queued and has not run: the microtask queue has not drained since `probedAt`.
-  probing: false,
-  probedAt: 0,
-  // The loop's turn the waiting settlements wait for.
   tick: undefined,
+  turnedAt: 0,
   deferred: [],
   settle(resolve, value) {
-    if (!this.probing) {
-      this.probing = true;
-      this.probedAt = now();
-      nextTick(drained);
-    } else if (now() - this.probedAt >= STARVED_MS) {
-      this.deferred.push(() => resolve(value));
+    if (this.tick === undefined) {
+      // No tick pending: the last one ran, so the loop has turned since it was scheduled.
+      this.turnedAt = now();
       // Ref'd (Bun would never run it otherwise): it runs at the loop's next turn, so it holds nothing open.
-      this.tick ??= nextTurn(turned);
+      this.tick = nextTurn(() => this.turned());
+    } else if (now() - this.turnedAt >= STARVED_MS) {
+      this.deferred.push(() => resolve(value));
       return;
     }
     resolve(value);
   },
+  turned() {
+    this.tick = undefined;
+    const deferred = this.deferred;
+    this.deferred = [];
+    for (const resume of deferred) resume();
+  },
 };
-
-function drained() {
-  loop.probing = false;
-}
-
-function turned() {
-  loop.tick = undefined;
-  const deferred = loop.deferred;
-  loop.deferred = [];
-  for (const resume of deferred) resume();
-}
 
 // Resolves `resolve` with `value` now, or after the event loop's next turn if it has gone without one (see above).
 function settleSoon(resolve, value) {
