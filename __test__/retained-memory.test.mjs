@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { AgentHarness, createMessage, spawn, step } from '../js/index.mjs';
 import { slow } from './helpers.mjs';
 
-const collect = () => (globalThis.gc ? globalThis.gc() : globalThis.Bun?.gc(true));
+// Without a collector to call (node without --expose-gc, as `npm test` passes it), heap growth measures nothing.
+const collect = globalThis.gc ?? (globalThis.Bun ? () => globalThis.Bun.gc(true) : undefined);
 
 function everyHook(i) {
   return {
@@ -28,7 +29,7 @@ function everyHook(i) {
   };
 }
 
-test('1,000 executions in a row retain nothing', { timeout: slow(60_000) }, async () => {
+test('1,000 executions in a row retain nothing', { timeout: slow(60_000), skip: collect ? false : 'needs --expose-gc' }, async () => {
   let n = 0;
   const model = async () => ({ items: [{ id: `m${++n}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'x'.repeat(2000) }] }] });
   const harness = new AgentHarness({ name: 'soak', params: {}, memory: [0, 1, 2, 3].map(everyHook), _testCallModel: model, onDiagnostic: (d) => assert.fail(JSON.stringify(d)) });
