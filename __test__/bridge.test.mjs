@@ -159,7 +159,9 @@ test('discarded harnesses are garbage-collected, with or without a finished run'
     gc();
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  assert.ok(collected >= count - 1, `collected ${collected} of ${count}`);
+  // Bun's collector scans the native stack conservatively, so a few harnesses whose addresses linger in a stack slot
+  // stay alive (CI saw 1998 of 2000). A leak in the bridge would keep every harness with a run (100) or all of them.
+  assert.ok(collected >= count - 10, `collected ${collected} of ${count}`);
 });
 
 test('a harness nobody references is kept until its run settles', { timeout: slow(20_000) }, async () => {
