@@ -507,16 +507,17 @@ test('awaiting turn after turn still lets the event loop turn, where Node frees 
 });
 
 // Node only: there the wait for the loop's turn is a timer (js/liveness.cjs, DECISIONS S15, S18).
-test('under load, few turns lose their place among the other sessions', { skip: Boolean(globalThis.Bun) }, () => {
+test('under load, no turn loses its place among the other sessions for long', { skip: Boolean(globalThis.Bun) }, () => {
   // A thousand sessions whose model answers from a timer keep Node's timers phase busy for longer than the 10 ms
   // after which an answer waits for the loop to turn. Counted in model calls, one turn of a session spans about one
-  // round of the others'. An answer that waited behind every expired timer (an immediate) spanned two; with the
-  // timer, a few turns in some runs still do (up to 4% here), so the test bounds their share.
+  // round of the others', some two (an answer that waited behind a round of expired timers). How many span two moves
+  // with the machine, and no longer tells the rule from an immediate's (0-21% of turns in seventeen runs here, with
+  // either), so the test bounds the widest span (DECISIONS S18): no turn loses more than a round.
   const fixture = fileURLToPath(new URL('./fixtures/session-order.mjs', import.meta.url));
   const result = spawnSync(process.execPath, [fixture], { encoding: 'utf8', timeout: slow(60_000) });
   assert.equal(result.status, 0, result.stderr);
   const { widest, p99, over } = JSON.parse(result.stdout);
-  assert.ok(over < 0.08, `${(100 * over).toFixed(1)}% of turns spanned over 1.5 rounds of the other sessions' model calls (widest ${widest.toFixed(2)}, p99 ${p99.toFixed(2)})`);
+  assert.ok(widest < 2.5, `a turn spanned ${widest.toFixed(2)} rounds of the other sessions' model calls (p99 ${p99.toFixed(2)}, ${(100 * over).toFixed(1)}% over 1.5)`);
 });
 
 test("each response keeps its own turn's lastLayerUsage, read in any order, once or many times", async () => {

@@ -109,6 +109,10 @@ struct View {
 }
 
 impl Harness {
+  /// Its memory phases (append, recall, projection, steering, store) and the tool loop are awaited boxed: this future
+  /// lives as long as the step, held by every turn in flight while the model answers, and an async fn's future is as
+  /// large as the largest thing it awaits. Inline they made it 5 KB (and the turn's in-flight state 16 KB a session);
+  /// a box costs one allocation, and only while its phase runs.
   pub(crate) async fn execute_llm(
     &self,
     step: &LlmStep,
@@ -149,7 +153,7 @@ impl Harness {
         None => create_message(&query, "user")?,
       });
       let items = if has_layers {
-        lifecycle::append_items(&self.env, &self.scope(ctx), vec![message]).await?
+        Box::pin(lifecycle::append_items(&self.env, &self.scope(ctx), vec![message])).await?
       } else {
         vec![message]
       };
@@ -179,7 +183,7 @@ impl Harness {
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
       let keep_recalled = matches!(*self.model, Model::Host);
-      lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache, keep_recalled).await
+      Box::pin(lifecycle::recall_layers(&self.env, &self.scope(ctx), &budgets, &query, cache, keep_recalled)).await
     } else {
       Vec::new()
     };
@@ -198,12 +202,15 @@ impl Harness {
     let response = loop {
       // Layers may project the history (read-side, once per model attempt, §11.1).
       let read_log = |read: &mut dyn FnMut(&ItemLog)| read(&ctx.state().log);
-      let projected =
-        if has_layers { lifecycle::project_history(&self.env, &self.scope(ctx), None, &read_log).await? } else { None };
+      let projected = if has_layers {
+        Box::pin(lifecycle::project_history(&self.env, &self.scope(ctx), None, &read_log)).await?
+      } else {
+        None
+      };
       let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
       if policy.overflow == Overflow::Summarize
         && !view.dropped.is_empty()
-        && self.summarize_overflow(ctx, step, &policy, view.dropped.clone()).await
+        && Box::pin(self.summarize_overflow(ctx, step, &policy, view.dropped.clone())).await
       {
         view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
       }
@@ -220,7 +227,7 @@ impl Harness {
       track_usage(ctx, &response);
       let decision = if has_layers {
         let usage = || json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
-        lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage).await?
+        Box::pin(lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage)).await?
       } else {
         SteeringDecision::ALLOW
       };
@@ -251,7 +258,7 @@ impl Harness {
           let guidance = decision.guidance.as_deref().unwrap_or("Please adjust your response.");
           // The guidance is an injected message: it passes through onItemAppend (D7).
           let message = Arc::new(create_message(guidance, "developer")?);
-          for item in lifecycle::append_items(&self.env, &self.scope(ctx), vec![message]).await? {
+          for item in Box::pin(lifecycle::append_items(&self.env, &self.scope(ctx), vec![message])).await? {
             ctx.state().log.push(item);
           }
           retries += 1;
@@ -291,7 +298,7 @@ impl Harness {
     if has_layers {
       let usage = json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
       let scope = self.scope(ctx);
-      lifecycle::store_layers(&self.env, &scope, &response.items, Some((from, to)), usage, from_host).await;
+      Box::pin(lifecycle::store_layers(&self.env, &scope, &response.items, Some((from, to)), usage, from_host)).await;
       // D6: every eventual layer, not only those whose store changed state: tools, onItemAppend and in-place
       // mutation change state too. The next model call sees whichever refreshes have finished by then.
       if let Some(cache) = self.recall_cache_in_use() {
@@ -383,8 +390,9 @@ impl Harness {
     };
     match &*self.model {
       Model::None => Err(no_provider().into()),
-      Model::Scripted(model) => self.tool_loop(model, request, view.items, ctx, memory).await,
-      Model::OpenRouter(provider) => self.tool_loop(provider, request, view.items, ctx, memory).await,
+      // Boxed: a JS model's round is far smaller than the tool loop, and this future lives while the model answers.
+      Model::Scripted(model) => Box::pin(self.tool_loop(model, request, view.items, ctx, memory)).await,
+      Model::OpenRouter(provider) => Box::pin(self.tool_loop(provider, request, view.items, ctx, memory)).await,
       Model::Host => {
         let call = ModelCall {
           context: ctx.id.clone(),

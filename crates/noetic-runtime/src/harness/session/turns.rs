@@ -208,7 +208,8 @@ impl Harness {
     let (items, unchanged) = if ctx.layers().is_empty() || input.is_empty() {
       (input, true)
     } else {
-      let items = lifecycle::append_items(&self.env, &self.scope(ctx), input.clone()).await?;
+      // Boxed: inline, onItemAppend's future would size the turn's, which waits on the model for most of its life.
+      let items = Box::pin(lifecycle::append_items(&self.env, &self.scope(ctx), input.clone())).await?;
       let unchanged = items.len() == input.len() && items.iter().zip(&input).all(|(a, b)| Arc::ptr_eq(a, b));
       (items, unchanged)
     };
