@@ -225,6 +225,23 @@ async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &
   Ok(())
 }
 
+/// A branch: its route chooses a step (or none, passing the input through), which runs nested.
+async fn run_branch(
+  harness: &Harness,
+  id: &str,
+  route: HostRef,
+  input: StepValue,
+  ctx: &Arc<ExecContext>,
+  depth: usize,
+) -> RunResult<StepValue> {
+  let call = StepFnCall { func: route, context: ctx.id.clone(), input: (&input).into() };
+  // The route's own error propagates as it is, as upstream's does.
+  match step_source(harness, id)?.route(call).await? {
+    None => Ok(input),
+    Some(chosen) => nested(harness, &chosen, input, ctx, depth + 1).await,
+  }
+}
+
 async fn run_step(
   harness: &Harness,
   step: &Step,
@@ -234,7 +251,10 @@ async fn run_step(
 ) -> RunResult<StepValue> {
   // The step kinds that run steps of their own, and the LLM step, poll in frames of their own (`frame_of`).
   match step {
-    Step::Run { id, execute, retry } => run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx).await,
+    // Boxed as the others' frames are: inline, its retry loop sized every step's future, an LLM step's too (S20).
+    Step::Run { id, execute, retry } => {
+      Box::pin(run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx)).await
+    }
     Step::Tool { id, tool, args } => {
       let call =
         ToolStepCall { tool: *tool, args: *args, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
@@ -244,14 +264,7 @@ async fn run_step(
         other => step_failed_by(id, &other, false).into(),
       })
     }
-    Step::Branch { id, route, .. } => {
-      let call = StepFnCall { func: *route, context: ctx.id.clone(), input: (&input).into() };
-      // The route's own error propagates as it is, as upstream's does.
-      match step_source(harness, id)?.route(call).await? {
-        None => Ok(input),
-        Some(chosen) => nested(harness, &chosen, input, ctx, depth + 1).await,
-      }
-    }
+    Step::Branch { id, route, .. } => frame_of(run_branch(harness, id, *route, input, ctx, depth)).await,
     Step::Provide { child, memory, .. } => {
       let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
       nested(harness, child, input, ctx, depth + 1).await
