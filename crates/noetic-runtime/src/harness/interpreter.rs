@@ -249,11 +249,11 @@ async fn run_step(
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
-  // The step kinds that run steps of their own, and the LLM step, poll in frames of their own (`frame_of`).
+  // The step kinds that run steps of their own, the LLM step and `step.run`'s retry loop poll in frames of their own
+  // (`frame_of`): inline, the largest would size every step's future, held while the step waits on JS (S20).
   match step {
-    // Boxed as the others' frames are: inline, its retry loop sized every step's future, an LLM step's too (S20).
     Step::Run { id, execute, retry } => {
-      Box::pin(run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx)).await
+      frame_of(run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx)).await
     }
     Step::Tool { id, tool, args } => {
       let call =
