@@ -25,8 +25,15 @@ mod workflow;
 
 use napi_derive::napi;
 
-/// mimalloc, as rolldown and oxc use: each hook batch and model step makes and drops many small strings, items and
-/// maps, and glibc's malloc and free were the largest native cost of a turn after the work itself.
+/// A faster allocator than the system's: each hook batch and model step makes and drops many small strings, items
+/// and maps, and glibc's malloc and free were the largest native cost of a turn after the work itself. mimalloc, as
+/// rolldown and oxc use, except on x86-64 Linux, where jemalloc served a loaded process's cold blocks faster
+/// (DECISIONS S21); other targets keep mimalloc, whose build needs nothing of the target's page size.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
