@@ -15,7 +15,9 @@ function countBatches(harness) {
   const counted = { hooks: 0 };
   const pump = runtime.pump;
   runtime.pump = (batch) => {
-    if (batch) for (const [, , message] of JSON.parse(batch)) if (message.op === 'hooks') counted.hooks++;
+    // A batch is flat: `[id, foreground, message, ...]`.
+    const requests = batch ? JSON.parse(batch) : [];
+    for (let i = 2; i < requests.length; i += 3) if (requests[i].op === 'hooks') counted.hooks++;
     return pump.call(runtime, batch);
   };
   return counted;

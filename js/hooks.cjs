@@ -401,13 +401,13 @@ async function runHooks(runtime, batch) {
   batch.calls = callsOf(batch.calls, batch.own);
   const ctx = runtime.context(batch.context);
   const exec = runtime.execContext(batch.exec);
-  const states = runtime.statesOf(batch.exec.executionId);
+  const states = runtime.statesOf(exec.executionId);
   const log = ctx.itemLog;
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
   // Items not in the log that a phase is about: a store of ctx.harness.storeLayers' own response.
   const given = batch.phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined;
-  // The call options, the batch's own when every call has the same.
-  const each = batch.each;
+  // The call options, the batch's own when every call has the same (`[timeoutMs, write, persist, stopOnError]`).
+  const each = batch.each && { timeoutMs: batch.each[0], write: batch.each[1], persist: batch.each[2], stopOnError: batch.each[3] };
   // One hook call, in one async frame: a hook that answers without a promise is not awaited, and one that returns a
   // promise is awaited as it is unless a deadline races it (each layer of promises cost a tick per call).
   // `args`: what a pipeline passes on; otherwise the call's own, or those every call of the batch shares.
@@ -448,7 +448,7 @@ async function runHooks(runtime, batch) {
     } catch (e) {
       reply = failed(e, runtime);
       // The native gate keeps such a layer out from now on; a user's layerStateStore hears of it too.
-      if (batch.phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(batch.exec.executionId, c.layerId);
+      if (batch.phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(exec.executionId, c.layerId);
       // A steering hook fails open, except on a configuration error, which propagates (§14.1).
       if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
     }

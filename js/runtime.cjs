@@ -211,19 +211,17 @@ class Runtime {
     this.pump(requests);
   }
 
-  // Requests from a native call (or the dispatcher) come as one JSON text, `[[id, foreground, message], ...]`, and are
-  // answered in order, iteratively: a request answered at once returns the next ones from its reply, and a long run
-  // of those must not grow the stack.
+  // Requests from a native call (or the dispatcher) come as one JSON text, `[id, foreground, message, ...]` (flat:
+  // three entries a request), and are answered in order, iteratively: a request answered at once returns the next
+  // ones from its reply, and a long run of those must not grow the stack.
   pump(batch) {
     if (!batch) return;
-    for (const request of JSON.parse(batch)) this.inbox.push(request);
+    const requests = JSON.parse(batch);
+    for (let i = 0; i < requests.length; i++) this.inbox.push(requests[i]);
     if (this.pumping) return;
     this.pumping = true;
     try {
-      for (let i = 0; i < this.inbox.length; i++) {
-        const [id, foreground, message] = this.inbox[i];
-        this.receive(id, message, foreground);
-      }
+      for (let i = 0; i < this.inbox.length; i += 3) this.receive(this.inbox[i], this.inbox[i + 2], this.inbox[i + 1]);
     } finally {
       this.inbox.length = 0;
       this.pumping = false;
@@ -328,27 +326,30 @@ class Runtime {
     }
   }
 
-  execContext(info) {
+  // The `ctx` a hook or a layer function gets, from the execution's facts as the native side lists them:
+  // `[executionId, threadId, resourceId | null, depth, stepNumber, inputTokens, outputTokens, cost, hasModel]`.
+  // `layerFn`: for a `provides` function, which is never given a model (upstream's key is there, undefined).
+  execContext(info, layerFn = false) {
+    const executionId = info[0];
     return {
-      executionId: info.executionId,
-      threadId: info.threadId,
-      resourceId: info.resourceId,
-      depth: info.depth,
-      stepNumber: info.stepNumber,
-      tokenUsage: { ...info.tokenUsage },
-      cost: info.cost,
+      executionId,
+      threadId: info[1],
+      resourceId: info[2] ?? undefined,
+      depth: info[3],
+      stepNumber: info[4],
+      tokenUsage: { input: info[5], output: info[6] },
+      cost: info[7],
       fs: this.harness.fs,
       shell: this.harness.shell,
-      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens. A
-      // `provides` function is never given one (upstream's key is there, undefined).
-      ...(info.hasModel ? { callModel: (request) => this.callModel(request) } : info.layerFn ? { callModel: undefined } : {}),
+      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
+      ...(info[8] ? { callModel: (request) => this.callModel(request) } : layerFn ? { callModel: undefined } : {}),
       tokenize: this.tokenize,
       trace: { setAttribute() {}, addEvent() {} },
       readLayerState: (id) => {
-        const ctx = this.contexts.get(info.executionId);
+        const ctx = this.contexts.get(executionId);
         const entry = ctx?._layers.find((l) => l.id === id);
         const layer = entry && this.handles.get(entry.handle);
-        return layer ? this.layerState(info.executionId, layer) : this.layerStates.get(info.executionId, id);
+        return layer ? this.layerState(executionId, layer) : this.layerStates.get(executionId, id);
       },
     };
   }
@@ -383,7 +384,9 @@ class Runtime {
       return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
     }
     const states = this.statesOf(ctx.id);
-    const exec = this.execContext({ executionId: ctx.id, threadId: ctx.threadId, resourceId: ctx.resourceId, depth: ctx.depth, stepNumber: ctx.stepCount, tokenUsage: ctx.tokens, cost: ctx.cost, layerFn: true });
+    const tokens = ctx.tokens;
+    const exec = this.execContext([ctx.id, ctx.threadId, ctx.resourceId, ctx.depth, ctx.stepCount, tokens.input, tokens.output, ctx.cost, false], true);
+    exec.tokenUsage = { ...tokens }; // the context's own counts, as they are (with their total)
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);

@@ -51,18 +51,18 @@ pub struct JsRequest {
   foreground: bool,
 }
 
-/// Requests as one JSON text, `[[id, foreground, message], ...]`, or `None` for none: one string crosses and JS
-/// parses it once, where an object per request would cost a property definition each.
+/// Requests as one JSON text, `[id, foreground, message, id, foreground, message, ...]`, or `None` for none: one
+/// string crosses and JS parses it once, where an object per request would cost a property definition each. Flat,
+/// not an array per request: JS built and collected one more object per request (eight or more a session turn).
 pub fn batch_text(requests: &[JsRequest]) -> Option<String> {
   if requests.is_empty() {
     return None;
   }
   let mut text = String::with_capacity(requests.iter().map(|r| r.text.len() + 16).sum::<usize>() + 2);
   for (i, JsRequest { id, text: message, foreground }) in requests.iter().enumerate() {
-    text.push_str(if i == 0 { "[[" } else { ",[" });
+    text.push(if i == 0 { '[' } else { ',' });
     let _ = write!(text, "{id},{foreground},");
     text.push_str(message);
-    text.push(']');
   }
   text.push(']');
   Some(text)

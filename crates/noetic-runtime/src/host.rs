@@ -18,12 +18,10 @@ use crate::tools::ToolDef;
 pub type HostRef = u64;
 
 /// What the hook code sees of the execution (`ExecutionContext`); copied when the batch is built, as upstream.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct ExecInfo {
   pub execution_id: String,
   pub thread_id: String,
-  #[serde(skip_serializing_if = "Option::is_none")]
   pub resource_id: Option<String>,
   pub depth: u32,
   pub step_number: u64,
@@ -32,8 +30,27 @@ pub struct ExecInfo {
   /// Whether `callModel` is present on the hook's context (D8).
   pub has_model: bool,
   /// The root context of the run, which names its trace (D14); not sent to the host.
-  #[serde(skip)]
   pub trace_id: String,
+}
+
+impl Serialize for ExecInfo {
+  /// Written as a list, `[executionId, threadId, resourceId, depth, stepNumber, inputTokens, outputTokens, cost,
+  /// hasModel]` (`resourceId` null when there is none): every hook batch carries one, and JS builds the context
+  /// object from it, where V8's JSON.parse built two objects a batch (this one and its token usage).
+  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    (
+      &self.execution_id,
+      &self.thread_id,
+      &self.resource_id,
+      self.depth,
+      self.step_number,
+      self.token_usage.input,
+      self.token_usage.output,
+      self.cost,
+      self.has_model,
+    )
+      .serialize(serializer)
+  }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -226,6 +243,14 @@ impl Serialize for HookBatch {
       persist: bool,
       stop_on_error: bool,
     }
+    /// The batch's shared options as a list, `[timeoutMs, write, persist, stopOnError]`: JS makes the object.
+    struct Each(Options);
+    impl Serialize for Each {
+      fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Options { timeout_ms, write, persist, stop_on_error } = &self.0;
+        (timeout_ms, write, persist, stop_on_error).serialize(serializer)
+      }
+    }
     #[derive(Serialize)]
     struct Own<'a> {
       #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -256,7 +281,7 @@ impl Serialize for HookBatch {
       #[serde(skip_serializing_if = "Option::is_none")]
       own: Option<Vec<Own<'a>>>,
       #[serde(skip_serializing_if = "Option::is_none")]
-      each: Option<Options>,
+      each: Option<Each>,
       #[serde(skip_serializing_if = "Option::is_none")]
       args: Option<&'a HookArgs>,
       #[serde(skip_serializing_if = "Option::is_none")]
@@ -295,7 +320,7 @@ impl Serialize for HookBatch {
       exec: &self.exec,
       calls: Pairs(&self.calls),
       own,
-      each,
+      each: each.map(Each),
       args: shared,
       new_items: self.new_items.as_ref(),
       items: self.items.as_ref(),
@@ -929,10 +954,7 @@ mod tests {
   #[test]
   fn call_options_every_call_shares_are_written_once() {
     let shared = batch(&["q", "q"]);
-    assert_eq!(
-      shared["each"],
-      serde_json::json!({ "timeoutMs": 5000.0, "write": "ifDefined", "persist": true, "stopOnError": false })
-    );
+    assert_eq!(shared["each"], serde_json::json!([5000.0, "ifDefined", true, false]));
     assert_eq!(shared["calls"], serde_json::json!([0, "l0", 1, "l1"]));
 
     let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
@@ -947,5 +969,16 @@ mod tests {
     assert_eq!(mixed["own"][1]["stopOnError"], true);
     assert_eq!(mixed["own"][1]["timeoutMs"], 5000.0);
     assert!(mixed["own"][1].get("args").is_none());
+  }
+
+  #[test]
+  fn an_execution_is_written_as_a_list() {
+    let mut exec = info();
+    exec.token_usage = TokenCounts { input: 12.0, output: 3.0 };
+    assert_eq!(serde_json::to_value(&exec).unwrap(), serde_json::json!(["E", "T", null, 0, 1, 12.0, 3.0, 0.0, false]));
+    exec.resource_id = Some("R".into());
+    exec.has_model = true;
+    assert_eq!(serde_json::to_value(&exec).unwrap()[2], "R");
+    assert_eq!(serde_json::to_value(&exec).unwrap()[8], true);
   }
 }
