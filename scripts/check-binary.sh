@@ -2,7 +2,7 @@
 # Static checks of one platform package's binary (the one scripts/build-platform.sh made), for what cannot be run here
 # and what running would not show: the file format and architecture, the oldest OS it loads on (glibc 2.17; macOS
 # 10.13 or 11.0), the libraries it needs (no macOS framework; Windows system DLLs only, and not node.exe), the
-# Node-API entry point, and that the symbol table is stripped.
+# Node-API entry point (on Linux, the only symbol it exports), and that the symbol table is stripped.
 #   bash scripts/check-binary.sh <platform> [FILE]
 # The LLVM tools that read every format come from rustup (`llvm-tools`), installed on first use.
 set -euo pipefail
@@ -40,8 +40,11 @@ case $platform in
       floor=musl
     fi
     readobj --sections | grep 'Name: .symtab ' >/dev/null && fail "is not stripped (.symtab)"
-    readobj --dyn-syms | grep 'Name: napi_register_module_v1' >/dev/null || fail "does not export napi_register_module_v1"
-    echo "$platform: $format, $floor, needs $needed, stripped, exports napi_register_module_v1"
+    # Node-API's entry point and nothing else: in particular no malloc or free of the addon's allocator (jemalloc
+    # or mimalloc, DECISIONS S21), which would serve the whole process in place of its own.
+    exported=$("$bin/llvm-nm" -D --defined-only "$file" | awk '{ print $NF }' | sort -u | tr '\n' ' ')
+    [ "$exported" = "napi_register_module_v1 " ] || fail "exports more than napi_register_module_v1: $exported"
+    echo "$platform: $format, $floor, needs $needed, stripped, exports napi_register_module_v1 only"
     ;;
   darwin-*)
     minos=$("$bin/llvm-objdump" --macho --private-headers "$file" | awk '/LC_BUILD_VERSION/ {b=1} b && $1 == "minos" {print $2; exit} /LC_VERSION_MIN_MACOSX/ {v=1} v && $1 == "version" {print $2; exit}')
