@@ -328,8 +328,9 @@ class Runtime {
 
   // The `ctx` a hook or a layer function gets, from the execution's facts as the native side lists them:
   // `[executionId, threadId, resourceId | null, depth, stepNumber, inputTokens, outputTokens, cost, hasModel]`.
-  // `layerFn`: for a `provides` function, which is never given a model (upstream's key is there, undefined).
-  execContext(info, layerFn = false) {
+  // `layerFn`: for a `provides` function, which is never given a model (upstream's key is there, undefined), and
+  // gets its context's own token counts (`tokenUsage`, with their total) in place of the listed two.
+  execContext(info, layerFn = false, tokenUsage = undefined) {
     const executionId = info[0];
     return {
       executionId,
@@ -337,7 +338,7 @@ class Runtime {
       resourceId: info[2] ?? undefined,
       depth: info[3],
       stepNumber: info[4],
-      tokenUsage: { input: info[5], output: info[6] },
+      tokenUsage: tokenUsage ?? { input: info[5], output: info[6] },
       cost: info[7],
       fs: this.harness.fs,
       shell: this.harness.shell,
@@ -384,9 +385,8 @@ class Runtime {
       return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
     }
     const states = this.statesOf(ctx.id);
-    const tokens = ctx.tokens;
-    const exec = this.execContext([ctx.id, ctx.threadId, ctx.resourceId, ctx.depth, ctx.stepCount, tokens.input, tokens.output, ctx.cost, false], true);
-    exec.tokenUsage = { ...tokens }; // the context's own counts, as they are (with their total)
+    const facts = [ctx.id, ctx.threadId, ctx.resourceId, ctx.depth, ctx.stepCount, undefined, undefined, ctx.cost, false];
+    const exec = this.execContext(facts, true, { ...ctx.tokens });
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);
