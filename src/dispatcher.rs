@@ -200,6 +200,14 @@ impl Dispatch {
     self.post(request)
   }
 
+  /// Posts `requests` to JS as one batch (the turn worker's, see `driver.rs`).
+  pub fn post_batch(&self, requests: &[JsRequest]) {
+    if let Some(text) = batch_text(requests) {
+      // A harness whose JS side is gone cannot take them; nothing waits on that.
+      let _ = self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking);
+    }
+  }
+
   fn post(&self, request: JsRequest) -> Status {
     let text = batch_text(std::slice::from_ref(&request)).unwrap_or_default();
     self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking)

@@ -1,10 +1,18 @@
-//! Runs and session turns are polled on the JS thread, inside the native calls JS makes anyway.
+//! Runs and session turns are polled on the JS thread, inside the native calls JS makes anyway, or, while a harness
+//! has many runs in flight, on the turn worker, a thread of its own.
 //!
 //! A run spends most of its life waiting on JS (hooks, step functions, the test model). Polled on a tokio thread,
 //! every such wait costs two thread hand-offs: the request wakes the JS thread, the reply wakes the worker. Here the
 //! reply's own native call (`NativeHarness.reply`) polls the woken run straight away, and the requests the run makes
 //! while being polled are returned to that call instead of being posted (see `dispatcher::Outbox`). A wake from
 //! elsewhere (a tokio timer, the HTTP client, SQLite's blocking pool) asks JS to poll through the weak dispatcher.
+//!
+//! Under load the hand-offs are worth it (DECISIONS S24). With many sessions at once the JS thread is the one that
+//! is short: it runs every session's hooks and model calls, and polling their runs in its native calls adds the
+//! runtime's work to its own. While a harness has 64 or more runs in flight, a reply only wakes its run
+//! and returns; the turn worker polls the woken runs and posts their requests to JS, one batch for all the runs it
+//! polled in a round. The JS thread and the worker then work side by side, and a batch crosses once for many
+//! sessions. Below that, a hand-off would cost a lone run more than it saves, and runs are polled inline.
 //!
 //! Tokio stays the reactor: futures are polled inside the runtime's context, so their timers, sockets and
 //! `spawn_blocking` work as on a worker thread.
@@ -14,7 +22,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
 use napi::bindgen_prelude::within_runtime_if_available;
@@ -27,11 +35,23 @@ type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// starve JS).
 const POLLS_PER_DRIVE: usize = 4096;
 
+/// Runs in flight from which a harness's runs are polled on the turn worker (see the module's doc and S24).
+/// `NOETIC_TURN_WORKER_AT` sets another count, read once: 1 puts every harness on the worker (the tests run so).
+fn offload_at() -> usize {
+  const OFFLOAD_AT: usize = 64;
+  static AT: OnceLock<usize> = OnceLock::new();
+  *AT.get_or_init(|| {
+    std::env::var("NOETIC_TURN_WORKER_AT").ok().and_then(|v| v.parse().ok()).filter(|&at| at > 0).unwrap_or(OFFLOAD_AT)
+  })
+}
+
 pub struct Driver {
   shared: Arc<Shared>,
 }
 
 struct Shared {
+  /// Itself, for the turn worker's queue.
+  me: Weak<Shared>,
   dispatch: Dispatch,
   state: Mutex<State>,
   next: AtomicU64,
@@ -45,6 +65,15 @@ struct State {
   live: HashMap<u64, Arc<Task>>,
   /// The JS thread is in `drive`: it will see anything pushed to `ready`.
   driving: bool,
+  /// The turn worker is polling this harness's runs, or has it queued: it will see anything pushed to `ready`.
+  offloaded: bool,
+}
+
+impl State {
+  /// Enough runs in flight for the turn worker, if it could be started.
+  fn busy(&self) -> bool {
+    self.live.len() >= offload_at() && TurnWorker::get().is_some()
+  }
 }
 
 struct Task {
@@ -56,10 +85,18 @@ struct Task {
 
 impl Driver {
   pub fn new(dispatch: Dispatch) -> Self {
-    Self { shared: Arc::new(Shared { dispatch, state: Mutex::default(), next: AtomicU64::new(1) }) }
+    Self {
+      shared: Arc::new_cyclic(|me| Shared {
+        me: Weak::clone(me),
+        dispatch,
+        state: Mutex::default(),
+        next: AtomicU64::new(1),
+      }),
+    }
   }
 
-  /// Queues `work`; it first runs at the next `drive` (JS calls one right after starting a run).
+  /// Queues `work`; it first runs at the next `drive` (JS calls one right after starting a run), or on the turn
+  /// worker when the harness is busy.
   pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
     let task = Arc::new(Task {
       id: self.shared.next.fetch_add(1, Ordering::Relaxed),
@@ -70,30 +107,31 @@ impl Driver {
     let mut state = self.shared.state();
     state.live.insert(task.id, Arc::clone(&task));
     state.ready.push_back(task);
+    if !state.driving && !state.offloaded && state.busy() {
+      self.shared.offload(state);
+    }
   }
 
   /// Runs `before` (which may wake tasks, as a reply does), then polls every ready task; returns the requests they
-  /// made of JS, in order. Only the JS thread calls this.
+  /// made of JS, in order. Only the JS thread calls this. While the harness is busy the polling is the turn
+  /// worker's: this returns only the requests made on the JS thread meanwhile.
   pub fn drive(&self, before: impl FnOnce()) -> Vec<JsRequest> {
-    self.shared.state().driving = true;
+    {
+      let mut state = self.shared.state();
+      if state.offloaded || state.busy() {
+        drop(state);
+        let requests = self.shared.dispatch.collect(before);
+        self.shared.hand_over();
+        return requests;
+      }
+      state.driving = true;
+    }
     // Also on a panic (napi turns it into a JS error): later wakes must still ask for a poll.
     let _stopped = StopDriving(&self.shared);
     self.shared.dispatch.collect(|| {
       before();
-      within_runtime_if_available(|| self.poll_ready());
+      within_runtime_if_available(|| self.shared.poll_ready());
     })
-  }
-
-  fn poll_ready(&self) {
-    for _ in 0..POLLS_PER_DRIVE {
-      // `StopDriving` clears `driving` under the same lock as its look at `ready`, so no wake is missed.
-      let Some(task) = self.shared.state().ready.pop_front() else { return };
-      task.queued.store(false, Ordering::Release);
-      if task.poll() {
-        self.shared.state().live.remove(&task.id);
-      }
-    }
-    // Out of budget: `StopDriving` asks for another poll, so the event loop gets a turn in between.
   }
 
   /// The harness is gone: its unfinished tasks are dropped (nothing will answer their requests).
@@ -113,18 +151,58 @@ struct StopDriving<'a>(&'a Shared);
 
 impl Drop for StopDriving<'_> {
   fn drop(&mut self) {
-    let mut state = self.0.state();
-    state.driving = false;
-    if !state.ready.is_empty() {
-      drop(state);
-      self.0.dispatch.request_poll();
-    }
+    self.0.state().driving = false;
+    self.0.hand_over();
   }
 }
 
 impl Shared {
   fn state(&self) -> MutexGuard<'_, State> {
     self.state.lock().unwrap_or_else(PoisonError::into_inner)
+  }
+
+  fn poll_ready(&self) {
+    for _ in 0..POLLS_PER_DRIVE {
+      // Whoever polls clears its flag under the same lock as its last look at `ready`, so no wake is missed.
+      let Some(task) = self.state().ready.pop_front() else { return };
+      task.queued.store(false, Ordering::Release);
+      if task.poll() {
+        self.state().live.remove(&task.id);
+      }
+    }
+    // Out of budget: `hand_over` asks for another poll, so the event loop gets a turn in between.
+  }
+
+  /// The turn worker's round: polls the ready tasks, posts the requests they made in one batch.
+  fn poll_offloaded(&self) {
+    let requests = self.dispatch.collect(|| within_runtime_if_available(|| self.poll_ready()));
+    self.state().offloaded = false;
+    self.dispatch.post_batch(&requests);
+    self.hand_over();
+  }
+
+  /// Queues this harness on the turn worker, which polls its ready tasks next.
+  fn offload(&self, mut state: MutexGuard<'_, State>) {
+    state.offloaded = true;
+    drop(state);
+    if let Some(worker) = TurnWorker::get() {
+      worker.schedule(Weak::clone(&self.me));
+    }
+  }
+
+  /// Called by a poller that is done (the JS thread's `drive`, a round of the turn worker): tasks woken meanwhile
+  /// go to the turn worker while the harness is busy, else to JS, which is asked to poll.
+  fn hand_over(&self) {
+    let state = self.state();
+    if state.ready.is_empty() || state.driving || state.offloaded {
+      return;
+    }
+    if state.busy() {
+      self.offload(state);
+    } else {
+      drop(state);
+      self.dispatch.request_poll();
+    }
   }
 }
 
@@ -169,9 +247,56 @@ impl Wake for Task {
       return;
     }
     state.ready.push_back(Arc::clone(self));
-    if !state.driving {
-      drop(state);
-      shared.dispatch.request_poll();
+    drop(state);
+    shared.hand_over();
+  }
+}
+
+/// The thread that polls busy harnesses' runs (see the module's doc): one for the process, started when first
+/// needed. Harnesses queue themselves when they have tasks ready and nobody polling them.
+#[derive(Default)]
+struct TurnWorker {
+  queue: Mutex<VecDeque<Weak<Shared>>>,
+  work: Condvar,
+}
+
+impl TurnWorker {
+  /// The worker, started at the first call; `None` if the thread could not be started (out of resources), and
+  /// then every harness is polled on the JS thread.
+  fn get() -> Option<&'static TurnWorker> {
+    static WORKER: OnceLock<Option<&'static TurnWorker>> = OnceLock::new();
+    *WORKER.get_or_init(|| {
+      let worker: &'static TurnWorker = Box::leak(Box::default());
+      std::thread::Builder::new()
+        .name("noetic-turns".into())
+        // Deeply nested steps are polled as deep futures (DECISIONS G9): at least the JS thread's 8 MB.
+        .stack_size(16 << 20)
+        .spawn(move || worker.run())
+        .ok()
+        .map(|_| worker)
+    })
+  }
+
+  fn schedule(&self, harness: Weak<Shared>) {
+    self.queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(harness);
+    self.work.notify_one();
+  }
+
+  fn run(&self) {
+    loop {
+      let next = {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+          match queue.pop_front() {
+            Some(next) => break next,
+            None => queue = self.work.wait(queue).unwrap_or_else(PoisonError::into_inner),
+          }
+        }
+      };
+      if let Some(harness) = next.upgrade() {
+        // Tasks catch their own panics; this keeps the thread alive whatever else does (every busy harness needs it).
+        let _ = catch_unwind(AssertUnwindSafe(|| harness.poll_offloaded()));
+      }
     }
   }
 }
