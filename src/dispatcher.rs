@@ -200,17 +200,16 @@ impl Dispatch {
     self.post(request)
   }
 
-  /// Posts `requests` to JS as one batch (the turn worker's, see `driver.rs`).
-  pub fn post_batch(&self, requests: &[JsRequest]) {
-    if let Some(text) = batch_text(requests) {
-      // A harness whose JS side is gone cannot take them; nothing waits on that.
-      let _ = self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking);
+  /// Posts `requests` to JS as one batch (one request, or a round of the turn worker's, see `driver.rs`).
+  pub fn post_batch(&self, requests: &[JsRequest]) -> Status {
+    match batch_text(requests) {
+      Some(text) => self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking),
+      None => Status::Ok,
     }
   }
 
   fn post(&self, request: JsRequest) -> Status {
-    let text = batch_text(std::slice::from_ref(&request)).unwrap_or_default();
-    self.inner.callback.call((text,).into(), ThreadsafeFunctionCallMode::NonBlocking)
+    self.post_batch(std::slice::from_ref(&request))
   }
 
   /// Runs `work` with this thread's requests for this dispatch collected (after those deferred), and returns them.
