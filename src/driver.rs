@@ -10,9 +10,9 @@
 //! Under load the hand-offs are worth it (DECISIONS S24). With many sessions at once the JS thread is the one that
 //! is short: it runs every session's hooks and model calls, and polling their runs in its native calls adds the
 //! runtime's work to its own. While a harness has 64 or more runs in flight, a reply only wakes its run
-//! and returns; the turn worker polls the woken runs and posts their requests to JS, one batch for all the runs it
-//! polled in a round. The JS thread and the worker then work side by side, and a batch crosses once for many
-//! sessions. Below that, a hand-off would cost a lone run more than it saves, and runs are polled inline.
+//! and returns; the turn worker polls the woken runs and posts their requests to JS, one batch for each round of up
+//! to 16 runs. The JS thread and the worker then work side by side, and a batch crosses once for many sessions.
+//! Below that, a hand-off would cost a lone run more than it saves, and runs are polled inline.
 //!
 //! Tokio stays the reactor: futures are polled inside the runtime's context, so their timers, sockets and
 //! `spawn_blocking` work as on a worker thread.
@@ -34,6 +34,11 @@ type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// Polls so many tasks at most per call, then lets the event loop turn (a task that keeps waking itself must not
 /// starve JS).
 const POLLS_PER_DRIVE: usize = 4096;
+
+/// Tasks the turn worker polls before it posts their requests: a round. JS starts on the first requests while the
+/// worker polls the next tasks, so the two threads overlap; a round of all the ready tasks (thousands, a wave of
+/// sessions whose model answered together) left JS idle until the whole wave was polled (DECISIONS S25).
+const POLLS_PER_ROUND: usize = 16;
 
 /// Runs in flight from which a harness's runs are polled on the turn worker (see the module's doc and S24).
 /// `NOETIC_TURN_WORKER_AT` sets another count, read once: 1 puts every harness on the worker (the tests run so).
@@ -130,7 +135,7 @@ impl Driver {
     let _stopped = StopDriving(&self.shared);
     self.shared.dispatch.collect(|| {
       before();
-      within_runtime_if_available(|| self.shared.poll_ready());
+      within_runtime_if_available(|| self.shared.poll_ready(POLLS_PER_DRIVE));
     })
   }
 
@@ -161,8 +166,8 @@ impl Shared {
     self.state.lock().unwrap_or_else(PoisonError::into_inner)
   }
 
-  fn poll_ready(&self) {
-    for _ in 0..POLLS_PER_DRIVE {
+  fn poll_ready(&self, budget: usize) {
+    for _ in 0..budget {
       // Whoever polls clears its flag under the same lock as its last look at `ready`, so no wake is missed.
       let Some(task) = self.state().ready.pop_front() else { return };
       task.queued.store(false, Ordering::Release);
@@ -173,9 +178,10 @@ impl Shared {
     // Out of budget: `hand_over` asks for another poll, so the event loop gets a turn in between.
   }
 
-  /// The turn worker's round: polls the ready tasks, posts the requests they made in one batch.
+  /// The turn worker's round: polls up to a round of ready tasks, posts the requests they made in one batch. Tasks
+  /// still ready queue the harness on the worker again, behind any other busy harness.
   fn poll_offloaded(&self) {
-    let requests = self.dispatch.collect(|| within_runtime_if_available(|| self.poll_ready()));
+    let requests = self.dispatch.collect(|| within_runtime_if_available(|| self.poll_ready(POLLS_PER_ROUND)));
     self.state().offloaded = false;
     // A harness whose JS side is gone cannot take them; its runs' waits fail as the dispatch closes.
     let _ = self.dispatch.post_batch(&requests);
