@@ -263,8 +263,16 @@ impl Wake for Task {
 /// needed. Harnesses queue themselves when they have tasks ready and nobody polling them.
 #[derive(Default)]
 struct TurnWorker {
-  queue: Mutex<VecDeque<Weak<Shared>>>,
+  queue: Mutex<Queue>,
   work: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+  harnesses: VecDeque<Weak<Shared>>,
+  /// The worker sleeps on `work`. Only then is it woken: a notify is a system call, and while the worker is busy
+  /// (most of the time under load) it finds a queued harness without one.
+  sleeping: bool,
 }
 
 impl TurnWorker {
@@ -285,8 +293,11 @@ impl TurnWorker {
   }
 
   fn schedule(&self, harness: Weak<Shared>) {
-    self.queue.lock().unwrap_or_else(PoisonError::into_inner).push_back(harness);
-    self.work.notify_one();
+    let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+    queue.harnesses.push_back(harness);
+    if queue.sleeping {
+      self.work.notify_one();
+    }
   }
 
   fn run(&self) {
@@ -294,9 +305,13 @@ impl TurnWorker {
       let next = {
         let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-          match queue.pop_front() {
+          match queue.harnesses.pop_front() {
             Some(next) => break next,
-            None => queue = self.work.wait(queue).unwrap_or_else(PoisonError::into_inner),
+            None => {
+              queue.sleeping = true;
+              queue = self.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
+              queue.sleeping = false;
+            }
           }
         }
       };
