@@ -222,27 +222,15 @@ impl From<JsRecall> for RecallReply {
   }
 }
 
-/// A batch's replies, each made the runtime's as it is read: a list of `JsHookReply`, a large struct of options,
-/// grew by copying them all and was then copied again into the runtime's.
-struct HookReplies(Vec<HookReply>);
+/// One reply of a batch, made the runtime's as it is read: read as a list of `JsHookReply` (a large struct of
+/// options), a batch's replies were grown by copying them all and then copied again into the runtime's.
+#[derive(Deserialize)]
+#[serde(from = "JsHookReply")]
+struct ReadReply(HookReply);
 
-impl<'de> Deserialize<'de> for HookReplies {
-  fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-    struct Replies;
-    impl<'de> serde::de::Visitor<'de> for Replies {
-      type Value = HookReplies;
-      fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a list of hook replies")
-      }
-      fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<HookReplies, A::Error> {
-        let mut replies = Vec::with_capacity(seq.size_hint().unwrap_or(8));
-        while let Some(reply) = seq.next_element::<JsHookReply>()? {
-          replies.push(reply.into_reply());
-        }
-        Ok(HookReplies(replies))
-      }
-    }
-    deserializer.deserialize_seq(Replies)
+impl From<JsHookReply> for ReadReply {
+  fn from(reply: JsHookReply) -> Self {
+    Self(reply.into_reply())
   }
 }
 
@@ -342,11 +330,8 @@ impl Host for JsHost {
     let count = batch.calls.len();
     let failed = |message: String| (0..count).map(|_| HookReply::of(HookStatus::Threw(message.clone()))).collect();
     match self.request("hooks", &batch).await {
-      Ok(text) => match from_js_json::<HookReplies>(&text) {
-        Ok(HookReplies(mut replies)) => {
-          replies.truncate(count);
-          replies
-        }
+      Ok(text) => match from_js_json::<Vec<ReadReply>>(&text) {
+        Ok(replies) => replies.into_iter().take(count).map(|ReadReply(reply)| reply).collect(),
         Err(error) => failed(malformed(&error.to_string()).to_string()),
       },
       Err(error) => failed(error.to_string()),
