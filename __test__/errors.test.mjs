@@ -75,6 +75,49 @@ test("a hook's signal aborts when its timeout fires; a hook that settles in time
   assert.deepEqual(seen, [['slow', 'Timeout after 20ms'], ['quick', false]]);
 });
 
+test('a short hook timeout fires on time while a hook with a far deadline is pending elsewhere', { timeout: 60_000 }, async () => {
+  // The far hook arms the one deadline timer first (ten minutes); the short one must re-arm it, or it would wait too.
+  let releaseFar;
+  let farStarted;
+  const started = new Promise((resolve) => (farStarted = resolve));
+  const far = harnessWith([base({ id: 'far', timeouts: { recall: 600_000 }, hooks: { recall: () => (farStarted(), new Promise((resolve) => (releaseFar = resolve))) } })], { _testCallModel: recordingModel().model });
+  const farRun = far.run(step.llm({ id: 's', model: 'm' }), 'first');
+  await started;
+  const diagnostics = [];
+  const near = harnessWith([base({ id: 'near', timeouts: { recall: 25 }, hooks: { recall: () => new Promise(() => {}) } })], { _testCallModel: recordingModel().model, onDiagnostic: (d) => diagnostics.push(d) });
+  assert.equal(await near.run(step.llm({ id: 's', model: 'm' }), 'second'), 'ok');
+  assert.deepEqual(diagnostics, [{ layerId: 'near', hook: 'recall', message: 'Timeout after 25ms' }]);
+  // The far hook was still waited for, and its answer, when it comes, is taken.
+  releaseFar('remembered');
+  assert.equal(await farRun, 'ok');
+});
+
+test('a hook that settles after its timeout changes nothing, and its late rejection is handled', async () => {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    let rejectLate;
+    let resolveLate;
+    const diagnostics = [];
+    const { model, requests } = recordingModel();
+    const layers = [
+      base({ id: 'rejects', timeouts: { recall: 20 }, hooks: { recall: () => new Promise((_, reject) => (rejectLate = reject)) } }),
+      base({ id: 'resolves', slot: 2, timeouts: { recall: 20 }, hooks: { recall: () => new Promise((resolve) => (resolveLate = resolve)) } }),
+    ];
+    const harness = harnessWith(layers, { _testCallModel: model, onDiagnostic: (d) => diagnostics.push(d) });
+    await harness.run(step.llm({ id: 's', model: 'm' }), 'hi');
+    rejectLate(new Error('too late'));
+    resolveLate('too late as well');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.deepEqual(diagnostics.map((d) => [d.layerId, d.message]), [['rejects', 'Timeout after 20ms'], ['resolves', 'Timeout after 20ms']]);
+    assert.deepEqual(requests[0].items.map((i) => i.content[0].text), ['hi'], 'neither late answer reached the model');
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});
+
 test('an init that throws rejects the run with the very error it threw; onInitError disable skips the layer', async () => {
   const boom = new Error('cannot load');
   const { model } = recordingModel();

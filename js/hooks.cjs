@@ -4,105 +4,7 @@
 const { describeValue, messageOf, NoeticConfigError } = require('./errors.cjs');
 const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
-
-class HookTimeout extends Error {
-  constructor(ms) {
-    super(`Timeout after ${ms}ms`);
-    this.ms = ms;
-  }
-}
-
-// setTimeout fires at once for delays of 2^31 ms or more, so a longer wait is made in chunks.
-const { MAX_TIMER_MS } = require('./timers.cjs');
-
-// Every pending hook's deadline, watched by one timer armed for the earliest. Hooks almost always settle long before
-// their timeout, so a timer of their own each (armed, then cleared) would be most of what calling one costs. The
-// timer holds Node open only while some hook is pending, as a hook's own timer would.
-const deadlines = {
-  pending: new Set(),
-  timer: undefined,
-  at: Infinity,
-  add(ms, onExpire) {
-    const entry = { at: performance.now() + ms, onExpire };
-    this.pending.add(entry);
-    if (entry.at < this.at) this.arm(entry.at);
-    else if (!this.timer.hasRef()) this.timer.ref();
-    return entry;
-  },
-  remove(entry) {
-    this.pending.delete(entry);
-    if (this.pending.size === 0) this.timer?.unref();
-  },
-  arm(at) {
-    clearTimeout(this.timer);
-    this.at = at;
-    this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, at - performance.now()), MAX_TIMER_MS));
-  },
-  fire() {
-    this.timer = undefined;
-    this.at = Infinity;
-    const now = performance.now();
-    let next = Infinity;
-    for (const entry of this.pending) {
-      if (entry.at <= now) {
-        this.pending.delete(entry);
-        entry.onExpire();
-      } else if (entry.at < next) {
-        next = entry.at;
-      }
-    }
-    if (next < Infinity) this.arm(next);
-  },
-};
-
-// What a hook's `signal` reads: the AbortController is made only if the hook reads it.
-class HookGuard {
-  constructor(ms) {
-    this.ms = ms;
-    this.controller = undefined;
-    this.expired = undefined;
-  }
-
-  get signal() {
-    return this.expired ? AbortSignal.abort(this.expired) : (this.controller ??= new AbortController()).signal;
-  }
-}
-
-// A hook's promise raced against its guard's timeout (none when ms <= 0, or Infinity, which arrives as null); without
-// one, the promise itself. The hook is not cancelled, but its `signal` aborts. Most hooks' promises are settled when
-// they return (an async function with nothing to wait for), which a reaction queued behind the hook's own finds; only
-// a hook still pending then takes a deadline, so the others cost the deadline list nothing.
-const SETTLED = Promise.resolve();
-
-function raced(guard, result) {
-  const ms = guard.ms;
-  if (!(ms > 0 && ms < Infinity)) return result;
-  return new Promise((resolve, reject) => {
-    // undefined until looked at; null once settled.
-    let entry;
-    // A hook that loses the race may still reject later; that must never become an unhandled rejection.
-    result.then(
-      (value) => {
-        if (entry) deadlines.remove(entry);
-        entry = null;
-        resolve(value);
-      },
-      (error) => {
-        if (entry) deadlines.remove(entry);
-        entry = null;
-        reject(error);
-      },
-    );
-    SETTLED.then(() => {
-      if (entry !== undefined) return;
-      entry = deadlines.add(ms, () => {
-        guard.expired = new HookTimeout(ms);
-        guard.controller?.abort(guard.expired);
-        reject(guard.expired);
-      });
-    });
-  });
-}
+const { HookGuard, HookTimeout, awaitHook } = require('./hook-deadlines.cjs');
 
 // Which new state a result carries under the runtime's rule; `NONE` when it carries none.
 const NONE = Symbol('none');
@@ -174,7 +76,7 @@ class HookParams {
   }
 }
 
-function paramsFor(phase, args, { state, log, exec, runtime, layerId, given }, guard) {
+function paramsFor(phase, args, state, layerId, { log, exec, runtime, given }, guard) {
   const p = new HookParams(guard);
   switch (phase) {
     case 'init':
@@ -270,11 +172,11 @@ function decisionOf(result) {
 
 // onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.
 // A hook that fails, or answers without an `items` array, passes its input on unchanged.
-async function appendPipeline(batch, call, apply, log) {
+async function appendPipeline(batch, calls, call, apply, log) {
   let current = batch.items.map((text) => JSON.parse(text));
   const replies = [];
   let last;
-  for (const c of batch.calls) {
+  for (const c of calls) {
     if (current.length === 0) {
       replies.push({ status: 'skipped' });
       continue;
@@ -304,13 +206,13 @@ async function appendPipeline(batch, call, apply, log) {
 
 // projectHistory: each hook gets what the one before returned, the first the log as JS holds it. The last list is
 // sent as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
-async function projectPipeline(batch, call, apply, log) {
+async function projectPipeline(batch, calls, call, apply, log) {
   // The log's items, or what an earlier (built-in) layer projected or ctx.harness.projectHistory was given: log
   // positions and the JSON of other items.
   let current = batch.history ? historyOf(batch.history, log) : log.items;
   const replies = [];
   let last;
-  for (const c of batch.calls) {
+  for (const c of calls) {
     const reply = apply(c, await call(c, { items: current }));
     if (reply.status === 'ok') {
       current = reply.history;
@@ -335,10 +237,10 @@ function historyOf(entries, log) {
 }
 
 // onReturn: each hook gets the output as the one before left it; the last change crosses back as a step value.
-async function returnPipeline(batch, call, apply, runtime) {
+async function returnPipeline(batch, calls, call, apply, runtime) {
   let current = runtime.fromRef(batch.args.result);
   const replies = [];
-  for (const c of batch.calls) {
+  for (const c of calls) {
     const reply = apply(c, await call(c, { ...batch.args, result: current }));
     if ('piped' in reply) {
       current = reply.piped;
@@ -397,64 +299,79 @@ function callsOf(pairs, own) {
   return calls;
 }
 
-async function runHooks(runtime, batch) {
-  batch.calls = callsOf(batch.calls, batch.own);
+function runHooks(runtime, batch) {
+  const calls = callsOf(batch.calls, batch.own);
+  const phase = batch.phase;
   const ctx = runtime.context(batch.context);
   const exec = runtime.execContext(batch.exec);
   const states = runtime.statesOf(exec.executionId);
   const log = ctx.itemLog;
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
-  // Items not in the log that a phase is about: a store of ctx.harness.storeLayers' own response.
-  const given = batch.phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined;
+  // What every call's parameters share; `given`: items not in the log that a phase is about (a store of
+  // ctx.harness.storeLayers' own response).
+  const shared = { log, exec, runtime, given: phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined };
   // The call options, the batch's own when every call has the same (`[timeoutMs, write, persist, stopOnError]`).
   const each = batch.each && { timeoutMs: batch.each[0], write: batch.each[1], persist: batch.each[2], stopOnError: batch.each[3] };
-  // One hook call, in one async frame: a hook that answers without a promise is not awaited, and one that returns a
-  // promise is awaited as it is unless a deadline races it (each layer of promises cost a tick per call).
-  // `args`: what a pipeline passes on; otherwise the call's own, or those every call of the batch shares.
-  const call = async (c, args = c.args ?? batch.args) => {
-    const layer = runtime.handles.get(c.layer);
-    const guard = new HookGuard((each ?? c).timeoutMs);
-    const params = paramsFor(batch.phase, args, { state: states.get(c.layerId), log, exec, runtime, layerId: c.layerId, given }, guard);
-    const started = batch.timed ? performance.now() : 0;
+
+  // A hook's outcome as its reply: `ok` and what it returned or resolved to, or the error it threw or rejected with;
+  // `started`: when it was called, for a batch that is timed.
+  const replyOf = (c, layer, ok, result, started) => {
     let reply;
     try {
-      let result = layer.hooks[batch.phase](params);
-      if (typeof result?.then === 'function') result = await raced(guard, result);
+      if (!ok) throw result;
       reply = { status: 'ok', next: stateOf((each ?? c).write, result) };
-      if (batch.phase === 'recall') {
+      if (phase === 'recall') {
         reply.recall = recallOf(result, runtime.harness.itemSchemas, layer);
         // Kept for the model call of this step, which names them instead of sending them back (released after it).
         if (batch.keepRecalled && reply.recall.kind === 'items') reply.recall.key = runtime.keepRecalled(result.items);
       }
-      if (batch.phase === 'onItemAppend') {
+      if (phase === 'onItemAppend') {
         if (!Array.isArray(result?.items)) throw new TypeError('onItemAppend must return { items }');
         checkItems(result.items, 'onItemAppend');
         reply.items = result.items;
         if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
-      if (STEERING.has(batch.phase)) reply.decision = decisionOf(result);
-      if (batch.phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {
+      if (STEERING.has(phase)) reply.decision = decisionOf(result);
+      if (phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {
         checkItems(result.items, 'onSpawn');
         reply.itemsChecked = admit(gateOf(runtime.harness.itemSchemas, [layer]), result.items);
         reply.items = result.items.map((item) => JSON.stringify(item));
       }
-      if (batch.phase === 'onReturn' && typeof result === 'object' && result !== null && result.result !== undefined) {
+      if (phase === 'onReturn' && typeof result === 'object' && result !== null && result.result !== undefined) {
         reply.piped = result.result;
       }
-      if (batch.phase === 'projectHistory') {
+      if (phase === 'projectHistory') {
         if (!Array.isArray(result?.items)) throw new TypeError('projectHistory must return { items }');
         reply.history = result.items;
       }
     } catch (e) {
       reply = failed(e, runtime);
       // The native gate keeps such a layer out from now on; a user's layerStateStore hears of it too.
-      if (batch.phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(exec.executionId, c.layerId);
+      if (phase === 'init' && layer.onInitError === 'disable') runtime.layerStates.disable(exec.executionId, c.layerId);
       // A steering hook fails open, except on a configuration error, which propagates (§14.1).
-      if (STEERING.has(batch.phase) && e instanceof NoeticConfigError) reply.rethrow = true;
+      if (STEERING.has(phase) && e instanceof NoeticConfigError) reply.rethrow = true;
     }
     if (batch.timed) reply.elapsedUs = Math.round((performance.now() - started) * 1000);
     return reply;
   };
+
+  // One hook call; `done(reply)` is called once, at once when the hook answers without a promise. `args`: what a
+  // pipeline passes on; otherwise the call's own, or those every call of the batch shares.
+  const invoke = (c, args, done) => {
+    const layer = runtime.handles.get(c.layer);
+    const guard = new HookGuard((each ?? c).timeoutMs);
+    const params = paramsFor(phase, args ?? c.args ?? batch.args, states.get(c.layerId), c.layerId, shared, guard);
+    const started = batch.timed ? performance.now() : 0;
+    let result;
+    try {
+      result = layer.hooks[phase](params);
+      if (typeof result?.then !== 'function') return done(replyOf(c, layer, true, result, started));
+    } catch (e) {
+      return done(replyOf(c, layer, false, e, started));
+    }
+    awaitHook(guard, result, (ok, value) => done(replyOf(c, layer, ok, value, started)));
+  };
+
   // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
   // `next` stays on the reply: nothing reads it afterwards, and replyJson writes only the fields it names.
   const apply = (c, reply) => {
@@ -466,25 +383,80 @@ async function runHooks(runtime, batch) {
     if ((each ?? c).persist && next !== undefined) reply.persist = runtime.serializable(next, c.layerId);
     return reply;
   };
-  if (batch.phase === 'onItemAppend') return appendPipeline(batch, call, apply, log);
-  if (batch.phase === 'projectHistory') return projectPipeline(batch, call, apply, log);
-  if (batch.phase === 'onReturn') return returnPipeline(batch, call, apply, runtime);
+  // The pipelines pass each hook's result to the next, one call at a time.
+  const call = (c, args) => new Promise((resolve) => invoke(c, args, resolve));
+  if (phase === 'onItemAppend') return appendPipeline(batch, calls, call, apply, log);
+  if (phase === 'projectHistory') return projectPipeline(batch, calls, call, apply, log);
+  if (phase === 'onReturn') return returnPipeline(batch, calls, call, apply, runtime);
   // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
-  if (batch.phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
-  if (batch.phase === 'store') {
-    // Store hooks of different layers may run concurrently; their results apply in order (D2).
-    const replies = await Promise.all(batch.calls.map((c) => call(c)));
-    return batch.calls.map((c, i) => apply(c, replies[i]));
-  }
-  const replies = [];
-  for (const c of batch.calls) {
-    const reply = apply(c, await call(c));
-    replies.push(reply);
-    if (reply.status !== 'ok' && ((each ?? c).stopOnError || reply.rethrow)) break;
-    // The first deny ends a steering vote: later layers are not asked (§14.1).
-    if (reply.decision?.action === 'deny') break;
-  }
-  return replies;
+  if (phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
+  // Store hooks of different layers may run concurrently; their results apply in order (D2).
+  if (phase === 'store') return allAtOnce(calls, invoke, apply);
+  return inOrder(calls, invoke, apply, each);
+}
+
+// The calls one after another, each started when the one before has answered, with no promise of their own: a hook
+// that answers at once is followed in the same loop, and one that answers later resumes it. Stops after a failure
+// when the options say so, and at a steering vote's first deny (§14.1).
+function inOrder(calls, invoke, apply, each) {
+  return new Promise((resolve, reject) => {
+    const replies = [];
+    let looping = false;
+    let stopped = false;
+    const answered = (reply) => {
+      try {
+        const c = calls[replies.length];
+        const applied = apply(c, reply);
+        replies.push(applied);
+        stopped = (applied.status !== 'ok' && ((each ?? c).stopOnError || applied.rethrow)) || applied.decision?.action === 'deny';
+        if (stopped) resolve(replies);
+        else if (!looping) loop();
+      } catch (e) {
+        reject(e);
+      }
+    };
+    const loop = () => {
+      looping = true;
+      while (!stopped && replies.length < calls.length) {
+        const before = replies.length;
+        invoke(calls[before], undefined, answered);
+        // Not answered yet: `answered` resumes the loop.
+        if (replies.length === before) {
+          looping = false;
+          return;
+        }
+      }
+      looping = false;
+      if (!stopped) resolve(replies);
+    };
+    try {
+      loop();
+    } catch (e) {
+      reject(e);
+    }
+  });
+}
+
+// The calls all started at once; the replies are applied in the calls' order once every one has answered.
+function allAtOnce(calls, invoke, apply) {
+  return new Promise((resolve, reject) => {
+    const replies = new Array(calls.length);
+    let left = calls.length;
+    const applyAll = () => {
+      try {
+        resolve(calls.map((c, i) => apply(c, replies[i])));
+      } catch (e) {
+        reject(e);
+      }
+    };
+    if (left === 0) return resolve([]);
+    for (let i = 0; i < calls.length; i++) {
+      invoke(calls[i], undefined, (reply) => {
+        replies[i] = reply;
+        if (--left === 0) applyAll();
+      });
+    }
+  });
 }
 
 // A batch's replies as JSON. Items and persisted states are already JSON texts: they go in as they are, rather than
