@@ -3450,8 +3450,11 @@ declare class NativeStorage {
   static postgres(url: string, options?: string | undefined | null): NativeStorage
   /** Whether the store answers at once (the in-memory one), through the `*_now` methods. */
   answersAtOnce(): boolean
-  /** The stored value's JSON text, or `null` when the key is missing: the in-memory store's `get`, answered at once. */
-  getNow(key: string): string | null
+  /**
+   * The in-memory store's `get`, answered at once: a plain function, `(key) => JSON text | null`, which JS calls
+   * for every read (see `store_reader`).
+   */
+  readerNow(): (key: string) => string | null
   /**
    * The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but
    * not parsed. A text it refuses is a value error, as `set`'s.

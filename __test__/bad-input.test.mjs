@@ -94,6 +94,28 @@ test('native storage names a key or value it cannot hold', async () => {
   assert.deepEqual(await storage.get('k'), { fine: [1, 'two', null] });
 });
 
+test('the in-memory store reads back keys of any length and text, as it wrote them', async () => {
+  const storage = createInMemoryStorage();
+  // Keys around the reader's 256-byte buffer, with a multi-byte character across its end, and a lone surrogate
+  // (kept as U+FFFD both ways).
+  const keys = [
+    '',
+    'plain',
+    'k'.repeat(254),
+    'k'.repeat(255),
+    'k'.repeat(256),
+    `${'k'.repeat(253)}é€𝄞`,
+    `${'k'.repeat(250)}𝄞𝄞`,
+    'ü'.repeat(5000),
+    'lone \ud800 surrogate',
+  ];
+  for (const [i, key] of keys.entries()) await storage.set(key, { i, text: `värde ${i} 𝄞` });
+  for (const [i, key] of keys.entries()) assert.deepEqual(await storage.get(key), { i, text: `värde ${i} 𝄞` }, `key of ${key.length} units`);
+  assert.deepEqual(await storage.get('lone \ufffd surrogate'), { i: 8, text: 'värde 8 𝄞' });
+  assert.equal(await storage.get('k'.repeat(257)), null);
+  assert.equal(await storage.get(`${'k'.repeat(253)}é€`), null, 'a key cut short is not found');
+});
+
 test('strictItemSchemas: false lets extension item types into the log; strict (the default) rejects them', async () => {
   const note = { id: 'n1', type: 'acme:note', text: 'kept' };
   const model = answering({ items: [note, reply('ok')], usage: { inputTokens: 1, outputTokens: 1 } });

@@ -58,20 +58,27 @@ pub struct JsOutText(pub String);
 
 impl ToNapiValue for JsOutText {
   unsafe fn to_napi_value(env: sys::napi_env, value: Self) -> napi::Result<sys::napi_value> {
-    let text = value.0;
-    let mut out = std::ptr::null_mut();
-    let status = if text.is_ascii() {
-      unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut out) }
-    } else {
-      // The converter wants room for one unit more than the text has bytes.
-      let mut units = vec![0u16; text.len() + 1];
-      let written = encoding_rs::mem::convert_utf8_to_utf16(text.as_bytes(), &mut units);
-      unsafe { sys::napi_create_string_utf16(env, units.as_ptr(), written as isize, &mut out) }
-    };
-    match status {
-      sys::Status::napi_ok => Ok(out),
-      _ => Err(napi::Error::new(napi::Status::GenericFailure, "could not make a JS string")),
-    }
+    unsafe { js_string(env, &value.0) }
+  }
+}
+
+/// `text` as a JS string, made as [`JsOutText`] says.
+///
+/// # Safety
+/// `env` is the environment of the current callback, on the JS thread.
+pub unsafe fn js_string(env: sys::napi_env, text: &str) -> napi::Result<sys::napi_value> {
+  let mut out = std::ptr::null_mut();
+  let status = if text.is_ascii() {
+    unsafe { sys::napi_create_string_latin1(env, text.as_ptr().cast(), text.len() as isize, &mut out) }
+  } else {
+    // The converter wants room for one unit more than the text has bytes.
+    let mut units = vec![0u16; text.len() + 1];
+    let written = encoding_rs::mem::convert_utf8_to_utf16(text.as_bytes(), &mut units);
+    unsafe { sys::napi_create_string_utf16(env, units.as_ptr(), written as isize, &mut out) }
+  };
+  match status {
+    sys::Status::napi_ok => Ok(out),
+    _ => Err(napi::Error::new(napi::Status::GenericFailure, "could not make a JS string")),
   }
 }
 

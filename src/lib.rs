@@ -18,6 +18,7 @@ mod js_string;
 mod protocol;
 mod session;
 mod storage;
+mod store_reader;
 mod subprocess;
 mod unstable;
 mod weak_runtime;

@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::js_string::{JsOutText, JsText};
+use crate::js_string::JsText;
+use crate::store_reader::StoreReader;
 use async_trait::async_trait;
 use napi_derive::napi;
 use noetic_runtime::ConfigError;
@@ -96,10 +97,12 @@ impl NativeStorage {
     self.memory.is_some()
   }
 
-  /// The stored value's JSON text, or `null` when the key is missing: the in-memory store's `get`, answered at once.
-  #[napi(catch_unwind, ts_return_type = "string | null")]
-  pub fn get_now(&self, key: String) -> napi::Result<Option<JsOutText>> {
-    Ok(self.in_memory()?.get_json_now(&key).map(JsOutText))
+  /// The in-memory store's `get`, answered at once: a plain function, `(key) => JSON text | null`, which JS calls
+  /// for every read (see `store_reader`).
+  #[napi(catch_unwind, ts_return_type = "(key: string) => string | null")]
+  pub fn reader_now(&self) -> napi::Result<StoreReader> {
+    self.in_memory()?;
+    Ok(StoreReader(Arc::clone(self.memory.as_ref().expect("checked just above"))))
   }
 
   /// The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but

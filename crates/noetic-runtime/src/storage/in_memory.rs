@@ -116,6 +116,17 @@ impl InMemoryStorage {
     self.entries().get(key).map(Stored::text)
   }
 
+  /// `read` given the stored value's JSON text (None when the key is missing) while the store is locked: a text
+  /// kept as JS wrote it is lent, not copied.
+  pub fn read_json_now<R>(&self, key: &str, read: impl FnOnce(Option<&str>) -> R) -> R {
+    let entries = self.entries();
+    match entries.get(key) {
+      Some(Stored::Text(text)) => read(Some(text)),
+      Some(Stored::Value(value)) => read(Some(&value.to_string())),
+      None => read(None),
+    }
+  }
+
   pub fn delete_now(&self, key: &str) {
     self.entries().remove(key);
   }
@@ -189,6 +200,19 @@ mod tests {
     assert_eq!(storage.list("layers/w/").await.unwrap(), vec!["layers/w/T/state", "layers/w/T/sub/a"]);
     storage.delete("layers/w/T/state").await.unwrap();
     assert_eq!(storage.get("layers/w/T/state").await.unwrap(), None);
+  }
+
+  #[test]
+  fn a_read_now_lends_the_text_js_wrote_and_writes_out_a_value_stored_from_rust() {
+    let storage = InMemoryStorage::new();
+    storage.set_json_now("from-js", r#"{ "kept":  "as written" }"#.to_owned()).unwrap();
+    storage.set_now("from-rust", json!({"n": 1}));
+    assert_eq!(
+      storage.read_json_now("from-js", |text| text.map(str::to_owned)).as_deref(),
+      Some(r#"{ "kept":  "as written" }"#)
+    );
+    assert_eq!(storage.read_json_now("from-rust", |text| text.map(str::to_owned)).as_deref(), Some(r#"{"n":1}"#));
+    assert!(storage.read_json_now("missing", |text| text.is_none()));
   }
 
   #[tokio::test]
