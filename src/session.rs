@@ -20,6 +20,7 @@ use crate::describe;
 use crate::dispatcher::{Dispatch, foreground, js_polls_next};
 use crate::guard::guarded;
 use crate::harness::NativeHarness;
+use crate::js_string::JsText;
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -224,7 +225,7 @@ impl NativeHarness {
   /// Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
   /// until the notification `{op: 'drained'}` says they have ended.
   #[napi(catch_unwind)]
-  pub fn execute(&self, thread: String, message: String) -> Result<bool> {
+  pub fn execute(&self, thread: String, #[napi(ts_arg_type = "string")] message: JsText) -> Result<bool> {
     let message = queued_message(self, &message)?;
     let drain = js_polls_next(|| self.inner.execute_message(&thread, message)).map_err(|e| to_napi(config_json(&e)))?;
     let Some(drain) = drain else { return Ok(false) };
