@@ -1,7 +1,7 @@
 'use strict';
 // Item helpers small enough that a native call would cost more than the work (DECISIONS A3c). The runtime's Rust
 // versions give the same results; __test__ checks both against the same vectors.
-const { randomUUID } = require('node:crypto');
+const { randomId } = require('./ids.cjs');
 const { NoeticConfigError } = require('./errors.cjs');
 
 // ⌈UTF-16 length / 4⌉: `length` counts UTF-16 code units, exactly as upstream.
@@ -17,7 +17,7 @@ function createMessage(text, role) {
       hint: 'Use createMessage(text, "user") or createMessage(text, "developer").',
     });
   }
-  return { id: randomUUID(), status: 'completed', type: 'message', role, content: [{ type: 'input_text', text }] };
+  return { id: randomId(), status: 'completed', type: 'message', role, content: [{ type: 'input_text', text }] };
 }
 
 // Drops calls without an output and outputs without a call, pairing by callId membership only.

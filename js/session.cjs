@@ -2,7 +2,7 @@
 // The session surface of AgentHarness: `execute` and what reads a session (responses, status, streams). The
 // queue, the turns and the history are the native harness's; this turns inputs into items, answers into the
 // objects upstream returns, and the native event log into async iterables.
-const { randomUUID } = require('node:crypto');
+const { randomId } = require('./ids.cjs');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
@@ -20,7 +20,7 @@ const isItem = (value) => typeof value === 'object' && value !== null && !Array.
 function inputToItems(input) {
   if (typeof input === 'string') {
     if (input.length === 0) return [];
-    return [{ id: `user-${randomUUID()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: input }] }];
+    return [{ id: `user-${randomId()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: input }] }];
   }
   if (Array.isArray(input) && input.every(isItem)) return input;
   if (isItem(input)) return [input];
@@ -60,7 +60,7 @@ function execute(harness, input, options = {}) {
     const items = inputToItems(input);
     const layers = options.memory == null ? undefined : layersOf(options.memory, 'execute');
     const message = {
-      id: options.messageId ?? `msg-${randomUUID()}`,
+      id: options.messageId ?? `msg-${randomId()}`,
       items,
       checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
       mode,
