@@ -38,8 +38,9 @@ class Runtime {
     this.tokenize = estimateTokens;
     this.handles = new Map();
     this.values = new Map();
-    // Answers settled in this turn, sent together (see `receive`).
-    this.settledReplies = [];
+    // Answers settled since the last flush, sent together as the three lists `replyMany` takes (see `replyLater`).
+    this.settledReplies = { ids: [], oks: [], texts: [] };
+    this.flushReplies = () => this.flushSettled();
     // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
@@ -440,54 +441,55 @@ class Runtime {
   // settles (id 0 is a notification). `foreground`: a run waits on this answer, so Rust holds Node open no longer
   // (see liveness.cjs). Nothing thrown here, however unprintable, may escape into the native callback.
   receive(id, message, foreground) {
-    const reply = (ok, answer) => {
-      if (id === 0) return;
-      let next;
-      try {
-        next = this.native.reply(id, ok, answer);
-      } catch (e) {
-        // A reply Rust cannot take (not a string): say so rather than leave the request waiting.
-        next = this.native.reply(id, false, `internal error: ${messageOf(e)}`);
-      }
-      this.pump(next);
-    };
-    // An answer that settles later waits for the others settling in the same turn, so that many (a fork's paths)
-    // reach the native side in one call.
-    const later = (ok, answer) => {
-      if (id === 0) return;
-      this.settledReplies.push([id, ok, typeof answer === 'string' ? answer : `internal error: a reply that is not a string`]);
-      if (this.settledReplies.length === 1) queueMicrotask(() => this.flushReplies());
-    };
-    const fail = (e) => reply(false, messageOf(e));
     let answer;
     try {
       answer = this.dispatch(message);
     } catch (e) {
-      return fail(e);
+      return this.replyNow(id, false, messageOf(e));
     }
-    if (typeof answer?.then !== 'function') return reply(true, answer);
+    if (typeof answer?.then !== 'function') return this.replyNow(id, true, answer);
     if (foreground) liveness.release();
-    const resume = () => foreground && liveness.hold();
     answer.then(
       (value) => {
-        resume();
-        later(true, value);
+        if (foreground) liveness.hold();
+        this.replyLater(id, true, value);
       },
       (e) => {
-        resume();
-        later(false, messageOf(e));
+        if (foreground) liveness.hold();
+        this.replyLater(id, false, messageOf(e));
       },
     );
   }
 
-  flushReplies() {
-    const settled = this.settledReplies;
-    this.settledReplies = [];
-    if (settled.length === 1) {
-      const [id, ok, answer] = settled[0];
-      return this.pump(this.native.reply(id, ok, answer));
+  // An answer given at once goes in its own call; a notification (id 0) has none.
+  replyNow(id, ok, answer) {
+    if (id === 0) return;
+    let next;
+    try {
+      next = this.native.reply(id, ok, answer);
+    } catch (e) {
+      // A reply Rust cannot take (not a string): say so rather than leave the request waiting.
+      next = this.native.reply(id, false, `internal error: ${messageOf(e)}`);
     }
-    this.pump(this.native.replyMany(settled.map((r) => r[0]), settled.map((r) => r[1]), settled.map((r) => r[2])));
+    this.pump(next);
+  }
+
+  // An answer that settles later waits for the others settling in the same turn, so that many (a fork's paths, a
+  // loaded harness's sessions) reach the native side in one call.
+  replyLater(id, ok, answer) {
+    if (id === 0) return;
+    const settled = this.settledReplies;
+    settled.ids.push(id);
+    settled.oks.push(ok);
+    settled.texts.push(typeof answer === 'string' ? answer : 'internal error: a reply that is not a string');
+    if (settled.ids.length === 1) queueMicrotask(this.flushReplies);
+  }
+
+  // Sends the settled answers; queued as `flushReplies`, bound once in the constructor.
+  flushSettled() {
+    const { ids, oks, texts } = this.settledReplies;
+    this.settledReplies = { ids: [], oks: [], texts: [] };
+    this.pump(ids.length === 1 ? this.native.reply(ids[0], oks[0], texts[0]) : this.native.replyMany(ids, oks, texts));
   }
 
   // The dispatcher: every request is answered as JSON text (or a Promise of it).
