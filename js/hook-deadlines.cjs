@@ -50,6 +50,7 @@ class Waiting {
   }
 
   expire() {
+    if (this.done === undefined) return;
     const guard = this.guard;
     guard.expired = new HookTimeout(guard.ms);
     guard.controller?.abort(guard.expired);
