@@ -9,11 +9,11 @@ const { ContextImpl } = require('./context.cjs');
 const { ChannelStore } = require('./channels.cjs');
 const { ZodError } = require('zod');
 const { runHooks, repliesJson } = require('./hooks.cjs');
+const { callModelAside, callTestModel } = require('./model-calls.cjs');
+const { runToolStep, runTool } = require('./tool-calls.cjs');
 const { memorySpan } = require('./observability.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
-const { checkModelResponse, checkModelRequest } = require('./options.cjs');
-const { extendedBy, gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { scopedView, layerPrefix } = require('./storage.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
@@ -356,20 +356,9 @@ class Runtime {
     };
   }
 
-  // One model round with no tools and no context: a test model is called directly, the harness's own natively.
-  async callModel(request) {
-    checkModelRequest(request);
-    if (this.testModel) {
-      // As upstream, the reply's items are put to the harness's schemas with the request's layers' and tools'.
-      const response = await this.testModel(request);
-      const schemas = extendedBy(this.harness.itemSchemas, [...(request.layers ?? []), ...(request.tools ?? [])]);
-      return { ...response, items: schemas.parseMany(response.items) };
-    }
-    const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
-    const items = (request.items ?? []).map((item) => JSON.stringify(item));
-    const result = JSON.parse(await this.native.callModelOnce(head, items));
-    if (!result.ok) throw fromNative(result.error, () => undefined);
-    return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
+  // One model round with no tools and no context: `harness.callModel` and a hook's `ctx.callModel`.
+  callModel(request) {
+    return callModelAside(this, request);
   }
 
   // The storage a layer's hooks see: the harness's under the layer's scoped prefix.
@@ -571,7 +560,7 @@ class Runtime {
         return '';
       case 'model':
         // The items are JSON texts already: they go in as they are, not as strings to escape here and unescape natively.
-        return this.callTestModel(message.call).then(
+        return callTestModel(this, message.call).then(
           ({ items, ...rest }) => `${JSON.stringify({ ok: true, ...rest }).slice(0, -1)},"items":[${items.join(',')}]}`,
           (e) => this.failureJson(e),
         );
@@ -682,7 +671,7 @@ class Runtime {
         return {};
       }
       case 'toolStep':
-        return { value: this.toRef(await this.runToolStep(message.call)) };
+        return { value: this.toRef(await runToolStep(this, message.call)) };
       case 'route': {
         const { call } = message;
         const chosen = await this.handles.get(call.func)(this.fromRef(call.input), this.context(call.context));
@@ -721,7 +710,7 @@ class Runtime {
         this.context(message.call.context).itemLog._flush();
         return {};
       case 'tool':
-        return this.runTool(message.call);
+        return runTool(this, message.call);
       case 'storage': {
         const { method, key, value } = message;
         const result = await this.storage[method](key, ...(method === 'set' ? [value] : []));
@@ -749,25 +738,6 @@ class Runtime {
     return describeStep(chosen, (v) => this.keepValue(v), describeLayer);
   }
 
-  // A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
-  // that yields (toolWithGenerator) is run to its end; its return value is the step's output.
-  async runToolStep({ tool, args, stepId, context, input }) {
-    const t = this.handles.get(tool);
-    const value = this.fromRef(input);
-    const extra = args == null ? undefined : this.handles.get(args);
-    let parsed = extra ? { ...value, ...extra } : value;
-    if (typeof t.input?.safeParse === 'function') {
-      const checked = t.input.safeParse(parsed);
-      if (!checked.success) throw new Error(`Tool input validation failed: ${checked.error.message}`);
-      parsed = checked.data;
-    }
-    // Each yield is a `tool_progress` event on the session's stream (when the step runs in one).
-    return this.drain(await t.execute(parsed, this.toolContext(this.context(context))), (event) => {
-      const data = JSON.stringify({ stepId, toolName: t.name, event });
-      if (data !== undefined) this.native.frameworkEvent(context, 'tool_progress', data);
-    });
-  }
-
   // An LLM step's getter fields, run with the live context. Tools they return live as long as the run.
   async resolveLazy({ step, context, fields }) {
     const s = this.handles.get(step);
@@ -781,70 +751,6 @@ class Runtime {
       model: typeof out.model === 'string' ? out.model : null,
       instructions: typeof out.instructions === 'string' ? out.instructions : null,
       tools: out.tools == null ? null : out.tools.map((t) => describeTool(t, (v) => this.keepValue(v))),
-    };
-  }
-
-  async runTool({ tool, arguments: text, context, callId, name }) {
-    const ctx = this.context(context);
-    let args;
-    try {
-      args = JSON.parse(text);
-    } catch {
-      args = {};
-    }
-    const t = tool.kind === 'layerFn' ? undefined : this.handles.get(tool.handle);
-    let result;
-    let output;
-    let error = false;
-    try {
-      result =
-        tool.kind === 'layerFn'
-          ? await this.callLayerFn(ctx, this.handles.get(tool.layer), tool.name, args)
-          : await this.drain(await t.execute(args, this.toolContext(ctx)));
-      output = result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
-    } catch (e) {
-      error = true;
-      result = undefined;
-      output = `Error: ${messageOf(e)}`;
-    }
-    const reply = { output, isError: error };
-    const baseItem = () => ({ id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output });
-    // A tool may decorate the result item the log keeps (the model is still sent only its output).
-    let item;
-    if (typeof t?.decorateResultItem === 'function') {
-      const callItem = { type: 'function_call', callId, name, arguments: text };
-      item = t.decorateResultItem({ baseItem: baseItem(), callItem, args, result, output, error: error || undefined });
-      reply.item = JSON.stringify(item);
-    }
-    // The result item is put to the harness's `toolResults` schemas and this tool's own (not its siblings', as
-    // upstream), when there are any.
-    checkCategory(this.harness.itemSchemas, t ? [t] : [], 'toolResults', () => item ?? baseItem());
-    return reply;
-  }
-
-  // A generator tool's yields are drained (each to `onYield`, when given); its return value is the result.
-  async drain(result, onYield) {
-    if (result === null || typeof result !== 'object' || typeof result[Symbol.asyncIterator] !== 'function') return result;
-    const iterator = result[Symbol.asyncIterator]();
-    for (;;) {
-      const next = await iterator.next();
-      if (next.done) return next.value;
-      onYield?.(next.value);
-    }
-  }
-
-  // Upstream's ToolExecutionContext: what a tool's `execute` receives besides its arguments.
-  toolContext(ctx) {
-    const harness = this.harness;
-    return {
-      ctx,
-      harness,
-      fs: harness.fs,
-      shell: harness.shell,
-      memory: { get: (layerId) => this.layerStateOf(ctx, layerId), set: (layerId, state) => this.setLayerStateOf(ctx, layerId, state) },
-      assembledView: ctx.itemLog.items,
-      lastStepMeta: ctx.lastStepMeta ?? null,
-      turnContext: undefined,
     };
   }
 
@@ -879,75 +785,6 @@ class Runtime {
     const persist = layer.scope === 'execution' ? undefined : this.serializable(state, layerId);
     callNative(() => this.native.hostStateWritten(ctx.id, layerId, persist ?? null));
   }
-
-  async callTestModel(call) {
-    const ctx = this.context(call.context);
-    // The view comes as flat triples: `0, start, end` (a run of the log), `1, key, index` (a recalled item kept
-    // here), `2, item, 0` (an item of its own).
-    const view = call.view;
-    let end = 0;
-    for (let i = 0; i < view.length; i += 3) if (view[i] === 0 && view[i + 2] > end) end = view[i + 2];
-    const log = ctx.itemLog._upTo(end);
-    // A view is mostly long runs of the log: each is copied as one slice, not item by item.
-    const parts = [];
-    for (let i = 0; i < view.length; i += 3) {
-      const kind = view[i];
-      parts.push(kind === 0 ? log.slice(view[i + 1], view[i + 2]) : [kind === 1 ? this.recalled.get(view[i + 1])[view[i + 2]] : view[i + 1]]);
-    }
-    const items = joined(parts);
-    const tools = call.tools.map((t) => this.modelTool(t, ctx));
-    // A step's call names the context's layers as they are now (a `provide` adds some); a call aside does not.
-    const layers = (call.layers ?? ctx._layers.map(({ handle }) => handle)).map((handle) => this.handles.get(handle));
-    const request = call.aside ? asideRequest(call, items) : this.stepRequest(call, items, tools, ctx, layers);
-    // The internal-test stand-in harness routes the call by the context that makes it.
-    const response = checkModelResponse(await (this.inheritsFaces ? this.testModel(request, ctx) : this.testModel(request)));
-    // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
-    const checked = admit(gateOf(this.harness.itemSchemas, [...layers, ...tools]), response.items);
-    // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
-    // call aside (a summary) never goes in the log.
-    if (!call.aside) this.replies.set(call.context, response.items);
-    return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
-  }
-
-  // An LLM step's request, with upstream's keys in upstream's order: `params`, `outputSchema` and `emit` are the
-  // step's own values; with tools, also the context, its layers and the names the step may call (undefined when
-  // it may call every tool); without tools, neither tools nor context.
-  stepRequest(call, items, tools, ctx, layers) {
-    const step = call.step === undefined ? undefined : this.handles.get(call.step);
-    const { model, instructions } = call;
-    const [params, outputSchema, emit] = [step?.params, step?.output, step?.emit];
-    if (tools.length === 0) return { model, items, instructions, params, outputSchema, emit };
-    return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: layers.length === 0 ? undefined : layers, allowedToolNames: call.allowedToolNames };
-  }
-
-  // A tool as a test model is handed it: the user's own object, or for a layer's `provides` function upstream's
-  // tool of it (name `layerId/fnName`, the function's description and schemas), whose `execute` is the call the
-  // model's tool call makes: arguments checked by the function's schema, the layer's state updated.
-  modelTool(t, ctx) {
-    if (t.kind === 'tool') return this.handles.get(t.handle);
-    const name = `${t.layerId}/${t.name}`;
-    const layer = t.layer == null ? undefined : this.handles.get(t.layer);
-    const decl = layer?.provides?.[t.name];
-    if (decl?.kind !== 'function') return { name };
-    const bound = t.context === undefined ? ctx : this.context(t.context);
-    return { name, description: decl.description, input: decl.input, output: decl.output, execute: (args, _toolCtx) => this.callLayerFn(bound, layer, t.name, args) };
-  }
-}
-
-// A call beside a step (a layer asking the model, a summary): the model, the items and, when given, instructions,
-// as a layer's `ctx.callModel({ model, items, instructions? })` is.
-function asideRequest(call, items) {
-  return call.instructions === undefined ? { model: call.model, items } : { model: call.model, items, instructions: call.instructions };
-}
-
-// Arrays joined into one. Spread into concat a bounded number at a time: a view of very many entries (a
-// projectHistory that interleaves its own items with the log's) would exceed the arguments one call can take.
-const JOIN_CHUNK = 4096;
-function joined(parts) {
-  if (parts.length === 1) return parts[0];
-  let items = [];
-  for (let i = 0; i < parts.length; i += JOIN_CHUNK) items = items.concat(...parts.slice(i, i + JOIN_CHUNK));
-  return items;
 }
 
 module.exports = { Runtime, native };

@@ -1,0 +1,97 @@
+'use strict';
+// Model calls JS answers: the request a test model (`_testCallModel`) is handed, built from the view the native side
+// projected, and the one-off `callModel` round. The runtime (runtime.cjs) holds the contexts, handles and kept
+// recalled items these read.
+const { fromNative } = require('./errors.cjs');
+const { checkModelResponse, checkModelRequest } = require('./options.cjs');
+const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
+
+// One model round with no tools and no context (`harness.callModel`, a hook's `ctx.callModel`): a test model is
+// called directly, the harness's own natively.
+async function callModelAside(runtime, request) {
+  checkModelRequest(request);
+  if (runtime.testModel) {
+    // As upstream, the reply's items are put to the harness's schemas with the request's layers' and tools'.
+    const response = await runtime.testModel(request);
+    const schemas = extendedBy(runtime.harness.itemSchemas, [...(request.layers ?? []), ...(request.tools ?? [])]);
+    return { ...response, items: schemas.parseMany(response.items) };
+  }
+  const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
+  const items = (request.items ?? []).map((item) => JSON.stringify(item));
+  const result = JSON.parse(await runtime.native.callModelOnce(head, items));
+  if (!result.ok) throw fromNative(result.error, () => undefined);
+  return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
+}
+
+// A step's model call (or one aside) answered by the harness's test model: the request as upstream makes it, from
+// the view the native side projected; the reply's items are put to the schemas and kept for the log.
+async function callTestModel(runtime, call) {
+  const ctx = runtime.context(call.context);
+  // The view comes as flat triples: `0, start, end` (a run of the log), `1, key, index` (a recalled item kept
+  // here), `2, item, 0` (an item of its own).
+  const view = call.view;
+  let end = 0;
+  for (let i = 0; i < view.length; i += 3) if (view[i] === 0 && view[i + 2] > end) end = view[i + 2];
+  const log = ctx.itemLog._upTo(end);
+  // A view is mostly long runs of the log: each is copied as one slice, not item by item.
+  const parts = [];
+  for (let i = 0; i < view.length; i += 3) {
+    const kind = view[i];
+    parts.push(kind === 0 ? log.slice(view[i + 1], view[i + 2]) : [kind === 1 ? runtime.recalled.get(view[i + 1])[view[i + 2]] : view[i + 1]]);
+  }
+  const items = joined(parts);
+  const tools = call.tools.map((t) => modelTool(runtime, t, ctx));
+  // A step's call names the context's layers as they are now (a `provide` adds some); a call aside does not.
+  const layers = (call.layers ?? ctx._layers.map(({ handle }) => handle)).map((handle) => runtime.handles.get(handle));
+  const request = call.aside ? asideRequest(call, items) : stepRequest(runtime, call, items, tools, ctx, layers);
+  // The internal-test stand-in harness routes the call by the context that makes it.
+  const response = checkModelResponse(await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request)));
+  // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
+  const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), response.items);
+  // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
+  // call aside (a summary) never goes in the log.
+  if (!call.aside) runtime.replies.set(call.context, response.items);
+  return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
+}
+
+// An LLM step's request, with upstream's keys in upstream's order: `params`, `outputSchema` and `emit` are the
+// step's own values; with tools, also the context, its layers and the names the step may call (undefined when
+// it may call every tool); without tools, neither tools nor context.
+function stepRequest(runtime, call, items, tools, ctx, layers) {
+  const step = call.step === undefined ? undefined : runtime.handles.get(call.step);
+  const { model, instructions } = call;
+  const [params, outputSchema, emit] = [step?.params, step?.output, step?.emit];
+  if (tools.length === 0) return { model, items, instructions, params, outputSchema, emit };
+  return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: layers.length === 0 ? undefined : layers, allowedToolNames: call.allowedToolNames };
+}
+
+// A tool as a test model is handed it: the user's own object, or for a layer's `provides` function upstream's
+// tool of it (name `layerId/fnName`, the function's description and schemas), whose `execute` is the call the
+// model's tool call makes: arguments checked by the function's schema, the layer's state updated.
+function modelTool(runtime, t, ctx) {
+  if (t.kind === 'tool') return runtime.handles.get(t.handle);
+  const name = `${t.layerId}/${t.name}`;
+  const layer = t.layer == null ? undefined : runtime.handles.get(t.layer);
+  const decl = layer?.provides?.[t.name];
+  if (decl?.kind !== 'function') return { name };
+  const bound = t.context === undefined ? ctx : runtime.context(t.context);
+  return { name, description: decl.description, input: decl.input, output: decl.output, execute: (args, _toolCtx) => runtime.callLayerFn(bound, layer, t.name, args) };
+}
+
+// A call beside a step (a layer asking the model, a summary): the model, the items and, when given, instructions,
+// as a layer's `ctx.callModel({ model, items, instructions? })` is.
+function asideRequest(call, items) {
+  return call.instructions === undefined ? { model: call.model, items } : { model: call.model, items, instructions: call.instructions };
+}
+
+// Arrays joined into one. Spread into concat a bounded number at a time: a view of very many entries (a
+// projectHistory that interleaves its own items with the log's) would exceed the arguments one call can take.
+const JOIN_CHUNK = 4096;
+function joined(parts) {
+  if (parts.length === 1) return parts[0];
+  let items = [];
+  for (let i = 0; i < parts.length; i += JOIN_CHUNK) items = items.concat(...parts.slice(i, i + JOIN_CHUNK));
+  return items;
+}
+
+module.exports = { callModelAside, callTestModel };

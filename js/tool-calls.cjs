@@ -1,0 +1,91 @@
+'use strict';
+// Tools JS runs for the native side: a `step.tool` step, and a model's tool call within an LLM step.
+const { messageOf } = require('./errors.cjs');
+const { checkCategory } = require('./item-schemas.cjs');
+
+// A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
+// that yields (toolWithGenerator) is run to its end; its return value is the step's output.
+async function runToolStep(runtime, { tool, args, stepId, context, input }) {
+  const t = runtime.handles.get(tool);
+  const value = runtime.fromRef(input);
+  const extra = args == null ? undefined : runtime.handles.get(args);
+  let parsed = extra ? { ...value, ...extra } : value;
+  if (typeof t.input?.safeParse === 'function') {
+    const checked = t.input.safeParse(parsed);
+    if (!checked.success) throw new Error(`Tool input validation failed: ${checked.error.message}`);
+    parsed = checked.data;
+  }
+  // Each yield is a `tool_progress` event on the session's stream (when the step runs in one).
+  return drain(await t.execute(parsed, toolContext(runtime, runtime.context(context))), (event) => {
+    const data = JSON.stringify({ stepId, toolName: t.name, event });
+    if (data !== undefined) runtime.native.frameworkEvent(context, 'tool_progress', data);
+  });
+}
+
+// A model's tool call: the tool's `execute`, or a layer's `provides` function, with the call's arguments; a failure is
+// the tool's output (`Error: ...`), as upstream's, and a tool may decorate the result item the log keeps.
+async function runTool(runtime, { tool, arguments: text, context, callId, name }) {
+  const ctx = runtime.context(context);
+  let args;
+  try {
+    args = JSON.parse(text);
+  } catch {
+    args = {};
+  }
+  const t = tool.kind === 'layerFn' ? undefined : runtime.handles.get(tool.handle);
+  let result;
+  let output;
+  let error = false;
+  try {
+    result =
+      tool.kind === 'layerFn'
+        ? await runtime.callLayerFn(ctx, runtime.handles.get(tool.layer), tool.name, args)
+        : await drain(await t.execute(args, toolContext(runtime, ctx)));
+    output = result === undefined ? undefined : typeof result === 'string' ? result : JSON.stringify(result);
+  } catch (e) {
+    error = true;
+    result = undefined;
+    output = `Error: ${messageOf(e)}`;
+  }
+  const reply = { output, isError: error };
+  const baseItem = () => ({ id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output });
+  // A tool may decorate the result item the log keeps (the model is still sent only its output).
+  let item;
+  if (typeof t?.decorateResultItem === 'function') {
+    const callItem = { type: 'function_call', callId, name, arguments: text };
+    item = t.decorateResultItem({ baseItem: baseItem(), callItem, args, result, output, error: error || undefined });
+    reply.item = JSON.stringify(item);
+  }
+  // The result item is put to the harness's `toolResults` schemas and this tool's own (not its siblings', as
+  // upstream), when there are any.
+  checkCategory(runtime.harness.itemSchemas, t ? [t] : [], 'toolResults', () => item ?? baseItem());
+  return reply;
+}
+
+// A generator tool's yields are drained (each to `onYield`, when given); its return value is the result.
+async function drain(result, onYield) {
+  if (result === null || typeof result !== 'object' || typeof result[Symbol.asyncIterator] !== 'function') return result;
+  const iterator = result[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) return next.value;
+    onYield?.(next.value);
+  }
+}
+
+// Upstream's ToolExecutionContext: what a tool's `execute` receives besides its arguments.
+function toolContext(runtime, ctx) {
+  const harness = runtime.harness;
+  return {
+    ctx,
+    harness,
+    fs: harness.fs,
+    shell: harness.shell,
+    memory: { get: (layerId) => runtime.layerStateOf(ctx, layerId), set: (layerId, state) => runtime.setLayerStateOf(ctx, layerId, state) },
+    assembledView: ctx.itemLog.items,
+    lastStepMeta: ctx.lastStepMeta ?? null,
+    turnContext: undefined,
+  };
+}
+
+module.exports = { runToolStep, runTool };
