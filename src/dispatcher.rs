@@ -26,11 +26,12 @@ use napi::bindgen_prelude::FnArgs;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use tokio::sync::oneshot;
 
+use crate::js_string::JsOutText;
 use crate::weak_runtime::MaybeRuntime;
 
 /// Called with the runtime (or `undefined` once it is gone) and a batch of requests as one JSON text (see
-/// [`batch_text`]).
-pub type Dispatcher = ThreadsafeFunction<FnArgs<(String,)>, (), FnArgs<(MaybeRuntime, String)>, Status, false, true>;
+/// [`batch_text`]), made as a one-byte JS string when it is ASCII (`JsOutText`), not decoded as UTF-8.
+pub type Dispatcher = ThreadsafeFunction<FnArgs<(String,)>, (), FnArgs<(MaybeRuntime, JsOutText)>, Status, false, true>;
 
 tokio::task_local! {
   /// Set for the task of a run that JS awaits; background work (eventual recall, mirror writes) runs without it.

@@ -177,7 +177,7 @@ impl NativeHarness {
     config: String,
     runtime: Object,
     #[napi(ts_arg_type = "(runtime: object | undefined, batch: string) => void")] dispatcher: Function<
-      FnArgs<(MaybeRuntime, String)>,
+      FnArgs<(MaybeRuntime, JsOutText)>,
       (),
     >,
     storage: Option<&NativeStorage>,
@@ -190,7 +190,7 @@ impl NativeHarness {
       .build_threadsafe_function::<FnArgs<(String,)>>()
       .weak::<true>()
       .callee_handled::<false>()
-      .build_callback(move |call| Ok((runtime.get(&call.env), call.value.data.0).into()))?;
+      .build_callback(move |call| Ok((runtime.get(&call.env), JsOutText(call.value.data.0)).into()))?;
     let dispatch = Dispatch::new(dispatcher);
     let layers = describe::layer_set(config.get("layers").unwrap_or(&Value::Null), Some(&dispatch))
       .map_err(|e| to_napi(config_json(&e)))?;
