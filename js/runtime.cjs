@@ -40,7 +40,7 @@ class Runtime {
     this.values = new Map();
     // Answers settled since the last flush, sent together as the three lists `replyMany` takes (see `replyLater`).
     this.settledReplies = { ids: [], oks: [], texts: [] };
-    this.flushReplies = () => this.flushSettled();
+    this.flushReplies = this.flushReplies.bind(this);
     // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
@@ -474,8 +474,8 @@ class Runtime {
     if (settled.ids.length === 1) queueMicrotask(this.flushReplies);
   }
 
-  // Sends the settled answers; queued as `flushReplies`, bound once in the constructor.
-  flushSettled() {
+  // Sends the settled answers; queued as it is (bound in the constructor).
+  flushReplies() {
     const { ids, oks, texts } = this.settledReplies;
     this.settledReplies = { ids: [], oks: [], texts: [] };
     this.pump(ids.length === 1 ? this.native.reply(ids[0], oks[0], texts[0]) : this.native.replyMany(ids, oks, texts));

@@ -11,7 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{ToNapiValue, TypeName};
+use napi::bindgen_prelude::{FromNapiValue, ToNapiValue, TypeName};
 use napi::{ValueType, sys};
 use noetic_runtime::storage::InMemoryStorage;
 
@@ -53,7 +53,7 @@ unsafe extern "C" fn release(_env: sys::napi_env, data: *mut c_void, _hint: *mut
   drop(unsafe { Box::from_raw(data.cast::<Arc<InMemoryStorage>>()) });
 }
 
-/// Keys up to this many UTF-8 bytes are read without allocating; longer ones are read again at their length.
+/// Keys up to this many UTF-8 bytes are read without allocating; longer ones are read again, whole.
 const KEY_ON_STACK: usize = 256;
 
 unsafe extern "C" fn read(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -87,8 +87,9 @@ unsafe fn answer(env: sys::napi_env, info: sys::napi_callback_info) -> Result<sy
   let key = if len + 4 < KEY_ON_STACK {
     &buffer[..len]
   } else {
-    long = unsafe { whole_string(env, key) }?;
-    long.as_slice()
+    long =
+      unsafe { String::from_napi_value(env, key) }.map_err(|_| "storage.get: the key must be a string".to_string())?;
+    long.as_bytes()
   };
   // napi writes UTF-8 (a lone surrogate as U+FFFD), cut at a character boundary.
   let key = std::str::from_utf8(key).map_err(|_| "storage.get: the key is not valid text".to_string())?;
@@ -100,19 +101,6 @@ unsafe fn answer(env: sys::napi_env, info: sys::napi_callback_info) -> Result<sy
       Ok(null)
     }
   })
-}
-
-unsafe fn whole_string(env: sys::napi_env, value: sys::napi_value) -> Result<Vec<u8>, String> {
-  let mut len = 0;
-  unsafe { sys::napi_get_value_string_utf8(env, value, null_mut(), 0, &mut len) };
-  let mut bytes = vec![0u8; len + 1];
-  let mut written = 0;
-  let status = unsafe { sys::napi_get_value_string_utf8(env, value, bytes.as_mut_ptr().cast(), len + 1, &mut written) };
-  if status != sys::Status::napi_ok {
-    return Err("storage.get: the key must be a string".into());
-  }
-  bytes.truncate(written);
-  Ok(bytes)
 }
 
 unsafe fn throw(env: sys::napi_env, message: &str) -> sys::napi_value {
