@@ -41,6 +41,9 @@ class Runtime {
     // Answers settled since the last flush, sent together as the three lists `replyMany` takes (see `replyLater`).
     this.settledReplies = { ids: [], oks: [], texts: [] };
     this.flushReplies = this.flushReplies.bind(this);
+    // Model answers gathered until the event loop's check phase, while several runs are active (see `replyLater`).
+    this.gatheredReplies = { ids: [], oks: [], texts: [] };
+    this.flushGathered = this.flushGathered.bind(this);
     // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
@@ -438,14 +441,15 @@ class Runtime {
     }
     if (typeof answer?.then !== 'function') return this.replyNow(id, true, answer);
     if (foreground) liveness.release();
+    const fromModel = message.op === 'model';
     answer.then(
       (value) => {
         if (foreground) liveness.hold();
-        this.replyLater(id, true, value);
+        this.replyLater(id, true, value, fromModel);
       },
       (e) => {
         if (foreground) liveness.hold();
-        this.replyLater(id, false, messageOf(e));
+        this.replyLater(id, false, messageOf(e), fromModel);
       },
     );
   }
@@ -465,19 +469,38 @@ class Runtime {
 
   // An answer that settles later waits for the others settling in the same turn, so that many (a fork's paths, a
   // loaded harness's sessions) reach the native side in one call.
-  replyLater(id, ok, answer) {
+  // A model's answer, while several runs are active, waits longer: for the event loop's check phase. Models answer
+  // from timers and I/O, one callback each, and the microtasks after each callback would send each answer alone
+  // (one crossing and one wake of the turn worker per model call). Hook answers keep the microtask: they settle
+  // with the batch that asked for them, and holding them back leaves the turn worker idle (DECISIONS S27).
+  replyLater(id, ok, answer, fromModel = false) {
     if (id === 0) return;
-    const settled = this.settledReplies;
+    const gather = fromModel && this.activeRuns > 1;
+    const settled = gather ? this.gatheredReplies : this.settledReplies;
     settled.ids.push(id);
     settled.oks.push(ok);
     settled.texts.push(typeof answer === 'string' ? answer : 'internal error: a reply that is not a string');
-    if (settled.ids.length === 1) queueMicrotask(this.flushReplies);
+    if (settled.ids.length === 1) {
+      if (gather) setImmediate(this.flushGathered);
+      else queueMicrotask(this.flushReplies);
+    }
   }
 
   // Sends the settled answers; queued as it is (bound in the constructor).
   flushReplies() {
-    const { ids, oks, texts } = this.settledReplies;
+    const settled = this.settledReplies;
     this.settledReplies = { ids: [], oks: [], texts: [] };
+    this.sendReplies(settled);
+  }
+
+  // Sends the gathered model answers; scheduled as it is (bound in the constructor).
+  flushGathered() {
+    const gathered = this.gatheredReplies;
+    this.gatheredReplies = { ids: [], oks: [], texts: [] };
+    this.sendReplies(gathered);
+  }
+
+  sendReplies({ ids, oks, texts }) {
     this.pump(ids.length === 1 ? this.native.reply(ids[0], oks[0], texts[0]) : this.native.replyMany(ids, oks, texts));
   }
 
