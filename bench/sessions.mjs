@@ -2,7 +2,9 @@
 // `getAgentResponse`, all at the same time in one process. The model is a JS function that waits 5 ms and answers one
 // 20-word message; storage is createInMemoryStorage(); each of the K layers is a thread-scoped JS layer with init,
 // recall and store. Reports turns per second over the whole run, the p50 and p99 of a turn's latency (from its
-// execute to its response), and the process's peak RSS. Each configuration runs in a fresh process; with
+// execute to its response), and the process's peak RSS; and the p99 of the sessions' first turns apart from their
+// later ones: every session starts at once, so the first turns end together, as one cold block of work, and the
+// run's p99 is theirs (DECISIONS S27). Each configuration runs in a fresh process; with
 // NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours. Each configuration runs
 // ROUNDS times (default 3), the implementations alternating, and each figure is the median of its rounds: on a
 // small, busy machine one run of either moves by a third.
@@ -25,7 +27,7 @@ if (args[0] === '--one') {
   console.log(JSON.stringify(await one(impl, Number(sessions), Number(layers))));
 } else {
   const impls = process.env.NOETIC_UPSTREAM_PKG ? ['upstream', 'ours'] : ['ours'];
-  console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99, peak RSS; medians of ${ROUNDS} rounds)`);
+  console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99 with that of first and later turns, peak RSS; medians of ${ROUNDS} rounds)`);
   for (const sessions of option('sessions', '100,1000,10000')) {
     for (const layers of option('layers', '0,3,10')) {
       const runs = Object.fromEntries(impls.map((impl) => [impl, []]));
@@ -37,9 +39,9 @@ if (args[0] === '--one') {
       }
       const row = {};
       for (const impl of impls) {
-        row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'peakRssMb'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
+        row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'p99First', 'p99Later', 'peakRssMb'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
       }
-      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms, ${r.peakRssMb.toFixed(0)} MB`;
+      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB`;
       const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
       const ratio = row.upstream ? `  → ${(row.ours.turnsPerSecond / row.upstream.turnsPerSecond).toFixed(2)}x turns/s, p99 ${(row.ours.p99 / row.upstream.p99).toFixed(2)}x` : '';
       console.log(`${String(sessions).padStart(6)} sessions, ${String(layers).padStart(2)} layers  ${line}${ratio}`);
@@ -80,19 +82,28 @@ async function one(impl, sessions, layerCount) {
     _testCallModel: model,
   });
   const latencies = [];
+  const firsts = [];
+  const laters = [];
   const session = async (s) => {
     const threadId = `thread-${s}`;
     for (let t = 0; t < TURNS; t++) {
       const started = performance.now();
       await harness.execute(`message ${t} from session ${s}`, { threadId });
       await harness.getAgentResponse({ threadId });
-      latencies.push(performance.now() - started);
+      const latency = performance.now() - started;
+      latencies.push(latency);
+      (t === 0 ? firsts : laters).push(latency);
     }
   };
   const started = performance.now();
   await Promise.all(Array.from({ length: sessions }, (_, s) => session(s)));
   const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
-  return { turnsPerSecond: latencies.length / seconds, p50: at(0.5), p99: at(0.99), peakRssMb: process.resourceUsage().maxRSS / 1024 };
+  const p99First = quantile(firsts, 0.99);
+  const p99Later = quantile(laters, 0.99);
+  return { turnsPerSecond: latencies.length / seconds, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), p99First, p99Later, peakRssMb: process.resourceUsage().maxRSS / 1024 };
+}
+
+function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
