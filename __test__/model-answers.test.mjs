@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AgentHarness, step } from '../js/index.mjs';
+import { slow } from './helpers.mjs';
 
 const SESSIONS = 8;
 
@@ -80,4 +81,23 @@ test('model answers given from separate timer callbacks cross together while man
     'every model answer crossed once',
   );
   assert.ok(crossings.length <= 2, `${SESSIONS} answers from ${SESSIONS} timer callbacks crossed in ${crossings.length} calls`);
+});
+
+test("fake timers that never run an immediate do not hold back the gathered model answers", { timeout: slow(60_000) }, async () => {
+  const realImmediate = globalThis.setImmediate;
+  // A test framework's fake timers: immediates are queued and never run unless the test advances them.
+  globalThis.setImmediate = () => ({ ref() {}, unref() {}, hasRef: () => false });
+  try {
+    const harness = new AgentHarness({
+      name: 'faked',
+      params: {},
+      initialStep: step.llm({ id: 'chat', model: 'test/model' }),
+      _testCallModel: (request) => new Promise((resolve) => setTimeout(() => resolve(answer(JSON.stringify(request.items).match(/session \d+/)[0])), 2)),
+    });
+    for (let s = 0; s < SESSIONS; s++) await harness.execute(`session ${s}`, { threadId: `f${s}` });
+    const texts = await Promise.all(Array.from({ length: SESSIONS }, (_, s) => harness.getAgentResponse({ threadId: `f${s}` }).then((r) => r.text)));
+    assert.deepEqual(texts, Array.from({ length: SESSIONS }, (_, s) => `session ${s}`));
+  } finally {
+    globalThis.setImmediate = realImmediate;
+  }
 });

@@ -18,6 +18,8 @@ const { scopedView, layerPrefix } = require('./storage.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
+// Captured at load, so that a test's fake timers cannot hold back the model answers it schedules.
+const { setImmediate: checkPhase } = require('node:timers');
 
 // A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
 function textOfOutput(output) {
@@ -481,7 +483,7 @@ class Runtime {
     settled.oks.push(ok);
     settled.texts.push(typeof answer === 'string' ? answer : 'internal error: a reply that is not a string');
     if (settled.ids.length === 1) {
-      if (gather) setImmediate(this.flushGathered);
+      if (gather) checkPhase(this.flushGathered);
       else queueMicrotask(this.flushReplies);
     }
   }
