@@ -42,10 +42,11 @@ class Runtime {
     this.values = new Map();
     // Answers settled since the last flush, sent together as the three lists `replyMany` takes (see `replyLater`).
     this.settledReplies = { ids: [], oks: [], texts: [] };
-    this.flushReplies = this.flushReplies.bind(this);
     // Model answers gathered until the event loop's check phase, while several runs are active (see `replyLater`).
     this.gatheredReplies = { ids: [], oks: [], texts: [] };
-    this.flushGathered = this.flushGathered.bind(this);
+    // Queued as they are: each sends its list.
+    this.flushReplies = () => this.sendReplies(this.settledReplies);
+    this.flushGathered = () => this.sendReplies(this.gatheredReplies);
     // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
@@ -488,21 +489,12 @@ class Runtime {
     }
   }
 
-  // Sends the settled answers; queued as it is (bound in the constructor).
-  flushReplies() {
-    const settled = this.settledReplies;
-    this.settledReplies = { ids: [], oks: [], texts: [] };
-    this.sendReplies(settled);
-  }
-
-  // Sends the gathered model answers; scheduled as it is (bound in the constructor).
-  flushGathered() {
-    const gathered = this.gatheredReplies;
-    this.gatheredReplies = { ids: [], oks: [], texts: [] };
-    this.sendReplies(gathered);
-  }
-
-  sendReplies({ ids, oks, texts }) {
+  // Sends the answers of `list` and empties it (new arrays: `replyMany` is handed these).
+  sendReplies(list) {
+    const { ids, oks, texts } = list;
+    list.ids = [];
+    list.oks = [];
+    list.texts = [];
     this.pump(ids.length === 1 ? this.native.reply(ids[0], oks[0], texts[0]) : this.native.replyMany(ids, oks, texts));
   }
 

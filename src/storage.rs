@@ -40,8 +40,8 @@ pub struct NativeStorage {
 }
 
 impl NativeStorage {
-  fn in_memory(&self) -> napi::Result<&InMemoryStorage> {
-    self.memory.as_deref().ok_or_else(|| napi::Error::from_reason("internal error: this store does not answer at once"))
+  fn in_memory(&self) -> napi::Result<&Arc<InMemoryStorage>> {
+    self.memory.as_ref().ok_or_else(|| napi::Error::from_reason("internal error: this store does not answer at once"))
   }
 }
 
@@ -101,8 +101,7 @@ impl NativeStorage {
   /// for every read (see `store_reader`).
   #[napi(catch_unwind, ts_return_type = "(key: string) => string | null")]
   pub fn reader_now(&self) -> napi::Result<StoreReader> {
-    self.in_memory()?;
-    Ok(StoreReader(Arc::clone(self.memory.as_ref().expect("checked just above"))))
+    Ok(StoreReader(Arc::clone(self.in_memory()?)))
   }
 
   /// The in-memory store's `set`, done at once: JS's text is kept as it is, checked (nesting, lone surrogates) but
