@@ -3403,6 +3403,11 @@ declare class NativeHarness {
   takeLayerUsage(key: number): string | null
   /** JS collected a response whose `lastLayerUsage` was never read. */
   dropLayerUsage(key: number): void
+  /**
+   * JS collected these responses without reading their `lastLayerUsage`: the finalizers of one collection, in one
+   * call (a loaded harness lets go of a response per turn, and a call each cost more than the drop under Bun).
+   */
+  dropLayerUsages(keys: Uint32Array): void
   /** As upstream's `HarnessStatus`, JSON. */
   sessionStatus(thread: string): string
   sessionQueueSize(thread: string): number

@@ -566,6 +566,72 @@ test("each response keeps its own turn's lastLayerUsage, read in any order, once
   assert.deepEqual(crossings, []);
 });
 
+test('two queued messages that share a messageId each put their own item objects in the log', async () => {
+  const m = model();
+  const h = harnessWith(m);
+  const first = createMessage('first', 'user');
+  const second = createMessage('second', 'user');
+  // Both are queued before the first turn takes its input.
+  const queued = [h.execute(first, { messageId: 'same' }), h.execute(second, { messageId: 'same' })];
+  await Promise.all(queued);
+  await m.waitForCalls(2);
+  await idle(h);
+  const items = (await h.getAgentResponse()).items;
+  assert.deepEqual(items.map((item) => item.content[0].text), ['first', '1:1', 'second', '2:3']);
+  assert.equal(items[0], first, "the first message's own object");
+  assert.equal(items[2], second, "the second message's own object");
+});
+
+test('the usages of responses a program lets go unread are dropped natively, many in one call', () => {
+  const flags = globalThis.Bun ? [] : ['--expose-gc'];
+  const result = spawnSync(process.execPath, [...flags, '-e', `
+    const { AgentHarness, step } = require(${JSON.stringify(entry)});
+    const reply = { items: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }], usage: { inputTokens: 1, outputTokens: 1 } };
+    const note = { id: 'note', slot: 300, scope: 'thread', hooks: { recall: async () => 'remember this' } };
+    const h = new AgentHarness({ name: 'a', params: {}, memory: [note], initialStep: step.llm({ id: 'c', model: 'm' }), _testCallModel: async () => reply });
+    const native = h._runtime.native;
+    const single = [];
+    const batches = [];
+    const drop = native.dropLayerUsage.bind(native);
+    const dropMany = native.dropLayerUsages.bind(native);
+    native.dropLayerUsage = (key) => (single.push(key), drop(key));
+    native.dropLayerUsages = (keys) => (batches.push([...keys]), dropMany(keys));
+    const collect = () => (globalThis.gc ? gc() : Bun.gc(true));
+    (async () => {
+      // One response is kept: its usage must still read after the others are collected.
+      await h.execute('kept', { threadId: 'kept' });
+      const kept = await h.getAgentResponse({ threadId: 'kept' });
+      await (async () => {
+        for (let i = 0; i < 40; i++) {
+          await h.execute('turn ' + i, { threadId: 't' + i });
+          await h.getAgentResponse({ threadId: 't' + i });
+        }
+      })();
+      for (let round = 0; round < 50 && batches.flat().length < 40; round++) {
+        collect();
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      const dropped = batches.flat();
+      console.log(JSON.stringify({
+        single: single.length,
+        calls: batches.length,
+        dropped: dropped.length,
+        distinct: new Set(dropped).size,
+        gone: dropped.every((key) => native.takeLayerUsage(key) == null),
+        kept: kept.lastLayerUsage.layers[0].items.length,
+      }));
+    })();`], { encoding: 'utf8', timeout: slow(20_000) });
+  assert.equal(result.status, 0, result.stderr);
+  const seen = JSON.parse(result.stdout);
+  // A collector may keep a few responses alive (Bun's scans the stack conservatively); most must go.
+  assert.ok(seen.dropped >= 30, `only ${seen.dropped} of 40 unread usages were dropped`);
+  assert.equal(seen.distinct, seen.dropped, 'each usage is dropped once');
+  assert.ok(seen.calls < seen.dropped / 2, `${seen.dropped} usages took ${seen.calls} calls`);
+  assert.equal(seen.single, 0, 'none was dropped through the call for one');
+  assert.equal(seen.gone, true, 'a dropped usage is no longer held natively');
+  assert.equal(seen.kept, 1, 'the response still referenced reads its usage');
+});
+
 test('turns of different sessions reach the model in the order of their execute calls, as upstream', async () => {
   for (let round = 0; round < 20; round++) {
     const order = [];

@@ -28,6 +28,12 @@ function textOfOutput(output) {
   return output === undefined ? '' : (JSON.stringify(output) ?? '');
 }
 
+// Where message `id`'s entry starts in a thread's pending inputs, or -1.
+function pendingAt(pending, id) {
+  for (let i = 0; i < pending.length; i += 2) if (pending[i] === id) return i;
+  return -1;
+}
+
 class Runtime {
   constructor({ storage, testModel, onDiagnostic, layerStateStore }) {
     this.storage = storage;
@@ -243,18 +249,26 @@ class Runtime {
     liveness.settleSoon(waiting.resolve, waiting.settle(result));
   }
 
+  // Held as `[id, items, id, items, ...]` per thread, in the order given: a thread rarely has more than one message
+  // pending, and a Map per turn cost more than the scan (a loaded harness queues a message a turn per session).
   pendingInput(thread, id, items) {
-    let pending = this.inputs.get(thread);
-    if (!pending) this.inputs.set(thread, (pending = new Map()));
-    pending.set(id, items);
+    const pending = this.inputs.get(thread);
+    if (pending) pending.push(id, items);
+    else this.inputs.set(thread, [id, items]);
   }
 
   takeInput(thread, ids) {
     const pending = this.inputs.get(thread);
-    const items = ids.flatMap((id) => pending?.get(id) ?? []);
-    for (const id of ids) pending?.delete(id);
-    if (pending?.size === 0) this.inputs.delete(thread);
-    return items;
+    if (!pending) return [];
+    let taken = [];
+    for (const id of ids) {
+      const at = pendingAt(pending, id);
+      if (at < 0) continue;
+      taken = taken.length === 0 ? pending[at + 1] : taken.concat(pending[at + 1]);
+      pending.splice(at, 2);
+    }
+    if (pending.length === 0) this.inputs.delete(thread);
+    return taken;
   }
 
   // A turn put its messages' items into a log: unchanged, the caller's objects stand for them (no conversion).

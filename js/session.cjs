@@ -87,8 +87,32 @@ function execute(harness, input, options = {}) {
   }
 }
 
-// A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response.
-const unreadUsages = new FinalizationRegistry(({ native, key }) => native.dropLayerUsage(key));
+// A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response. The
+// finalizers of one collection gather their keys, which cross in one call per harness (a loaded harness lets go of
+// a response a turn; under Bun a call each cost more than the drops).
+let unread = [];
+const unreadUsages = new FinalizationRegistry(({ native, key }) => {
+  if (unread.length === 0) queueMicrotask(dropUnread);
+  unread.push(native, key);
+});
+
+function dropUnread() {
+  const list = unread;
+  unread = [];
+  const byHarness = new Map();
+  for (let i = 0; i < list.length; i += 2) {
+    const keys = byHarness.get(list[i]);
+    if (keys) keys.push(list[i + 1]);
+    else byHarness.set(list[i], [list[i + 1]]);
+  }
+  for (const [native, keys] of byHarness) {
+    try {
+      native.dropLayerUsages(Uint32Array.from(keys));
+    } catch {
+      // Nothing to tell anyone: a usage that cannot be let go stays until its harness goes.
+    }
+  }
+}
 
 // A response's lazily made field becomes a plain data property once read, as upstream's are; a frozen response (a
 // store that freezes what it keeps) keeps the accessor, which goes on giving the same value. False if it could not.

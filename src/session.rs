@@ -51,6 +51,13 @@ impl UsageShelf {
   fn take(&self, key: u32) -> Option<Arc<TurnResponse>> {
     self.0.lock().unwrap_or_else(PoisonError::into_inner).kept.remove(&key)
   }
+
+  fn take_all(&self, keys: &[u32]) {
+    let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    for key in keys {
+      shelf.kept.remove(key);
+    }
+  }
 }
 
 /// A turn's response as JS reads it (`toResponse` in js/session.cjs), written straight from the response: a
@@ -265,6 +272,13 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn drop_layer_usage(&self, key: u32) {
     self.usages.take(key);
+  }
+
+  /// JS collected these responses without reading their `lastLayerUsage`: the finalizers of one collection, in one
+  /// call (a loaded harness lets go of a response per turn, and a call each cost more than the drop under Bun).
+  #[napi(catch_unwind)]
+  pub fn drop_layer_usages(&self, keys: Uint32Array) {
+    self.usages.take_all(&keys);
   }
 
   /// As upstream's `HarnessStatus`, JSON.
