@@ -249,8 +249,9 @@ class Runtime {
     liveness.settleSoon(waiting.resolve, waiting.settle(result));
   }
 
-  // Held as `[id, items, id, items, ...]` per thread, in the order given: a thread rarely has more than one message
-  // pending, and a Map per turn cost more than the scan (a loaded harness queues a message a turn per session).
+  // Held as `[id, items, id, items, ...]` per thread, in the order given and taken in that order, so that two
+  // messages queued under one id each place their own items (keyed by id, the second replaced the first). A thread
+  // rarely has more than one message pending, so the scan is short.
   pendingInput(thread, id, items) {
     const pending = this.inputs.get(thread);
     if (pending) pending.push(id, items);

@@ -52,11 +52,13 @@ impl UsageShelf {
     self.0.lock().unwrap_or_else(PoisonError::into_inner).kept.remove(&key)
   }
 
+  /// Lets go of the responses under `keys`; they are freed after the lock is released, as `take`'s are.
   fn take_all(&self, keys: &[u32]) {
-    let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-    for key in keys {
-      shelf.kept.remove(key);
-    }
+    let taken: Vec<_> = {
+      let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+      keys.iter().filter_map(|key| shelf.kept.remove(key)).collect()
+    };
+    drop(taken);
   }
 }
 
