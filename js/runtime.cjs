@@ -28,12 +28,6 @@ function textOfOutput(output) {
   return output === undefined ? '' : (JSON.stringify(output) ?? '');
 }
 
-// Where message `id`'s entry starts in a thread's pending inputs, or -1.
-function pendingAt(pending, id) {
-  for (let i = 0; i < pending.length; i += 2) if (pending[i] === id) return i;
-  return -1;
-}
-
 class Runtime {
   constructor({ storage, testModel, onDiagnostic, layerStateStore }) {
     this.storage = storage;
@@ -263,7 +257,8 @@ class Runtime {
     if (!pending) return [];
     let taken = [];
     for (const id of ids) {
-      const at = pendingAt(pending, id);
+      // Only ids are strings in the list (the items are arrays), so the first match is the id's entry.
+      const at = pending.indexOf(id);
       if (at < 0) continue;
       taken = taken.length === 0 ? pending[at + 1] : taken.concat(pending[at + 1]);
       pending.splice(at, 2);

@@ -90,21 +90,17 @@ function execute(harness, input, options = {}) {
 // A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response. The
 // finalizers of one collection gather their keys, which cross in one call per harness (a loaded harness lets go of
 // a response a turn; under Bun a call each cost more than the drops).
-let unread = [];
+let unread = new Map();
 const unreadUsages = new FinalizationRegistry(({ native, key }) => {
-  if (unread.length === 0) queueMicrotask(dropUnread);
-  unread.push(native, key);
+  if (unread.size === 0) queueMicrotask(dropUnread);
+  const keys = unread.get(native);
+  if (keys) keys.push(key);
+  else unread.set(native, [key]);
 });
 
 function dropUnread() {
-  const list = unread;
-  unread = [];
-  const byHarness = new Map();
-  for (let i = 0; i < list.length; i += 2) {
-    const keys = byHarness.get(list[i]);
-    if (keys) keys.push(list[i + 1]);
-    else byHarness.set(list[i], [list[i + 1]]);
-  }
+  const byHarness = unread;
+  unread = new Map();
   for (const [native, keys] of byHarness) {
     try {
       native.dropLayerUsages(Uint32Array.from(keys));
