@@ -110,13 +110,18 @@ test('recalled items are kept in JS only for a JS model in the step that recalle
   const scripted = new AgentHarness({ name: 't', params: {}, memory: [itemsLayer('atomic')], llm: { provider: 'scripted', script: [{ text: 'a' }] } });
   await scripted.run(ask, 'hi', { threadId: 'T' });
   assert.equal(scripted._runtime.recalled.size, 0);
-  assert.equal(scripted._runtime.nextRecalled, 1);
+  assert.equal(scripted._runtime.recalled.values.length, 0, 'nothing was ever kept');
   // A JS model: the eventual layer's background recall keeps nothing; the atomic one's are let go after the step.
   const { model } = recordingModel();
   const js = new AgentHarness({ name: 't', params: {}, memory: [itemsLayer('eventual'), itemsLayer('atomic')], _testCallModel: model });
+  let keeps = 0;
+  const keep = js._runtime.keepRecalled.bind(js._runtime);
+  js._runtime.keepRecalled = (items) => (keeps++, keep(items));
   const ctx = js.createContext({ threadId: 'T' });
   for (let i = 0; i < 3; i++) await js.run(ask, `turn ${i}`, ctx);
   await sleep(50);
   assert.equal(js._runtime.recalled.size, 0);
-  assert.equal(js._runtime.nextRecalled, 4, 'one key a step, for the atomic layer only');
+  assert.equal(keeps, 3, 'one keep a step, for the atomic layer only');
+  // Each step let go of its key before the next kept one, so the one slot served all three.
+  assert.equal(js._runtime.recalled.values.length, 1);
 });

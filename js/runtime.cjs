@@ -17,6 +17,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { scopedView, layerPrefix } = require('./storage.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { LayerStates } = require('./layer-state.cjs');
+const { Slab } = require('./slab.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 // Captured at load, so that a test's fake timers cannot hold back the model answers it schedules.
 const { setImmediate: checkPhase } = require('node:timers');
@@ -34,8 +35,7 @@ class Runtime {
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
     // Recalled items kept for the model call of their step (see keepRecalled).
-    this.recalled = new Map();
-    this.nextRecalled = 1;
+    this.recalled = new Slab();
     // What `ctx.tokenize` counts with (the harness sets a native count when it has a tokenizer).
     this.tokenize = estimateTokens;
     this.handles = new Map();
@@ -601,10 +601,7 @@ class Runtime {
 
   // A recall hook's items, kept under a key the native side names in the step's model call, until it releases it.
   keepRecalled(items) {
-    const key = this.nextRecalled;
-    this.nextRecalled = key >= 0xffffffff ? 1 : key + 1;
-    this.recalled.set(key, items);
-    return key;
+    return this.recalled.keep(items);
   }
 
   failureJson(e) {
