@@ -330,6 +330,9 @@ class ContextImpl {
     this._span = undefined;
     // A session turn's value when it is not text (runtime.cjs turnValue), for its response.
     this._turnValue = undefined;
+    // The items a test model answered, until the native side says where in the log they went (runtime.cjs
+    // modelItems).
+    this._modelReply = undefined;
   }
 
   get _static() {

@@ -50,7 +50,7 @@ async function callTestModel(runtime, call) {
   const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), response.items);
   // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
   // call aside (a summary) never goes in the log.
-  if (!call.aside) runtime.replies.set(call.context, response.items);
+  if (!call.aside) ctx._modelReply = response.items;
   return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
 }
 

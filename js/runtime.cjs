@@ -61,8 +61,6 @@ class Runtime {
     this.activeRuns = 0;
     // Items handed to `execute`, by thread and message id, until their turn puts them in a log.
     this.inputs = new Map();
-    // A test model's last answer per context, until the native side places it in the log.
-    this.replies = new Map();
     // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
@@ -417,8 +415,8 @@ class Runtime {
   }
 
   // A context's span, when something read it, ends and is exported when the context goes.
-  endSpan(id) {
-    const span = this.knownContext(id)?._span;
+  endSpan(ctx) {
+    const span = ctx._span;
     if (span && this.tracing) {
       span.end();
       this.exportSpans([span]);
@@ -513,12 +511,17 @@ class Runtime {
     switch (message.op) {
       case 'hooks':
         return runHooks(this, message.call).then(repliesJson);
-      case 'release':
-        this.endSpan(message.context);
+      case 'release': {
+        const ctx = this.knownContext(message.context);
+        if (ctx) {
+          this.endSpan(ctx);
+          // A kept context lives on: a model reply its step never placed (it ended first) is let go.
+          ctx._modelReply = undefined;
+        }
         this.contexts.delete(message.context);
-        this.replies.delete(message.context);
         if (!this.kept.has(message.context)) this.layerStates.forget(message.context);
         return '';
+      }
       case 'diagnostic':
         this.diagnostic(message);
         return '';
@@ -545,9 +548,10 @@ class Runtime {
         for (const key of message.keys) this.recalled.delete(key);
         return '';
       case 'modelItems': {
-        const items = this.replies.get(message.context) ?? [];
-        this.replies.delete(message.context);
-        this.context(message.context).itemLog._place(message.from, items);
+        const ctx = this.context(message.context);
+        const items = ctx._modelReply ?? [];
+        ctx._modelReply = undefined;
+        ctx.itemLog._place(message.from, items);
         return '';
       }
       case 'turnInput':
