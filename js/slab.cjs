@@ -11,7 +11,7 @@ class Slab {
     this.size = 0;
   }
 
-  // Keys start at 1: 0 is never one.
+  // Keys start at 1: 0 is never one. `value` is never undefined (an empty slot reads as undefined).
   keep(value) {
     const at = this.free.length > 0 ? this.free.pop() : this.values.push(undefined) - 1;
     this.values[at] = value;
