@@ -1,0 +1,183 @@
+// Runs small seeded programs on this package and on upstream's, and compares what their user code sees: the
+// parameters and states hooks receive, the requests a test model is handed, the responses, the stored keys and
+// values. A development tool (upstream is not on npm, so tests cannot use it); a difference it finds is a bug or a
+// decision, and DECISIONS.md says which.
+//
+//   NOETIC_UPSTREAM_PKG=<upstream's built packages/core> node scripts/differential.mjs [--seeds 1-60] [--program memory|queue]
+//
+// The hook records are compared as a set, not in order: this package runs init, store and onComplete in slot order
+// (founding D2), upstream in array order. Left out, as decided differences: onItemAppend (M5: here it also sees the
+// session's message), onComplete and dispose (S1: here they run after each turn), and the `interrupt` delivery mode
+// (S2: here the interrupted turn reports cancelled).
+//   memory: 1-4 layers of every scope, recall and store results of every shape, budgets that drop, projectHistory,
+//           a context window that may trim, one or two sessions of one to three turns.
+//   queue:  several messages queued on one thread while a turn runs (a model slow enough that they all wait), in
+//           the delivery modes and with message ids chosen by the seed, then responses read.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+function run(impl, program, seed) {
+  const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, program, String(seed)], { encoding: 'utf8', env: process.env });
+  return child.stdout + (child.status === 0 ? '' : `exit ${child.status}: ${child.stderr.split('\n').slice(0, 3).join(' ')}`);
+}
+
+function firstDifference(a, b) {
+  const [x, y] = [a.split('\n'), b.split('\n')];
+  const at = x.findIndex((line, i) => line !== y[i]);
+  const i = at < 0 ? x.length : at;
+  return `  ours:     ${x[i] ?? '(nothing)'}\n  upstream: ${y[i] ?? '(nothing)'}`;
+}
+
+// A small seeded generator (the same numbers under both implementations).
+function random(seed) {
+  let state = seed;
+  const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+  return { next, pick: (list) => list[Math.floor(next() * list.length)] };
+}
+
+const textsOf = (items) => (items ?? []).map((item) => `${item.type}:${item.role ?? ''}:${typeof item.content === 'string' ? item.content : (item.content?.[0]?.text ?? '')}`);
+const plain = (value) => (value === undefined ? 'undefined' : JSON.parse(JSON.stringify(value)));
+const answer = (k) => ({ items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 10 + k, outputTokens: 5 } });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const PROGRAMS = {
+  async memory({ AgentHarness, createMessage, step, createInMemoryStorage }, { next, pick }) {
+    const seen = [];
+    const layers = Array.from({ length: 1 + Math.floor(next() * 4) }, (_, i) => {
+      const scope = pick(['thread', 'resource', 'execution', 'global']);
+      const recallKind = pick(['null', 'string', 'items', 'itemsUncounted', 'large']);
+      const storeKind = pick(['nothing', 'empty', 'state', 'undefinedState']);
+      const budget = pick([{ min: 0, max: 30 }, { min: 10, max: 200 }, { min: 50, max: 500 }, 40, 300]);
+      const projectKind = pick(['none', 'none', 'lastTwo', 'all']);
+      const hooks = {
+        init: async ({ storage }) => {
+          const saved = await storage.get('saved');
+          seen.push(['init', i, scope, plain(saved)]);
+          await storage.set('saved', { inits: (saved?.inits ?? 0) + 1 });
+          return { state: { notes: saved?.notes ?? [] } };
+        },
+        recall: async ({ state, budget: given, log }) => {
+          seen.push(['recall', i, given, plain(state), log.items.length]);
+          const notes = state?.notes ?? [];
+          if (recallKind === 'null' || notes.length === 0) return null;
+          if (recallKind === 'string') return `notes of ${i}: ${notes.join(', ')}`;
+          if (recallKind === 'large') return { items: [createMessage(`${'x'.repeat(400)}${notes.join(',')}`, 'developer')], tokenCount: 120 };
+          const items = [createMessage(`layer ${i}: ${notes.join(' | ')}`, 'developer')];
+          return recallKind === 'items' ? { items, tokenCount: 15 } : { items };
+        },
+        store: async ({ state, newItems, response }) => {
+          seen.push(['store', i, plain(state), textsOf(newItems), plain(response.usage)]);
+          if (storeKind === 'nothing') return undefined;
+          if (storeKind === 'empty') return {};
+          if (storeKind === 'undefinedState') return { state: undefined };
+          return { state: { notes: [...(state?.notes ?? []), `saw ${newItems.length}`].slice(-3) } };
+        },
+      };
+      if (projectKind !== 'none') {
+        hooks.projectHistory = async ({ items }) => {
+          seen.push(['project', i, textsOf(items)]);
+          return { items: projectKind === 'lastTwo' ? items.slice(-2) : items };
+        };
+      }
+      return { id: `layer-${i}`, slot: pick([10, 50, 100, 200]) + i, scope, budget, hooks };
+    });
+    let calls = 0;
+    const storage = createInMemoryStorage();
+    const harness = new AgentHarness({
+      name: 'differential', params: {}, storage, memory: layers, contextWindow: pick([undefined, 400, 2000]),
+      initialStep: step.llm({ id: 'chat', model: 'test' }),
+      _testCallModel: async (request) => {
+        seen.push(['model', textsOf(request.items)]);
+        const k = ++calls;
+        await sleep(1 + (k % 3));
+        return answer(k);
+      },
+    });
+    const out = [];
+    const sessions = Array.from({ length: 1 + Math.floor(next() * 2) }, (_, s) => ({ thread: `thread-${s}`, resourceId: pick([undefined, 'resource-1']), turns: 1 + Math.floor(next() * 3) }));
+    for (const { thread, resourceId, turns } of sessions) {
+      for (let t = 0; t < turns; t++) {
+        try {
+          await harness.execute(`message ${t} of ${thread}`, { threadId: thread, resourceId });
+          const response = await harness.getAgentResponse({ threadId: thread });
+          out.push([thread, t, response.text, textsOf(response.items)]);
+        } catch (e) {
+          out.push([thread, t, 'failed', String(e?.message ?? e).slice(0, 120)]);
+        }
+      }
+    }
+    const stored = {};
+    for (const key of (await storage.list('')).sort()) stored[key.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<uuid>')] = await storage.get(key);
+    return [JSON.stringify(layers.map((l) => [l.scope, l.budget, Object.keys(l.hooks).join('|')])), ...seen.map((x) => JSON.stringify(x)).sort(), ...out.map((x) => JSON.stringify(x)), JSON.stringify(stored)];
+  },
+
+  async queue({ AgentHarness, step }, { next, pick }) {
+    // Model calls apart from the rest: when the first one starts relative to the executes after it is timing (on an
+    // idle harness this package reaches the model within the microtask after `execute`, upstream a few ticks later).
+    const lines = [];
+    const models = [];
+    let calls = 0;
+    const harness = new AgentHarness({
+      name: 'differential', params: {}, initialStep: step.llm({ id: 'chat', model: 'test' }),
+      _testCallModel: async (request) => {
+        const k = ++calls;
+        models.push(JSON.stringify(['model', k, textsOf(request.items)]));
+        // Slow enough that every message below is queued while the first turn runs.
+        await sleep(k === 1 ? 30 : 2);
+        return answer(k);
+      },
+    });
+    const count = 2 + Math.floor(next() * 3);
+    for (let i = 0; i < count; i++) {
+      const deliveryMode = pick([undefined, 'next-turn', 'between-rounds']);
+      const messageId = pick([undefined, undefined, 'same-id', `id-${i}`]);
+      lines.push(JSON.stringify(['execute', i, deliveryMode ?? 'default', messageId ?? 'generated']));
+      await harness.execute(`message ${i}`, { threadId: 'thread', deliveryMode, messageId });
+    }
+    const reads = 1 + Math.floor(next() * 3);
+    for (let i = 0; i < reads; i++) {
+      const response = await harness.getAgentResponse({ threadId: 'thread' });
+      lines.push(JSON.stringify(['response', i, response.text, textsOf(response.items)]));
+    }
+    await sleep(20);
+    const last = await harness.getAgentResponse({ threadId: 'thread' });
+    lines.push(JSON.stringify(['last', last.text, textsOf(last.items)]));
+    return [...lines, ...models];
+  },
+};
+
+// Last, so that everything above is defined when it runs.
+const args = process.argv.slice(2);
+await main();
+
+async function main() {
+  if (args[0] === '--one') {
+    const [, impl, program, seed] = args;
+    const api = impl === 'upstream' ? await import(pathToFileURL(path.join(process.env.NOETIC_UPSTREAM_PKG, 'dist/index.js')).href) : await import('../js/index.mjs');
+    const lines = await PROGRAMS[program](api, random(Number(seed)));
+    console.log(lines.join('\n'));
+  } else {
+    if (!process.env.NOETIC_UPSTREAM_PKG) {
+      console.error('Set NOETIC_UPSTREAM_PKG to the directory of upstream\'s built packages/core.');
+      process.exit(2);
+    }
+    const option = (name, fallback) => {
+      const i = args.indexOf(`--${name}`);
+      return i >= 0 ? args[i + 1] : fallback;
+    };
+    const [from, to] = option('seeds', '1-30').split('-').map(Number);
+    const programs = option('program', 'memory,queue').split(',');
+    let differ = 0;
+    for (const program of programs) {
+      for (let seed = from; seed <= (to ?? from); seed++) {
+        const [ours, theirs] = ['ours', 'upstream'].map((impl) => run(impl, program, seed));
+        if (ours === theirs) continue;
+        differ++;
+        console.log(`${program} seed ${seed} differs:\n${firstDifference(ours, theirs)}`);
+      }
+    }
+    console.log(differ === 0 ? `differential: every program agrees (${programs.join(', ')}, seeds ${from}-${to ?? from})` : `differential: ${differ} program(s) differ`);
+    process.exitCode = differ === 0 ? 0 : 1;
+  }
+}
