@@ -3,7 +3,7 @@
 // values. A development tool (upstream is not on npm, so tests cannot use it); a difference it finds is a bug or a
 // decision, and DECISIONS.md says which.
 //
-//   NOETIC_UPSTREAM_PKG=<upstream's built packages/core> node scripts/differential.mjs [--seeds 1-60] [--program memory|queue]
+//   NOETIC_UPSTREAM_PKG=<upstream's built packages/core> node scripts/differential.mjs [--seeds 1-60] [--program memory,steps,queue]
 //
 // The hook records are compared as a set, not in order: this package runs init, store and onComplete in slot order
 // (founding D2), upstream in array order. Left out, as decided differences: onItemAppend (M5: here it also sees the
@@ -11,6 +11,9 @@
 // (S2: here the interrupted turn reports cancelled).
 //   memory: 1-4 layers of every scope, recall and store results of every shape, budgets that drop, projectHistory,
 //           a context window that may trim, one or two sessions of one to three turns.
+//   steps:  a random tree of step.run, branch, fork (all, settle), loop and spawn, run with harness.run: what each
+//           function receives (input, the ctx's depth and thread), each predicate's snapshot, each merge's results,
+//           and the output or error.
 //   queue:  several messages queued on one thread while a turn runs (a model slow enough that they all wait), in
 //           the delivery modes and with message ids chosen by the seed, then responses read.
 import { spawnSync } from 'node:child_process';
@@ -112,6 +115,54 @@ const PROGRAMS = {
     return [JSON.stringify(layers.map((l) => [l.scope, l.budget, Object.keys(l.hooks).join('|')])), ...seen.map((x) => JSON.stringify(x)).sort(), ...out.map((x) => JSON.stringify(x)), JSON.stringify(stored)];
   },
 
+  async steps({ AgentHarness, step, branch, fork, loop, spawn, until }, { next, pick }) {
+    const seen = [];
+    let made = 0;
+    // Paths of a fork run side by side, so which of them reaches a step first is timing, and so is how far a sibling
+    // gets before a failing path's abort reaches it: inside a fork nothing fails, and the records are compared sorted.
+    const tree = (depth, inFork = false) => {
+      const id = `s${made++}`;
+      const kind = depth >= 3 ? 'run' : pick(['run', 'run', 'branch', 'fork', 'loop', 'spawn']);
+      switch (kind) {
+        case 'branch': {
+          const [a, b] = [tree(depth + 1, inFork), tree(depth + 1, inFork)];
+          return branch({ id, route: (input, ctx) => (seen.push([id, 'route', plain(input), ctx.depth]), String(input).length % 3 === 0 ? null : String(input).length % 3 === 1 ? a : b) });
+        }
+        case 'fork': {
+          const mode = pick(['all', 'settle']);
+          const paths = [tree(depth + 1, true), tree(depth + 1, true)];
+          return fork({ id, mode, paths: (input) => (seen.push([id, 'paths', plain(input)]), paths), merge: (results) => (seen.push([id, 'merge', plain(results)]), results.map((r) => (typeof r === 'object' && r !== null && 'status' in r ? `${r.status}:${r.value ?? r.error?.message ?? ''}` : String(r))).join('+')) });
+        }
+        case 'loop': {
+          const limit = 1 + Math.floor(next() * 3);
+          const stop = pick(['maxSteps', 'predicate']);
+          const predicate = stop === 'maxSteps' ? until.maxSteps(limit) : (snapshot) => (seen.push([id, 'until', snapshot.stepCount, plain(snapshot.lastOutput), snapshot.lastText, snapshot.history.length]), { stop: snapshot.stepCount >= limit });
+          return loop({ id, steps: [tree(depth + 1, inFork)], until: predicate, maxIterations: 5 });
+        }
+        case 'spawn':
+          return spawn({ id, child: tree(depth + 1, inFork) });
+        default: {
+          const fail = next() < 0.15 && !inFork;
+          const suffix = pick(['a', 'bb', 'ccc']);
+          return step.run({ id, execute: async (input, ctx) => {
+            seen.push([id, 'run', plain(input), ctx.depth, ctx.threadId]);
+            if (fail) throw new Error(`${id} failed`);
+            return `${typeof input === 'string' ? input : JSON.stringify(input)}${suffix}`;
+          } });
+        }
+      }
+    };
+    const root = tree(0);
+    const harness = new AgentHarness({ name: 'differential', params: {} });
+    let outcome;
+    try {
+      outcome = ['output', plain(await harness.run(root, pick(['x', 'yy', '']), harness.createContext({ threadId: 'thread' })))];
+    } catch (e) {
+      outcome = ['error', e?.noeticError?.kind ?? e?.name, String(e?.message ?? e).slice(0, 160)];
+    }
+    return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
+  },
+
   async queue({ AgentHarness, step }, { next, pick }) {
     // Model calls apart from the rest: when the first one starts relative to the executes after it is timing (on an
     // idle harness this package reaches the model within the microtask after `execute`, upstream a few ticks later).
@@ -167,7 +218,7 @@ async function main() {
       return i >= 0 ? args[i + 1] : fallback;
     };
     const [from, to] = option('seeds', '1-30').split('-').map(Number);
-    const programs = option('program', 'memory,queue').split(',');
+    const programs = option('program', 'memory,steps,queue').split(',');
     let differ = 0;
     for (const program of programs) {
       for (let seed = from; seed <= (to ?? from); seed++) {
