@@ -179,7 +179,7 @@ test('harness.callModel and a hook’s ctx.callModel go to the provider', async 
     assert.equal(await harness.run(step.llm({ id: 'ask', model: 'big/model' }), 'hi'), 'the answer');
     assert.deepEqual(seen[0].usage, { inputTokens: 7, outputTokens: 2 });
     assert.equal(seen[0].cost, 0.0001);
-    assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: true });
+    assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: true, service_tier: 'auto', store: false });
     assert.equal(server.received[1].body.model, 'big/model');
 
     // No assistant message in the output: `output_text` becomes one.
@@ -473,4 +473,86 @@ test('createOpenRouterEmbed posts the texts natively and gives one vector per te
     else process.env.OPENROUTER_BASE_URL = before;
     await fake.close();
   }
+});
+
+test("tools go out as upstream's SDK sends them, and a call whose arguments are not JSON runs nothing", async () => {
+  const call = (id, name, args) => ({ type: 'function_call', id: `fc_${id}`, call_id: id, name, arguments: args, status: 'completed' });
+  const server = await fakeOpenRouter([
+    { body: { id: 'r1', status: 'completed', output: [call('c1', 'add', '{"a": 1,'), call('c2', 'add', '{"a":1,"b":2}')], usage: { input_tokens: 1, output_tokens: 1 } } },
+    { body: { id: 'r2', status: 'completed', output: [message('3')], usage: { input_tokens: 1, output_tokens: 1 } } },
+  ]);
+  try {
+    const runs = [];
+    const add = tool({ name: 'add', description: '', input: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => (runs.push([a, b]), a + b) });
+    const harness = new AgentHarness({
+      name: 'agent', params: {}, initialStep: step.llm({ id: 'sum', model: 'm/x', tools: [add] }), llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
+    });
+    await harness.execute('add them');
+    const response = await harness.getAgentResponse();
+    assert.equal(response.text, '3');
+    assert.deepEqual(runs, [[1, 2]], 'only the call with JSON arguments ran');
+    const [first, second] = server.received.map((r) => r.body);
+    // Draft 7, a blank description as null, `strict` null, and the SDK's own defaults.
+    assert.deepEqual(first.tools, [{
+      type: 'function', name: 'add', description: null, strict: null,
+      parameters: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'], additionalProperties: false },
+    }]);
+    assert.equal(first.service_tier, 'auto');
+    assert.equal(first.store, false);
+    const outputs = second.input.filter((item) => item.type === 'function_call_output').map((item) => item.output);
+    assert.deepEqual(outputs, ['Error: malformed JSON in tool arguments: {"a": 1,', '3']);
+    // The log's output items have fresh ids of their own.
+    const ids = response.items.filter((item) => item.type === 'function_call_output').map((item) => item.id);
+    assert.equal(new Set(ids).size, 2);
+    for (const id of ids) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  } finally {
+    server.close();
+  }
+});
+
+test("a session's tool round raises upstream's model-call events, each put to the step's emit filter", async () => {
+  const call = { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'add', arguments: '{"a":1,"b":2}', status: 'completed' };
+  const run = async (emit) => {
+    const server = await fakeOpenRouter([
+      { body: { id: 'r1', status: 'completed', output: [call], usage: { input_tokens: 1, output_tokens: 1 } } },
+      { body: { id: 'r2', status: 'completed', output: [message('3')], usage: { input_tokens: 1, output_tokens: 1 } } },
+    ]);
+    try {
+      const add = tool({ name: 'add', description: 'adds', input: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }) => a + b });
+      const harness = new AgentHarness({
+        name: 'agent', params: {}, initialStep: step.llm({ id: 'sum', model: 'm/x', tools: [add], emit }), llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
+      });
+      const events = [];
+      const reading = (async () => {
+        for await (const event of harness.getFullStream()) {
+          if (event.source === 'framework') events.push([event.type.slice('agent:'.length), event.data]);
+          if (event.type === 'agent:turn_completed') return;
+        }
+      })();
+      await harness.execute('add them');
+      await harness.getAgentResponse();
+      await reading;
+      return events;
+    } finally {
+      server.close();
+    }
+  };
+  const events = await run(undefined);
+  assert.deepEqual(events.map(([type]) => type), [
+    'turn_started', 'step_started',
+    'llm_call_started', 'llm_call_first_event', 'llm_call_completed',
+    'tool_round_started', 'tool_call_started', 'tool_call_completed', 'tool_round_completed',
+    'llm_call_started', 'llm_call_first_event', 'llm_call_completed',
+    'step_completed', 'turn_completed',
+  ]);
+  const data = Object.fromEntries(events.slice(2, 10).map(([type, d]) => [type, d]));
+  assert.deepEqual(data.tool_call_completed, { name: 'add', callId: 'c1', error: false });
+  assert.deepEqual(data.tool_round_started, { round: 0, toolCount: 1 });
+  assert.deepEqual(events[9][1], { round: 1, messageCount: 3, toolCount: 1, recoveryContinuation: false });
+  assert.ok(Number.isInteger(events.at(-1)[1].durationMs), 'a turn lasts whole milliseconds, as upstream counts them');
+  // The filter sees each event's type and data; what it refuses stays off the stream.
+  const asked = [];
+  const filtered = await run((type, d) => (asked.push(type), !type.startsWith('tool_call')));
+  assert.ok(asked.includes('tool_call_started') && asked.includes('llm_call_first_event'));
+  assert.deepEqual(filtered.map(([type]) => type).filter((type) => type.startsWith('tool')), ['tool_round_started', 'tool_round_completed']);
 });

@@ -464,7 +464,7 @@ test('from CommonJS: the whole session API', () => {
       console.log(JSON.stringify({ a: a.text, b: b.text, items: b.items.length, status: h.getStatus({ threadId: 'T' }).kind, events: seen.length }));
     })();`);
   assert.equal(result.status, 0, result.stderr);
-  assert.deepEqual(JSON.parse(result.stdout), { a: 'one', b: 'two', items: 4, status: 'idle', events: 8 });
+  assert.deepEqual(JSON.parse(result.stdout), { a: 'one', b: 'two', items: 4, status: 'idle', events: 14 });
 });
 
 test('harnesses a program drops are collected even when it never yields to the event loop', () => {

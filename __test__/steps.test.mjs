@@ -556,7 +556,7 @@ test("a branch's _optimizable steps lend their tools to a session's tool-less LL
     return response.items.filter((item) => item.type === 'function_call_output').map((item) => item.output);
   };
   assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain, _optimizable: [withTool] })), ['found x']);
-  assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain })), ["Error: tool 'lookup' not found"]);
+  assert.deepEqual(await outputs(branch({ id: 'b', route: () => plain })), ["Error: unknown tool 'lookup'"]);
   assert.deepEqual(calls, ['x']);
 });
 

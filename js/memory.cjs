@@ -33,8 +33,26 @@ function z() {
   return zod.z ?? zod;
 }
 
-// The JSON Schema models see for a layer function's input.
-function inputSchema(schema) {
+// The JSON Schema models see for a tool's input (a step's tools and layer functions alike): draft 7 with zod's own
+// `~`-keys left out, as upstream's OpenRouter SDK sends it.
+function toolInputSchema(schema) {
+  try {
+    return withoutTildeKeys(z().toJSONSchema(schema, { target: 'draft-7' }));
+  } catch {
+    return { type: 'object' };
+  }
+}
+
+function withoutTildeKeys(value) {
+  if (Array.isArray(value)) return value.map(withoutTildeKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  const kept = {};
+  for (const key of Object.keys(value)) if (!key.startsWith('~')) kept[key] = withoutTildeKeys(value[key]);
+  return kept;
+}
+
+// The JSON Schema a structured output is asked for with: zod's default (draft 2020-12), as upstream asks.
+function outputJsonSchema(schema) {
   try {
     return z().toJSONSchema(schema);
   } catch {
@@ -72,7 +90,7 @@ function describeLayer(layer, keep) {
   for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
   const provides = [];
   for (const [name, decl] of Object.entries(layer.provides ?? {})) {
-    if (decl?.kind === 'function') provides.push({ name, description: decl.description ?? '', inputSchema: inputSchema(decl.input) });
+    if (decl?.kind === 'function') provides.push({ name, description: decl.description ?? '', inputSchema: toolInputSchema(decl.input) });
   }
   return {
     id: typeof layer.id === 'string' ? layer.id : null,
@@ -140,5 +158,6 @@ module.exports = {
   validateLayers,
   layersOf,
   num,
-  inputSchema,
+  toolInputSchema,
+  outputJsonSchema,
 };

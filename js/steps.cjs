@@ -3,7 +3,7 @@
 // description of a step tree the native interpreter runs. Built-in predicates carry a marker so the runtime
 // evaluates them without crossing; they stay callable from JS.
 const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
-const { validateLayers, layersOf, num, inputSchema } = require('./memory.cjs');
+const { validateLayers, layersOf, num, toolInputSchema, outputJsonSchema } = require('./memory.cjs');
 const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
 const { routedExecute } = require('./detached.cjs');
@@ -316,7 +316,7 @@ function react(opts) {
 }
 
 function describeTool(t, keep) {
-  return { name: t.name, description: t.description ?? '', inputSchema: t.input ? inputSchema(t.input) : { type: 'object' }, handle: keep(t) };
+  return { name: t.name, description: t.description ?? '', inputSchema: t.input ? toolInputSchema(t.input) : { type: 'object' }, handle: keep(t) };
 }
 
 function describeUntil(fn, keep) {
@@ -369,7 +369,7 @@ function describeStep(s, keep, describeLayer) {
         lazy: fields.length > 0 ? { step: source, fields } : undefined,
         source,
         params: s.params,
-        output: s.output ? { schema: keep(s.output), jsonSchema: inputSchema(s.output) } : undefined,
+        output: s.output ? { schema: keep(s.output), jsonSchema: outputJsonSchema(s.output) } : undefined,
         // A filter answers in text, which the native side reads without a JS value: non-empty lets the event go.
         emit: typeof s.emit === 'function' ? { filter: keep(async (type, data) => ((await s.emit(type, data)) ? 'emit' : '')) } : s.emit === false ? false : undefined,
       };

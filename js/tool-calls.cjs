@@ -1,6 +1,7 @@
 'use strict';
 // Tools JS runs for the native side: a `step.tool` step, and a model's tool call within an LLM step.
 const { messageOf } = require('./errors.cjs');
+const { randomId } = require('./ids.cjs');
 const { checkCategory } = require('./item-schemas.cjs');
 
 // A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
@@ -30,7 +31,8 @@ async function runTool(runtime, { tool, arguments: text, context, callId, name }
   try {
     args = JSON.parse(text);
   } catch {
-    args = {};
+    // The native loop answers such calls itself; this is for arguments it could not judge.
+    return { output: `Error: malformed JSON in tool arguments: ${text}`, isError: true };
   }
   const t = tool.kind === 'layerFn' ? undefined : runtime.handles.get(tool.handle);
   let result;
@@ -48,7 +50,7 @@ async function runTool(runtime, { tool, arguments: text, context, callId, name }
     output = `Error: ${messageOf(e)}`;
   }
   const reply = { output, isError: error };
-  const baseItem = () => ({ id: `fco_${callId}`, status: 'completed', type: 'function_call_output', callId, output });
+  const baseItem = () => ({ id: randomId(), status: 'completed', type: 'function_call_output', callId, output });
   // A tool may decorate the result item the log keeps (the model is still sent only its output).
   let item;
   if (typeof t?.decorateResultItem === 'function') {

@@ -3,7 +3,7 @@
 // values. A development tool (upstream is not on npm, so tests cannot use it); a difference it finds is a bug or a
 // decision, and DECISIONS.md says which.
 //
-//   NOETIC_UPSTREAM_PKG=<upstream's built packages/core> node scripts/differential.mjs [--seeds 1-60] [--program memory,steps,queue]
+//   NOETIC_UPSTREAM_PKG=<upstream's built packages/core> node scripts/differential.mjs [--seeds 1-60] [--program memory,steps,queue,provider]
 //
 // The hook records are compared as a set, not in order: this package runs init, store and onComplete in slot order
 // (founding D2), upstream in array order. Left out, as decided differences: onItemAppend (M5: here it also sees the
@@ -14,9 +14,19 @@
 //   steps:  a random tree of step.run, branch, fork (all, settle), loop and spawn, run with harness.run: what each
 //           function receives (input, the ctx's depth and thread), each predicate's snapshot, each merge's results,
 //           and the output or error.
+//   provider: a step.llm with tools against a stand-in for OpenRouter's Responses API on 127.0.0.1 (upstream's SDK
+//           reaches it through a patched `fetch`, this package through `llm.baseUrl`): the rounds' request bodies,
+//           what each tool receives, the framework's events on the session's stream, and the response or error.
+//           The server's rounds are chosen by the seed: tool calls (several at once, to an unknown tool, with
+//           arguments that are not JSON or that the schema refuses, to a tool that throws) and text; in some, a
+//           steering layer votes on each call, and in some workingMemory lends its function to a step without tools
+//           of its own (offered, not called: a function whose result is undefined fails upstream's next request,
+//           P3).
 //   queue:  several messages queued on one thread while a turn runs (a model slow enough that they all wait), in
 //           the delivery modes and with message ids chosen by the seed, then responses read.
 import { spawnSync } from 'node:child_process';
+import http from 'node:http';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -43,6 +53,44 @@ const textsOf = (items) => (items ?? []).map((item) => `${item.type}:${item.role
 const plain = (value) => (value === undefined ? 'undefined' : JSON.parse(JSON.stringify(value)));
 const answer = (k) => ({ items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 10 + k, outputTokens: 5 } });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Generated ids (random on both sides) as one placeholder, and object keys sorted (upstream's SDK rebuilds the
+// objects it parses, in its own key order).
+const anonymous = (item) => JSON.parse(JSON.stringify(item).replace(/"(?:[a-z]+[-_])?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"/g, '"<id>"'));
+const sortedKeys = (value) => (Array.isArray(value) ? value.map(sortedKeys) : value && typeof value === 'object' ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sortedKeys(value[key])])) : value);
+
+// A stand-in for OpenRouter's Responses API: each POST is answered with `reply(body)`, streamed as server-sent
+// events when asked, in the full shape upstream's SDK validates.
+async function openRouterStandIn(reply) {
+  const full = (r) => ({
+    object: 'response', created_at: 1, completed_at: 2, error: null, frequency_penalty: null, presence_penalty: null, incomplete_details: null,
+    instructions: null, metadata: null, model: 'test/model', parallel_tool_calls: true, status: 'completed', temperature: null, top_p: null,
+    tool_choice: 'auto', tools: [], ...r, usage: { input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 }, ...r.usage },
+  });
+  const server = http.createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk) => (text += chunk));
+    req.on('end', () => {
+      const body = JSON.parse(text);
+      const response = full(reply(body));
+      if (!body.stream) {
+        res.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
+        return res.end(JSON.stringify(response));
+      }
+      const events = [{ type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }];
+      response.output.forEach((item, index) => {
+        events.push({ type: 'response.output_item.added', output_index: index, item });
+        for (const part of item.content ?? []) events.push({ type: 'response.output_text.delta', item_id: item.id, output_index: index, content_index: 0, delta: part.text, logprobs: [] });
+        events.push({ type: 'response.output_item.done', output_index: index, item });
+      });
+      events.push({ type: 'response.completed', response });
+      res.writeHead(200, { 'content-type': 'text/event-stream', connection: 'close' });
+      res.end(events.map((event, i) => `event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: i })}\n\n`).join(''));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${server.address().port}/api/v1`, close: () => (server.closeAllConnections?.(), server.close()) };
+}
 
 const PROGRAMS = {
   async memory({ AgentHarness, createMessage, step, createInMemoryStorage }, { next, pick }) {
@@ -163,6 +211,79 @@ const PROGRAMS = {
     return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
   },
 
+  async provider({ AgentHarness, step, tool, workingMemory }, { next, pick }) {
+    // Upstream's SDK needs zod 4 schemas; the same zod serves both, from upstream's install (the child resolves it).
+    const { z } = createRequire(path.join(process.env.NOETIC_UPSTREAM_PKG, 'package.json'))('zod');
+    const seen = [];
+    const tools = [
+      tool({ name: 'add', description: pick(['adds two numbers', '']), input: z.object({ a: z.number(), b: z.number() }), execute: async (args) => (seen.push(['add', plain(args)]), { sum: args.a + args.b }) }),
+      tool({ name: 'echo', description: 'says it back', input: z.object({ text: z.string(), loud: z.boolean().optional() }), execute: async (args) => (seen.push(['echo', plain(args)]), args.loud ? args.text.toUpperCase() : args.text) }),
+      tool({ name: 'fail', description: 'always throws', input: z.object({ why: z.string() }), execute: async (args) => { seen.push(['fail', plain(args)]); throw new Error(`failed: ${args.why}`); } }),
+    ].slice(0, 1 + Math.floor(next() * 3));
+    const calls = [['add', '{"a":1,"b":2}'], ['echo', '{"text":"hi","loud":true}'], ['echo', '{"text":"hi"}'], ['fail', '{"why":"x"}'], ['nope', '{}'], ['add', '{"a":"one"}'], ['add', 'not json']];
+    const rounds = Array.from({ length: Math.floor(next() * 3) }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => pick(calls)));
+    let round = 0;
+    const server = await openRouterStandIn((body) => {
+      seen.push(['request', sortedKeys(body)]);
+      const k = round++;
+      const usage = { input_tokens: 10 + k, output_tokens: 5, total_tokens: 15 + k };
+      if (k < rounds.length) {
+        return { id: `resp_${k}`, usage, output: rounds[k].map(([name, args], i) => ({ type: 'function_call', id: `fc_${k}_${i}`, call_id: `call_${k}_${i}`, name, arguments: args, status: 'completed' })) };
+      }
+      return { id: `resp_${k}`, usage, output: [{ type: 'message', id: `msg_${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `done after ${k} rounds`, annotations: [] }] }] };
+    });
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = (input, init) => {
+      const to = (typeof input === 'string' ? input : input.url).replace('https://openrouter.ai/api/v1', server.url);
+      return realFetch(typeof input === 'string' ? to : new Request(to, input), init);
+    };
+    const instructions = pick([undefined, 'be brief']);
+    const params = pick([undefined, { temperature: 0.5 }, { maxTokens: 100, topP: 0.9 }]);
+    // workingMemory's function, in some programs, to a step without tools of its own: a step that lists tools is
+    // offered its layers' functions too here (founding D19), not upstream.
+    const lent = next() < 0.3;
+    // A steering layer, in some programs: its vote on each call by the tool's name.
+    const votes = { add: pick(['allow', 'deny', 'guide']), echo: pick(['allow', 'deny']), fail: pick(['allow', 'guide']) };
+    const guidance = pick([undefined, 'ask first']);
+    const steering = {
+      id: 'steer', slot: 10, scope: 'execution',
+      hooks: {
+        beforeToolCall: async ({ toolName, toolArgs }) => {
+          seen.push(['vote', toolName, plain(toolArgs)]);
+          const action = votes[toolName] ?? 'allow';
+          return { decision: action === 'allow' ? { action } : { action, guidance } };
+        },
+      },
+    };
+    const harness = new AgentHarness({
+      name: 'differential', params: {}, llm: { provider: 'openrouter', apiKey: 'sk-test', baseUrl: server.url },
+      memory: lent ? [steering, workingMemory()].slice(next() < 0.5 ? 0 : 1) : next() < 0.5 ? [steering] : undefined,
+      initialStep: step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params }),
+    });
+    // The framework's events on the session's stream (the provider's own are the SDK's, in its words).
+    const events = [];
+    const reading = (async () => {
+      for await (const event of harness.getFullStream({ threadId: 'thread' })) {
+        if (event.source === 'sdk') continue;
+        const { durationMs, ...data } = event.data ?? {};
+        events.push(JSON.stringify(['event', event.type, sortedKeys(anonymous(data))]));
+        if (/:turn_(completed|failed|aborted)$/.test(event.type)) return;
+      }
+    })();
+    let outcome;
+    try {
+      await harness.execute(pick(['hello', 'what is 1+2']), { threadId: 'thread' });
+      const response = await harness.getAgentResponse({ threadId: 'thread' });
+      outcome = ['response', response.text, (response.items ?? []).map((item) => sortedKeys(anonymous(item)))];
+    } catch (e) {
+      outcome = ['error', String(e?.message ?? e).slice(0, 160)];
+    } finally {
+      await Promise.race([reading, sleep(200)]);
+      server.close();
+    }
+    return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome)];
+  },
+
   async queue({ AgentHarness, step }, { next, pick }) {
     // Model calls apart from the rest: when the first one starts relative to the executes after it is timing (on an
     // idle harness this package reaches the model within the microtask after `execute`, upstream a few ticks later).
@@ -218,7 +339,7 @@ async function main() {
       return i >= 0 ? args[i + 1] : fallback;
     };
     const [from, to] = option('seeds', '1-30').split('-').map(Number);
-    const programs = option('program', 'memory,steps,queue').split(',');
+    const programs = option('program', 'memory,steps,queue,provider').split(',');
     let differ = 0;
     for (const program of programs) {
       for (let seed = from; seed <= (to ?? from); seed++) {

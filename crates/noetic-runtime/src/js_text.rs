@@ -37,6 +37,15 @@ pub fn from_js_json<T: DeserializeOwned>(text: &str) -> serde_json::Result<T> {
   })
 }
 
+/// Whether `JSON.parse` would read `text`. A value nesting deeper than [`MAX_DEPTH`] counts as JSON (JS reads it;
+/// whoever takes it in refuses it with its own error), so only text that is not JSON at all is false.
+pub fn is_js_json(text: &str) -> bool {
+  match parse::<serde::de::IgnoredAny>(text, false) {
+    Ok(_) => true,
+    Err(error) => error.to_string().starts_with("recursion limit exceeded"),
+  }
+}
+
 /// As [`from_js_json`], for values that may rightly nest deeper than [`MAX_DEPTH`] (a JSON step tree, whose every
 /// level is an object in a list): the text's nesting is measured first, without recursion, and a value nesting
 /// past `max_nesting` is refused before anything recurses into it.

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, ModelRequest, RunError, ToolDef, ToolImpl};
+use noetic_runtime::harness::{
+  ExecContext, Harness, HarnessConfig, Model, ModelRequest, RunError, RunResult, ToolDef, ToolImpl,
+};
 use noetic_runtime::host::*;
 use noetic_runtime::items::Item;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
@@ -228,10 +230,13 @@ async fn the_request_carries_auth_the_cache_header_converted_input_hoisted_instr
         "name": "notes_add",
         "description": "Remember a note.",
         "parameters": { "type": "object", "properties": { "text": { "type": "string" } } },
+        "strict": null,
       }],
       "temperature": 0.2,
       "max_output_tokens": 300,
       "stream": true,
+      "service_tier": "auto",
+      "store": false,
     })
   );
 }
@@ -252,28 +257,39 @@ async fn without_cache_there_is_no_cache_header_and_without_tools_no_tools_key()
   assert_eq!(body.get("temperature"), None);
 }
 
+/// A step with the notes tool, run on `input` against a server that answers `calls` first and `answer` after.
+struct ToolRounds {
+  server: MockServer,
+  host: Arc<ToolHost>,
+  ctx: Arc<ExecContext>,
+  out: RunResult<StepValue>,
+}
+
+async fn tool_rounds(calls: Value, answer: Value, input: &str) -> ToolRounds {
+  let server = MockServer::start().await;
+  Mock::given(method("POST")).respond_with(streamed_reply(calls)).up_to_n_times(1).mount(&server).await;
+  Mock::given(method("POST")).respond_with(streamed_reply(answer)).mount(&server).await;
+  let host = Arc::new(ToolHost::default());
+  let harness = harness(&server, false, &host);
+  let ctx = context(&harness, &[]);
+  let out = harness
+    .run_in(&ctx, &step(None, Some(vec![notes_tool()]), ModelParams::default()), StepValue::Text(input.into()))
+    .await;
+  ToolRounds { server, host, ctx, out }
+}
+
 #[tokio::test]
 async fn a_function_call_runs_the_tool_and_its_output_goes_back_in_the_next_round_with_usage_and_cost_summed() {
-  let server = MockServer::start().await;
   let call = json!({
     "id": "r1",
     "status": "completed",
     "output": [{ "type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "notes_add", "arguments": "{\"text\":\"likes tea\"}", "status": "completed" }],
     "usage": { "input_tokens": 100, "output_tokens": 10, "input_tokens_details": { "cached_tokens": 40 }, "cost": 0.002 },
   });
-  Mock::given(method("POST")).respond_with(streamed_reply(call)).up_to_n_times(1).mount(&server).await;
   let usage =
     json!({ "input_tokens": 130, "output_tokens": 5, "input_tokens_details": { "cached_tokens": 100 }, "cost": 0.001 });
-  Mock::given(method("POST"))
-    .respond_with(streamed_reply(text_response("r2", "Noted: you like tea.", usage)))
-    .mount(&server)
-    .await;
-  let host = Arc::new(ToolHost::default());
-  let harness = harness(&server, false, &host);
-  let ctx = context(&harness, &[]);
-  let out = harness
-    .run_in(&ctx, &step(None, Some(vec![notes_tool()]), ModelParams::default()), StepValue::Text("I like tea".into()))
-    .await;
+  let answer = text_response("r2", "Noted: you like tea.", usage);
+  let ToolRounds { server, host, ctx, out, .. } = tool_rounds(call, answer, "I like tea").await;
   assert_eq!(out.unwrap(), StepValue::Text("Noted: you like tea.".into()));
 
   // The sanitized name found the tool; it ran once with the model's arguments.
@@ -296,13 +312,43 @@ async fn a_function_call_runs_the_tool_and_its_output_goes_back_in_the_next_roun
   assert_eq!(log[1]["type"], "function_call");
   assert_eq!(log[1]["callId"], "call_1");
   assert_eq!(log[1].get("call_id"), None);
+  // The output item's id is a fresh UUID, as upstream's.
+  let id = log[2]["id"].as_str().expect("an id").to_owned();
+  assert!(uuid::Uuid::parse_str(&id).is_ok(), "{id}");
   assert_eq!(
     log[2],
-    json!({ "id": "fco_call_1", "status": "completed", "type": "function_call_output", "callId": "call_1", "output": "saved" })
+    json!({ "id": id, "status": "completed", "type": "function_call_output", "callId": "call_1", "output": "saved" })
   );
   assert_eq!(log[3]["content"][0]["text"], "Noted: you like tea.");
   assert_eq!((state.tokens.input, state.tokens.output, state.tokens.cached), (230.0, 15.0, 140.0));
   assert!((state.cost - 0.003).abs() < 1e-12);
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_json_and_unknown_tools_answer_with_upstreams_errors_and_run_nothing() {
+  let call = |call_id: &str, name: &str, arguments: &str| json!({ "type": "function_call", "id": format!("fc_{call_id}"), "call_id": call_id, "name": name, "arguments": arguments, "status": "completed" });
+  let calls = json!({
+    "id": "r1",
+    "status": "completed",
+    "output": [call("c1", "notes_add", "{\"text\": "), call("c2", "weather", "{}"), call("c3", "notes_add", "{\"text\":\"ok\"}")],
+    "usage": { "input_tokens": 10, "output_tokens": 5 },
+  });
+  let ToolRounds { server, host, out, .. } = tool_rounds(calls, text_response("r2", "Done.", json!({})), "go").await;
+  assert_eq!(out.unwrap(), StepValue::Text("Done.".into()));
+
+  // Only the call with JSON arguments to a known tool ran.
+  assert_eq!(*host.tool_calls.lock().unwrap(), ["{\"text\":\"ok\"}"]);
+  let second = body_of(&requests(&server).await[1]);
+  let outputs: Vec<&Value> =
+    second["input"].as_array().unwrap().iter().filter(|item| item["type"] == "function_call_output").collect();
+  assert_eq!(
+    outputs,
+    [
+      &json!({ "type": "function_call_output", "call_id": "c1", "output": "Error: malformed JSON in tool arguments: {\"text\": " }),
+      &json!({ "type": "function_call_output", "call_id": "c2", "output": "Error: unknown tool 'weather'" }),
+      &json!({ "type": "function_call_output", "call_id": "c3", "output": "saved" }),
+    ]
+  );
 }
 
 #[tokio::test]
@@ -457,6 +503,8 @@ async fn call_model_once_sends_model_instructions_and_params_without_tools() {
       "instructions": "Summarise.",
       "top_p": 0.9,
       "stream": true,
+      "service_tier": "auto",
+      "store": false,
     })
   );
 }

@@ -10,7 +10,7 @@ use super::round_model::{RoundModel, RoundRequest};
 use crate::host::{Host, ModelCall, ViewEntry};
 use crate::items::{Item, assistant_text_of, create_message};
 use crate::memory::native::AsideModel;
-use crate::steps::ModelParams;
+use crate::steps::{Emit, ModelParams};
 
 pub(super) struct LayerAsks {
   pub model: Arc<Model>,
@@ -38,6 +38,8 @@ impl AsideModel for LayerAsks {
       output_schema: None,
       ctx: None,
       nudge: false,
+      emit: Emit::None,
+      first_event: None,
     };
     let round = match &*self.model {
       Model::Scripted(scripted) => scripted.answer(&round).await,

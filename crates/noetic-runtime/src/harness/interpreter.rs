@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::context::StepMeta;
 use super::fork::run_fork;
+use super::model_events::emit_allows;
 use super::spawn::{Spawn, run_spawn};
 use super::{ExecContext, Harness, RunError, RunResult};
 use crate::error::{ConfigError, NoeticError};
@@ -208,16 +209,13 @@ async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &
     Step::Llm(llm) => llm.emit,
     _ => Emit::All,
   };
+  // Only a filter reads the data, so it is made only for one.
   let allowed = match emit {
-    Emit::All => true,
-    Emit::None => false,
-    Emit::Filter(filter) => {
+    Emit::Filter(_) => {
       let data = json!({ "stepId": step.id(), "kind": step.kind() });
-      let call =
-        FnCall { func: filter, context: ctx.id.clone(), args: vec![FnArg::Json(json!(event)), FnArg::Json(data)] };
-      // The host answers in text: non-empty lets the event go.
-      matches!(harness.env.host.call_fn(call).await?, StepValue::Text(text) if !text.is_empty())
+      emit_allows(harness, emit, ctx, event, &data).await?
     }
+    _ => emit == Emit::All,
   };
   if allowed {
     events.step(&harness.name, event, step.id(), step.kind());

@@ -387,6 +387,8 @@ impl Harness {
       output_schema: step.output.as_ref().map(|output| &output.json_schema),
       ctx: Some(ctx),
       nudge: false,
+      emit: step.emit,
+      first_event: None,
     };
     match &*self.model {
       Model::None => Err(no_provider().into()),

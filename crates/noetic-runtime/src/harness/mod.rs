@@ -11,6 +11,7 @@ mod interpreter;
 mod layer_calls;
 mod llm;
 mod model;
+mod model_events;
 mod round_model;
 mod scripted;
 pub mod session;
@@ -31,7 +32,7 @@ use crate::memory::native::{AsideModel, LayerFiles};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
-use crate::steps::{ModelParams, Step};
+use crate::steps::{Emit, ModelParams, Step};
 use crate::tokens::{Tokenizer, count_tokens};
 
 pub use self::context::{ContextState, ExecContext, FrontierFrame, StepMeta, Usage};
@@ -328,6 +329,8 @@ impl Harness {
       output_schema: None,
       ctx: None,
       nudge: false,
+      emit: Emit::None,
+      first_event: None,
     };
     match &*self.model {
       Model::Scripted(model) => model.answer(&round).await,

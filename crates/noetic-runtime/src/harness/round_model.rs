@@ -16,7 +16,7 @@ use crate::host::HostError;
 use crate::items::Item;
 use crate::provider::wire::camel_keys;
 use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round};
-use crate::steps::ModelParams;
+use crate::steps::{Emit, ModelParams};
 
 /// One round's question. Copy, so that the loop can restate it with the grown conversation.
 #[derive(Clone, Copy)]
@@ -34,6 +34,10 @@ pub(crate) struct RoundRequest<'a> {
   pub ctx: Option<&'a ExecContext>,
   /// Ask with the ephemeral "continue" message after the conversation (not part of it, nor of the log).
   pub nudge: bool,
+  /// What the step lets onto the session's stream (the tool loop's events).
+  pub emit: Emit,
+  /// Called on the round's first provider event, before it is forwarded (`llm_call_first_event`).
+  pub first_event: Option<&'a (dyn Fn() + Sync)>,
 }
 
 #[async_trait]
@@ -51,7 +55,10 @@ impl RoundModel for ScriptedModel {
 #[async_trait]
 impl RoundModel for OpenRouter {
   async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round> {
-    let session = request.ctx.and_then(|ctx| ctx.events.as_deref()).map(|events| SessionEvents { events });
+    let session = request
+      .ctx
+      .and_then(|ctx| ctx.events.as_deref())
+      .map(|events| SessionEvents { events, first_event: request.first_event });
     let provider_request = ProviderRequest {
       model: request.model,
       instructions: request.instructions,
@@ -80,10 +87,14 @@ impl RoundModel for OpenRouter {
 /// deltas out of these events, so the deltas themselves need nothing more here.
 struct SessionEvents<'a> {
   events: &'a Streams,
+  first_event: Option<&'a (dyn Fn() + Sync)>,
 }
 
 impl DeltaSink for SessionEvents<'_> {
   fn event(&self, kind: &str, event: &Value) {
+    if let Some(first_event) = self.first_event {
+      first_event();
+    }
     self.events.sdk(kind, camel_keys(event));
   }
 }

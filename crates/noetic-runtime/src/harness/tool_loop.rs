@@ -2,11 +2,15 @@
 //! and the next round starts, until a round makes no calls.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+
+use serde_json::json;
 
 use super::Harness;
 use super::context::ExecContext;
 use super::error::RunResult;
+use super::model_events::emit_allows;
 use super::round_model::{RoundModel, RoundRequest};
 use super::session::message_text;
 use crate::error::NoeticError;
@@ -14,6 +18,7 @@ use crate::host::{HostError, SteeringAction};
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::provider::Round;
+use crate::steps::Emit;
 
 /// Tool rounds one step takes before the model is nudged to finish (upstream's `MAX_TOOL_ROUNDS`).
 const MAX_TOOL_ROUNDS: usize = 32;
@@ -42,10 +47,15 @@ impl Harness {
         return Err(NoeticError::cancelled(&reason).into());
       }
       if round_number > 0 {
-        self.take_in_between_rounds(ctx, round_number, &mut conversation).await?;
+        self.take_in_between_rounds(ctx, request.emit, round_number, &mut conversation).await?;
       }
-      let round = model.answer(&RoundRequest { conversation: &conversation, nudge, ..request }).await?;
+      let round = self.answer_round(model, &request, &conversation, nudge, round_number, ctx).await?;
       response.add_usage(&round);
+      let calls = round.items.iter().filter(|item| item.item_type() == "function_call").count();
+      let round_data = json!({ "round": round_number, "toolCount": calls });
+      if calls > 0 {
+        self.model_event(ctx, request.emit, "tool_round_started", round_data.clone()).await?;
+      }
       let mut outputs = Vec::new();
       for item in &round.items {
         if item.item_type() != "function_call" {
@@ -53,22 +63,40 @@ impl Harness {
         }
         let name = item.name().unwrap_or_default();
         let call_id = item.call_id().unwrap_or_default();
+        let about = json!({ "name": name, "callId": call_id });
+        self.model_event(ctx, request.emit, "tool_call_started", about).await?;
         // Providers see wire-safe names (`notes_add` for `notes/add`); either form finds the tool.
-        let (output, decorated) = match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name)
-        {
-          Some(tool) => match self.steer_tool_call(item, ctx).await? {
-            Some(refusal) => (Some(refusal), None),
-            None => self.run_tool(tool, item, ctx).await?,
-          },
-          None => (Some(format!("Error: tool '{name}' not found")), None),
+        // As upstream's loop: arguments that are not JSON are the call's error output before anything else (no
+        // tool lookup, no steering vote, no run); then an unknown name; then the layers' vote; then the tool.
+        let arguments = item.arguments();
+        let malformed = !arguments.is_some_and(crate::js_text::is_js_json);
+        let (output, decorated) = if malformed {
+          let text = arguments.unwrap_or("undefined");
+          (Some(format!("Error: malformed JSON in tool arguments: {text}")), None)
+        } else {
+          match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name) {
+            Some(tool) => match self.steer_tool_call(item, ctx).await? {
+              Some(refusal) => (Some(refusal), None),
+              None => self.run_tool(tool, item, ctx).await?,
+            },
+            None => (Some(format!("Error: unknown tool '{name}'")), None),
+          }
         };
         // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`
         // result has no output, as upstream's.
         let result = match decorated {
           Some(text) => parse_js_item(&text, self.item_types.unless_checked(true))?,
-          None => function_call_output(format!("fco_{call_id}"), call_id, output),
+          // A fresh id, as upstream's: a model may reuse a call id in a later round, and two log items must not
+          // share an id.
+          None => function_call_output(uuid::Uuid::new_v4().to_string(), call_id, output),
         };
         outputs.push(Arc::new(result));
+        // As upstream's: `error` marks only arguments that were not JSON, not a tool that failed.
+        let about = json!({ "name": name, "callId": call_id, "error": malformed });
+        self.model_event(ctx, request.emit, "tool_call_completed", about).await?;
+      }
+      if calls > 0 {
+        self.model_event(ctx, request.emit, "tool_round_completed", round_data).await?;
       }
       let done = outputs.is_empty();
       // Tool outputs are input items: they pass through the layers' onItemAppend (D7), whose re-render requests
@@ -101,29 +129,58 @@ impl Harness {
       if done {
         break;
       }
-      nudge = self.past_round_limit(ctx, round_number + 1)?;
+      nudge = self.past_round_limit(ctx, request.emit, round_number + 1).await?;
     }
     Ok(response)
   }
 
   /// After `rounds` tool rounds: whether the next is asked with the "continue" nudge, or an error once the rounds
   /// past the limit are used up too. As upstream, the model may still finish in one of those rounds.
-  fn past_round_limit(&self, ctx: &ExecContext, rounds: usize) -> RunResult<bool> {
+  async fn past_round_limit(&self, ctx: &ExecContext, emit: Emit, rounds: usize) -> RunResult<bool> {
     if rounds < MAX_TOOL_ROUNDS {
       return Ok(false);
     }
     let attempt = rounds - MAX_TOOL_ROUNDS + 1;
-    if let Some(events) = &ctx.events {
-      let data = serde_json::json!({
-        "maxToolRounds": MAX_TOOL_ROUNDS, "attempt": attempt, "maxAttempts": MAX_LIMIT_CONTINUATIONS,
-      });
-      events.framework(&self.name, "tool_round_limit_exceeded", &data);
-    }
+    let data = json!({ "maxToolRounds": MAX_TOOL_ROUNDS, "attempt": attempt, "maxAttempts": MAX_LIMIT_CONTINUATIONS });
+    self.model_event(ctx, emit, "tool_round_limit_exceeded", data).await?;
     if attempt > MAX_LIMIT_CONTINUATIONS {
       let message = format!("LLM exceeded maximum tool rounds ({MAX_TOOL_ROUNDS})");
       return Err(HostError::Thrown { message, error: None }.into());
     }
     Ok(true)
+  }
+
+  /// One round asked of the model, between its `llm_call_started` and `llm_call_completed` events. The provider's
+  /// first streamed event raises `llm_call_first_event` before it is forwarded; a model that does not stream
+  /// raises it as it answers. A step's `emit` filter is asked about that event before the round, as it cannot be
+  /// awaited while the stream is read.
+  async fn answer_round(
+    &self,
+    model: &dyn RoundModel,
+    request: &RoundRequest<'_>,
+    conversation: &[Arc<Item>],
+    nudge: bool,
+    round: usize,
+    ctx: &Arc<ExecContext>,
+  ) -> RunResult<Round> {
+    let asked = RoundRequest { conversation, nudge, ..*request };
+    let Some(events) = &ctx.events else { return model.answer(&asked).await };
+    // As the wire has them: system messages go out as instructions, and the nudge is a message of its own.
+    let message_count = conversation.iter().filter(|item| !item.is_system_message()).count() + usize::from(nudge);
+    let started = json!({ "round": round, "messageCount": message_count, "toolCount": request.tools.len(), "recoveryContinuation": nudge });
+    self.model_event(ctx, request.emit, "llm_call_started", started).await?;
+    let first = json!({ "round": round });
+    let seen = AtomicBool::new(!emit_allows(self, request.emit, ctx, "llm_call_first_event", &first).await?);
+    let first_event = || {
+      if !seen.swap(true, Ordering::Relaxed) {
+        events.framework(&self.name, "llm_call_first_event", &first);
+      }
+    };
+    let answer = model.answer(&RoundRequest { first_event: Some(&first_event), ..asked }).await?;
+    first_event();
+    let completed = json!({ "round": round, "itemCount": answer.items.len() });
+    self.model_event(ctx, request.emit, "llm_call_completed", completed).await?;
+    Ok(answer)
   }
 
   /// The context's layers vote on a tool call before it runs (§14.3): `None` to run it, otherwise the error output
@@ -155,6 +212,7 @@ impl Harness {
   async fn take_in_between_rounds(
     &self,
     ctx: &Arc<ExecContext>,
+    emit: Emit,
     round: usize,
     conversation: &mut Vec<Arc<Item>>,
   ) -> RunResult<()> {
@@ -178,14 +236,8 @@ impl Harness {
     let ids: Vec<&str> = messages.iter().map(|message| message.id.as_str()).collect();
     // The injected messages are new items: what the host held for them stands for nothing in the log.
     self.env.host.turn_input(&ctx.facts(&ctx.layers()), 0, &ids, false);
-    if let Some(events) = &ctx.events {
-      events.framework(
-        &self.name,
-        "inbox_injected",
-        &serde_json::json!({ "round": round, "count": messages.len(), "messageIds": ids }),
-      );
-    }
-    Ok(())
+    let data = json!({ "round": round, "count": messages.len(), "messageIds": ids });
+    self.model_event(ctx, emit, "inbox_injected", data).await
   }
 }
 

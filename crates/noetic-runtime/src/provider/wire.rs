@@ -31,7 +31,9 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
         Value::Object(_) => tool.input_schema.clone(),
         _ => json!({ "type": "object", "properties": {} }),
       };
-      json!({ "type": "function", "name": tool.wire_name(), "description": tool.description, "parameters": parameters })
+      // As upstream's SDK sends a tool: a blank description as null, and `strict` unset (null).
+      let description = if tool.description.is_empty() { Value::Null } else { json!(tool.description) };
+      json!({ "type": "function", "name": tool.wire_name(), "description": description, "parameters": parameters, "strict": null })
     });
     body.insert("tools".into(), Value::Array(tools.collect()));
   }
@@ -48,6 +50,9 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
   }
   // Streamed, so that deltas arrive as they are made and a stall between events is noticed.
   body.insert("stream".into(), json!(true));
+  // The defaults upstream's SDK writes into every request: OpenRouter stores nothing, and picks the service tier.
+  body.insert("service_tier".into(), json!("auto"));
+  body.insert("store".into(), json!(false));
   Value::Object(body)
 }
 
@@ -290,6 +295,33 @@ mod tests {
     let body = request_body(&request(Some(&schema)), false);
     assert_eq!(body["text"], json!({ "format": { "type": "json_schema", "name": "output", "schema": schema } }));
     assert!(request_body(&request(None), false).get("text").is_none());
+  }
+
+  #[test]
+  fn tools_and_defaults_are_sent_as_upstreams_sdk_sends_them() {
+    let params = crate::steps::ModelParams::default();
+    let schema = json!({ "type": "object", "properties": {} });
+    let tool = |description: &str| crate::tools::ToolDef {
+      name: "notes/add".into(),
+      description: description.into(),
+      input_schema: schema.clone(),
+      imp: crate::tools::ToolImpl::Host(1),
+    };
+    let tools = [tool(""), tool("adds a note")];
+    let request = ProviderRequest {
+      model: "m",
+      instructions: None,
+      items: &[],
+      tools: &tools,
+      params: &params,
+      output_schema: None,
+      deltas: None,
+      nudge: false,
+    };
+    let body = request_body(&request, false);
+    let sent = |description: Value| json!({ "type": "function", "name": "notes_add", "description": description, "parameters": schema, "strict": null });
+    assert_eq!(body["tools"], json!([sent(Value::Null), sent(json!("adds a note"))]));
+    assert_eq!((&body["service_tier"], &body["store"], &body["stream"]), (&json!("auto"), &json!(false), &json!(true)));
   }
 
   #[test]

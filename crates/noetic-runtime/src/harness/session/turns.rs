@@ -159,12 +159,13 @@ impl Harness {
     let events = &session.streams;
     match &outcome {
       Ok(_) => {
-        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        // Whole milliseconds, as upstream's difference of two `Date.now()` readings.
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         #[derive(serde::Serialize)]
         #[serde(rename_all = "camelCase")]
         struct TurnCompleted<'a> {
           turn_id: &'a str,
-          duration_ms: f64,
+          duration_ms: u64,
         }
         events.framework(&self.name, "turn_completed", &TurnCompleted { turn_id, duration_ms: ms });
       }

@@ -43,12 +43,26 @@ pub struct WorkingMemory {
   pub schema: Option<Arc<dyn HostCallback>>,
 }
 
+/// A built-in function's input schema as models are sent a JS tool's: JSON Schema draft 7, saying so first, as
+/// upstream's SDK writes every tool's (zod's `toJSONSchema` with that target).
+fn draft_07(schema: Value) -> Value {
+  let mut out = Map::new();
+  out.insert("$schema".into(), json!("http://json-schema.org/draft-07/schema#"));
+  if let Value::Object(fields) = schema {
+    out.extend(fields);
+  }
+  Value::Object(out)
+}
+
 /// `workingMemory(config)` as a registered layer.
 pub fn working_memory_layer(config: WorkingMemoryConfig, schema: Option<Arc<dyn HostCallback>>) -> Layer {
   let provides = vec![ProvidedFn {
     name: "update".into(),
     description: wm::UPDATE_DESCRIPTION.into(),
-    input_schema: json!({ "type": "object", "additionalProperties": {} }),
+    // A record of any values, as zod writes `z.record(z.string(), z.unknown())`.
+    input_schema: draft_07(
+      json!({ "type": "object", "propertyNames": { "type": "string" }, "additionalProperties": {} }),
+    ),
   }];
   let config = WorkingMemoryConfig { has_schema: schema.is_some(), ..config };
   Layer {
@@ -346,7 +360,7 @@ pub fn plan_memory_layer(
     .map(|(name, description, input_schema)| ProvidedFn {
       name: name.into(),
       description: description.into(),
-      input_schema,
+      input_schema: draft_07(input_schema),
     })
     .collect();
   Layer {
@@ -444,7 +458,7 @@ pub fn temporal_memory_layer(
   let provides = vec![ProvidedFn {
     name: tm::SEARCH_FUNCTION.into(),
     description: tm::SEARCH_DESCRIPTION.into(),
-    input_schema: tm::search_input_schema(),
+    input_schema: draft_07(tm::search_input_schema()),
   }];
   Layer {
     spec: tm::layer_spec(&config),

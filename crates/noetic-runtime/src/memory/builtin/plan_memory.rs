@@ -434,24 +434,30 @@ fn refused(result: impl Into<String>) -> Result<FnStep, String> {
 
 /// The functions a model can call, with what it is told of each: `(name, description, input schema)`.
 pub fn functions() -> Vec<(&'static str, &'static str, Value)> {
-  let node = json!({
-    "type": "object",
-    "properties": {
-      "kind": { "type": "string", "enum": ["llm", "subagent", "fork", "spawn", "sequence"] },
-      "id": { "type": "string", "minLength": 1 },
-      "subPlanRef": { "type": "string" },
-      "model": { "type": "string", "description": "llm nodes" },
-      "instructions": { "type": "string", "description": "llm nodes (required)" },
-      "tools": { "type": "array", "items": { "type": "string" }, "description": "llm nodes: tool names" },
-      "preset": { "type": "string", "minLength": 1, "description": "subagent nodes (required)" },
-      "prompt": { "type": "string", "description": "subagent nodes (required)" },
-      "mode": { "type": "string", "enum": ["all", "race", "settle"], "description": "fork nodes (required)" },
-      "paths": { "type": "array", "minItems": 1, "items": { "$ref": "#" }, "description": "fork nodes (required)" },
-      "child": { "$ref": "#", "description": "spawn nodes (required)" },
-      "steps": { "type": "array", "minItems": 1, "items": { "$ref": "#" }, "description": "sequence nodes (required)" }
-    },
-    "required": ["kind", "id"]
-  });
+  // A flow node is one of five kinds, each an object of its own fields (what `flow_schema` checks); a nested node
+  // refers back to the whole (`#`).
+  let nested = json!({ "allOf": [{ "$ref": "#" }] });
+  let nodes = json!({ "type": "array", "minItems": 1, "items": nested });
+  let kind = |kind: &str, fields: Value, required: &[&str]| {
+    let mut properties = Map::new();
+    properties.insert("kind".into(), json!({ "type": "string", "const": kind }));
+    properties.insert("id".into(), json!({ "type": "string", "minLength": 1 }));
+    properties.insert("subPlanRef".into(), json!({ "type": "string" }));
+    if let Value::Object(fields) = fields {
+      properties.extend(fields);
+    }
+    let required: Vec<&str> = ["kind", "id"].into_iter().chain(required.iter().copied()).collect();
+    json!({ "type": "object", "properties": properties, "required": required, "additionalProperties": false })
+  };
+  let string = json!({ "type": "string" });
+  let named = json!({ "type": "string", "minLength": 1 });
+  let node = json!({ "oneOf": [
+    kind("llm", json!({ "model": string, "instructions": string, "tools": { "type": "array", "items": string } }), &["instructions"]),
+    kind("subagent", json!({ "preset": named, "prompt": string }), &["preset", "prompt"]),
+    kind("fork", json!({ "mode": { "type": "string", "enum": ["all", "race", "settle"] }, "paths": nodes }), &["mode", "paths"]),
+    kind("spawn", json!({ "child": nested }), &["child"]),
+    kind("sequence", json!({ "steps": nodes }), &["steps"]),
+  ] });
   vec![
     (
       "enterPlanMode",
@@ -622,6 +628,21 @@ mod tests {
 
   fn planning() -> Value {
     json!({ "phase": PLANNING, "prd": null, "planTree": null, "executionLog": [], "version": 1 })
+  }
+
+  #[test]
+  fn the_plan_tree_schema_offers_one_closed_object_per_node_kind_and_nests_the_whole() {
+    let (_, _, schema) = functions().into_iter().find(|(name, ..)| *name == "setPlanTree").unwrap();
+    let kinds = schema["oneOf"].as_array().unwrap();
+    let named: Vec<&str> = kinds.iter().map(|k| k["properties"]["kind"]["const"].as_str().unwrap()).collect();
+    assert_eq!(named, ["llm", "subagent", "fork", "spawn", "sequence"]);
+    assert!(kinds.iter().all(|k| k["additionalProperties"] == json!(false)));
+    assert_eq!(kinds[0]["required"], json!(["kind", "id", "instructions"]));
+    assert_eq!(kinds[2]["properties"]["paths"]["items"], json!({ "allOf": [{ "$ref": "#" }] }));
+    assert_eq!(kinds[3]["properties"]["child"], json!({ "allOf": [{ "$ref": "#" }] }));
+    // Every node the schema describes is one the native check takes.
+    let tree = json!({ "kind": "sequence", "id": "s", "steps": [{ "kind": "llm", "id": "a", "instructions": "go" }] });
+    assert!(parse_flow(&tree).is_ok());
   }
 
   fn executing() -> Value {
