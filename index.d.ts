@@ -3334,8 +3334,9 @@ declare class NativeHarness {
    */
   runInContext(run: number, context: string, step: string, input: string, held?: boolean | undefined | null): string | null
   /**
-   * One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
-   * the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
+   * The harness's model for `callModel`: `request` is `{model, instructions?, params?, outputSchema?, tools?,
+   * context?}` JSON (tools described as a step's, run in context `context`), `items` the items' JSON texts.
+   * Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
    */
   callModelOnce(request: string, items: Array<string>): Promise<string>
   /** Forgets a context from `create_context` (its JS object was collected). */

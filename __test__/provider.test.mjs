@@ -177,7 +177,7 @@ test('harness.callModel and a hook’s ctx.callModel go to the provider', async 
     };
     const harness = new AgentHarness({ name: 't', params: {}, memory: [summariser], llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
     assert.equal(await harness.run(step.llm({ id: 'ask', model: 'big/model' }), 'hi'), 'the answer');
-    assert.deepEqual(seen[0].usage, { inputTokens: 7, outputTokens: 2 });
+    assert.deepEqual(seen[0].usage, { inputTokens: 7, outputTokens: 2, cachedTokens: 0 });
     assert.equal(seen[0].cost, 0.0001);
     assert.deepEqual(server.received[0].body, { model: 'cheap/model', input: [{ role: 'user', content: 'summarise please' }], instructions: 'Summarise.', stream: true, service_tier: 'auto', store: false });
     assert.equal(server.received[1].body.model, 'big/model');
@@ -555,4 +555,33 @@ test("a session's tool round raises upstream's model-call events, each put to th
   const filtered = await run((type, d) => (asked.push(type), !type.startsWith('tool_call')));
   assert.ok(asked.includes('tool_call_started') && asked.includes('llm_call_first_event'));
   assert.deepEqual(filtered.map(([type]) => type).filter((type) => type.startsWith('tool')), ['tool_round_started', 'tool_round_completed']);
+});
+
+test('harness.callModel with tools runs them in the given context round after round, as a step would', async () => {
+  const call = { type: 'function_call', id: 'fc_1', call_id: 'c1', name: 'add', arguments: '{"a":2,"b":3}', status: 'completed' };
+  const server = await fakeOpenRouter([
+    { body: { id: 'r1', status: 'completed', output: [call], usage: { input_tokens: 4, output_tokens: 1 } } },
+    { body: { id: 'r2', status: 'completed', output: [message('5')], usage: { input_tokens: 6, output_tokens: 1 } } },
+  ]);
+  try {
+    const seen = [];
+    const add = tool({ name: 'add', description: 'adds', input: z.object({ a: z.number(), b: z.number() }), execute: async ({ a, b }, toolCtx) => (seen.push(toolCtx.ctx.threadId), a + b) });
+    const harness = new AgentHarness({ name: 'agent', params: {}, llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
+    const ctx = harness.createContext({ threadId: 'side' });
+    const answer = await harness.callModel({ model: 'm/x', items: [createMessage('add 2 and 3', 'user')], tools: [add], ctx, outputSchema: z.object({ sum: z.number() }) });
+    assert.deepEqual(answer.items.map((item) => item.type), ['function_call', 'function_call_output', 'message']);
+    assert.equal(answer.items[1].output, '5');
+    assert.deepEqual(answer.usage, { inputTokens: 10, outputTokens: 2, cachedTokens: 0 });
+    assert.deepEqual(seen, ['side'], 'the tool ran once, in the context given');
+    const [first, second] = server.received.map((r) => r.body);
+    assert.deepEqual(first.tools.map((t) => t.name), ['add']);
+    assert.equal(first.text.format.schema.properties.sum.type, 'number');
+    assert.deepEqual(second.input.at(-1), { type: 'function_call_output', call_id: 'c1', output: '5' });
+    assert.equal(ctx.itemLog.items.length, 0, "the context's log is left as it was");
+    // Tools with nowhere to run are refused before anything is sent.
+    await assert.rejects(harness.callModel({ model: 'm/x', items: [], tools: [add] }), (e) => e.code === 'INVALID_MODEL_REQUEST' && /needs the context/.test(e.message));
+    assert.equal(server.received.length, 2);
+  } finally {
+    server.close();
+  }
 });

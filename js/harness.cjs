@@ -434,7 +434,8 @@ class AgentHarness {
     return this._runtime.channels.getHandle(channel, executionId);
   }
 
-  // One model call with no tools and no context (upstream's harness.callModel, as memory hooks use it).
+  // A model call beside any step (upstream's harness.callModel): with `tools` and `ctx`, the tools run round after
+  // round as a step's do.
   callModel(request) {
     return this._runtime.callModel(request);
   }

@@ -2,12 +2,15 @@
 // Model calls JS answers: the request a test model (`_testCallModel`) is handed, built from the view the native side
 // projected, and the one-off `callModel` round. The runtime (runtime.cjs) holds the contexts, handles and kept
 // recalled items these read.
-const { fromNative } = require('./errors.cjs');
+const { fromNative, NoeticConfigError, describeValue } = require('./errors.cjs');
+const { ContextImpl } = require('./context.cjs');
+const { outputJsonSchema } = require('./memory.cjs');
+const { describeTool } = require('./tool-calls.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
-// One model round with no tools and no context (`harness.callModel`, a hook's `ctx.callModel`): a test model is
-// called directly, the harness's own natively.
+// A model call beside any step (`harness.callModel`, a hook's `ctx.callModel`): a test model is called directly,
+// the harness's own natively.
 async function callModelAside(runtime, request) {
   checkModelRequest(request);
   if (runtime.testModel) {
@@ -16,11 +19,37 @@ async function callModelAside(runtime, request) {
     const schemas = extendedBy(runtime.harness.itemSchemas, [...(request.layers ?? []), ...(request.tools ?? [])]);
     return { ...response, items: schemas.parseMany(response.items) };
   }
-  const head = JSON.stringify({ model: request.model, instructions: request.instructions, params: request.params });
-  const items = (request.items ?? []).map((item) => JSON.stringify(item));
-  const result = JSON.parse(await runtime.native.callModelOnce(head, items));
-  if (!result.ok) throw fromNative(result.error, () => undefined);
-  return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
+  // Tools run in the request's context, round after round, as upstream's loop runs them (their handles live for
+  // this call).
+  const tools = Array.isArray(request.tools) && request.tools.length > 0 ? request.tools : undefined;
+  const ctx = tools ? contextOf(runtime, request.ctx) : undefined;
+  const handles = tools ? runtime.scope() : undefined;
+  try {
+    const head = JSON.stringify({
+      model: request.model,
+      instructions: request.instructions,
+      params: request.params,
+      outputSchema: request.outputSchema ? outputJsonSchema(request.outputSchema) : undefined,
+      tools: tools?.map((t) => describeTool(t, handles.keep)),
+      context: ctx?.id,
+    });
+    const items = (request.items ?? []).map((item) => JSON.stringify(item));
+    const result = JSON.parse(await runtime.native.callModelOnce(head, items));
+    if (!result.ok) throw fromNative(result.error, () => undefined);
+    return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
+  } finally {
+    handles?.release();
+  }
+}
+
+// The context a `callModel` with tools runs them in: one of this harness's (upstream requires `ctx` with `tools`).
+function contextOf(runtime, ctx) {
+  if (ctx instanceof ContextImpl && ctx._rt === runtime) return ctx;
+  throw new NoeticConfigError({
+    code: 'INVALID_MODEL_REQUEST',
+    message: `callModel request.ctx is ${describeValue(ctx)}; a request with tools needs the context they run in.`,
+    hint: 'Pass the ctx your step was given (or one from harness.createContext()) along with tools.',
+  });
 }
 
 // A step's model call (or one aside) answered by the harness's test model: the request as upstream makes it, from

@@ -359,7 +359,7 @@ class Runtime {
     };
   }
 
-  // One model round with no tools and no context: `harness.callModel` and a hook's `ctx.callModel`.
+  // A model call beside any step: `harness.callModel` and a hook's `ctx.callModel`.
   callModel(request) {
     return callModelAside(this, request);
   }

@@ -3,7 +3,8 @@
 // description of a step tree the native interpreter runs. Built-in predicates carry a marker so the runtime
 // evaluates them without crossing; they stay callable from JS.
 const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
-const { validateLayers, layersOf, num, toolInputSchema, outputJsonSchema } = require('./memory.cjs');
+const { validateLayers, layersOf, num, outputJsonSchema } = require('./memory.cjs');
+const { describeTool } = require('./tool-calls.cjs');
 const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
 const { routedExecute } = require('./detached.cjs');
@@ -313,10 +314,6 @@ function react(opts) {
   if (!opts.memory) return body;
   layersOf(opts.memory, 'react');
   return spawn({ id: 'react-agent', child: body, memory: opts.memory });
-}
-
-function describeTool(t, keep) {
-  return { name: t.name, description: t.description ?? '', inputSchema: t.input ? toolInputSchema(t.input) : { type: 'object' }, handle: keep(t) };
 }
 
 function describeUntil(fn, keep) {

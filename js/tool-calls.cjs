@@ -2,7 +2,13 @@
 // Tools JS runs for the native side: a `step.tool` step, and a model's tool call within an LLM step.
 const { messageOf } = require('./errors.cjs');
 const { randomId } = require('./ids.cjs');
+const { toolInputSchema } = require('./memory.cjs');
 const { checkCategory } = require('./item-schemas.cjs');
+
+// A tool as the native side takes it (a step's, or `callModel`'s): what the model is shown, and a handle to run it.
+function describeTool(t, keep) {
+  return { name: t.name, description: t.description ?? '', inputSchema: t.input ? toolInputSchema(t.input) : { type: 'object' }, handle: keep(t) };
+}
 
 // A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
 // that yields (toolWithGenerator) is run to its end; its return value is the step's output.
@@ -90,4 +96,4 @@ function toolContext(runtime, ctx) {
   };
 }
 
-module.exports = { runToolStep, runTool };
+module.exports = { describeTool, runToolStep, runTool };

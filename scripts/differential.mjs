@@ -211,7 +211,7 @@ const PROGRAMS = {
     return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
   },
 
-  async provider({ AgentHarness, step, tool, workingMemory }, { next, pick }) {
+  async provider({ AgentHarness, step, tool, workingMemory, createMessage }, { next, pick }) {
     // Upstream's SDK needs zod 4 schemas; the same zod serves both, from upstream's install (the child resolves it).
     const { z } = createRequire(path.join(process.env.NOETIC_UPSTREAM_PKG, 'package.json'))('zod');
     const seen = [];
@@ -223,6 +223,8 @@ const PROGRAMS = {
     const calls = [['add', '{"a":1,"b":2}'], ['echo', '{"text":"hi","loud":true}'], ['echo', '{"text":"hi"}'], ['fail', '{"why":"x"}'], ['nope', '{}'], ['add', '{"a":"one"}'], ['add', 'not json']];
     const rounds = Array.from({ length: Math.floor(next() * 3) }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => pick(calls)));
     let round = 0;
+    // A structured output, in some programs: the final answer is its JSON.
+    const output = next() < 0.3 ? z.object({ answer: z.string(), rounds: z.number().int().optional() }) : undefined;
     const server = await openRouterStandIn((body) => {
       seen.push(['request', sortedKeys(body)]);
       const k = round++;
@@ -230,7 +232,8 @@ const PROGRAMS = {
       if (k < rounds.length) {
         return { id: `resp_${k}`, usage, output: rounds[k].map(([name, args], i) => ({ type: 'function_call', id: `fc_${k}_${i}`, call_id: `call_${k}_${i}`, name, arguments: args, status: 'completed' })) };
       }
-      return { id: `resp_${k}`, usage, output: [{ type: 'message', id: `msg_${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `done after ${k} rounds`, annotations: [] }] }] };
+      const text = output ? JSON.stringify({ answer: `done after ${k} rounds`, rounds: k }) : `done after ${k} rounds`;
+      return { id: `resp_${k}`, usage, output: [{ type: 'message', id: `msg_${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] }] };
     });
     const realFetch = globalThis.fetch;
     globalThis.fetch = (input, init) => {
@@ -258,7 +261,7 @@ const PROGRAMS = {
     const harness = new AgentHarness({
       name: 'differential', params: {}, llm: { provider: 'openrouter', apiKey: 'sk-test', baseUrl: server.url },
       memory: lent ? [steering, workingMemory()].slice(next() < 0.5 ? 0 : 1) : next() < 0.5 ? [steering] : undefined,
-      initialStep: step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params }),
+      initialStep: step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params, output }),
     });
     // The framework's events on the session's stream (the provider's own are the SDK's, in its words).
     const events = [];
@@ -279,9 +282,23 @@ const PROGRAMS = {
       outcome = ['error', String(e?.message ?? e).slice(0, 160)];
     } finally {
       await Promise.race([reading, sleep(200)]);
-      server.close();
     }
-    return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome)];
+    // In some programs, a call of the harness's own beside the session: `harness.callModel`, with or without tools.
+    let aside = [];
+    if (next() < 0.4) {
+      const withTools = next() < 0.5;
+      try {
+        const answer = await harness.callModel({
+          model: 'test/model', items: [createMessage('sum it up', 'user')], instructions: pick([undefined, 'one line']), params: pick([undefined, { temperature: 0 }]),
+          ...(withTools ? { tools, ctx: harness.createContext({ threadId: 'aside' }) } : {}),
+        });
+        aside = ['callModel', (answer.items ?? []).map((item) => sortedKeys(anonymous(item))), plain(answer.usage), answer.cost ?? null];
+      } catch (e) {
+        aside = ['callModel failed', String(e?.message ?? e).slice(0, 160)];
+      }
+    }
+    server.close();
+    return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome), JSON.stringify(aside)];
   },
 
   async queue({ AgentHarness, step }, { next, pick }) {

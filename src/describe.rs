@@ -461,6 +461,9 @@ pub fn model_request(value: &Value, items: &[String]) -> Result<ModelRequest, St
     instructions: text(value, "instructions"),
     items,
     params: model_params(value.get("params")),
+    tools: value.get("tools").and_then(Value::as_array).into_iter().flatten().map(tool).collect(),
+    context: None,
+    output_schema: value.get("outputSchema").cloned(),
   })
 }
 

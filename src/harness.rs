@@ -422,24 +422,28 @@ impl NativeHarness {
     Ok(None)
   }
 
-  /// One round of the harness's model for `callModel`: `request` is `{model, instructions?, params?}` JSON, `items`
-  /// the items' JSON texts. Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
+  /// The harness's model for `callModel`: `request` is `{model, instructions?, params?, outputSchema?, tools?,
+  /// context?}` JSON (tools described as a step's, run in context `context`), `items` the items' JSON texts.
+  /// Resolves to `{ok, items, usage, cost?}` or `{ok: false, error}` JSON.
   #[napi]
   pub async fn call_model_once(&self, request: String, items: Vec<String>) -> Result<String> {
     let harness = Arc::clone(&self.inner);
     guarded(async move {
-      let request =
-        describe::model_request(&parse(&request)?, &items).map_err(|e| Error::new(Status::InvalidArg, e))?;
+      let head = parse(&request)?;
+      let mut request = describe::model_request(&head, &items).map_err(|e| Error::new(Status::InvalidArg, e))?;
+      if let Some(id) = head.get("context").and_then(Value::as_str) {
+        request.context = Some(harness.context(id).ok_or_else(|| missing_context(id))?);
+      }
       Ok(harness.call_model_once(&request).await)
     })
     .await
     .map(|outcome| {
       match outcome {
         Ok(round) => {
-          let mut usage = json!({ "inputTokens": round.input_tokens, "outputTokens": round.output_tokens });
-          if round.cached_tokens > 0.0 {
-            usage["cachedTokens"] = json!(round.cached_tokens);
-          }
+          // As upstream's loop sums it: the cached count always, 0 when there was none.
+          let usage = json!({
+            "inputTokens": round.input_tokens, "outputTokens": round.output_tokens, "cachedTokens": round.cached_tokens,
+          });
           let mut reply = json!({
             "ok": true,
             "items": round.items.iter().map(|item| Value::Object(item.json().clone())).collect::<Vec<_>>(),

@@ -491,6 +491,7 @@ async fn call_model_once_sends_model_instructions_and_params_without_tools() {
     instructions: Some("Summarise.".into()),
     items: vec![Arc::new(item)],
     params: ModelParams { temperature: None, max_tokens: None, top_p: Some(0.9) },
+    ..ModelRequest::default()
   };
   let round = harness.call_model_once(&request).await.unwrap();
   assert_eq!(round.items[0].json()["content"][0]["text"], "a summary");

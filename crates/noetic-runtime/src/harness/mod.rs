@@ -90,12 +90,18 @@ pub struct Harness {
 }
 
 /// What `harness.callModel` asks of the harness's model.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ModelRequest {
   pub model: String,
   pub instructions: Option<String>,
   pub items: Vec<Arc<Item>>,
   pub params: ModelParams,
+  /// Tools the model may call, run in `context` round after round, as a step's are (upstream's `callModel` with
+  /// `tools` and `ctx`).
+  pub tools: Vec<ToolDef>,
+  pub context: Option<Arc<ExecContext>>,
+  /// The JSON Schema the answer must follow (`outputSchema`).
+  pub output_schema: Option<serde_json::Value>,
 }
 
 /// Options of one run.
@@ -325,13 +331,23 @@ impl Harness {
       instructions: request.instructions.as_deref(),
       params: &request.params,
       conversation: &request.items,
-      tools: &[],
-      output_schema: None,
-      ctx: None,
+      tools: &request.tools,
+      output_schema: request.output_schema.as_ref(),
+      ctx: request.context.as_deref(),
       nudge: false,
-      emit: Emit::None,
+      emit: Emit::All,
       first_event: None,
     };
+    // With tools, the rounds go on while the model calls them, in the caller's context (its log untouched: the
+    // items come back in the answer).
+    if let Some(ctx) = request.context.as_ref().filter(|_| !request.tools.is_empty()) {
+      let conversation = request.items.clone();
+      return match &*self.model {
+        Model::Scripted(model) => Box::pin(self.tool_loop(model, round, conversation, ctx, None)).await,
+        Model::OpenRouter(provider) => Box::pin(self.tool_loop(provider, round, conversation, ctx, None)).await,
+        Model::None | Model::Host => Err(llm::no_provider().into()),
+      };
+    }
     match &*self.model {
       Model::Scripted(model) => model.answer(&round).await,
       Model::OpenRouter(provider) => provider.answer(&round).await,
