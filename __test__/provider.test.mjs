@@ -585,3 +585,35 @@ test('harness.callModel with tools runs them in the given context round after ro
     server.close();
   }
 });
+
+test('a response that cannot be used is reported on the stream and asked again with the nudge, as upstream', async () => {
+  const server = await fakeOpenRouter([
+    { body: { id: 'r1', status: 'failed', error: { code: 'server_error', message: 'fell over' }, output: [], usage: { input_tokens: 1, output_tokens: 0 } } },
+    { body: { id: 'r2', status: 'completed', output: [message('fine now')], usage: { input_tokens: 1, output_tokens: 1 } } },
+  ]);
+  try {
+    const harness = new AgentHarness({ name: 'agent', params: {}, initialStep: step.llm({ id: 'chat', model: 'm/x' }), llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl } });
+    const events = [];
+    const reading = (async () => {
+      for await (const event of harness.getFullStream()) {
+        if (event.source === 'framework' && event.type.startsWith('agent:llm_call')) events.push([event.type.slice('agent:'.length), event.data]);
+        if (event.type === 'agent:turn_completed') return;
+      }
+    })();
+    await harness.execute('hi');
+    assert.equal((await harness.getAgentResponse()).text, 'fine now');
+    await reading;
+    assert.deepEqual(events, [
+      ['llm_call_started', { round: 0, messageCount: 1, toolCount: 0, recoveryContinuation: false }],
+      ['llm_call_first_event', { round: 0 }],
+      ['llm_call_failed', { round: 0, status: 'failed', error: 'LLM response failed: fell over', recoverable: true }],
+      ['llm_call_recovery_continue', { round: 0, status: 'failed', attempt: 1, maxAttempts: 3 }],
+      ['llm_call_started', { round: 0, messageCount: 2, toolCount: 0, recoveryContinuation: true }],
+      ['llm_call_first_event', { round: 0 }],
+      ['llm_call_completed', { round: 0, itemCount: 1 }],
+    ]);
+    assert.deepEqual(server.received[1].body.input.at(-1), { type: 'message', role: 'user', content: 'continue' });
+  } finally {
+    server.close();
+  }
+});

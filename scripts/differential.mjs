@@ -211,7 +211,7 @@ const PROGRAMS = {
     return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
   },
 
-  async provider({ AgentHarness, step, tool, workingMemory, createMessage }, { next, pick }) {
+  async provider({ AgentHarness, step, tool, workingMemory, createMessage, react }, { next, pick }) {
     // Upstream's SDK needs zod 4 schemas; the same zod serves both, from upstream's install (the child resolves it).
     const { z } = createRequire(path.join(process.env.NOETIC_UPSTREAM_PKG, 'package.json'))('zod');
     const seen = [];
@@ -223,12 +223,22 @@ const PROGRAMS = {
     const calls = [['add', '{"a":1,"b":2}'], ['echo', '{"text":"hi","loud":true}'], ['echo', '{"text":"hi"}'], ['fail', '{"why":"x"}'], ['nope', '{}'], ['add', '{"a":"one"}'], ['add', 'not json']];
     const rounds = Array.from({ length: Math.floor(next() * 3) }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => pick(calls)));
     let round = 0;
+    // A provider that fails some answers first, in some programs: a failed or incomplete response (upstream asks
+    // again with a "continue" nudge), an empty one, or one that fails for good.
+    const trouble = pick([undefined, undefined, 'failed', 'incomplete', 'empty', 'failing']);
+    let troubled = 0;
     // A structured output, in some programs: the final answer is its JSON.
     const output = next() < 0.3 ? z.object({ answer: z.string(), rounds: z.number().int().optional() }) : undefined;
     const server = await openRouterStandIn((body) => {
       seen.push(['request', sortedKeys(body)]);
+      const usage = { input_tokens: 10 + round, output_tokens: 5, total_tokens: 15 + round };
+      if (trouble && (trouble === 'failing' || troubled < 1)) {
+        troubled++;
+        if (trouble === 'empty') return { id: `resp_t${troubled}`, usage, output: [] };
+        if (trouble === 'incomplete') return { id: `resp_t${troubled}`, usage, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [] };
+        return { id: `resp_t${troubled}`, usage, status: 'failed', error: { code: 'server_error', message: 'the model fell over' }, output: [] };
+      }
       const k = round++;
-      const usage = { input_tokens: 10 + k, output_tokens: 5, total_tokens: 15 + k };
       if (k < rounds.length) {
         return { id: `resp_${k}`, usage, output: rounds[k].map(([name, args], i) => ({ type: 'function_call', id: `fc_${k}_${i}`, call_id: `call_${k}_${i}`, name, arguments: args, status: 'completed' })) };
       }
@@ -261,7 +271,9 @@ const PROGRAMS = {
     const harness = new AgentHarness({
       name: 'differential', params: {}, llm: { provider: 'openrouter', apiKey: 'sk-test', baseUrl: server.url },
       memory: lent ? [steering, workingMemory()].slice(next() < 0.5 ? 0 : 1) : next() < 0.5 ? [steering] : undefined,
-      initialStep: step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params, output }),
+      initialStep: !lent && next() < 0.25
+        ? react({ model: 'test/model', tools, instructions, maxSteps: pick([1, 2, 5]) })
+        : step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params, output }),
     });
     // The framework's events on the session's stream (the provider's own are the SDK's, in its words).
     const events = [];

@@ -15,7 +15,7 @@ use crate::error::NoeticError;
 use crate::host::HostError;
 use crate::items::Item;
 use crate::provider::wire::camel_keys;
-use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round};
+use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round, Unusable};
 use crate::steps::{Emit, ModelParams};
 
 /// One round's question. Copy, so that the loop can restate it with the grown conversation.
@@ -42,7 +42,14 @@ pub(crate) struct RoundRequest<'a> {
 
 #[async_trait]
 pub(crate) trait RoundModel: Sync {
+  /// The round, the model's own retries included.
   async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round>;
+
+  /// One attempt at the round, nudged when `nudged`: the round, or why the response cannot be used (the caller
+  /// retries, reporting each attempt). A model whose every answer is usable has no attempts of its own.
+  async fn attempt(&self, request: &RoundRequest<'_>, _nudged: bool) -> RunResult<Result<Round, Unusable>> {
+    self.answer(request).await.map(Ok)
+  }
 }
 
 #[async_trait]
@@ -55,31 +62,53 @@ impl RoundModel for ScriptedModel {
 #[async_trait]
 impl RoundModel for OpenRouter {
   async fn answer(&self, request: &RoundRequest<'_>) -> RunResult<Round> {
-    let session = request
-      .ctx
-      .and_then(|ctx| ctx.events.as_deref())
-      .map(|events| SessionEvents { events, first_event: request.first_event });
-    let provider_request = ProviderRequest {
-      model: request.model,
-      instructions: request.instructions,
-      items: request.conversation,
-      tools: request.tools,
-      params: request.params,
-      output_schema: request.output_schema,
-      deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
-      nudge: request.nudge,
-    };
-    let call = self.respond(&provider_request);
-    let result = match request.ctx {
-      // Dropping the call's future closes its connection, so an abort ends the request itself.
-      Some(ctx) => tokio::select! {
-        result = call => result,
-        reason = ctx.until_aborted() => return Err(NoeticError::cancelled(&reason).into()),
-      },
-      None => call.await,
-    };
-    result.map_err(|error| provider_failure(error, request.step_id))
+    // Every attempt, nudges included, is the provider's own here.
+    ask(self, request, None)
+      .await?
+      .map_err(|problem| provider_failure(ProviderError::Unusable(problem.message), request.step_id))
   }
+
+  async fn attempt(&self, request: &RoundRequest<'_>, nudged: bool) -> RunResult<Result<Round, Unusable>> {
+    ask(self, request, Some(nudged)).await
+  }
+}
+
+/// The provider asked with `request`: one attempt (`nudged` given), or the round with the provider's own retries.
+/// The session's stream is the sink of its events, and the context's abort ends it.
+async fn ask(
+  provider: &OpenRouter,
+  request: &RoundRequest<'_>,
+  nudged: Option<bool>,
+) -> RunResult<Result<Round, Unusable>> {
+  let session = request
+    .ctx
+    .and_then(|ctx| ctx.events.as_deref())
+    .map(|events| SessionEvents { events, first_event: request.first_event });
+  let provider_request = ProviderRequest {
+    model: request.model,
+    instructions: request.instructions,
+    items: request.conversation,
+    tools: request.tools,
+    params: request.params,
+    output_schema: request.output_schema,
+    deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
+    nudge: request.nudge,
+  };
+  let call = async {
+    match nudged {
+      Some(nudged) => provider.attempt(&provider_request, nudged).await,
+      None => provider.respond(&provider_request).await.map(Ok),
+    }
+  };
+  let result = match request.ctx {
+    // Dropping the call's future closes its connection, so an abort ends the request itself.
+    Some(ctx) => tokio::select! {
+      result = call => result,
+      reason = ctx.until_aborted() => return Err(NoeticError::cancelled(&reason).into()),
+    },
+    None => call.await,
+  };
+  result.map_err(|error| provider_failure(error, request.step_id))
 }
 
 /// A session's stream sees every provider event, as upstream forwards its SDK's: `{source: 'sdk', type, data,

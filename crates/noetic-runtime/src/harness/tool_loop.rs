@@ -17,7 +17,7 @@ use crate::error::NoeticError;
 use crate::host::{HostError, SteeringAction};
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
 use crate::memory::lifecycle::{self, RecallEntry};
-use crate::provider::Round;
+use crate::provider::{MAX_NUDGES, Round};
 use crate::steps::Emit;
 
 /// Tool rounds one step takes before the model is nudged to finish (upstream's `MAX_TOOL_ROUNDS`).
@@ -152,8 +152,10 @@ impl Harness {
 
   /// One round asked of the model, between its `llm_call_started` and `llm_call_completed` events. The provider's
   /// first streamed event raises `llm_call_first_event` before it is forwarded; a model that does not stream
-  /// raises it as it answers. A step's `emit` filter is asked about that event before the round, as it cannot be
-  /// awaited while the stream is read.
+  /// raises it as it answers. A step's `emit` filter is asked about that event before each attempt, as it cannot
+  /// be awaited while the stream is read. A response that cannot be used (failed, incomplete, empty) is reported
+  /// (`llm_call_failed`, `llm_call_recovery_continue`) and asked again with the "continue" nudge, as upstream's
+  /// loop does, until the nudges run out.
   async fn answer_round(
     &self,
     model: &dyn RoundModel,
@@ -165,22 +167,44 @@ impl Harness {
   ) -> RunResult<Round> {
     let asked = RoundRequest { conversation, nudge, ..*request };
     let Some(events) = &ctx.events else { return model.answer(&asked).await };
-    // As the wire has them: system messages go out as instructions, and the nudge is a message of its own.
-    let message_count = conversation.iter().filter(|item| !item.is_system_message()).count() + usize::from(nudge);
-    let started = json!({ "round": round, "messageCount": message_count, "toolCount": request.tools.len(), "recoveryContinuation": nudge });
-    self.model_event(ctx, request.emit, "llm_call_started", started).await?;
-    let first = json!({ "round": round });
-    let seen = AtomicBool::new(!emit_allows(self, request.emit, ctx, "llm_call_first_event", &first).await?);
-    let first_event = || {
-      if !seen.swap(true, Ordering::Relaxed) {
-        events.framework(&self.name, "llm_call_first_event", &first);
+    let mut recoveries = 0;
+    loop {
+      let nudged = nudge || recoveries > 0;
+      // As the wire has them: system messages go out as instructions, and the nudge is a message of its own.
+      let message_count = conversation.iter().filter(|item| !item.is_system_message()).count() + usize::from(nudged);
+      let started = json!({
+        "round": round, "messageCount": message_count, "toolCount": request.tools.len(), "recoveryContinuation": nudged,
+      });
+      self.model_event(ctx, request.emit, "llm_call_started", started).await?;
+      let first = json!({ "round": round });
+      let seen = AtomicBool::new(!emit_allows(self, request.emit, ctx, "llm_call_first_event", &first).await?);
+      let first_event = || {
+        if !seen.swap(true, Ordering::Relaxed) {
+          events.framework(&self.name, "llm_call_first_event", &first);
+        }
+      };
+      let attempt = model.attempt(&RoundRequest { first_event: Some(&first_event), ..asked }, recoveries > 0).await?;
+      first_event();
+      let problem = match attempt {
+        Ok(answer) => {
+          let completed = json!({ "round": round, "itemCount": answer.items.len() });
+          self.model_event(ctx, request.emit, "llm_call_completed", completed).await?;
+          return Ok(answer);
+        }
+        Err(problem) => problem,
+      };
+      let recoverable = recoveries < MAX_NUDGES;
+      let failed =
+        json!({ "round": round, "status": problem.status, "error": problem.message, "recoverable": recoverable });
+      self.model_event(ctx, request.emit, "llm_call_failed", failed).await?;
+      if !recoverable {
+        return Err(HostError::Thrown { message: problem.message, error: None }.into());
       }
-    };
-    let answer = model.answer(&RoundRequest { first_event: Some(&first_event), ..asked }).await?;
-    first_event();
-    let completed = json!({ "round": round, "itemCount": answer.items.len() });
-    self.model_event(ctx, request.emit, "llm_call_completed", completed).await?;
-    Ok(answer)
+      recoveries += 1;
+      let recovery =
+        json!({ "round": round, "status": problem.status, "attempt": recoveries, "maxAttempts": MAX_NUDGES });
+      self.model_event(ctx, request.emit, "llm_call_recovery_continue", recovery).await?;
+    }
   }
 
   /// The context's layers vote on a tool call before it runs (§14.3): `None` to run it, otherwise the error output

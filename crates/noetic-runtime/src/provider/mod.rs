@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::embed::OpenRouterEmbed;
-pub use self::openrouter::{OpenRouter, OpenRouterConfig, Timeouts};
+pub use self::openrouter::{MAX_NUDGES, OpenRouter, OpenRouterConfig, Timeouts};
+pub use self::wire::Unusable;
 use crate::items::Item;
 use crate::steps::ModelParams;
 use crate::tools::ToolDef;

@@ -10,13 +10,13 @@ use sseer::errors::EventStreamError;
 use sseer::event_stream::EventStream;
 
 use super::stream::ResponseStream;
-use super::wire::{self, Reply};
+use super::wire::{self, Reply, Unusable};
 use super::{DeltaSink, ProviderError, ProviderRequest, Round, Timeout, shorten};
 use crate::error::ConfigError;
 
 /// How many times a failed, incomplete or empty response is retried with a "continue" nudge (upstream's
 /// `MAX_RECOVERY_CONTINUATIONS`).
-const MAX_NUDGES: usize = 3;
+pub const MAX_NUDGES: usize = 3;
 
 /// What `llm: {provider: 'openrouter', ...}` resolved to. The key is never printed.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -112,13 +112,26 @@ impl OpenRouter {
   pub async fn respond(&self, request: &ProviderRequest<'_>) -> Result<Round, ProviderError> {
     let mut nudges = 0;
     loop {
-      let body = self.post(&wire::request_body(request, request.nudge || nudges > 0), request.deltas).await?;
-      match wire::read_response(&body)? {
-        Reply::Usable(round) => return Ok(round),
-        Reply::Unusable(problem) if nudges >= MAX_NUDGES => return Err(ProviderError::Unusable(problem)),
-        Reply::Unusable(_) => nudges += 1,
+      match self.attempt(request, nudges > 0).await? {
+        Ok(round) => return Ok(round),
+        Err(problem) if nudges >= MAX_NUDGES => return Err(ProviderError::Unusable(problem.message)),
+        Err(_) => nudges += 1,
       }
     }
+  }
+
+  /// One request of a round, nudged when `nudged` (or the request asks for it): the round, or why the response
+  /// cannot be used. A caller that retries on its own (the tool loop, which reports each attempt) uses this.
+  pub async fn attempt(
+    &self,
+    request: &ProviderRequest<'_>,
+    nudged: bool,
+  ) -> Result<Result<Round, Unusable>, ProviderError> {
+    let body = self.post(&wire::request_body(request, request.nudge || nudged), request.deltas).await?;
+    Ok(match wire::read_response(&body)? {
+      Reply::Usable(round) => Ok(round),
+      Reply::Unusable(problem) => Err(problem),
+    })
   }
 
   /// One request, within the total limit when there is one. A timeout is not retried: the call fails with it.

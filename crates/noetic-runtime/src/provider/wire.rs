@@ -149,7 +149,14 @@ fn input_part(part: &Value) -> Value {
 pub(super) enum Reply {
   Usable(Round),
   /// Failed, incomplete, or empty: upstream retries these with a nudge before giving up.
-  Unusable(String),
+  Unusable(Unusable),
+}
+
+/// Why a response could not be used: its status (`completed` for one with no output) and upstream's words for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unusable {
+  pub status: String,
+  pub message: String,
 }
 
 /// Reads a Responses API result (upstream's `providerTerminalError`, `extractOutputItems`, `extractUsage`).
@@ -175,7 +182,8 @@ pub(super) fn read_response(body: &Value) -> Result<Reply, super::ProviderError>
     items.insert(0, std::sync::Arc::new(assistant_message(uuid::Uuid::new_v4().to_string(), text)));
   }
   if items.is_empty() {
-    return Ok(Reply::Unusable("LLM response completed with no output items".into()));
+    let message = "LLM response completed with no output items".into();
+    return Ok(Reply::Unusable(Unusable { status: "completed".into(), message }));
   }
   let usage = body.get("usage");
   let count = |path: &str| usage.and_then(|usage| usage.pointer(path)).and_then(Value::as_f64).unwrap_or(0.0);
@@ -189,7 +197,7 @@ pub(super) fn read_response(body: &Value) -> Result<Reply, super::ProviderError>
 }
 
 /// A status other than `completed`, described as upstream does; no status at all counts as completed.
-fn terminal_problem(body: &Map<String, Value>) -> Option<String> {
+fn terminal_problem(body: &Map<String, Value>) -> Option<Unusable> {
   let status = match body.get("status") {
     None | Some(Value::Null) => return None,
     Some(Value::String(status)) => status.clone(),
@@ -203,12 +211,13 @@ fn terminal_problem(body: &Map<String, Value>) -> Option<String> {
       .map(|text| format!(": {text}"))
       .unwrap_or_default()
   };
-  match status.as_str() {
-    "completed" => None,
-    "incomplete" => Some(format!("LLM response incomplete{}", detail("incomplete_details", "reason"))),
-    "failed" => Some(format!("LLM response failed{}", detail("error", "message"))),
-    other => Some(format!("LLM response ended with status '{other}'")),
-  }
+  let message = match status.as_str() {
+    "completed" => return None,
+    "incomplete" => format!("LLM response incomplete{}", detail("incomplete_details", "reason")),
+    "failed" => format!("LLM response failed{}", detail("error", "message")),
+    other => format!("LLM response ended with status '{other}'"),
+  };
+  Some(Unusable { status, message })
 }
 
 /// Whole numbers go out as integers (`max_output_tokens: 500`, not `500.0`); strict servers reject the latter.
