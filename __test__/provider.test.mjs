@@ -523,15 +523,20 @@ test("a session's tool round raises upstream's model-call events, each put to th
         name: 'agent', params: {}, initialStep: step.llm({ id: 'sum', model: 'm/x', tools: [add], emit }), llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
       });
       const events = [];
+      const sdk = [];
       const reading = (async () => {
         for await (const event of harness.getFullStream()) {
           if (event.source === 'framework') events.push([event.type.slice('agent:'.length), event.data]);
+          else sdk.push(event);
           if (event.type === 'agent:turn_completed') return;
         }
       })();
       await harness.execute('add them');
       await harness.getAgentResponse();
       await reading;
+      // With tools, each round's provider events come between the SDK's turn delimiters.
+      assert.deepEqual(sdk.filter((e) => e.type.startsWith('turn.')).map((e) => [e.type, e.data.turnNumber]), [['turn.start', 0], ['turn.end', 0], ['turn.start', 0], ['turn.end', 0]]);
+      assert.equal(sdk[0].type, 'turn.start');
       return events;
     } finally {
       server.close();

@@ -275,11 +275,15 @@ const PROGRAMS = {
         ? react({ model: 'test/model', tools, instructions, maxSteps: pick([1, 2, 5]) })
         : step.llm({ id: 'chat', model: 'test/model', tools: lent ? undefined : tools, instructions, params, output }),
     });
-    // The framework's events on the session's stream (the provider's own are the SDK's, in its words).
+    // The events on the session's stream.
     const events = [];
     const reading = (async () => {
       for await (const event of harness.getFullStream({ threadId: 'thread' })) {
-        if (event.source === 'sdk') continue;
+        // The provider's events by type only: their data is the SDK's parse of the stand-in's.
+        if (event.source === 'sdk') {
+          events.push(JSON.stringify(['sdk', event.type]));
+          continue;
+        }
         const { durationMs, ...data } = event.data ?? {};
         events.push(JSON.stringify(['event', event.type, sortedKeys(anonymous(data))]));
         if (/:turn_(completed|failed|aborted)$/.test(event.type)) return;

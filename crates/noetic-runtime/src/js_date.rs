@@ -4,6 +4,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 const MS_PER_DAY: i64 = 86_400_000;
 
+/// The current time as `Date.now()` reads it: whole milliseconds since the epoch.
+pub fn now_millis() -> f64 {
+  SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0).floor()
+}
+
 /// The current time as `toISOString` prints it, such as `2026-01-31T09:05:03.007Z`.
 pub fn iso_now() -> String {
   let ms = match SystemTime::now().duration_since(UNIX_EPOCH) {

@@ -14,6 +14,7 @@ use super::tools::ToolDef;
 use crate::error::NoeticError;
 use crate::host::HostError;
 use crate::items::Item;
+use crate::js_date::now_millis;
 use crate::provider::wire::camel_keys;
 use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round, Unusable};
 use crate::steps::{Emit, ModelParams};
@@ -94,11 +95,23 @@ async fn ask(
     deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
     nudge: request.nudge,
   };
+  // With tools, upstream's SDK reads a round as a turn of its own: its events come between `turn.start` and
+  // `turn.end` (turn 0: each round is a call of its own), which a session's stream forwards as it does the rest.
+  let turn = |kind: &str| {
+    if let Some(sink) = session.as_ref().filter(|_| !request.tools.is_empty()) {
+      sink.event(kind, &serde_json::json!({ "type": kind, "turnNumber": 0, "timestamp": now_millis() }));
+    }
+  };
   let call = async {
-    match nudged {
+    turn("turn.start");
+    let answer = match nudged {
       Some(nudged) => provider.attempt(&provider_request, nudged).await,
       None => provider.respond(&provider_request).await.map(Ok),
+    };
+    if answer.is_ok() {
+      turn("turn.end");
     }
+    answer
   };
   let result = match request.ctx {
     // Dropping the call's future closes its connection, so an abort ends the request itself.

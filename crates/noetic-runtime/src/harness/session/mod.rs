@@ -20,7 +20,6 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
@@ -163,10 +162,6 @@ struct SessionState {
   reload: bool,
   /// Changes with every message and seed: an idle timer set before it finds a later one and leaves the session.
   epoch: u64,
-}
-
-fn now_ms() -> f64 {
-  SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0).floor()
 }
 
 impl Session {

@@ -7,13 +7,14 @@ use serde_json::json;
 
 use super::{
   DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, TurnText,
-  Waiter, now_ms,
+  Waiter,
 };
 use crate::error::{ConfigError, NoeticError};
 use crate::harness::execute;
 use crate::harness::{ExecContext, Harness, RunResult, layer_budgets};
 use crate::host::StepValue;
 use crate::items::Item;
+use crate::js_date::now_millis;
 use crate::memory::lifecycle;
 use crate::memory::registry::LayerSet;
 use crate::steps::Step;
@@ -24,7 +25,7 @@ fn begin_turn(state: &mut SessionState) -> Option<(String, Vec<QueuedMessage>)> 
     return None;
   }
   let turn_id = uuid::Uuid::new_v4().to_string();
-  state.status = Status::Generating { turn_id: turn_id.clone(), started_at: now_ms() };
+  state.status = Status::Generating { turn_id: turn_id.clone(), started_at: now_millis() };
   Some((turn_id, state.queue.drain(..).collect()))
 }
 
