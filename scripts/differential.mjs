@@ -211,7 +211,7 @@ const PROGRAMS = {
     return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
   },
 
-  async provider({ AgentHarness, step, tool, workingMemory, createMessage, react }, { next, pick }) {
+  async provider({ AgentHarness, step, tool, toolWithGenerator, workingMemory, createMessage, react }, { next, pick }) {
     // Upstream's SDK needs zod 4 schemas; the same zod serves both, from upstream's install (the child resolves it).
     const { z } = createRequire(path.join(process.env.NOETIC_UPSTREAM_PKG, 'package.json'))('zod');
     const seen = [];
@@ -219,8 +219,16 @@ const PROGRAMS = {
       tool({ name: 'add', description: pick(['adds two numbers', '']), input: z.object({ a: z.number(), b: z.number() }), execute: async (args) => (seen.push(['add', plain(args)]), { sum: args.a + args.b }) }),
       tool({ name: 'echo', description: 'says it back', input: z.object({ text: z.string(), loud: z.boolean().optional() }), execute: async (args) => (seen.push(['echo', plain(args)]), args.loud ? args.text.toUpperCase() : args.text) }),
       tool({ name: 'fail', description: 'always throws', input: z.object({ why: z.string() }), execute: async (args) => { seen.push(['fail', plain(args)]); throw new Error(`failed: ${args.why}`); } }),
-    ].slice(0, 1 + Math.floor(next() * 3));
-    const calls = [['add', '{"a":1,"b":2}'], ['echo', '{"text":"hi","loud":true}'], ['echo', '{"text":"hi"}'], ['fail', '{"why":"x"}'], ['nope', '{}'], ['add', '{"a":"one"}'], ['add', 'not json']];
+      toolWithGenerator({
+        name: 'count', description: 'counts up', input: z.object({ to: z.number() }), event: z.object({ at: z.number() }),
+        execute: async function* (args) {
+          seen.push(['count', plain(args)]);
+          for (let at = 1; at <= args.to; at++) yield { at };
+          return { counted: args.to };
+        },
+      }),
+    ].slice(0, 1 + Math.floor(next() * 4));
+    const calls = [['add', '{"a":1,"b":2}'], ['echo', '{"text":"hi","loud":true}'], ['echo', '{"text":"hi"}'], ['fail', '{"why":"x"}'], ['nope', '{}'], ['add', '{"a":"one"}'], ['add', 'not json'], ['count', '{"to":2}']];
     const rounds = Array.from({ length: Math.floor(next() * 3) }, () => Array.from({ length: 1 + Math.floor(next() * 2) }, () => pick(calls)));
     let round = 0;
     // A provider that fails some answers first, in some programs: a failed or incomplete response (upstream asks
