@@ -622,3 +622,28 @@ test('a response that cannot be used is reported on the stream and asked again w
     server.close();
   }
 });
+
+test('a stream that goes quiet past streamIdleTimeoutMs is llm_call_stalled on the session stream before the turn fails', async () => {
+  const server = await fakeOpenRouter([{ stallAfterEvents: 2, body: { status: 'completed', output: [message('never finished')] } }]);
+  try {
+    const harness = new AgentHarness({
+      name: 'agent', params: {}, streamIdleTimeoutMs: 300, initialStep: step.llm({ id: 'chat', model: 'm/x' }),
+      llm: { provider: 'openrouter', apiKey: 'k', baseUrl: server.baseUrl },
+    });
+    const events = [];
+    const reading = (async () => {
+      for await (const event of harness.getFullStream()) {
+        if (event.source === 'framework') events.push([event.type.slice('agent:'.length), event.data]);
+        if (/:turn_(completed|failed|aborted)$/.test(event.type)) return;
+      }
+    })();
+    await harness.execute('hi');
+    await assert.rejects(harness.getAgentResponse(), /timed out/);
+    await reading;
+    const llm = events.filter(([type]) => type.startsWith('llm_call'));
+    assert.deepEqual(llm.map(([type]) => type), ['llm_call_started', 'llm_call_first_event', 'llm_call_stalled']);
+    assert.deepEqual(llm[2][1], { round: 0, idleTimeoutMs: 300 });
+  } finally {
+    server.close();
+  }
+});

@@ -40,6 +40,7 @@ impl AsideModel for LayerAsks {
       nudge: false,
       emit: Emit::None,
       first_event: None,
+      stalled: None,
     };
     let round = match &*self.model {
       Model::Scripted(scripted) => scripted.answer(&round).await,

@@ -389,6 +389,7 @@ impl Harness {
       nudge: false,
       emit: step.emit,
       first_event: None,
+      stalled: None,
     };
     match &*self.model {
       Model::None => Err(no_provider().into()),

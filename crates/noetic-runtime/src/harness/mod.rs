@@ -337,6 +337,7 @@ impl Harness {
       nudge: false,
       emit: Emit::All,
       first_event: None,
+      stalled: None,
     };
     // With tools, the rounds go on while the model calls them, in the caller's context (its log untouched: the
     // items come back in the answer).

@@ -16,7 +16,7 @@ use crate::host::HostError;
 use crate::items::Item;
 use crate::js_date::now_millis;
 use crate::provider::wire::camel_keys;
-use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round, Unusable};
+use crate::provider::{DeltaSink, OpenRouter, ProviderError, ProviderRequest, Round, Timeout, Unusable};
 use crate::steps::{Emit, ModelParams};
 
 /// One round's question. Copy, so that the loop can restate it with the grown conversation.
@@ -39,6 +39,9 @@ pub(crate) struct RoundRequest<'a> {
   pub emit: Emit,
   /// Called on the round's first provider event, before it is forwarded (`llm_call_first_event`).
   pub first_event: Option<&'a (dyn Fn() + Sync)>,
+  /// Called with the limit in milliseconds when the provider went quiet past `streamIdleTimeoutMs`, before the
+  /// round fails (`llm_call_stalled`).
+  pub stalled: Option<&'a (dyn Fn(f64) + Sync)>,
 }
 
 #[async_trait]
@@ -121,6 +124,11 @@ async fn ask(
     },
     None => call.await,
   };
+  if let (Err(ProviderError::TimedOut { timeout: Timeout::Idle, limit, .. }), Some(stalled)) =
+    (&result, request.stalled)
+  {
+    stalled(limit.as_secs_f64() * 1000.0);
+  }
   result.map_err(|error| provider_failure(error, request.step_id))
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::json;
 
@@ -183,7 +183,20 @@ impl Harness {
           events.framework(&self.name, "llm_call_first_event", &first);
         }
       };
-      let attempt = model.attempt(&RoundRequest { first_event: Some(&first_event), ..asked }, recoveries > 0).await?;
+      // A stall is heard while the stream is read, and reported (through the filter) once the attempt is over.
+      let stall = Mutex::new(None);
+      let stalled = |ms: f64| *stall.lock().unwrap_or_else(PoisonError::into_inner) = Some(ms);
+      let attempt = model
+        .attempt(&RoundRequest { first_event: Some(&first_event), stalled: Some(&stalled), ..asked }, recoveries > 0)
+        .await;
+      let stalled_ms = stall.into_inner().unwrap_or_else(PoisonError::into_inner);
+      if let Some(ms) = stalled_ms {
+        // The limit as it was given: a whole number of milliseconds is written as one.
+        let ms = if ms.fract() == 0.0 { json!(ms as u64) } else { json!(ms) };
+        let data = json!({ "round": round, "idleTimeoutMs": ms });
+        self.model_event(ctx, request.emit, "llm_call_stalled", data).await?;
+      }
+      let attempt = attempt?;
       first_event();
       let problem = match attempt {
         Ok(answer) => {
