@@ -33,14 +33,19 @@ function z() {
   return zod.z ?? zod;
 }
 
-// The JSON Schema models see for a tool's input (a step's tools and layer functions alike): draft 7 with zod's own
-// `~`-keys left out, as upstream's OpenRouter SDK sends it.
-function toolInputSchema(schema) {
+// A zod schema's JSON Schema, or any object where zod cannot write one.
+function jsonSchemaOf(schema, options) {
   try {
-    return withoutTildeKeys(z().toJSONSchema(schema, { target: 'draft-7' }));
+    return z().toJSONSchema(schema, options);
   } catch {
     return { type: 'object' };
   }
+}
+
+// The JSON Schema models see for a tool's input (a step's tools and layer functions alike): draft 7 with zod's own
+// `~`-keys left out, as upstream's OpenRouter SDK sends it.
+function toolInputSchema(schema) {
+  return withoutTildeKeys(jsonSchemaOf(schema, { target: 'draft-7' }));
 }
 
 function withoutTildeKeys(value) {
@@ -53,11 +58,7 @@ function withoutTildeKeys(value) {
 
 // The JSON Schema a structured output is asked for with: zod's default (draft 2020-12), as upstream asks.
 function outputJsonSchema(schema) {
-  try {
-    return z().toJSONSchema(schema);
-  } catch {
-    return { type: 'object' };
-  }
+  return jsonSchemaOf(schema);
 }
 
 // JSON cannot carry NaN or Infinity; the native side reads them back from these strings.

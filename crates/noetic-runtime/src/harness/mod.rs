@@ -24,7 +24,7 @@ mod usage;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use self::round_model::{RoundModel, RoundRequest};
+use self::round_model::RoundRequest;
 use crate::host::StepValue;
 use crate::items::{Item, ItemTypes};
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
@@ -339,20 +339,12 @@ impl Harness {
       first_event: None,
       stalled: None,
     };
+    let Some(model) = self.model.rounds() else { return Err(llm::no_provider().into()) };
     // With tools, the rounds go on while the model calls them, in the caller's context (its log untouched: the
     // items come back in the answer).
-    if let Some(ctx) = request.context.as_ref().filter(|_| !request.tools.is_empty()) {
-      let conversation = request.items.clone();
-      return match &*self.model {
-        Model::Scripted(model) => Box::pin(self.tool_loop(model, round, conversation, ctx, None)).await,
-        Model::OpenRouter(provider) => Box::pin(self.tool_loop(provider, round, conversation, ctx, None)).await,
-        Model::None | Model::Host => Err(llm::no_provider().into()),
-      };
-    }
-    match &*self.model {
-      Model::Scripted(model) => model.answer(&round).await,
-      Model::OpenRouter(provider) => provider.answer(&round).await,
-      Model::None | Model::Host => Err(llm::no_provider().into()),
+    match request.context.as_ref().filter(|_| !request.tools.is_empty()) {
+      Some(ctx) => Box::pin(self.tool_loop(model, round, request.items.clone(), ctx, None)).await,
+      None => model.answer(&round).await,
     }
   }
 

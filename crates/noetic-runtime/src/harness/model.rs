@@ -1,5 +1,6 @@
 //! Which model answers LLM steps.
 
+use super::round_model::RoundModel;
 use super::scripted::ScriptedModel;
 use crate::provider::OpenRouter;
 
@@ -17,5 +18,15 @@ pub enum Model {
 impl Model {
   pub fn is_configured(&self) -> bool {
     !matches!(self, Self::None)
+  }
+
+  /// The model the runtime's own tool loop drives: the scripted one or OpenRouter; `None` for no provider and for
+  /// the host's, which answers whole requests.
+  pub(super) fn rounds(&self) -> Option<&dyn RoundModel> {
+    match self {
+      Self::Scripted(model) => Some(model),
+      Self::OpenRouter(provider) => Some(provider),
+      Self::None | Self::Host => None,
+    }
   }
 }
