@@ -294,6 +294,25 @@ test("a storage outage fails the turn with STORAGE_UNAVAILABLE and loses nothing
   assert.deepEqual(elsewhere[0], ['kept', 're: kept', 'after', 're: after', 'again']);
 });
 
+test('a turn whose step fails stores nothing: this process and the next go on from the turn before it', async () => {
+  const storage = createInMemoryStorage();
+  const { model, shown } = recorder();
+  let broken = false;
+  const harness = harnessOn(storage, (request) => (broken ? Promise.reject(new Error('model down')) : model(request)));
+  await turn(harness, 'kept');
+  const stored = await storage.list('sessions/');
+  broken = true;
+  await harness.execute('failed', { threadId: 'T' });
+  await assert.rejects(harness.getAgentResponse({ threadId: 'T' }), /model down/);
+  assert.deepEqual(await storage.list('sessions/'), stored, 'no entry for the failed turn');
+  broken = false;
+  await turn(harness, 'after');
+  assert.deepEqual(shown.at(-1), ['kept', 're: kept', 'after']);
+  const { shown: elsewhere, model: other } = recorder();
+  await turn(harnessOn(storage, other), 'again');
+  assert.deepEqual(elsewhere[0], ['kept', 're: kept', 'after', 're: after', 'again']);
+});
+
 test('a stored history that is damaged fails the turn with a code naming the thread and the entry', async () => {
   const storage = createInMemoryStorage();
   const harness = harnessOn(storage, recorder().model);

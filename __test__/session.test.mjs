@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { AgentHarness, NoeticConfigError, createMessage, seedFromItems, step } from '../js/index.mjs';
+import { AgentHarness, NoeticConfigError, createMessage, loop, seedFromItems, step, until } from '../js/index.mjs';
 import { slow } from './helpers.mjs';
 
 const chat = step.llm({ id: 'chat', model: 'test/model' });
@@ -125,7 +125,7 @@ test('messages sent during a turn run together next; interrupt aborts and goes f
   assert.equal((await h.getAgentResponse()).items.at(-2).content[0].text, 'follow-up');
 });
 
-test('a failed turn rejects its waiters; the session keeps working and nothing queued is lost', async () => {
+test('a failed turn rejects its waiters and leaves no history; the session keeps working and nothing queued is lost', async () => {
   let calls = 0;
   const diagnostics = [];
   const flaky = { id: 'flaky', slot: 1, scope: 'thread', hooks: { recall: async () => { throw new Error('recall broke'); } } };
@@ -147,8 +147,59 @@ test('a failed turn rejects its waiters; the session keeps working and nothing q
   await h.execute('b');
   const response = await h.getAgentResponse();
   assert.equal(response.text, 'fine');
-  assert.deepEqual(response.items.filter((i) => i.role === 'user').map((i) => i.content[0].text), ['a', 'b']);
+  // As upstream's session: only a turn whose step returned adds to the history, so 'a' went with its turn.
+  assert.deepEqual(response.items.filter((i) => i.role === 'user').map((i) => i.content[0].text), ['b']);
   assert.ok(diagnostics.every((d) => d.layerId === 'flaky' && d.hook === 'recall'), 'a throwing hook is a diagnostic, not a failed turn');
+});
+
+test("a turn that fails part-way takes all it added out of the history: its messages and the rounds it got through", async () => {
+  const seen = [];
+  let failNext = false;
+  const twice = loop({ id: 'twice', steps: [chat], until: until.maxSteps(2) });
+  const h = new AgentHarness({
+    name: 'agent', params: {}, initialStep: twice,
+    _testCallModel: async (request) => {
+      seen.push(request.items.map((item) => item.content[0].text));
+      if (failNext && seen.length % 2 === 0) throw new Error('second round broke');
+      return reply(`r${seen.length}`);
+    },
+  });
+  const textOf = (item) => item.content[0].text;
+  await h.execute('one');
+  const history = (await h.getAgentResponse()).items.map(textOf);
+  failNext = true;
+  await h.execute('two');
+  await assert.rejects(h.getAgentResponse(), /second round broke/);
+  assert.ok(seen[3].length > history.length + 1, 'the failed turn got through a round before it broke');
+  failNext = false;
+  await h.execute('three');
+  const response = await h.getAgentResponse();
+  assert.deepEqual(seen[4], [...history, 'three'], "nothing of the failed turn reaches the next one's model");
+  assert.deepEqual(response.items.map(textOf).slice(0, history.length + 1), [...history, 'three']);
+  assert.equal((await h.previewRequestItems()).length, response.items.length);
+});
+
+test('a history seeded while a turn runs stands if that turn fails, and gives way to it if it succeeds (as upstream)', async () => {
+  const m = model({ gated: true });
+  let fail = true;
+  const h = harnessWith({ call: async (request) => { const answer = await m.call(request); if (fail) throw new Error('broke'); return answer; } });
+  await h.execute('first', { threadId: 'T' });
+  await m.waitForCalls(1);
+  h.seedSessionHistory('T', [createMessage('seeded', 'user')]);
+  m.release();
+  await assert.rejects(h.getAgentResponse({ threadId: 'T' }), /broke/);
+  fail = false;
+  await h.execute('second', { threadId: 'T' });
+  await m.waitForCalls(2);
+  h.seedSessionHistory('T', [createMessage('seeded again', 'user')]);
+  m.release();
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(m.seen[1].map((item) => item.content[0].text), ['seeded', 'second'], 'the seed stood after the failed turn');
+  await h.execute('third', { threadId: 'T' });
+  await m.waitForCalls(3);
+  m.release();
+  await h.getAgentResponse({ threadId: 'T' });
+  assert.deepEqual(m.seen[2].map((item) => item.content[0].text), ['seeded', 'second', '2:2', 'third'], 'the turn that succeeded replaced the later seed');
 });
 
 test('memory layers see one thread across turns: each turn inits, reloading the state the last one stored', async () => {

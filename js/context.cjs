@@ -163,6 +163,13 @@ class ItemLogImpl {
     this._filled = Math.min(this._filled, pos);
   }
 
+  // Cuts the mirror back to the native log's first `length` items (a failed session turn's items left it).
+  _cut(length) {
+    this._dropFrom(length);
+    this._known = undefined;
+    this._view = undefined;
+  }
+
   // The native log's length, asked once per change.
   _nativeLength() {
     this._known ??= this._rt.native.logLength(this._id);

@@ -560,6 +560,10 @@ class Runtime {
         if (from) this.context(message.to).itemLog._takeHistory(from.itemLog);
         return '';
       }
+      case 'historyCut':
+        // A session turn failed: its items leave the history, as upstream keeps a failed turn's out of it.
+        this.knownContext(message.context)?.itemLog._cut(message.length);
+        return '';
       case 'aborted': {
         const ctx = this.knownContext(message.context);
         ctx?._aborted(message.reason);

@@ -540,6 +540,16 @@ impl Host for JsHost {
     self.notify(&Note { op: "historyMoved", from, to });
   }
 
+  fn history_cut(&self, context: &str, len: usize) {
+    #[derive(Serialize)]
+    struct Note<'a> {
+      op: &'static str,
+      context: &'a str,
+      length: usize,
+    }
+    self.notify(&Note { op: "historyCut", context, length: len });
+  }
+
   fn release_context(&self, context: &str) {
     #[derive(Serialize)]
     struct Note<'a> {

@@ -840,6 +840,9 @@ pub trait Host: Send + Sync {
   /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
   /// move what it keeps of that log along, before `from` is released.
   fn history_moved(&self, _from: &str, _to: &str) {}
+  /// A session turn in `context` failed: its log is cut back to the `len` items it had when the turn began (the
+  /// history the turn took), and the host cuts what it keeps of that log to match.
+  fn history_cut(&self, _context: &str, _len: usize) {}
   /// The inspector recorded a model call while its feed was empty: whoever shows it may take the feed.
   fn inspector_updated(&self) {}
   /// A session turn in `context` ended with `value`, which the host holds: the host keeps it with the context, as

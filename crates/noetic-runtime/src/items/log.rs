@@ -1,5 +1,6 @@
-//! The append-only item log, with what projection needs kept up to date at append time: prefix sums of item
-//! costs (any range's cost in O(1)) and where the system messages are. Reading never copies the log; upstream's
+//! The item log, appended to and cut back only to an earlier length (a failed session turn leaves no items), with
+//! what projection needs kept up to date at append time: prefix sums of item costs (any range's cost in O(1)) and
+//! where the system messages are. Reading never copies the log; upstream's
 //! rebuild-the-snapshot-after-every-append is the quadratic behaviour DECISIONS A3 rules out.
 //!
 //! Validation is the caller's job (the context's schema registry decides what may enter).
@@ -102,6 +103,24 @@ impl ItemLog {
     self.pairings.push(pairing);
     self.items.push(item);
     pos
+  }
+
+  /// Cuts the log back to its first `len` items, as it was when it had that many (a failed session turn's items
+  /// leave the history). Costs what is cut, not the whole log.
+  pub fn truncate(&mut self, len: usize) {
+    if len >= self.items.len() {
+      return;
+    }
+    self.items.truncate(len);
+    self.prefix.truncate(len + 1);
+    self.pairings.truncate(len);
+    let cut = self.system.partition_point(|&pos| pos < len);
+    self.system.truncate(cut);
+    self.first_user = self.first_user.filter(|&pos| pos < len);
+    self.first_assistant = self.first_assistant.filter(|&pos| pos < len);
+    // A call id's number is the position of the first item naming it: the ones first named past the cut go.
+    self.call_ids.retain(|&mut number| (number as usize) < len);
+    self.host_holds = self.host_holds.min(len);
   }
 
   /// An empty log that costs items as this one does (its tokenizer).
@@ -248,6 +267,51 @@ mod tests {
     moved.push(item("user", "f"));
     assert_eq!(moved.unheld().0, 5);
     assert_eq!(log.unheld(), (0, &[][..]));
+  }
+
+  #[test]
+  fn a_truncated_log_is_the_log_it_was_at_that_length() {
+    let call = |id: &str| {
+      Arc::new(
+        Item::from_value(json!({"type": "function_call", "callId": id, "name": "f", "arguments": "{}"})).expect("call"),
+      )
+    };
+    let output = |id: &str| {
+      Arc::new(Item::from_value(json!({"type": "function_call_output", "callId": id, "output": "ok"})).expect("output"))
+    };
+    let before = [item("system", "s"), call("c1"), output("c1")];
+    let after = [item("user", "u"), item("assistant", "a"), item("system", "t"), call("c2"), output("c1")];
+    let mut log = ItemLog::new();
+    for it in before.iter().chain(&after) {
+      log.push(Arc::clone(it));
+    }
+    log.host_holds(0, 8);
+    log.truncate(before.len());
+    let mut fresh = ItemLog::new();
+    for it in &before {
+      fresh.push(Arc::clone(it));
+    }
+    assert_eq!(log.len(), fresh.len());
+    assert_eq!((log.total_cost(), log.system_positions()), (fresh.total_cost(), fresh.system_positions()));
+    assert_eq!((log.first_user_message(), log.first_assistant_message()), (None, None));
+    assert_eq!(log.unheld(), (3, &[][..]), "the host holds no more than what is left");
+    // Appending again numbers calls and places messages as in a log that never had the cut items.
+    for it in &after {
+      log.push(Arc::clone(it));
+      fresh.push(Arc::clone(it));
+    }
+    assert_eq!(
+      (0..log.len()).map(|pos| log.pairing(pos)).collect::<Vec<_>>(),
+      (0..fresh.len()).map(|pos| fresh.pairing(pos)).collect::<Vec<_>>()
+    );
+    assert_eq!(
+      (log.first_user_message(), log.first_assistant_message(), log.system_positions()),
+      (Some(3), Some(4), &[0, 5][..])
+    );
+    assert_eq!(log.range_cost(3..), fresh.range_cost(3..));
+    // Cutting to the length it has, or past it, changes nothing.
+    log.truncate(log.len() + 4);
+    assert_eq!(log.len(), 8);
   }
 
   #[test]

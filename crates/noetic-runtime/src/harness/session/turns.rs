@@ -85,17 +85,24 @@ impl Harness {
     let mut turn = first;
     loop {
       let (turn_id, messages) = turn;
-      let outcome = self.run_turn(&session, &step, &turn_id, messages).await;
+      let (outcome, kept) = self.run_turn(&session, &step, &turn_id, messages).await;
       let (next, waiters, ended) = {
         let mut state = session.lock();
         state.status = Status::Idle;
-        // A history seeded while the turn ran gives way to the turn's, as upstream's does.
-        let seeded = match state.running.take() {
-          Some(ran) if !holds(&state.context, &ran) => state.context.replace(ran),
+        // A history seeded while the turn ran gives way to the turn's, as upstream's does, unless the turn's step
+        // failed: that turn leaves no history, so the seed stands.
+        let displaced = match state.running.take() {
+          Some(ran) if !holds(&state.context, &ran) => {
+            if kept {
+              state.context.replace(ran)
+            } else {
+              Some(ran)
+            }
+          }
           _ => None,
         };
-        if let Some(seeded) = seeded {
-          self.drop_context(&seeded.id);
+        if let Some(displaced) = displaced {
+          self.drop_context(&displaced.id);
         }
         state.last = Some(outcome.clone());
         let ended = std::mem::take(&mut state.turn_end);
@@ -131,17 +138,29 @@ impl Harness {
     session.streams.framework(&self.name, "turn_started", &TurnStarted { turn_id, message_ids: ids });
   }
 
+  /// Runs one turn and reports it on the session's stream; also whether the turn's history stands (its step
+  /// returned), which decides what a history seeded meanwhile gives way to.
   async fn run_turn(
     &self,
     session: &Arc<Session>,
     step: &Step,
     turn_id: &str,
     messages: Vec<QueuedMessage>,
-  ) -> TurnOutcome {
+  ) -> (TurnOutcome, bool) {
     let started = std::time::Instant::now();
+    let mut kept = true;
     let outcome = match self.turn_context(session, &messages[0]).await {
       Ok(ctx) => {
+        let history_len = ctx.state().log.len();
         let result = self.turn_in(&ctx, step, &messages).await;
+        kept = result.is_ok();
+        if !kept {
+          // As upstream's session keeps the history of a turn whose step returned, and only of such a turn: a failed
+          // turn's items (its messages, and whatever rounds it got through) leave the history, so the next turn
+          // starts from the one before. One aborted after its step returned keeps them, as upstream's.
+          ctx.state().log.truncate(history_len);
+          self.env.host.history_cut(&ctx.id, history_len);
+        }
         let outcome = match (result, ctx.aborted()) {
           // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
           (Ok(_), Some(reason)) => Err(Arc::new(NoeticError::cancelled(&reason).into())),
@@ -153,7 +172,7 @@ impl Harness {
           }
           (Err(error), _) => Err(Arc::new(error)),
         };
-        self.store_turn(session, &ctx, outcome).await
+        if kept { self.store_turn(session, &ctx, outcome).await } else { outcome }
       }
       Err(error) => Err(Arc::new(error)),
     };
@@ -174,7 +193,7 @@ impl Harness {
         events.framework(&self.name, "turn_aborted", &json!({ "turnId": turn_id, "reason": error.to_string() }))
       }
     }
-    outcome
+    (outcome, kept)
   }
 
   /// One turn in its own context, as one execution: init (each layer reloads its state), the turn's items through
