@@ -95,6 +95,18 @@ export async function provider({ AgentHarness, step, tool, toolWithGenerator, wo
       if (/:turn_(completed|failed|aborted)$/.test(event.type)) return;
     }
   })();
+  // The text and item streams, for a step with tools of its own (a step without gets no provider events upstream, P4).
+  // Each stream's own order is compared; how two readers' reads interleave is timing.
+  const texts = [];
+  const snapshots = [];
+  const streams = lent ? [] : [
+    (async () => {
+      for await (const text of harness.getTextStream({ threadId: 'thread' })) texts.push(JSON.stringify(['text', text]));
+    })(),
+    (async () => {
+      for await (const item of harness.getItemStream({ threadId: 'thread' })) snapshots.push(JSON.stringify(['item', sortedKeys(anonymous(item))]));
+    })(),
+  ];
   let outcome;
   try {
     await harness.execute(pick(['hello', 'what is 1+2']), { threadId: 'thread' });
@@ -103,7 +115,7 @@ export async function provider({ AgentHarness, step, tool, toolWithGenerator, wo
   } catch (e) {
     outcome = ['error', String(e?.message ?? e).slice(0, 160)];
   } finally {
-    await Promise.race([reading, sleep(200)]);
+    await Promise.race([Promise.all([reading, ...streams]), sleep(200)]);
   }
   // In some programs, a call of the harness's own beside the session: `harness.callModel`, with or without tools.
   let aside = [];
@@ -120,5 +132,5 @@ export async function provider({ AgentHarness, step, tool, toolWithGenerator, wo
     }
   }
   server.close();
-  return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome), JSON.stringify(aside)];
+  return [...seen.map((x) => JSON.stringify(x)), ...events, ...texts, ...snapshots, JSON.stringify(outcome), JSON.stringify(aside)];
 }
