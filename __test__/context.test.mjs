@@ -28,7 +28,8 @@ test('ctx.stepCount, tokens and lastLayerUsage reflect the steps and model calls
   );
   // loop, llm, run: three dispatches so far.
   assert.equal(seen.steps, 3);
-  assert.deepEqual(seen.tokens, { input: 10, output: 2, total: 12 });
+  // `cached` appears with the first model call counted, as upstream's trackUsage adds it.
+  assert.deepEqual(seen.tokens, { input: 10, output: 2, total: 12, cached: 0 });
   assert.equal(seen.usage.modelId, 'test-model');
   assert.equal(seen.usage.systemPromptTokens, 2);
   assert.deepEqual(seen.usage.layers.map((l) => [l.layerId, l.tokenCount]), [['p', 3]]);
@@ -379,4 +380,24 @@ test("lastStepMeta names the last LLM step's function calls and usage, as a loop
   const ctx = h.createContext();
   const set = step.run({ id: 'set', execute: async (_input, c) => ((c.lastStepMeta = { mine: true }), c.lastStepMeta) });
   assert.deepEqual(await h.run(set, 'x', ctx), { mine: true });
+});
+
+test("ctx.tokens has upstream's keys: `cached` from the first model call counted, in a loop's snapshot too", async () => {
+  const answer = (cachedTokens) => ({ items: [{ type: 'message', id: `m${cachedTokens}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'ok' }] }], usage: { inputTokens: 5, outputTokens: 1, ...(cachedTokens ? { cachedTokens } : {}) } });
+  let calls = 0;
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: async () => answer(calls++ === 0 ? 0 : 4) });
+  const ctx = harness.createContext({ threadId: 'T' });
+  assert.deepEqual({ ...ctx.tokens }, { input: 0, output: 0, total: 0 }, 'no model call yet: no cached');
+  await harness.run(step.run({ id: 'plain', execute: async () => 'no model' }), 'x', ctx);
+  assert.equal('cached' in ctx.tokens, false);
+  await harness.run(step.llm({ id: 'first', model: 'm' }), 'x', ctx);
+  assert.deepEqual({ ...ctx.tokens }, { input: 5, output: 1, total: 6, cached: 0 });
+  const snapshots = [];
+  await harness.run(
+    loop({ id: 'again', steps: [step.llm({ id: 'second', model: 'm' })], until: (snapshot) => (snapshots.push(snapshot.tokens), { stop: true }) }),
+    'y',
+    ctx,
+  );
+  assert.deepEqual(snapshots, [{ input: 10, output: 2, total: 12, cached: 4 }], "a loop's predicate sees the same tokens");
+  assert.equal(ctx.tokens.cached, 4);
 });

@@ -44,7 +44,7 @@ test("an LLM step in a hand-built context calls its stand-in harness's model, al
   assert.equal(await execute(both, 'second', ctx), 're: second|re: second');
   assert.deepEqual(seen, ['first', 'second', 'second']);
   // As upstream, a fork's children count their own usage; the context counts its own call only.
-  assert.deepEqual(ctx.tokens, { input: 3, output: 2, total: 5 });
+  assert.deepEqual(ctx.tokens, { input: 3, output: 2, total: 5, cached: 0 });
   const failing = new ContextImpl({ harness: standIn() });
   assert.match((await failureOf(execute(step.llm({ id: 'x', model: 'm' }), 'hi', failing))).message, /no model here/);
 });

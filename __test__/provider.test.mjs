@@ -150,7 +150,7 @@ test('an AgentHarness with a memory layer and a tool runs a two-round tool loop 
     assert.deepEqual(items.map((i) => i.type), ['message', 'function_call', 'function_call', 'function_call_output', 'function_call_output', 'message']);
     assert.equal(items[1].callId, 'call_1');
     assert.equal(items[1].call_id, undefined);
-    assert.deepEqual(ctx.tokens, { input: 130, output: 29, total: 159 });
+    assert.deepEqual(ctx.tokens, { input: 130, output: 29, total: 159, cached: 10 });
     assert.ok(Math.abs(ctx.cost - 0.0005) < 1e-12);
   } finally {
     server.close();

@@ -36,7 +36,7 @@ const ItemLogSnapshotSchema = z.object({
 // Not in upstream's snapshot: the counters a restored context goes on from (upstream's restarts them at zero).
 const UsageSnapshotSchema = z.object({
   stepCount: z.number().int().nonnegative(),
-  tokens: z.object({ input: z.number().nonnegative(), output: z.number().nonnegative() }),
+  tokens: z.object({ input: z.number().nonnegative(), output: z.number().nonnegative(), cached: z.number().nonnegative().optional() }),
   cost: z.number().nonnegative(),
 });
 

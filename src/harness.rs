@@ -578,9 +578,7 @@ impl NativeHarness {
   pub fn add_usage(&self, context: String, input: f64, output: f64, cached: f64, cost: f64) -> Result<()> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
     let mut state = ctx.state();
-    state.tokens.input += input;
-    state.tokens.output += output;
-    state.tokens.cached += cached;
+    state.tokens.add(input, output, cached);
     state.cost += cost;
     Ok(())
   }
@@ -593,10 +591,7 @@ impl NativeHarness {
     let state = ctx.state();
     let value = match field.as_str() {
       "stepCount" => json!(state.step_count),
-      "tokens" => {
-        let t = state.tokens;
-        json!({ "input": t.input, "output": t.output, "total": t.input + t.output })
-      }
+      "tokens" => state.tokens.to_json(),
       "cost" => json!(state.cost),
       "elapsed" => json!(elapsed),
       "lastStepMeta" => state.last_step_meta.as_ref().map_or(Value::Null, StepMeta::to_json),

@@ -183,7 +183,11 @@ async fn a_restored_context_takes_the_states_and_counters_back_and_its_layers_do
       native: [("working-memory".to_owned(), json!({ "name": "Ada" }))].into(),
       host: vec!["notes".into()],
     },
-    usage: Some(SavedUsage { step_count: 4.0, tokens: SavedTokens { input: 10.0, output: 5.0 }, cost: 0.25 }),
+    usage: Some(SavedUsage {
+      step_count: 4.0,
+      tokens: SavedTokens { input: 10.0, output: 5.0, cached: None },
+      cost: 0.25,
+    }),
   };
   second.restore_checkpoint(&restored_ctx, &restored).unwrap();
   assert_eq!(second.env.states.get("exec-1", "working-memory"), Some(StateValue::Json(json!({ "name": "Ada" }))));

@@ -60,6 +60,10 @@ pub struct SavedUsage {
 pub struct SavedTokens {
   pub input: f64,
   pub output: f64,
+  /// Present once a model call was counted (see [`crate::harness::Usage::counted`]); snapshots written before it
+  /// was kept have none.
+  #[serde(default, skip_serializing_if = "Option::is_none")]
+  pub cached: Option<f64>,
 }
 
 /// What a restore hands back to the runtime.
@@ -72,7 +76,7 @@ pub struct Restored {
 impl SavedUsage {
   /// Counters a context can hold: finite, not negative, and a whole number of steps.
   fn check(&self, execution_id: &str) -> Result<(), ConfigError> {
-    let counts = [self.step_count, self.tokens.input, self.tokens.output, self.cost];
+    let counts = [self.step_count, self.tokens.input, self.tokens.output, self.tokens.cached.unwrap_or(0.0), self.cost];
     if counts.iter().all(|n| n.is_finite() && *n >= 0.0) && self.step_count.fract() == 0.0 {
       return Ok(());
     }
@@ -119,7 +123,11 @@ impl Harness {
       layers,
       usage: SavedUsage {
         step_count: state.step_count as f64,
-        tokens: SavedTokens { input: state.tokens.input, output: state.tokens.output },
+        tokens: SavedTokens {
+          input: state.tokens.input,
+          output: state.tokens.output,
+          cached: state.tokens.counted.then_some(state.tokens.cached),
+        },
         cost: state.cost,
       },
     }
@@ -139,6 +147,10 @@ impl Harness {
       state.step_count = usage.step_count as u64;
       state.tokens.input = usage.tokens.input;
       state.tokens.output = usage.tokens.output;
+      if let Some(cached) = usage.tokens.cached {
+        state.tokens.cached = cached;
+        state.tokens.counted = true;
+      }
       state.cost = usage.cost;
     }
     Ok(())

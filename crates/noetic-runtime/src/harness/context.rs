@@ -16,6 +16,30 @@ pub struct Usage {
   pub input: f64,
   pub output: f64,
   pub cached: f64,
+  /// A model call's usage has been counted: from then on `ctx.tokens` carries `cached`, as upstream's `trackUsage`
+  /// adds the key at the first call it counts.
+  pub counted: bool,
+}
+
+impl Usage {
+  /// Counts one model call's usage.
+  pub fn add(&mut self, input: f64, output: f64, cached: f64) {
+    self.input += input;
+    self.output += output;
+    self.cached += cached;
+    self.counted = true;
+  }
+
+  /// `ctx.tokens` as upstream's context shows it: `total` is input plus output, and `cached` is there once a model
+  /// call has been counted.
+  pub fn to_json(&self) -> serde_json::Value {
+    let mut tokens =
+      serde_json::json!({ "input": self.input, "output": self.output, "total": self.input + self.output });
+    if self.counted {
+      tokens["cached"] = serde_json::json!(self.cached);
+    }
+    tokens
+  }
 }
 
 /// What the last LLM step left as `ctx.lastStepMeta`: its function calls and usage, kept as they are and written

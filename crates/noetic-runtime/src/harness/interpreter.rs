@@ -553,11 +553,7 @@ fn verdict<'a>(
       Until::Host(predicate) => {
         let (tokens, meta) = {
           let state = ctx.state();
-          let t = state.tokens;
-          (
-            json!({ "input": t.input, "output": t.output, "total": t.input + t.output }),
-            state.last_step_meta.as_ref().map_or(serde_json::Value::Null, StepMeta::to_json),
-          )
+          (state.tokens.to_json(), state.last_step_meta.as_ref().map_or(serde_json::Value::Null, StepMeta::to_json))
         };
         let call = UntilCall {
           predicate: *predicate,

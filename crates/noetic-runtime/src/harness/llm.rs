@@ -442,9 +442,7 @@ const MAX_STEERING_RETRIES: usize = 3;
 
 pub(super) fn track_usage(ctx: &ExecContext, response: &Round) {
   let mut state = ctx.state();
-  state.tokens.input += response.input_tokens;
-  state.tokens.output += response.output_tokens;
-  state.tokens.cached += response.cached_tokens;
+  state.tokens.add(response.input_tokens, response.output_tokens, response.cached_tokens);
   state.cost += response.cost;
 }
 
