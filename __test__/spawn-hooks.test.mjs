@@ -119,3 +119,29 @@ test('a spawn with memory of its own initialises it in the child, and onSpawn is
   await h.run(spawn({ id: 'sp', memory: [own], child: step.llm({ id: 'ask', model: 'm' }) }), 'hi');
   assert.deepEqual(seen, ['init', 'recall:0']);
 });
+
+test("a step in a spawn's child that runs another step in the child's context joins the child's execution", async () => {
+  const calls = [];
+  const counter = layer('counter', 10, {
+    init: async () => (calls.push(['init']), { state: { n: 0 } }),
+    onSpawn: async ({ parentState }) => (calls.push(['onSpawn', parentState.n]), { childState: { n: parentState.n + 1 } }),
+    onReturn: async ({ childState, parentState, result }) => (calls.push(['onReturn', childState.n, parentState.n]), { parentState: { n: childState.n }, result }),
+    onComplete: async () => void calls.push(['onComplete']),
+  });
+  const h = harnessWith([counter]);
+  const leaf = step.run({ id: 'leaf', execute: async (input) => `${input}.` });
+  // The outer child runs a second spawn in its own context, as a workflow step or a pattern does.
+  const middle = step.run({ id: 'middle', execute: async (input, ctx) => ctx.harness.run(spawn({ id: 'inner', child: leaf }), input, ctx) });
+  const out = await h.run(spawn({ id: 'outer', child: middle }), 'x');
+  assert.equal(out, 'x.');
+  assert.deepEqual(calls, [
+    ['init'],
+    ['onSpawn', 0],
+    // The inner spawn hands on the state the outer one gave its child: the child's layers were not initialised again.
+    ['onSpawn', 1],
+    ['onReturn', 2, 1],
+    // The outer spawn still hands its child's state back: the inner run did not end the child's execution.
+    ['onReturn', 2, 0],
+    ['onComplete'],
+  ]);
+});

@@ -50,7 +50,7 @@ pub(super) async fn run_spawn(
           state.log.push(item);
         }
       }
-      let output = nested(harness, spawn.child, input, child_ctx, depth + 1).await?;
+      let output = under_way(child_ctx, nested(harness, spawn.child, input, child_ctx, depth + 1)).await?;
       let output = shape(harness, &spawn, output, ctx, child_ctx).await?;
       Ok(if inherits {
         lifecycle::return_layers(&harness.env, &parent_scope, &child_scope, output).await
@@ -70,6 +70,18 @@ pub(super) async fn run_spawn(
     None => run.await,
     Some(ms) => within(spawn.id, ms, child_ctx, run).await,
   }
+}
+
+/// Runs `body` as the execution under way in the child `ctx`, which the spawn began (onSpawn's states) and will end
+/// (onReturn, then the states go): a step in the child that runs another step in its own context
+/// (`ctx.harness.run(step, input, ctx)`, see [`Harness::run_existing`]) joins that execution, as upstream's runs in
+/// the child's, instead of initialising the child's layers over the states onSpawn gave them and ending it under
+/// the spawn.
+async fn under_way<T>(ctx: &ExecContext, body: impl Future<Output = T>) -> T {
+  *ctx.runs_in_flight.lock().await += 1;
+  let out = body.await;
+  *ctx.runs_in_flight.lock().await -= 1;
+  out
 }
 
 /// A spawn's child within its time limit (DECISIONS G7): past it the child is aborted, and still finished (so that
