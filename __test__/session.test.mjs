@@ -202,6 +202,21 @@ test('a history seeded while a turn runs stands if that turn fails, and gives wa
   assert.deepEqual(m.seen[2].map((item) => item.content[0].text), ['seeded', 'second', '2:2', 'third'], 'the turn that succeeded replaced the later seed');
 });
 
+test("previewRequestItems while a turn runs shows the history before it: the turn's own items are not history yet", async () => {
+  const m = model({ gated: true });
+  const h = harnessWith(m);
+  await h.execute('first');
+  await m.waitForCalls(1);
+  m.release();
+  await h.getAgentResponse();
+  await h.execute('second');
+  await m.waitForCalls(2);
+  assert.deepEqual((await h.previewRequestItems()).map((item) => item.content[0].text), ['first', '1:1']);
+  m.release();
+  await h.getAgentResponse();
+  assert.deepEqual((await h.previewRequestItems()).map((item) => item.content[0].text), ['first', '1:1', 'second', '2:3']);
+});
+
 test('memory layers see one thread across turns: each turn inits, reloading the state the last one stored', async () => {
   let inits = 0;
   const counter = {

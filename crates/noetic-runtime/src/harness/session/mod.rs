@@ -151,6 +151,9 @@ struct SessionState {
   waiters: Vec<Waiter>,
   /// `abort` callers waiting for the turn in flight to end.
   turn_end: Vec<Waiter>,
+  /// How many items of the log the turn in flight took are the session's history: the rest are the turn's own,
+  /// which become history only if its step returns (S31).
+  history_len: usize,
   /// With the history persisted: the number of the last stored entry the history in memory includes.
   stored: u64,
   /// How many items of the history in memory were stored when the turn in flight started: it appends the rest.

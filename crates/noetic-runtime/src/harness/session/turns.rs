@@ -273,15 +273,20 @@ impl Harness {
       if state.context.as_ref().map(Arc::as_ptr) != holder.as_ref().map(Arc::as_ptr) {
         continue;
       }
+      // Moved under the session's lock, so that whoever reads the history (a preview) finds it whole in one place.
+      if let Some(holder) = &holder {
+        ctx.take_history(holder);
+      }
+      let len = ctx.state().log.len();
       state.context = Some(Arc::clone(&ctx));
       state.running = Some(Arc::clone(&ctx));
+      state.stored_len = len;
+      state.history_len = len;
       drop(state);
       if let Some(holder) = holder {
-        ctx.take_history(&holder);
         self.env.host.history_moved(&holder.id, &ctx.id);
         self.drop_context(&holder.id);
       }
-      session.lock().stored_len = ctx.state().log.len();
       return Ok(ctx);
     }
   }
@@ -337,11 +342,10 @@ impl Harness {
   /// harness's layers recalled over a throwaway context holding the session's history, their items before the
   /// history. Read-only: it makes no session, runs no init, and a layer whose recall fails is a diagnostic.
   pub async fn preview_request(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
-    let current = self.existing_session(thread).and_then(|session| session.context());
-    if let Some(ctx) = &current {
-      ctx.take_held_items(&*self.env.host).await?;
-    }
-    let history: Vec<Arc<Item>> = current.map(|ctx| ctx.state().log.items().to_vec()).unwrap_or_default();
+    let history = match self.existing_session(thread) {
+      Some(session) => self.history_of(&session).await?,
+      None => Vec::new(),
+    };
     if self.layers.is_empty() {
       return Ok(history);
     }
@@ -357,6 +361,28 @@ impl Harness {
     }
     items.extend(history);
     Ok(items)
+  }
+
+  /// The session's history as it stands: the log of the context holding it, and while a turn runs in that context,
+  /// only the part before the turn's own items, which are not history yet. Items a seed left in the host come over
+  /// first; if a turn took the history meanwhile, it is read where it went.
+  async fn history_of(&self, session: &Session) -> RunResult<Vec<Arc<Item>>> {
+    let holder = || {
+      let state = session.lock();
+      let running = state.running.as_ref().is_some_and(|ran| holds(&state.context, ran));
+      (state.context.clone(), running.then_some(state.history_len))
+    };
+    loop {
+      let (current, history_len) = holder();
+      let Some(ctx) = current else { return Ok(Vec::new()) };
+      ctx.take_held_items(&*self.env.host).await?;
+      let (now, history_len_now) = holder();
+      if now.as_ref().is_some_and(|now| Arc::ptr_eq(now, &ctx)) && history_len_now == history_len {
+        let state = ctx.state();
+        let items = state.log.items();
+        return Ok(items[..history_len.map_or(items.len(), |len| len.min(items.len()))].to_vec());
+      }
+    }
   }
 
   /// Aborts the turn in flight, if any; `on_end` is told when it has ended (at once when none is running). Queued
