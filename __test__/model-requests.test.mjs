@@ -253,4 +253,6 @@ test("a tool's context has upstream's keys in order, and a provides function's c
   assert.ok(Array.isArray(toolCtx.assembledView));
   assert.deepEqual(Object.keys(fnCtx), ['executionId', 'threadId', 'resourceId', 'depth', 'stepNumber', 'tokenUsage', 'cost', 'fs', 'shell', 'callModel', 'tokenize', 'trace', 'readLayerState']);
   assert.equal(fnCtx.callModel, undefined);
+  // As upstream's contextToExecCtx: the counts alone, not ctx.tokens' total and cached.
+  assert.deepEqual(Object.keys(fnCtx.tokenUsage), ['input', 'output']);
 });

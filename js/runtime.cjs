@@ -379,7 +379,8 @@ class Runtime {
     }
     const states = this.statesOf(ctx.id);
     const facts = [ctx.id, ctx.threadId, ctx.resourceId, ctx.depth, ctx.stepCount, undefined, undefined, ctx.cost, false];
-    const exec = this.execContext(facts, true, { ...ctx.tokens });
+    const tokens = ctx.tokens;
+    const exec = this.execContext(facts, true, { input: tokens.input, output: tokens.output });
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
       if (out && out.state !== undefined) {
         states.set(layer.id, out.state);
