@@ -237,11 +237,14 @@ test('harness.cancel(ctx) aborts the context: its run in flight ends as cancelle
   await assert.rejects(h.cancel({}), (e) => isNoeticConfigError(e) && e.code === 'INVALID_CONTEXT');
 });
 
-test('createContext({ parent }) makes a child: one deeper, its parent, a copy of the parent\'s cwd', async () => {
+test('createContext({ parent }) makes a child: one deeper, its parent, a copy of the parent\'s cwd, its own state', async () => {
   const h = harnessOf();
-  const parent = h.createContext();
+  const parent = h.createContext({ state: { mood: 'calm' } });
   parent.cwdState.cwd = '/repo';
   const child = h.createContext({ parent });
+  // As upstream: the state given or `{}`, not the parent's (so a detached run starts with `{}` too).
+  assert.deepEqual(child.state, {});
+  assert.deepEqual(h.createContext({ parent, state: { mood: 'busy' } }).state, { mood: 'busy' });
   assert.equal(child.parent, parent);
   assert.equal(child.depth, 1);
   assert.equal(child.cwdState.cwd, '/repo');

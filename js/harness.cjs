@@ -281,6 +281,9 @@ class AgentHarness {
     }
     const ctx = this._createContext(opts, { parent: parent.id });
     ctx._parent = parent;
+    // As upstream's createContext: the state given, else `{}`. Only the interpreter's children (a spawn's, a fork's
+    // paths) start from a copy of their parent's.
+    if (opts.state === undefined) ctx.state = {};
     return ctx;
   }
 
