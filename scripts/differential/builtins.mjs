@@ -6,7 +6,7 @@
 // or on a turn's end (observationalMemory, temporalMemory, durableTaskState): here the session's message passes
 // through onItemAppend (M5) and every turn is an execution that completes (S1), so their states differ by design;
 // for the same reason steering is execution-scoped (its onComplete writes each turn's outcome into its ledger).
-import { answer, plain, sleep } from './shared.mjs';
+import { answer, plain, sleep, itemText } from './shared.mjs';
 
 export async function builtins(api, { next, pick }) {
   const { AgentHarness, step, createInMemoryStorage, historyWindow, staticContent, workingMemory, planMemory, steering } = api;
@@ -41,7 +41,7 @@ export async function builtins(api, { next, pick }) {
     name: 'differential', params: {}, storage, memory: layers, contextWindow: pick([undefined, 600, 3000]),
     initialStep: step.llm({ id: 'chat', model: 'test', instructions: pick([undefined, 'be kind']) }),
     _testCallModel: async (request) => {
-      seen.push(['model', request.instructions ?? null, request.items.map(describe), (request.tools ?? []).map((t) => t.name).sort()]);
+      seen.push(['model', request.instructions ?? null, request.items.map(itemText), (request.tools ?? []).map((t) => t.name).sort()]);
       await sleep(1);
       return answer(++calls);
     },
@@ -53,7 +53,7 @@ export async function builtins(api, { next, pick }) {
       try {
         await harness.execute(`message ${t} of ${thread}: ${'words '.repeat(Math.floor(next() * 30))}`, { threadId: thread, resourceId });
         const response = await harness.getAgentResponse({ threadId: thread });
-        out.push([thread, t, response.text, response.items.map(describe)]);
+        out.push([thread, t, response.text, response.items.map(itemText)]);
       } catch (e) {
         out.push([thread, t, 'failed', String(e?.message ?? e).slice(0, 160)]);
       }
@@ -64,6 +64,3 @@ export async function builtins(api, { next, pick }) {
   return [JSON.stringify(names), ...[...seen, ...out, stored].map((x) => JSON.stringify(x).replace(/\b1[0-9]{12}\b/g, '<ts>'))];
 }
 
-// An item as the model is handed it: its kind, role and text (a message's first part, a call's name and arguments,
-// an output).
-const describe = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? (typeof item.content === 'string' ? item.content : '')}${item.name ?? ''}${item.arguments ?? ''}${typeof item.output === 'string' ? item.output : ''}`;

@@ -8,10 +8,9 @@
 // stripped: here the projection drops them with or without layers (founding D10, W1), upstream only with layers.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, itemText } from './shared.mjs';
 
 const message = (k, text) => ({ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
-const describe = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? ''}${item.name ?? ''}${item.arguments ?? ''}`;
 
 export async function patterns(api, { next, pick }) {
   const { AgentHarness, step, tool, interview, adaptivePlan, react, ralphWiggum, stripUnresolvedToolCalls } = api;
@@ -24,7 +23,7 @@ export async function patterns(api, { next, pick }) {
     name: 'differential', params: {},
     _testCallModel: async (request) => {
       const k = ++calls;
-      seen.push(['model', request.instructions ?? null, stripUnresolvedToolCalls(request.items).map(describe), (request.tools ?? []).map((t) => t.name)]);
+      seen.push(['model', request.instructions ?? null, stripUnresolvedToolCalls(request.items).map(itemText), (request.tools ?? []).map((t) => t.name)]);
       await sleep(1);
       const reply = script.shift() ?? { text: `plain ${k}` };
       const items = reply.call ? [{ type: 'function_call', id: `fc${k}`, callId: `call${k}`, name: reply.call, arguments: '{"n":1}', status: 'completed' }] : [message(k, reply.text)];

@@ -2,9 +2,8 @@
 // item, items, an empty string; with resourceId, state, messageId), getAgentResponse, previewRequestItems,
 // seedSessionHistory, getStatus, getQueueSize, and abort while idle; with a recall layer in some programs and a
 // model that fails some calls. What each call returns or throws, and each model request.
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, itemText } from './shared.mjs';
 
-const describe = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? (typeof item.content === 'string' ? item.content : '')}`;
 
 export async function session(api, { next, pick }) {
   const { AgentHarness, step, createMessage } = api;
@@ -23,7 +22,7 @@ export async function session(api, { next, pick }) {
     name: 'differential', params: {}, memory,
     initialStep: step.llm({ id: 'chat', model: 'test' }),
     _testCallModel: async (request) => {
-      const asked = request.items.map(describe);
+      const asked = request.items.map(itemText);
       modelCalls.push(JSON.stringify(['model', asked]));
       await sleep(1);
       const last = asked.at(-1) ?? '';
@@ -38,7 +37,7 @@ export async function session(api, { next, pick }) {
       lines.push(JSON.stringify([what, 'threw', e?.code ?? e?.noeticError?.kind ?? e?.name, String(e?.message ?? e).slice(0, 120)]));
     }
   };
-  const response = (r) => [plain(r.text), r.items.map(describe), plain(r.usage), r.cost ?? null];
+  const response = (r) => [plain(r.text), r.items.map(itemText), plain(r.usage), r.cost ?? null];
   for (let i = 0; i < 8; i++) {
     const threadId = pick(['a', 'a', 'b']);
     const scope = { threadId };
@@ -61,7 +60,7 @@ export async function session(api, { next, pick }) {
         await settle(harness, threadId);
         break;
       case 'preview':
-        await record('preview', async () => (await harness.previewRequestItems(scope)).map(describe));
+        await record('preview', async () => (await harness.previewRequestItems(scope)).map(itemText));
         break;
       case 'seed':
         await record('seed', async () => plain(harness.seedSessionHistory(threadId, [createMessage(`seeded ${i}`, 'user'), { type: 'message', id: `s${i}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `seeded answer ${i}`, annotations: [] }] }])));

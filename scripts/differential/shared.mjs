@@ -10,6 +10,9 @@ export function random(seed) {
 }
 
 export const textsOf = (items) => (items ?? []).map((item) => `${item.type}:${item.role ?? ''}:${typeof item.content === 'string' ? item.content : (item.content?.[0]?.text ?? '')}`);
+// An item as one line: its kind, role and text (a message's first part or string content, a call's name and
+// arguments, an output's text).
+export const itemText = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? (typeof item.content === 'string' ? item.content : '')}${item.name ?? ''}${item.arguments ?? ''}${typeof item.output === 'string' ? item.output : ''}`;
 export const plain = (value) => (value === undefined ? 'undefined' : JSON.parse(JSON.stringify(value)));
 export const answer = (k) => ({ items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 10 + k, outputTokens: 5 } });
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

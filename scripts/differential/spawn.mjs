@@ -4,9 +4,8 @@
 // result), each model request, and the output or error. It runs as a session's turn: a bare `harness.run` inits
 // layers here and not upstream (M10). Left out, as a decided difference: a spawn with memory of its own (M4: its
 // layers are initialised in the child here, inert upstream).
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, itemText } from './shared.mjs';
 
-const describe = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? ''}`;
 
 export async function spawn(api, { next, pick }) {
   const { AgentHarness, step, spawn: spawnStep, loop, until, createMessage } = api;
@@ -30,7 +29,7 @@ export async function spawn(api, { next, pick }) {
     }
     if (returnKind !== 'none') {
       hooks.onReturn = async ({ childState, childLog, parentState, result }) => {
-        seen.push(['onReturn', id, plain(childState), childLog.items.map(describe), plain(parentState), plain(result)]);
+        seen.push(['onReturn', id, plain(childState), childLog.items.map(itemText), plain(parentState), plain(result)]);
         if (returnKind === 'undefined') return undefined;
         if (returnKind === 'result') return { parentState, result: `${id} rewrote ${result}` };
         return { parentState: { ...parentState, notes: [...(parentState?.notes ?? []), 'child returned'] } };
@@ -59,7 +58,7 @@ export async function spawn(api, { next, pick }) {
     name: 'differential', params: {}, memory: parentLayers, initialStep: root,
     _testCallModel: async (request) => {
       const k = ++calls;
-      seen.push(['model', request.instructions ?? null, request.items.map(describe)]);
+      seen.push(['model', request.instructions ?? null, request.items.map(itemText)]);
       await sleep(1);
       return { items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 5, outputTokens: 2 } };
     },
@@ -68,7 +67,7 @@ export async function spawn(api, { next, pick }) {
   try {
     await harness.execute(pick(['go', 'start now']), { threadId: 'thread' });
     const response = await harness.getAgentResponse({ threadId: 'thread' });
-    outcome = ['output', plain(response.text), response.items.map(describe)];
+    outcome = ['output', plain(response.text), response.items.map(itemText)];
   } catch (e) {
     outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
   }
