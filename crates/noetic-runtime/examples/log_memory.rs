@@ -65,6 +65,8 @@ fn item_text(i: usize) -> String {
   }
 }
 
+// Printing the figure is what this example is for.
+#[allow(clippy::print_stdout)]
 fn main() {
   let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
   let before = resident_bytes();

@@ -81,7 +81,7 @@ fn js_layer(id: &str, handle: u64) -> Arc<Layer> {
     provides: vec![],
     imp: LayerImpl::Host(handle),
   };
-  LayerSet::register(vec![raw]).unwrap().layers()[0].clone()
+  Arc::clone(&LayerSet::register(vec![raw]).unwrap().layers()[0])
 }
 
 fn layers() -> Arc<LayerSet> {

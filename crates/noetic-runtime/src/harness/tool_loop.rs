@@ -348,7 +348,8 @@ mod tests {
       message("b1", "developer"),
       message("u", "user"),
     );
-    let mut conversation = vec![system.clone(), a1.clone(), a2.clone(), b1.clone(), user.clone()];
+    let mut conversation =
+      vec![Arc::clone(&system), Arc::clone(&a1), Arc::clone(&a2), Arc::clone(&b1), Arc::clone(&user)];
     let before = [entry("a", 1.0, &[&a1, &a2]), entry("b", 2.0, &[&b1])];
     let a_new = message("a-new", "developer");
     let c_new = message("c-new", "developer");
@@ -357,7 +358,7 @@ mod tests {
     assert_eq!(ids(&conversation), ["sys", "a-new", "b1", "c-new", "u"]);
 
     // With no layer items at all, a new one goes after the leading system messages.
-    let mut bare = vec![system.clone(), user.clone()];
+    let mut bare = vec![Arc::clone(&system), Arc::clone(&user)];
     replace_layer_items(&mut bare, &[], &[entry("c", 3.0, &[&c_new])]);
     assert_eq!(ids(&bare), ["sys", "c-new", "u"]);
   }

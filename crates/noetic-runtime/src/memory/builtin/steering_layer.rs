@@ -358,7 +358,7 @@ mod tests {
       replies: Mutex::new(["maybe", "GUIDE: shorter please"].iter().map(|r| Ok((*r).to_owned())).collect()),
       asked: Mutex::default(),
     });
-    let model: Arc<dyn AsideModel> = recorder.clone();
+    let model: Arc<dyn AsideModel> = Arc::clone(&recorder) as Arc<dyn AsideModel>;
     let ctx = HookCtx { exec: &info, model: Some(&model), files: None };
     let usage = json!({ "inputTokens": 3, "outputTokens": 2 });
     let vote = steering.after_model_call(None, &[], &usage, ctx).await.unwrap();
