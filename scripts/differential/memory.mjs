@@ -7,6 +7,9 @@ import { textsOf, plain, answer, sleep } from './shared.mjs';
 
 export async function memory({ AgentHarness, createMessage, step, createInMemoryStorage }, { next, pick }) {
   const seen = [];
+  // The keys each hook's parameters and their ctx have (a set: hooks run once per layer and turn).
+  const shapes = new Set();
+  const shapeOf = (params) => [Object.keys(params).sort(), Object.keys(params.ctx ?? {}).sort(), Object.keys(params.ctx?.tokenUsage ?? {}).sort()];
   const layers = Array.from({ length: 1 + Math.floor(next() * 4) }, (_, i) => {
     const scope = pick(['thread', 'resource', 'execution', 'global']);
     const recallKind = pick(['null', 'string', 'items', 'itemsUncounted', 'large']);
@@ -14,13 +17,17 @@ export async function memory({ AgentHarness, createMessage, step, createInMemory
     const budget = pick([{ min: 0, max: 30 }, { min: 10, max: 200 }, { min: 50, max: 500 }, 40, 300]);
     const projectKind = pick(['none', 'none', 'lastTwo', 'all']);
     const hooks = {
-      init: async ({ storage }) => {
+      init: async (params) => {
+        const { storage } = params;
+        shapes.add(JSON.stringify(['init', shapeOf(params)]));
         const saved = await storage.get('saved');
         seen.push(['init', i, scope, plain(saved)]);
         await storage.set('saved', { inits: (saved?.inits ?? 0) + 1 });
         return { state: { notes: saved?.notes ?? [] } };
       },
-      recall: async ({ state, budget: given, log }) => {
+      recall: async (params) => {
+        const { state, budget: given, log } = params;
+        shapes.add(JSON.stringify(['recall', shapeOf(params)]));
         seen.push(['recall', i, given, plain(state), log.items.length]);
         const notes = state?.notes ?? [];
         if (recallKind === 'null' || notes.length === 0) return null;
@@ -29,7 +36,9 @@ export async function memory({ AgentHarness, createMessage, step, createInMemory
         const items = [createMessage(`layer ${i}: ${notes.join(' | ')}`, 'developer')];
         return recallKind === 'items' ? { items, tokenCount: 15 } : { items };
       },
-      store: async ({ state, newItems, response }) => {
+      store: async (params) => {
+        const { state, newItems, response } = params;
+        shapes.add(JSON.stringify(['store', shapeOf(params), Object.keys(response).sort()]));
         seen.push(['store', i, plain(state), textsOf(newItems), plain(response.usage)]);
         if (storeKind === 'nothing') return undefined;
         if (storeKind === 'empty') return {};
@@ -38,7 +47,9 @@ export async function memory({ AgentHarness, createMessage, step, createInMemory
       },
     };
     if (projectKind !== 'none') {
-      hooks.projectHistory = async ({ items }) => {
+      hooks.projectHistory = async (params) => {
+        const { items } = params;
+        shapes.add(JSON.stringify(['projectHistory', shapeOf(params)]));
         seen.push(['project', i, textsOf(items)]);
         return { items: projectKind === 'lastTwo' ? items.slice(-2) : items };
       };
@@ -72,5 +83,5 @@ export async function memory({ AgentHarness, createMessage, step, createInMemory
   }
   const stored = {};
   for (const key of (await storage.list('')).sort()) stored[key.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<uuid>')] = await storage.get(key);
-  return [JSON.stringify(layers.map((l) => [l.scope, l.budget, Object.keys(l.hooks).join('|')])), ...seen.map((x) => JSON.stringify(x)).sort(), ...out.map((x) => JSON.stringify(x)), JSON.stringify(stored)];
+  return [JSON.stringify(layers.map((l) => [l.scope, l.budget, Object.keys(l.hooks).join('|')])), ...seen.map((x) => JSON.stringify(x)).sort(), ...out.map((x) => JSON.stringify(x)), JSON.stringify(stored), ...[...shapes].sort()];
 }
