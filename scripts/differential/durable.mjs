@@ -46,7 +46,9 @@ export async function durable(api, { next, pick }) {
     // A loop that nothing ends (seeded, or waiting on something external) is ended from outside.
     const ended = await Promise.race([done.then((value) => ['resolved', plain(value)], (e) => ['rejected', String(e?.message ?? e)]), sleep(300).then(() => ['still waiting'])]);
     if (ended[0] === 'still waiting') signal.resolve({ ended: 'from outside' });
-    outcome = [...ended, plain(await done), typeof signal.settled === 'function' ? signal.settled() : signal.settled];
+    // A signal settles once: a later resolve changes nothing.
+    signal.resolve({ late: true });
+    outcome = [...ended, plain(await done), plain(await signal.done)];
   } catch (e) {
     outcome = ['error', e?.code ?? e?.name, String(e?.message ?? e).slice(0, 160)];
   }
