@@ -140,6 +140,41 @@ test("fork race: the first success wins, the losers are aborted, and the winner'
   await assert.rejects(h.run(fork({ id: 'f', mode: 'race', paths: () => [] }), 'x'), (e) => e.message === "Fork 'f' partial failure: 0 succeeded, 0 failed");
 });
 
+test('a fork with a concurrency limit is a pool: a path that ends lets the next one start, whatever runs before it', async () => {
+  const h = harness();
+  for (const mode of ['all', 'settle']) {
+    const order = [];
+    // The first path ends only once the third has started (or after two seconds, which a pool never needs): only a
+    // pool can start the third while the first still runs.
+    let thirdStarted;
+    const started = new Promise((resolve) => (thirdStarted = resolve));
+    const first = step.run({ id: 'first', execute: async () => { await Promise.race([started, sleep(2000)]); order.push('end first'); return 'first'; } });
+    const second = step.run({ id: 'second', execute: async () => 'second' });
+    const third = step.run({ id: 'third', execute: async () => { order.push('start third'); thirdStarted(); return 'third'; } });
+    const merge = (results) => results.map((r) => r.value ?? r).join();
+    const out = await h.run(fork({ id: 'f', mode, concurrency: 2, paths: () => [first, second, third], merge }), 'x');
+    assert.equal(out, 'first,second,third', "results keep the paths' order");
+    assert.deepEqual(order, ['start third', 'end first'], `${mode}: the third path started while the first still ran`);
+  }
+});
+
+test("a race's loser that checks its context after the race is over finds it aborted, as cooperative cancellation asks", async () => {
+  const h = harness();
+  const seen = [];
+  const loser = step.run({
+    id: 'slow',
+    execute: async (_x, inner) => {
+      await sleep(30);
+      seen.push([inner.aborted, inner.abortReason, inner.stepCount >= 0, typeof inner.tokens.input]);
+      return 'too late';
+    },
+  });
+  const winner = step.run({ id: 'quick', execute: async () => 'first' });
+  assert.equal(await h.run(fork({ id: 'f', mode: 'race', paths: () => [loser, winner] }), 'x'), 'first');
+  await sleep(60);
+  assert.deepEqual(seen, [[true, 'race lost', true, 'number']]);
+});
+
 test('fork paths run in child contexts: a copy of the log, their appends stay theirs, one deeper', async () => {
   const h = harness();
   const ctx = h.createContext({ items: [{ id: 'seed', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'hi' }] }] });

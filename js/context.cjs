@@ -20,6 +20,12 @@ function indexOf(key) {
 
 const reject = () => false;
 
+
+// What a context's fields answer once the native side has let it go and nothing was read before (see `_field`).
+const AFTER_END = { stepCount: 0, tokens: { input: 0, output: 0, total: 0 }, cost: 0, elapsed: 0, lastStepMeta: null, lastLayerUsage: null, completed: false, completionValue: null };
+// The native side no longer has the context (it ended).
+const isGone = (e) => e?.code === 'InvalidArg' && /is not running$/.test(e?.message ?? '');
+
 class PrefixTraps {
   constructor(length) {
     this.length = length;
@@ -389,8 +395,21 @@ class ContextImpl {
     this._cwdState = value;
   }
 
+  // A field read natively while the context runs. Code may go on past its context's end (a race's loser that
+  // checks `ctx.aborted` once its wait is over, as cooperative cancellation asks): the native side has let the
+  // context go by then, so the field answers what was last read, and whether and why the context was aborted.
   _field(name) {
-    return JSON.parse(this._rt.native.contextField(this.id, name));
+    let value;
+    try {
+      value = JSON.parse(this._rt.native.contextField(this.id, name));
+    } catch (e) {
+      if (!isGone(e)) throw e;
+      if (name === 'aborted') return this._abortedWith !== undefined;
+      if (name === 'abortReason') return this._abortedWith ?? null;
+      return this._lastRead?.[name] ?? AFTER_END[name];
+    }
+    (this._lastRead ??= {})[name] = value;
+    return value;
   }
 
   // A context built on a stand-in harness shows it, and so do the children its runs make.
@@ -499,6 +518,7 @@ class ContextImpl {
 
   // Fires this context's abort signal: what it parked on a channel ends as cancelled.
   _aborted(reason) {
+    this._abortedWith ??= reason;
     this._abort?.abort(reason);
   }
 

@@ -130,8 +130,7 @@ async fn all(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: us
     }
     outcome
   };
-  let outcomes: Vec<RunResult<StepValue>> =
-    stream::iter((0..run.paths.len()).map(task)).buffered(limit).collect().await;
+  let outcomes = pooled(run.paths.len(), limit, task).await;
   if let Some(reason) = ctx.aborted() {
     return Err(NoeticError::cancelled(&reason).into());
   }
@@ -151,8 +150,7 @@ async fn all(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: us
 
 /// Every path runs to its end; `merge` gets each one's outcome.
 async fn settle(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: usize) -> RunResult<StepValue> {
-  let outcomes: Vec<RunResult<StepValue>> =
-    stream::iter((0..run.paths.len()).map(|i| run.run(i))).buffered(limit).collect().await;
+  let outcomes = pooled(run.paths.len(), limit, |i| run.run(i)).await;
   if let Some(reason) = ctx.aborted() {
     return Err(NoeticError::cancelled(&reason).into());
   }
@@ -168,6 +166,20 @@ async fn settle(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit:
     })
     .collect();
   merge(run.harness, fork, ctx, results).await
+}
+
+/// Runs `task` for paths `0..count`, at most `limit` at a time, and gives their outcomes in path order. A pool, as
+/// upstream's: a path that ends frees its place for the next one at once, whichever paths before it still run.
+async fn pooled<F, Fut>(count: usize, limit: usize, task: F) -> Vec<RunResult<StepValue>>
+where
+  F: Fn(usize) -> Fut,
+  Fut: Future<Output = RunResult<StepValue>>,
+{
+  let task = &task;
+  let mut outcomes: Vec<(usize, RunResult<StepValue>)> =
+    stream::iter((0..count).map(|i| async move { (i, task(i).await) })).buffer_unordered(limit).collect().await;
+  outcomes.sort_unstable_by_key(|(i, _)| *i);
+  outcomes.into_iter().map(|(_, outcome)| outcome).collect()
 }
 
 async fn merge(
