@@ -165,14 +165,14 @@ test("a race's loser that checks its context after the race is over finds it abo
     id: 'slow',
     execute: async (_x, inner) => {
       await sleep(30);
-      seen.push([inner.aborted, inner.abortReason, inner.stepCount >= 0, typeof inner.tokens.input]);
+      seen.push([inner.aborted, inner.abortReason, inner.depth, inner.threadId, inner.state, typeof inner.tokens.input]);
       return 'too late';
     },
   });
   const winner = step.run({ id: 'quick', execute: async () => 'first' });
-  assert.equal(await h.run(fork({ id: 'f', mode: 'race', paths: () => [loser, winner] }), 'x'), 'first');
+  assert.equal(await h.run(fork({ id: 'f', mode: 'race', paths: () => [loser, winner] }), 'x', h.createContext({ threadId: 'T', state: { n: 1 } })), 'first');
   await sleep(60);
-  assert.deepEqual(seen, [[true, 'race lost', true, 'number']]);
+  assert.deepEqual(seen, [[true, 'race lost', 1, 'T', { n: 1 }, 'number']]);
 });
 
 test('fork paths run in child contexts: a copy of the log, their appends stay theirs, one deeper', async () => {

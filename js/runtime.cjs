@@ -567,6 +567,8 @@ class Runtime {
         return '';
       case 'aborted': {
         const ctx = this.knownContext(message.context);
+        // Its fixed facts too: code of the context may read them after it ends (a race's loser).
+        if (ctx) ctx._info ??= message.static;
         ctx?._aborted(message.reason);
         return '';
       }

@@ -403,8 +403,11 @@ impl Host for JsHost {
     open::<Value>(&text).map(drop)
   }
 
-  fn context_aborted(&self, context: &str, reason: &str) {
-    self.dispatch.notify(json!({ "op": "aborted", "context": context, "reason": reason }).to_string());
+  fn context_aborted(&self, context: &ContextFacts<'_>, reason: &str) {
+    let facts = ContextStatic::fixed(context);
+    self
+      .dispatch
+      .notify(json!({ "op": "aborted", "context": context.id, "reason": reason, "static": facts }).to_string());
   }
 
   fn every_iteration_failed(&self, context: &str, step_id: &str, error: &HostError) {

@@ -879,8 +879,9 @@ pub trait Host: Send + Sync {
     crate::js_time::sleep_ms(call.timeout).await;
     Ok(())
   }
-  /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled.
-  fn context_aborted(&self, _context: &str, _reason: &str) {}
+  /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled. Its fixed
+  /// facts come along: code of its may run on after it ends (a race's loser), when they can no longer be asked for.
+  fn context_aborted(&self, _context: &ContextFacts<'_>, _reason: &str) {}
   /// An iteration of the `every` step `step_id` failed with `error` and the schedule goes on (`onError:
   /// 'continue'`): the host records it on the context's span, as upstream's `every.iteration.error` event.
   fn every_iteration_failed(&self, _context: &str, _step_id: &str, _error: &HostError) {}

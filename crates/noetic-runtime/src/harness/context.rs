@@ -263,7 +263,8 @@ impl ExecContext {
     };
     self.abort_signal.send_replace(true);
     if let (true, Some(host)) = (first, self.abort_listener.get()) {
-      host.context_aborted(&self.id, &reason);
+      let layers = self.layers();
+      host.context_aborted(&self.facts(&layers), &reason);
     }
   }
 
