@@ -20,7 +20,6 @@ function indexOf(key) {
 
 const reject = () => false;
 
-
 // What a context's fields answer once the native side has let it go and nothing was read before (see `_field`).
 const AFTER_END = { stepCount: 0, tokens: { input: 0, output: 0, total: 0 }, cost: 0, elapsed: 0, lastStepMeta: null, lastLayerUsage: null, completed: false, completionValue: null };
 // The native side no longer has the context (it ended).

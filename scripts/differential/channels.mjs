@@ -4,13 +4,12 @@
 // what each receive gets or the error it fails with, and the run's output or error.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, failureOf } from './shared.mjs';
 
 export async function channels(api, { next, pick }) {
   const { AgentHarness, step, fork, channel } = api;
   const { z } = createRequire(path.join(process.env.NOETIC_UPSTREAM_PKG, 'package.json'))('zod');
   const seen = [];
-  const failure = (e) => [e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 120)];
   const made = Array.from({ length: 1 + Math.floor(next() * 2) }, (_, i) => {
     const mode = pick(['value', 'queue', 'topic']);
     const capacity = mode === 'queue' ? pick([undefined, 1, 2, 8]) : undefined;
@@ -39,7 +38,7 @@ export async function channels(api, { next, pick }) {
           else if (op === 'tryRecv') seen.push([name, 'tryRecv', plain(ctx.tryRecv(ch))]);
           else seen.push([name, 'recv', plain(await ctx.recv(ch, { timeout: 20 }))]);
         } catch (e) {
-          seen.push([name, op, 'failed', ...failure(e)]);
+          seen.push([name, op, 'failed', ...failureOf(e)]);
         }
       }
       return 'sequence done';
@@ -76,7 +75,7 @@ export async function channels(api, { next, pick }) {
   try {
     outcome = ['output', plain(await harness.run(root, 'go', harness.createContext({ threadId: 'thread' })))];
   } catch (e) {
-    outcome = ['error', ...failure(e)];
+    outcome = ['error', ...failureOf(e)];
   }
   return [JSON.stringify(made.map(({ mode, capacity }) => [mode, capacity ?? null])), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

@@ -3,7 +3,7 @@
 // semanticSwitch (simple or multi-label cases, a threshold, a storage cache or none), run over several inputs in
 // one context: which step each input reaches, what the embedder is asked (label vectors are embedded once and
 // cached), each model request, the context's usage, and the stored cache keys.
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, failureOf } from './shared.mjs';
 
 // A deterministic embedding: letter counts of a few letters, so that texts sharing words are close.
 const embedText = (text) => ['a', 'e', 'i', 'o', 'u', 'r', 's', 't'].map((letter) => [...text.toLowerCase()].filter((c) => c === letter).length);
@@ -59,7 +59,7 @@ export async function conditions(api, { next, pick }) {
     try {
       out.push(['output', plain(await harness.run(root, input, ctx))]);
     } catch (e) {
-      out.push(['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 160)]);
+      out.push(['error', ...failureOf(e)]);
     }
   }
   out.push(['usage', plain(ctx.tokens)]);

@@ -2,7 +2,7 @@
 // by aborting its context (or, under onError 'fail', by failing): what each run receives, and the outcome
 // (cancelled, or the failure). The intervals are short and the end is the body's own, so no timing
 // decides what is compared. A body run inside a spawn, in some programs.
-import { plain } from './shared.mjs';
+import { plain, failureOf } from './shared.mjs';
 
 export async function every(api, { next, pick }) {
   const { AgentHarness, step, every: everyStep, spawn } = api;
@@ -31,7 +31,7 @@ export async function every(api, { next, pick }) {
   try {
     outcome = ['output', plain(await harness.run(root, pick(['go', { n: 1 }]), harness.createContext({ threadId: 'thread' })))];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 160)];
+    outcome = ['error', ...failureOf(e)];
   }
   return [JSON.stringify([stopAt, [...failing], onError ?? null]), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

@@ -4,7 +4,7 @@
 // each getter and model request sees, each attempt, the events that pass the filter, and the output or error.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { anonymous, itemText, plain, sleep, sortedKeys } from './shared.mjs';
+import { anonymous, itemText, plain, sleep, sortedKeys, failureOf } from './shared.mjs';
 
 export async function llm(api, { next, pick }) {
   const { AgentHarness, step, tool, loop, until } = api;
@@ -68,7 +68,7 @@ export async function llm(api, { next, pick }) {
     const response = await harness.getAgentResponse({ threadId: 'thread' });
     outcome = ['response', plain(response.text), response.items.map(itemText)];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200), e?.noeticError?.raw ?? null];
+    outcome = ['error', ...failureOf(e), e?.noeticError?.raw ?? null];
   }
   await Promise.race([reading, sleep(200)]);
   return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome)];

@@ -2,7 +2,7 @@
 // matter of timing): race (first to finish wins, a fast failure among them), all and settle with a concurrency limit (how many
 // paths run at once, in what order they start), and a loser that checks its context after its wait. What each path
 // sees, the largest number running at once, and the fork's output or error.
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, failureOf } from './shared.mjs';
 
 export async function race(api, { next, pick }) {
   const { AgentHarness, step, fork } = api;
@@ -43,7 +43,7 @@ export async function race(api, { next, pick }) {
   try {
     outcome = ['output', plain(await harness.run(root, 'go', harness.createContext({ threadId: 'thread' })))];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
+    outcome = ['error', ...failureOf(e)];
   }
   // Losers of a race finish their wait after the fork has answered: let them, so both sides record the same.
   await sleep(120);

@@ -9,10 +9,12 @@ export function random(seed) {
   return { next, pick: (list) => list[Math.floor(next() * list.length)] };
 }
 
-export const textsOf = (items) => (items ?? []).map((item) => `${item.type}:${item.role ?? ''}:${typeof item.content === 'string' ? item.content : (item.content?.[0]?.text ?? '')}`);
 // An item as one line: its kind, role and text (a message's first part or string content, a call's name and
 // arguments, an output's text).
 export const itemText = (item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? (typeof item.content === 'string' ? item.content : '')}${item.name ?? ''}${item.arguments ?? ''}${typeof item.output === 'string' ? item.output : ''}`;
+export const textsOf = (items) => (items ?? []).map(itemText);
+// An error as a program records it: its kind (a NoeticError's, a config error's code, else its name) and message.
+export const failureOf = (e) => [e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
 export const plain = (value) => (value === undefined ? 'undefined' : JSON.parse(JSON.stringify(value)));
 export const answer = (k) => ({ items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 10 + k, outputTokens: 5 } });
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,7 @@
 // result), each model request, and the output or error. It runs as a session's turn: a bare `harness.run` inits
 // layers here and not upstream (M10). Left out, as a decided difference: a spawn with memory of its own (M4: its
 // layers are initialised in the child here, inert upstream).
-import { plain, sleep, itemText } from './shared.mjs';
+import { plain, sleep, itemText, failureOf } from './shared.mjs';
 
 
 export async function spawn(api, { next, pick }) {
@@ -69,7 +69,7 @@ export async function spawn(api, { next, pick }) {
     const response = await harness.getAgentResponse({ threadId: 'thread' });
     outcome = ['output', plain(response.text), response.items.map(itemText)];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
+    outcome = ['error', ...failureOf(e)];
   }
   return [...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

@@ -5,7 +5,7 @@
 // stream, the output or error, and the items of the response.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { anonymous, plain, sortedKeys } from './shared.mjs';
+import { anonymous, plain, sortedKeys, failureOf } from './shared.mjs';
 
 export async function tools(api, { next, pick }) {
   const { AgentHarness, step, tool, toolWithGenerator, loop, until } = api;
@@ -56,7 +56,7 @@ export async function tools(api, { next, pick }) {
     const response = await harness.getAgentResponse({ threadId: 'thread' });
     outcome = ['response', plain(response.text), response.items.map((item) => sortedKeys(anonymous(item)))];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
+    outcome = ['error', ...failureOf(e)];
   }
   await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 200))]);
   return [...seen.map((x) => JSON.stringify(x)), ...events, JSON.stringify(outcome)];

@@ -3,7 +3,7 @@
 // maxSteps, maxCost, outputContains, outputEquals, converged (exact, or by embedding with a threshold and a cache or
 // none), verified (with feedback), custom, any and all; with maxIterations and prepareNext in some programs. What
 // each step run and verifier receives, each prepareNext call, and the loop's output or error with its reason.
-import { plain, sleep } from './shared.mjs';
+import { plain, sleep, failureOf } from './shared.mjs';
 
 const embedText = (text) => ['a', 'e', 'o', 's', 't'].map((letter) => [...String(text).toLowerCase()].filter((c) => c === letter).length + 1);
 
@@ -52,7 +52,7 @@ export async function until(api, { next, pick }) {
   try {
     outcome = ['output', plain(await harness.run(root, 'start', harness.createContext({ threadId: 'thread' })))];
   } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
+    outcome = ['error', ...failureOf(e)];
   }
   return [JSON.stringify([outputs, withCost]), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

@@ -8,7 +8,7 @@
 // layers.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { plain, sleep } from './shared.mjs';
+import { itemText, plain, sleep } from './shared.mjs';
 
 const WORDS = ['alpha', 'beta', 'done', 'answer'];
 
@@ -66,7 +66,7 @@ export async function workflow(api, { next, pick }) {
     name: 'differential', params: {},
     _testCallModel: async (request) => {
       const k = ++calls;
-      const texts = (stripUnresolvedToolCalls(request.items) ?? []).map((item) => `${item.type}:${item.role ?? ''}:${item.content?.[0]?.text ?? item.output ?? ''}`);
+      const texts = stripUnresolvedToolCalls(request.items).map(itemText);
       seen.push(['model', request.model ?? null, request.instructions ?? null, texts, (request.tools ?? []).map((t) => t.name)]);
       await sleep(1);
       // The answer depends on what was asked, not on the order of the calls: a fork's paths race to the model.
