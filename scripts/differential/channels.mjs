@@ -4,7 +4,7 @@
 // what each receive gets or the error it fails with, and the run's output or error.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { plain, sleep, failureOf } from './shared.mjs';
+import { plain, sleep, failureOf, runOutcome } from './shared.mjs';
 
 export async function channels(api, { next, pick }) {
   const { AgentHarness, step, fork, channel } = api;
@@ -71,11 +71,6 @@ export async function channels(api, { next, pick }) {
     });
   }
   const harness = new AgentHarness({ name: 'differential', params: {} });
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, 'go', harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', ...failureOf(e)];
-  }
+  const outcome = await runOutcome(harness, root, 'go');
   return [JSON.stringify(made.map(({ mode, capacity }) => [mode, capacity ?? null])), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

@@ -2,7 +2,7 @@
 // by aborting its context (or, under onError 'fail', by failing): what each run receives, and the outcome
 // (cancelled, or the failure). The intervals are short and the end is the body's own, so no timing
 // decides what is compared. A body run inside a spawn, in some programs.
-import { plain, failureOf } from './shared.mjs';
+import { plain, runOutcome } from './shared.mjs';
 
 export async function every(api, { next, pick }) {
   const { AgentHarness, step, every: everyStep, spawn } = api;
@@ -27,11 +27,6 @@ export async function every(api, { next, pick }) {
   });
   const root = everyStep({ id: 'schedule', step: next() < 0.3 ? spawn({ id: 'each', child: body }) : body, ms: pick([0, 1, 3]), ...(onError ? { onError } : {}) });
   const harness = new AgentHarness({ name: 'differential', params: {} });
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, pick(['go', { n: 1 }]), harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', ...failureOf(e)];
-  }
+  const outcome = await runOutcome(harness, root, pick(['go', { n: 1 }]));
   return [JSON.stringify([stopAt, [...failing], onError ?? null]), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

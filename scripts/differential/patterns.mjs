@@ -8,7 +8,7 @@
 // stripped: here the projection drops them with or without layers (founding D10, W1), upstream only with layers.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { plain, sleep, itemText, failureOf } from './shared.mjs';
+import { plain, sleep, itemText, runOutcome } from './shared.mjs';
 
 const message = (k, text) => ({ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
 
@@ -84,11 +84,6 @@ export async function patterns(api, { next, pick }) {
       });
     }
   }
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, pick(['start', 'begin here']), harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', ...failureOf(e)];
-  }
+  const outcome = await runOutcome(harness, root, pick(['start', 'begin here']));
   return [kind, ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }

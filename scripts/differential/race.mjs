@@ -2,7 +2,7 @@
 // matter of timing): race (first to finish wins, a fast failure among them), all and settle with a concurrency limit (how many
 // paths run at once, in what order they start), and a loser that checks its context after its wait. What each path
 // sees, the largest number running at once, and the fork's output or error.
-import { plain, sleep, failureOf } from './shared.mjs';
+import { plain, sleep, runOutcome } from './shared.mjs';
 
 export async function race(api, { next, pick }) {
   const { AgentHarness, step, fork } = api;
@@ -39,12 +39,7 @@ export async function race(api, { next, pick }) {
     ...(mode === 'race' ? {} : { merge: (results) => results.map((r) => (r && typeof r === 'object' && 'status' in r ? `${r.status}:${r.value ?? r.error?.message ?? r.reason?.message ?? ''}` : String(r))).join(' | ') }),
   });
   const harness = new AgentHarness({ name: 'differential', params: {} });
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, 'go', harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', ...failureOf(e)];
-  }
+  const outcome = await runOutcome(harness, root, 'go');
   // Losers of a race finish their wait after the fork has answered: let them, so both sides record the same.
   await sleep(120);
   // Within one delay, paths start and wait in an order that is timing: compared as a set.

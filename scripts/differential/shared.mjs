@@ -15,6 +15,14 @@ export const itemText = (item) => `${item.type}:${item.role ?? ''}:${item.conten
 export const textsOf = (items) => (items ?? []).map(itemText);
 // An error as a program records it: its kind (a NoeticError's, a config error's code, else its name) and message.
 export const failureOf = (e) => [e?.noeticError?.kind ?? e?.code ?? e?.name, String(e?.message ?? e).slice(0, 200)];
+// What a run of `root` in a fresh context of thread 'thread' gives: its output, or its error as failureOf records it.
+export async function runOutcome(harness, root, input) {
+  try {
+    return ['output', plain(await harness.run(root, input, harness.createContext({ threadId: 'thread' })))];
+  } catch (e) {
+    return ['error', ...failureOf(e)];
+  }
+}
 export const plain = (value) => (value === undefined ? 'undefined' : JSON.parse(JSON.stringify(value)));
 export const answer = (k) => ({ items: [{ type: 'message', id: `a${k}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${k}`, annotations: [] }] }], usage: { inputTokens: 10 + k, outputTokens: 5 } });
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

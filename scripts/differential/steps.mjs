@@ -1,7 +1,7 @@
 // steps: a random tree of step.run, branch, fork (all, settle), loop and spawn, run with harness.run: what each
 // function receives (input, the ctx's depth and thread), each predicate's snapshot, each merge's results, and the
 // output or error.
-import { plain } from './shared.mjs';
+import { plain, runOutcome } from './shared.mjs';
 
 export async function steps({ AgentHarness, step, branch, fork, loop, spawn, until }, { next, pick }) {
   const seen = [];
@@ -42,11 +42,6 @@ export async function steps({ AgentHarness, step, branch, fork, loop, spawn, unt
   };
   const root = tree(0);
   const harness = new AgentHarness({ name: 'differential', params: {} });
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, pick(['x', 'yy', '']), harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', e?.noeticError?.kind ?? e?.name, String(e?.message ?? e).slice(0, 160)];
-  }
+  const outcome = await runOutcome(harness, root, pick(['x', 'yy', '']));
   return [...seen.map((x) => JSON.stringify(x)).sort(), JSON.stringify(outcome)];
 }

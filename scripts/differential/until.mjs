@@ -3,7 +3,7 @@
 // maxSteps, maxCost, outputContains, outputEquals, converged (exact, or by embedding with a threshold and a cache or
 // none), verified (with feedback), custom, any and all; with maxIterations and prepareNext in some programs. What
 // each step run and verifier receives, each prepareNext call, and the loop's output or error with its reason.
-import { plain, sleep, failureOf } from './shared.mjs';
+import { plain, sleep, runOutcome } from './shared.mjs';
 
 const embedText = (text) => ['a', 'e', 'o', 's', 't'].map((letter) => [...String(text).toLowerCase()].filter((c) => c === letter).length + 1);
 
@@ -48,11 +48,6 @@ export async function until(api, { next, pick }) {
     name: 'differential', params: {},
     _testCallModel: async () => (await sleep(1), { items: [{ type: 'message', id: `p${runs}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: outputs[runs % outputs.length] === 42 ? 'DONE by model' : 'model says same text', annotations: [] }] }], usage: { inputTokens: 10, outputTokens: 5 }, cost: 0.004 }),
   });
-  let outcome;
-  try {
-    outcome = ['output', plain(await harness.run(root, 'start', harness.createContext({ threadId: 'thread' })))];
-  } catch (e) {
-    outcome = ['error', ...failureOf(e)];
-  }
+  const outcome = await runOutcome(harness, root, 'start');
   return [JSON.stringify([outputs, withCost]), ...seen.map((x) => JSON.stringify(x)), JSON.stringify(outcome)];
 }
