@@ -195,7 +195,7 @@ test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc
 
 // ---- 3. Storage adapters that hang ----------------------------------------------------------------------------------
 
-test('a storage adapter whose set never settles cannot hang a run; the lost write is reported', { timeout: slow(20_000) }, async () => {
+test('a storage adapter whose set never settles cannot hang a run; the write in doubt is reported', { timeout: slow(20_000) }, async () => {
   const saved = new Map();
   const stuck = {
     get: async (key) => saved.get(key) ?? null,
@@ -209,7 +209,8 @@ test('a storage adapter whose set never settles cannot hang a run; the lost writ
   assert.ok(Date.now() - started < 5000);
   const persist = diagnostics.filter((d) => d.hook === 'persist');
   assert.ok(persist.length >= 1, JSON.stringify(diagnostics));
-  assert.match(persist[0].message, /set\('layers\/n\/T\/state'\) did not settle within 100ms \(storageTimeoutMs\); the change was not saved/);
+  // Its outcome is unknown, not "not saved": a write still in flight may yet land.
+  assert.match(persist[0].message, /set\('layers\/n\/T\/state'\) did not settle within 100ms \(storageTimeoutMs\): the change may still be saved/);
 });
 
 test('storageTimeoutMs must be a positive number', () => {

@@ -405,7 +405,7 @@ class AgentHarness {
   }
 
   seedSessionHistory(threadId, items) {
-    session.seedSessionHistory(this, threadId, items);
+    return session.seedSessionHistory(this, threadId, items);
   }
 
   // A per-message `memory` option, registered for as long as the harness lives.

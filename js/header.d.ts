@@ -3089,17 +3089,22 @@ export declare class AgentHarness<TParams extends Record<string, unknown> = Reco
   /**
    * Drops an idle session from memory: its history, last response and stream buffers. With `persistSessions` its
    * next turn reads the history back; without, the thread starts afresh. False (and nothing dropped) while a turn is
-   * running or queued or a stream of the session is open. Not in upstream.
+   * running or queued, a stream of the session is open, its last response has not been read by `getAgentResponse`,
+   * or a seed of it is not stored yet. Not in upstream.
    */
   evictSession(threadId: string): boolean;
-  /** Replaces a session's history (the session is created on demand). */
   /** The harness's channels (one store for every context it runs); `ctx` lends its abort signal. */
   send<T>(channel: Channel<T>, value: T, ctx: Context<unknown>): Promise<void>;
   recv<T>(channel: Channel<T>, ctx: Context<unknown>, opts?: { timeout?: number }): Promise<T>;
   tryRecv<T>(channel: Channel<T>, ctx: Context<unknown>): T | null;
   /** A sender for code outside the run; it never waits (a full queue drops its oldest value). */
   getChannelHandle<T>(channel: ExternalChannel<T>, executionId: string): ChannelHandle<T>;
-  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): void;
+  /**
+   * Replaces a session's history (the session is created on demand). With `persistSessions` the seed is stored at
+   * once, ordered with the thread's turns in every process, and the promise settles when it is; without, at once.
+   * A seed that could not be stored stays the history in this process and its thread's next turn stores it first.
+   */
+  seedSessionHistory(threadId: string, items: ReadonlyArray<Item>): Promise<void>;
   /** `opts.subprocess`, else an adapter of its own from `createInMemorySubprocessAdapter()`. */
   readonly subprocess: SubprocessAdapter;
   // The layer lifecycle over layers the caller names, in a context of this harness, as a step's phases run it.

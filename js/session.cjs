@@ -224,6 +224,17 @@ function seedSessionHistory(harness, threadId, items) {
   const runtime = harness._runtime;
   const id = callNative(() => runtime.native.seedSession(threadId));
   runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
+  // With persistSessions the seed is stored now, ordered with the thread's turns, and this settles once it is (at
+  // once without). One that cannot be stored stays the history here and the thread's next turn stores it first, so
+  // a caller that never awaits this loses nothing while the process lives: its failure is no unhandled rejection.
+  // Held busy meanwhile, so that a harness the program no longer references still finishes storing it.
+  runtime.beginRun();
+  const storing = runtime.startRun((run) => runtime.native.sessionStoreSeed(threadId, run)).finally(() => runtime.endRun());
+  const stored = storing.then((result) => {
+    if (!result.ok) throw runtime.errorOf(result.error);
+  });
+  stored.catch(() => {});
+  return stored;
 }
 
 // What a seeded history is put to when a turn first reads it: each entry an item (an object whose type is a

@@ -142,7 +142,7 @@ impl NativeHarness {
   /// Queues `work` as a run JS awaits (polled on the JS thread, see `driver.rs`), and sends its outcome to JS as
   /// `{op: 'settled', run, result}`. The outcome travels through the dispatcher rather than a napi Promise, whose
   /// own handle would keep Node alive for as long as the run waits on JS that never settles.
-  fn start_run<F>(&self, run: u32, work: F)
+  pub(crate) fn start_run<F>(&self, run: u32, work: F)
   where
     F: std::future::Future<Output = RunResult<StepValue>> + Send + 'static,
   {
@@ -197,7 +197,7 @@ impl NativeHarness {
     let storage: Arc<dyn Storage> = match storage {
       Some(native) => Arc::clone(&native.inner),
       None if config.get("jsStorage").and_then(Value::as_bool) == Some(true) => {
-        Arc::new(JsStorage { dispatch: dispatch.clone(), timeout: storage_timeout(&config) })
+        Arc::new(JsStorage::storage(dispatch.clone(), storage_timeout(&config)))
       }
       None => Arc::new(InMemoryStorage::new()),
     };
@@ -242,8 +242,8 @@ impl NativeHarness {
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
     let harness = if config.get("persistSessions").and_then(Value::as_bool) == Some(true) {
-      let idle =
-        config.get("sessionIdleMs").and_then(Value::as_f64).map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
+      // A number of milliseconds too large for a timer (`1e300`) waits for ever, as `Infinity` does.
+      let idle = config.get("sessionIdleMs").and_then(Value::as_f64).and_then(noetic_runtime::js_time::duration_of_ms);
       harness.with_persisted_sessions(idle)
     } else {
       harness

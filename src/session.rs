@@ -10,6 +10,7 @@ use napi_derive::napi;
 use noetic_runtime::harness::session::{
   DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
 };
+use noetic_runtime::host::StepValue;
 use noetic_runtime::items::parse_js_item;
 use noetic_runtime::js_text::from_js_json;
 use serde::{Deserialize, Serialize};
@@ -252,7 +253,10 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn session_response(&self, thread: String, waiter: u32) -> Option<String> {
     let answer = Answer::new();
-    self.inner.agent_response(&thread, answer.waiter(&self.dispatch, Some(&self.usages), waiter));
+    // In the runtime's context: a response read for the first time may set its session's idle timer.
+    within_runtime_if_available(|| {
+      self.inner.agent_response(&thread, answer.waiter(&self.dispatch, Some(&self.usages), waiter));
+    });
     answer.now()
   }
 
@@ -303,12 +307,19 @@ impl NativeHarness {
   /// Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
   /// returns the id of the context that holds it.
   #[napi(catch_unwind)]
-  pub fn seed_session(&self, thread: String) -> String {
-    let id = self.inner.seed_session(&thread, Vec::new());
+  pub fn seed_session(&self, thread: String) -> Result<String> {
+    let id = self.inner.seed_session(&thread, Vec::new()).map_err(|e| to_napi(config_json(&e)))?;
     if let Some(ctx) = self.inner.context(&id) {
       ctx.set_held_by_host(true);
     }
-    id
+    Ok(id)
+  }
+
+  /// Stores `thread`'s seed if one waits (with `persistSessions`); its outcome arrives as `settled` for `run`.
+  #[napi(catch_unwind)]
+  pub fn session_store_seed(&self, thread: String, run: u32) {
+    let harness = Arc::clone(&self.inner);
+    self.start_run(run, async move { harness.store_seed(&thread).await.map(|()| StepValue::Undefined) });
   }
 
   /// The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`).

@@ -7,15 +7,17 @@ use std::time::Duration;
 
 use crate::js_string::JsText;
 use crate::store_reader::StoreReader;
-use async_trait::async_trait;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use napi_derive::napi;
 use noetic_runtime::ConfigError;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
+use noetic_runtime::storage::adapter::Answer;
 use noetic_runtime::storage::{
-  CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage, SqliteStorage, Storage, StorageError,
-  StorageResult,
+  AdapterCall, AdapterStorage, CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage,
+  SqliteStorage, Storage, StorageError,
 };
 use serde_json::{Value, json};
 
@@ -46,7 +48,7 @@ impl NativeStorage {
 }
 
 fn storage_error(error: StorageError) -> napi::Error {
-  napi::Error::new(napi::Status::GenericFailure, error.0)
+  napi::Error::new(napi::Status::GenericFailure, error.message)
 }
 
 fn coded_error(error: CodedError) -> napi::Error {
@@ -67,7 +69,7 @@ impl NativeStorage {
     let store = SqliteStorage::open(&path).map_err(|error| {
       to_napi(config_json(&ConfigError::new(
         "STORAGE_OPEN_FAILED",
-        format!("Could not open the SQLite store at '{path}': {}", error.0),
+        format!("Could not open the SQLite store at '{path}': {}", error.message),
         "Pass a path in a directory that exists and is writable, or ':memory:'.",
       )))
     })?;
@@ -109,7 +111,7 @@ impl NativeStorage {
   #[napi(catch_unwind)]
   pub fn set_now(&self, key: String, #[napi(ts_arg_type = "string")] json: JsText) -> napi::Result<()> {
     let JsText(json) = json;
-    self.in_memory()?.set_json_now(&key, json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.0))
+    self.in_memory()?.set_json_now(&key, json).map_err(|e| napi::Error::new(napi::Status::InvalidArg, e.message))
   }
 
   #[napi(catch_unwind)]
@@ -181,60 +183,37 @@ impl Default for NativeStorage {
   }
 }
 
-/// A user's `StorageAdapter` object, called through the dispatcher. A call that does not settle within `timeout`
-/// fails with an error naming the call, so an adapter that hangs cannot hang a run (the state mirror reports the
-/// failed write as a `persist` diagnostic).
+/// A user's `StorageAdapter` object, called through the dispatcher: the calls alone. What they may answer, how long
+/// they may take and what a late write means are the runtime's (`noetic_runtime::storage::AdapterStorage`).
 pub struct JsStorage {
   pub dispatch: Dispatch,
-  pub timeout: Option<Duration>,
 }
 
 /// How long a storage adapter's call may take by default (`storageTimeoutMs`).
 pub const DEFAULT_STORAGE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl JsStorage {
-  async fn call(&self, method: &str, key: &str, value: Option<Value>) -> StorageResult<Value> {
-    let message = json!({ "op": "storage", "method": method, "key": key, "value": value });
-    let reply = self.dispatch.call(message.to_string());
-    let text = match self.timeout {
-      Some(limit) => tokio::time::timeout(limit, reply).await.map_err(|_| {
-        let lost = if method == "set" || method == "delete" { "; the change was not saved" } else { "" };
-        StorageError(format!(
-          "the storage adapter's {method}('{key}') did not settle within {}ms (storageTimeoutMs){lost}",
-          limit.as_millis()
-        ))
-      })?,
-      None => reply.await,
-    }
-    .map_err(StorageError)?;
-    let reply: Value = noetic_runtime::js_text::from_js_json(&text).map_err(|e| StorageError(e.to_string()))?;
-    match reply.get("ok").and_then(Value::as_bool) {
-      Some(true) => Ok(reply.get("value").cloned().unwrap_or(Value::Null)),
-      _ => Err(StorageError(
-        reply.pointer("/error/message").and_then(Value::as_str).unwrap_or("the storage adapter failed").to_owned(),
-      )),
-    }
+  /// The adapter as a store, its calls bounded by `timeout`.
+  pub fn storage(dispatch: Dispatch, timeout: Option<Duration>) -> AdapterStorage {
+    AdapterStorage::new(Box::new(Self { dispatch }), timeout)
   }
 }
 
-#[async_trait]
-impl Storage for JsStorage {
-  async fn get(&self, key: &str) -> StorageResult<Option<Value>> {
-    let value = self.call("get", key, None).await?;
-    Ok((!value.is_null()).then_some(value))
-  }
-
-  async fn set(&self, key: &str, value: Value) -> StorageResult<()> {
-    self.call("set", key, Some(value)).await.map(drop)
-  }
-
-  async fn delete(&self, key: &str) -> StorageResult<()> {
-    self.call("delete", key, None).await.map(drop)
-  }
-
-  async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
-    let value = self.call("list", prefix, None).await?;
-    Ok(value.as_array().into_iter().flatten().filter_map(|k| k.as_str().map(str::to_owned)).collect())
+impl AdapterCall for JsStorage {
+  fn call(&self, method: &'static str, key: &str, value: Option<Value>) -> BoxFuture<'static, Answer> {
+    let message = json!({ "op": "storage", "method": method, "key": key, "value": value }).to_string();
+    let dispatch = self.dispatch.clone();
+    async move {
+      let text = dispatch.call(message).await?;
+      let reply: Value = noetic_runtime::js_text::from_js_json(&text).map_err(|e| e.to_string())?;
+      match reply.get("ok").and_then(Value::as_bool) {
+        Some(true) => Ok(reply.get("value").cloned().unwrap_or(Value::Null)),
+        _ => Err(
+          reply.pointer("/error/message").and_then(Value::as_str).unwrap_or("the storage adapter failed").to_owned(),
+        ),
+      }
+    }
+    .boxed()
   }
 }
 

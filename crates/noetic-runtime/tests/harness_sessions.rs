@@ -116,7 +116,7 @@ fn execute(harness: &Arc<Harness>, thread: &str, message: QueuedMessage) {
   }
 }
 
-async fn response(harness: &Harness, thread: &str) -> TurnOutcome {
+async fn response(harness: &Arc<Harness>, thread: &str) -> TurnOutcome {
   let (send, receive) = oneshot::channel();
   harness.agent_response(thread, Box::new(move |outcome| drop(send.send(outcome))));
   receive.await.expect("answered")
@@ -274,7 +274,7 @@ async fn seeding_replaces_the_history_and_the_next_turn_takes_it_over() {
   let (harness, _) = harness(GateHost::default(), Some(run_step()), Model::None);
   let seeded: Vec<Arc<Item>> =
     (0..3).map(|i| Arc::new(create_message(format!("old {i}"), "user").expect("item"))).collect();
-  let seeded_ctx = harness.seed_session("T", seeded.clone());
+  let seeded_ctx = harness.seed_session("T", seeded.clone()).expect("seeded");
   execute(&harness, "T", message("a", "new", DeliveryMode::NextTurn));
   let first = response(&harness, "T").await.expect("answered");
   assert_ne!(first.context_id, seeded_ctx, "the turn ran in a context of its own");
@@ -288,7 +288,7 @@ async fn seeding_replaces_the_history_and_the_next_turn_takes_it_over() {
   assert_eq!(second.log_len, 5, "the fresh context starts from the history");
   assert_eq!(harness.session("T").context().and_then(|c| c.resource_id.clone()).as_deref(), Some("R2"));
   // Seeding again replaces it all.
-  harness.seed_session("T", seeded[..1].to_vec());
+  harness.seed_session("T", seeded[..1].to_vec()).expect("seeded");
   assert_eq!(harness.session("T").context().map(|c| c.state().log.len()), Some(1));
 }
 

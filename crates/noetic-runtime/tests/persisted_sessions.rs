@@ -87,7 +87,7 @@ fn execute(harness: &Arc<Harness>, thread: &str, text: &str) {
   }
 }
 
-async fn response(harness: &Harness, thread: &str) -> TurnOutcome {
+async fn response(harness: &Arc<Harness>, thread: &str) -> TurnOutcome {
   let (send, receive) = oneshot::channel();
   harness.agent_response(thread, Box::new(move |outcome| drop(send.send(outcome))));
   receive.await.expect("answered")
@@ -115,8 +115,8 @@ async fn stored(storage: &dyn Storage, thread: &str) -> Vec<Vec<String>> {
   let entries = storage.read_texts(&format!("sessions/{thread}/"), "").await.expect("read");
   entries
     .iter()
-    .map(|(_, text)| {
-      let items: Vec<Value> = serde_json::from_str(text).expect("an array");
+    .map(|stored| {
+      let items: Vec<Value> = serde_json::from_str(stored.text.as_deref().expect("text")).expect("an array");
       items.iter().map(|item| item["content"][0]["text"].as_str().unwrap_or_default().to_owned()).collect()
     })
     .collect()
@@ -211,7 +211,7 @@ struct Flaky {
 impl Flaky {
   fn check(&self) -> StorageResult<()> {
     if self.down.load(std::sync::atomic::Ordering::SeqCst) {
-      return Err(StorageError("connection refused".into()));
+      return Err(StorageError::new("connection refused"));
     }
     Ok(())
   }

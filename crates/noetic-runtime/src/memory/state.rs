@@ -247,7 +247,7 @@ impl Mirror {
         Persist::Delete => self.storage.delete(&self.key).await,
       };
       if let Err(error) = outcome {
-        sink.diagnostic(&self.layer, "persist", &error.0);
+        sink.diagnostic(&self.layer, "persist", &error.message);
       }
       let mut queue = lock(&self.pending);
       match queue.latest.take() {
@@ -326,7 +326,7 @@ mod tests {
       tokio::time::sleep(std::time::Duration::from_millis(5)).await;
       lock(&self.writes).push(value.clone());
       if self.fail {
-        return Err(StorageError("disk full".into()));
+        return Err(StorageError::new("disk full"));
       }
       self.inner.set(key, value).await
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Storage, StorageError, StorageResult};
+use super::{Storage, StorageError, StorageResult, StoredText};
 use crate::js_text::{from_js_json, js_json_text};
 
 /// A value as it was given: JSON text from JS stays text (JS reads it back as text, so most never need parsing).
@@ -106,7 +106,7 @@ impl InMemoryStorage {
 
   /// Stores JSON text JS wrote, unparsed (checked and made well-formed as a parse would, so later reads parse).
   pub fn set_json_now(&self, key: &str, text: String) -> StorageResult<()> {
-    let text = js_json_text(text).map_err(StorageError)?;
+    let text = js_json_text(text).map_err(StorageError::new)?;
     self.entries().insert(key, Stored::Text(text.into()));
     Ok(())
   }
@@ -169,7 +169,7 @@ impl Storage for InMemoryStorage {
   }
 
   async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
-    let text = js_json_text(text).map_err(StorageError)?;
+    let text = js_json_text(text).map_err(StorageError::new)?;
     let mut entries = self.entries();
     if entries.contains(key) {
       return Ok(false);
@@ -178,9 +178,11 @@ impl Storage for InMemoryStorage {
     Ok(true)
   }
 
-  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<StoredText>> {
     let start = if from > prefix { from } else { prefix };
-    Ok(self.entries().scan(prefix, start).map(|(key, stored)| (key.to_string(), stored.text())).collect())
+    Ok(
+      self.entries().scan(prefix, start).map(|(key, stored)| StoredText::new(key.to_string(), stored.text())).collect(),
+    )
   }
 }
 
@@ -228,7 +230,7 @@ mod tests {
     assert!(!storage.insert_text("s/T/2", "9".to_owned()).await.unwrap(), "an existing key is not replaced");
     assert!(storage.insert_text("s/T/3", "3".to_owned()).await.unwrap());
     let read = storage.read_texts("s/T/", "s/T/2").await.unwrap();
-    assert_eq!(read, vec![("s/T/2".to_owned(), "2".to_owned()), ("s/T/3".to_owned(), "3".to_owned())]);
+    assert_eq!(read, vec![StoredText::new("s/T/2", "2"), StoredText::new("s/T/3", "3")]);
     storage.delete("s/T/2").await.unwrap();
     storage.delete("s/T/missing").await.unwrap();
     assert_eq!(storage.list("s/").await.unwrap(), vec!["s/T/1", "s/T/3", "s/U/1"]);

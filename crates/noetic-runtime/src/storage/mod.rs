@@ -1,6 +1,7 @@
 //! Storage adapters: the `StorageAdapter` contract (`get`, `set`, `delete`, `list(prefix)`) and the native stores.
 //! A JS adapter object is reached through the host and implements the same trait in the binding.
 
+pub mod adapter;
 mod in_memory;
 mod postgres;
 mod scoped;
@@ -9,18 +10,35 @@ mod sqlite;
 use async_trait::async_trait;
 use serde_json::Value;
 
+pub use self::adapter::{AdapterCall, AdapterStorage};
 pub use self::in_memory::InMemoryStorage;
 pub use self::postgres::{PostgresOptions, PostgresStorage};
 pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 pub use self::sqlite::SqliteStorage;
 
 /// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.
+/// A store that knows what its failure means says so with a code and a hint (`STORAGE_FULL`, a write whose outcome
+/// is unknown, an adapter that answered what the contract does not allow); one without is a store that could not
+/// answer, which callers report as `STORAGE_UNAVAILABLE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StorageError(pub String);
+pub struct StorageError {
+  pub message: String,
+  pub code: Option<(&'static str, &'static str)>,
+}
+
+impl StorageError {
+  pub fn new(message: impl Into<String>) -> Self {
+    Self { message: message.into(), code: None }
+  }
+
+  pub fn coded(code: &'static str, message: impl Into<String>, hint: &'static str) -> Self {
+    Self { message: message.into(), code: Some((code, hint)) }
+  }
+}
 
 impl std::fmt::Display for StorageError {
   fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-    f.write_str(&self.0)
+    f.write_str(&self.message)
   }
 }
 
@@ -45,7 +63,21 @@ impl CodedError {
 
 impl From<CodedError> for StorageError {
   fn from(error: CodedError) -> Self {
-    StorageError(error.message)
+    Self::coded(error.code, error.message, error.hint)
+  }
+}
+
+/// One key's value as [`Storage::read_texts`] found it: its JSON text, or why it is not text at all (a SQLite row
+/// another program wrote as a BLOB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredText {
+  pub key: String,
+  pub text: Result<String, String>,
+}
+
+impl StoredText {
+  pub fn new(key: impl Into<String>, text: impl Into<String>) -> Self {
+    Self { key: key.into(), text: Ok(text.into()) }
   }
 }
 
@@ -61,7 +93,11 @@ pub trait CodedStorage: Send + Sync {
   /// See [`Storage::insert_text`]: one conditional statement.
   async fn insert_new_text(&self, key: &str, text: String) -> Result<bool, CodedError>;
   /// See [`Storage::read_texts`]: one range query.
-  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError>;
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<StoredText>, CodedError>;
+  /// See [`Storage::refuses_key`].
+  fn refuses(&self, _key: &str) -> Option<&'static str> {
+    None
+  }
 }
 
 #[async_trait]
@@ -86,8 +122,12 @@ impl<T: CodedStorage> Storage for T {
     Ok(self.insert_new_text(key, text).await?)
   }
 
-  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<StoredText>> {
     Ok(self.texts_from(prefix, from).await?)
+  }
+
+  fn refuses_key(&self, key: &str) -> Option<&'static str> {
+    self.refuses(key)
   }
 }
 
@@ -115,7 +155,7 @@ pub trait Storage: Send + Sync {
   /// Stores the value of a JSON text JS wrote (`JSON.stringify`). A store that keeps text keeps it as it is; others
   /// get the parsed value.
   async fn set_json(&self, key: &str, text: String) -> StorageResult<()> {
-    let value = crate::js_text::from_js_json(&text).map_err(|error| StorageError(error.to_string()))?;
+    let value = crate::js_text::from_js_json(&text).map_err(|error| StorageError::new(error.to_string()))?;
     self.set(key, value).await
   }
 
@@ -126,26 +166,75 @@ pub trait Storage: Send + Sync {
 
   /// Stores the JSON `text` under `key` only if the key is absent; true when it did. What orders appends to a
   /// thread's history (a per-thread sequence of keys): the native stores do it in one conditional write, so two
-  /// writers of one key never both succeed. A JS adapter is asked `get` then `set`, which holds only while no other
-  /// process writes the key between the two.
+  /// writers of one key never both succeed. A store with only `get`, `set` and `list` (a JS adapter) is asked
+  /// whether its `list` names the key and what its `get` answers, and writes only when both say the key is free
+  /// (see [`AdapterStorage`]); that holds while no other process writes the key between the questions and the write.
   async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
-    if self.get_json(key).await?.is_some() {
+    if self.list(key).await?.iter().any(|listed| listed == key) {
       return Ok(false);
+    }
+    if let Some(answer) = self.get_json(key).await? {
+      return Err(adapter::disagreement(format!(
+        "the storage adapter's get({}) answered {} for a key its list({}) does not name",
+        shown(key),
+        adapter::brief(&answer),
+        shown(key)
+      )));
     }
     self.set_json(key, text).await?;
     Ok(true)
   }
 
   /// Every key under `prefix` from `from` on (inclusive), in byte order, with its value as JSON text: what a thread's
-  /// history is read back with, in one query on the native stores (`list` then a `get` per key on a JS adapter).
-  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<(String, String)>> {
-    let mut texts = Vec::new();
-    for key in self.list(prefix).await?.into_iter().filter(|key| key.as_str() >= from) {
-      if let Some(text) = self.get_json(&key).await? {
-        texts.push((key, text));
-      }
+  /// history is read back with, in one query on the native stores (`list` then a `get` per key on a JS adapter, never
+  /// more than the keys `list` named; a key it named that `get` cannot read is an error naming the key).
+  async fn read_texts(&self, prefix: &str, from: &str) -> StorageResult<Vec<StoredText>> {
+    let mut keys = self.list(prefix).await?;
+    if let Some(stray) = keys.iter().find(|key| !key.starts_with(prefix)) {
+      return Err(adapter::invalid(format!(
+        "the storage adapter's list({}) named {}, which does not start with the prefix",
+        shown(prefix),
+        shown(stray)
+      )));
     }
-    texts.sort_by(|a, b| a.0.cmp(&b.0));
+    keys.retain(|key| key.as_str() >= from);
+    keys.sort_unstable();
+    keys.dedup();
+    let mut texts = Vec::with_capacity(keys.len());
+    for key in keys {
+      let Some(text) = self.get_json(&key).await? else {
+        return Err(adapter::disagreement(format!(
+          "the storage adapter's list({}) named {}, but its get({}) answered nothing (null or undefined)",
+          shown(prefix),
+          shown(&key),
+          shown(&key)
+        )));
+      };
+      texts.push(StoredText::new(key, text));
+    }
     Ok(texts)
   }
+
+  /// Why the store cannot hold `key` (PostgreSQL text cannot hold U+0000), known before any call is made; `None` for
+  /// a key it can hold.
+  fn refuses_key(&self, _key: &str) -> Option<&'static str> {
+    None
+  }
+}
+
+/// `text` quoted for a message as JS would write it: in single quotes, control characters escaped (`\u0000`), so a
+/// key or a thread id that holds one reads plainly and carries no raw control character into a log.
+pub fn shown(text: &str) -> String {
+  let mut out = String::with_capacity(text.len() + 2);
+  out.push('\'');
+  for c in text.chars() {
+    match c {
+      '\'' => out.push_str("\\'"),
+      '\\' => out.push_str("\\\\"),
+      c if c.is_control() => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+      c => out.push(c),
+    }
+  }
+  out.push('\'');
+  out
 }

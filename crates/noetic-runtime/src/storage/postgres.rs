@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, NoTls};
 
-use super::{CodedError, CodedStorage};
+use super::{CodedError, CodedStorage, StoredText};
 use crate::error::ConfigError;
 
 /// What the store may be given beside its URL (`createPostgresStorage(url, options)`).
@@ -538,7 +538,7 @@ impl CodedStorage for PostgresStorage {
       .await
   }
 
-  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError> {
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<StoredText>, CodedError> {
     let _call = self.begin().await?;
     if prefix.contains('\0') {
       return Ok(Vec::new());
@@ -548,10 +548,14 @@ impl CodedStorage for PostgresStorage {
     Ok(
       rows
         .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, String>(1)))
-        .filter(|(key, _)| key.starts_with(prefix))
+        .map(|row| StoredText::new(row.get::<_, String>(0), row.get::<_, String>(1)))
+        .filter(|stored| stored.key.starts_with(prefix))
         .collect(),
     )
+  }
+
+  fn refuses(&self, key: &str) -> Option<&'static str> {
+    key.contains('\0').then_some("PostgreSQL text cannot hold U+0000 (NUL)")
   }
 }
 

@@ -18,10 +18,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
+use rusqlite::types::ValueRef;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, ffi, params};
 use serde_json::Value;
 
-use super::{CodedError, CodedStorage, StorageError, StorageResult};
+use super::{CodedError, CodedStorage, StorageError, StorageResult, StoredText};
 
 /// How long a writer waits for another process's lock before the call fails.
 const BUSY_TIMEOUT_MS: u64 = 5_000;
@@ -65,7 +66,7 @@ impl SqliteStorage {
   /// Opens (creating if needed) the store at `path`; `:memory:` gives a private in-memory database.
   pub fn open(path: impl AsRef<Path>) -> StorageResult<Self> {
     let shown = path.as_ref().display().to_string();
-    let failed = |error: rusqlite::Error| StorageError(format!("sqlite storage: {error}"));
+    let failed = |error: rusqlite::Error| StorageError::new(format!("sqlite storage: {error}"));
     let connection = Connection::open(path).map_err(failed)?;
     connection.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS)).map_err(failed)?;
     prepare(&connection).map_err(failed)?;
@@ -163,6 +164,18 @@ impl SqliteStorage {
 const FAILED_HINT: &str =
   "SQLite could not complete the call: check the disk, the file's permissions and the process's file-size limit.";
 
+/// A stored value as text. The column is TEXT, but SQLite keeps whatever another program put there: a BLOB is
+/// named as one rather than failing the whole read in rusqlite's words.
+fn value_text(value: ValueRef<'_>) -> Result<String, String> {
+  match value {
+    ValueRef::Text(bytes) => String::from_utf8(bytes.to_vec()).map_err(|_| "it is text that is not UTF-8".to_owned()),
+    ValueRef::Blob(bytes) => Err(format!("it is a BLOB of {} bytes, not text", bytes.len())),
+    ValueRef::Integer(n) => Ok(n.to_string()),
+    ValueRef::Real(x) => Ok(serde_json::Number::from_f64(x).map_or_else(|| "null".to_owned(), |n| n.to_string())),
+    ValueRef::Null => Err("it is NULL, not text".to_owned()),
+  }
+}
+
 /// Whether the file the connection has open is no longer the one at its path (deleted, or renamed away).
 fn has_moved(connection: &Connection) -> bool {
   let mut moved: c_int = 0;
@@ -185,21 +198,20 @@ impl CodedStorage for SqliteStorage {
     let owned = key.to_owned();
     let text = self
       .with(("read", key.to_owned()), false, move |c| {
-        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![owned], |row| row.get::<_, String>(0))
+        c.query_row("SELECT value FROM noetic_kv WHERE key = ?1", params![owned], |row| Ok(value_text(row.get_ref(0)?)))
           .optional()
       })
       .await?;
+    let damaged = |why: String| {
+      CodedError::new(
+        "STORAGE_CORRUPT",
+        format!("sqlite storage ({}): the value under '{key}' is not JSON ({why})", self.path),
+        "Something other than this store wrote it, or the file is damaged: delete the key (storage.delete) or \
+         restore the file from a backup.",
+      )
+    };
     text
-      .map(|text| {
-        serde_json::from_str(&text).map_err(|error| {
-          CodedError::new(
-            "STORAGE_CORRUPT",
-            format!("sqlite storage ({}): the value under '{key}' is not JSON ({error})", self.path),
-            "Something other than this store wrote it, or the file is damaged: delete the key (storage.delete) or \
-             restore the file from a backup.",
-          )
-        })
-      })
+      .map(|text| serde_json::from_str(&text.map_err(damaged)?).map_err(|error| damaged(error.to_string())))
       .transpose()
   }
 
@@ -252,16 +264,17 @@ impl CodedStorage for SqliteStorage {
       .map(|inserted| inserted == 1)
   }
 
-  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<(String, String)>, CodedError> {
+  async fn texts_from(&self, prefix: &str, from: &str) -> Result<Vec<StoredText>, CodedError> {
     let (owned, start) = (prefix.to_owned(), if from > prefix { from.to_owned() } else { prefix.to_owned() });
     self
       .with(("read keys under", prefix.to_owned()), false, move |c| {
         let upper = format!("{owned}\u{10FFFF}");
         let mut query =
           c.prepare_cached("SELECT key, value FROM noetic_kv WHERE key >= ?1 AND key <= ?2 ORDER BY key")?;
-        let rows =
-          query.query_map(params![start, upper], |row| Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?)))?;
-        rows.filter(|row| row.as_ref().map_or(true, |(key, _)| key.starts_with(&owned))).collect()
+        let rows = query.query_map(params![start, upper], |row| {
+          Ok(StoredText { key: row.get::<_, String>(0)?, text: value_text(row.get_ref(1)?) })
+        })?;
+        rows.filter(|row| row.as_ref().map_or(true, |stored| stored.key.starts_with(&owned))).collect()
       })
       .await
   }
@@ -392,6 +405,6 @@ mod tests {
   #[test]
   fn a_path_that_cannot_be_opened_is_an_error() {
     let error = SqliteStorage::open("/nonexistent-dir/for/sure/store.db").err().expect("open should fail");
-    assert!(error.0.starts_with("sqlite storage:"), "{error}");
+    assert!(error.message.starts_with("sqlite storage:"), "{error}");
   }
 }

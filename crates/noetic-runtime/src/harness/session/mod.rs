@@ -134,6 +134,9 @@ pub struct Session {
   pub thread_id: String,
   pub streams: Arc<Streams>,
   state: Mutex<SessionState>,
+  /// With the history persisted: the session's storage work (a seed's write, a turn's catch-up and append) runs one
+  /// piece at a time, in the order it came.
+  lane: tokio::sync::Mutex<()>,
 }
 
 #[derive(Default)]
@@ -147,6 +150,8 @@ struct SessionState {
   /// The context of the turn in flight, which an abort aborts.
   running: Option<Arc<ExecContext>>,
   last: Option<TurnOutcome>,
+  /// `last` has not been answered to any `getAgentResponse`: the session stays in memory until it is.
+  unread: bool,
   /// `getAgentResponse` callers waiting for the queue to drain.
   waiters: Vec<Waiter>,
   /// `abort` callers waiting for the turn in flight to end.
@@ -158,8 +163,11 @@ struct SessionState {
   stored: u64,
   /// How many items of the history in memory were stored when the turn in flight started: it appends the rest.
   stored_len: usize,
-  /// The history was seeded since the last entry: the next one replaces the stored history.
+  /// The history in memory is a seed not stored yet: it is stored as a replacement entry before anything else.
   replace: bool,
+  /// A seed was stored while the turn in flight ran: if the turn's step returns, its history replaces the seed's, so
+  /// its entry is a replacement too.
+  turn_replaces: bool,
   /// The history in memory no longer matches the stored one (another process's turn went in before this one's,
   /// or an append failed): the next turn reads it all back.
   reload: bool,
@@ -169,7 +177,7 @@ struct SessionState {
 
 impl Session {
   fn new(thread_id: String) -> Self {
-    Self { thread_id, streams: Arc::default(), state: Mutex::default() }
+    Self { thread_id, streams: Arc::default(), state: Mutex::default(), lane: tokio::sync::Mutex::new(()) }
   }
 
   fn lock(&self) -> MutexGuard<'_, SessionState> {

@@ -1,25 +1,31 @@
 //! Persisted sessions (`persistSessions`): before a turn the history in memory catches up with what was stored since
 //! (by other processes, or all of it for a session not in memory); after the turn its new items are appended as one
-//! entry; a session idle for `sessionIdleMs` leaves memory, and its next turn reads it back.
+//! entry; a seed is stored when it is made; a session idle for `sessionIdleMs` leaves memory once nothing about it is
+//! owed to anyone, and its next turn reads it back.
 //!
-//! The invariant: when a turn starts, the history in memory is the stored one up to entry `stored`. Whatever could
-//! break it (another process's turn appended before this one's, an append that failed) sets `reload`, and the next
-//! turn reads the whole history back instead of trusting memory.
+//! The invariant: when a turn starts, the history in memory is the stored one up to entry `stored`, and no seed
+//! waits to be stored. Whatever could break it (another process's turn appended before this one's, an append that
+//! failed) sets `reload`, and the next turn reads the history back instead of trusting memory. A session's storage
+//! work (a seed's write, a turn's catch-up, a turn's append) runs one piece at a time, in its `lane`, so a seed
+//! made before a turn ends is stored before that turn's entry.
 
 use std::sync::Arc;
 
-use super::{Session, TurnOutcome};
+use super::{Session, SessionStore};
 use crate::harness::{ExecContext, Harness, RunResult};
 use crate::items::Item;
 
 impl Harness {
-  /// Brings the session's history up to date with the stored one. Nothing to do without persistence.
+  /// Brings the session's history up to date with the stored one, after storing a seed that waits. Nothing to do
+  /// without persistence.
   pub(super) async fn catch_up(&self, session: &Arc<Session>) -> RunResult<()> {
     let Some(store) = &self.session_store else { return Ok(()) };
-    let (after, reload, seeded, held) = {
+    let _lane = session.lane.lock().await;
+    self.store_seed_in_lane(session, store).await?;
+    let (after, reload, held) = {
       let state = session.lock();
       let reload = state.reload || state.context.is_none();
-      (if reload { 0 } else { state.stored }, reload, state.replace, state.context.clone())
+      (if reload { 0 } else { state.stored }, reload, state.context.clone())
     };
     let entries = store.read_after(&session.thread_id, after).await?;
     let Some(last) = entries.last().map(|entry| entry.number) else {
@@ -28,24 +34,22 @@ impl Harness {
       }
       return Ok(());
     };
-    if seeded && !reload {
-      // A seed since the last entry is the history now: what others stored meanwhile is behind it, and this
-      // session's next entry (after theirs) replaces it.
-      session.lock().stored = last;
-      return Ok(());
-    }
     // From the last replacement on, everything read; after it, only additions.
-    let start = entries.iter().rposition(|entry| entry.replace);
-    let fresh = reload || start.is_some();
-    let items: Vec<Arc<Item>> =
-      entries[start.unwrap_or(0)..].iter().flat_map(|entry| entry.items.iter().cloned()).collect();
+    let fresh = reload || entries[0].replace;
+    let items: Vec<Arc<Item>> = entries.iter().flat_map(|entry| entry.items.iter().cloned()).collect();
     if fresh {
       let ctx = self.history_context(session, items);
       let old = {
         let mut state = session.lock();
+        if state.replace {
+          // A seed made while the history was read is newer than anything read: it stays, and goes in after it.
+          state.stored = last;
+          drop(state);
+          self.drop_context(&ctx.id);
+          return Ok(());
+        }
         state.stored = last;
         state.reload = false;
-        state.replace = false;
         let running = state.running.clone();
         state.context.replace(ctx).filter(|old| !super::turns::holds(&running, old))
       };
@@ -63,54 +67,92 @@ impl Harness {
     Ok(())
   }
 
-  /// Appends what the turn added to the history (all of it after a seed) as the thread's next entry, after any that
-  /// others appended meanwhile. A turn whose items could not be stored fails with the store's error: it was not
-  /// acknowledged, and the next turn reads the stored history back.
-  pub(super) async fn store_turn(
-    &self,
-    session: &Arc<Session>,
-    ctx: &ExecContext,
-    outcome: TurnOutcome,
-  ) -> TurnOutcome {
-    let Some(store) = &self.session_store else { return outcome };
+  /// Appends what the turn added to the history as the thread's next entry, after any that others appended
+  /// meanwhile. A seed made while the turn ran is stored first, and the turn's whole history then replaces it, as
+  /// upstream's does, provided the seed is still the last entry: when another process's turn followed the seed, the
+  /// turn's own items go after that one instead, so no acknowledged turn is ever replaced. A turn whose items could
+  /// not be stored fails with the store's error: it was not acknowledged, and the next turn reads the stored history
+  /// back.
+  pub(super) async fn store_turn(&self, session: &Arc<Session>, ctx: &ExecContext) -> RunResult<()> {
+    let Some(store) = &self.session_store else { return Ok(()) };
+    let _lane = session.lane.lock().await;
+    self.store_seed_in_lane(session, store).await?;
     let (expected, from, replace) = {
       let state = session.lock();
-      (state.stored + 1, state.stored_len, state.replace)
+      (state.stored + 1, state.stored_len, state.turn_replaces)
     };
-    let (items, len): (Vec<Arc<Item>>, usize) = {
+    // The turn's own items, after the history it started from; the whole log only when it is to replace a seed.
+    let (log, own_from, len): (Vec<Arc<Item>>, usize, usize) = {
       let state = ctx.state();
-      let from = if replace { 0 } else { from.min(state.log.len()) };
-      (state.log.items()[from..].to_vec(), state.log.len())
+      let (items, len) = (state.log.items(), state.log.len());
+      let from = from.min(len);
+      if replace { (items.to_vec(), from, len) } else { (items[from..].to_vec(), 0, len) }
     };
-    if items.is_empty() && !replace {
-      return outcome;
-    }
+    let own = &log[own_from..];
     let thread = &session.thread_id;
-    let mut number = expected;
-    loop {
-      match store.append(thread, number, &items, replace).await {
-        Ok(true) => {
-          let mut state = session.lock();
+    // Where the turn's entry went, and whether it replaced the history.
+    let stored = async {
+      if replace && store.append_at(thread, expected, &log, true).await? {
+        return Ok::<_, crate::ConfigError>((Some(expected), true));
+      }
+      if own.is_empty() {
+        return Ok((None, false));
+      }
+      Ok((Some(store.append_next(thread, expected, own, false).await?), false))
+    };
+    match stored.await {
+      Ok((number, replaced)) => {
+        let mut state = session.lock();
+        state.turn_replaces = false;
+        if let Some(number) = number {
           state.stored = number;
           state.stored_len = len;
-          state.replace = false;
-          // Another process's turn went in first: memory has this turn's items before theirs.
-          state.reload |= number != expected;
-          return outcome;
         }
-        // Taken: this turn goes after the last entry there is.
-        Ok(false) => match store.read_after(thread, number).await {
-          Ok(later) => number = later.last().map_or(number, |entry| entry.number) + 1,
-          Err(error) => return self.unstored(session, error),
-        },
-        Err(error) => return self.unstored(session, error),
+        // Memory no longer matches the store when another entry went in first: another process's turn before this
+        // one's, or after the seed this one's history was to replace.
+        state.reload |= number.is_some_and(|number| number != expected) || (replace && !replaced);
+        Ok(())
+      }
+      Err(error) => {
+        session.lock().reload = true;
+        Err(error.into())
       }
     }
   }
 
-  fn unstored(&self, session: &Session, error: crate::error::ConfigError) -> TurnOutcome {
-    session.lock().reload = true;
-    Err(Arc::new(error.into()))
+  /// Stores `thread`'s seed if one waits (`seedSessionHistory` on a persisted harness); at once without persistence
+  /// or with nothing waiting. A seed that cannot be stored stays the history in memory, and the thread's next turn
+  /// stores it first.
+  pub async fn store_seed(&self, thread: &str) -> RunResult<()> {
+    let (Some(store), Some(session)) = (&self.session_store, self.existing_session(thread)) else { return Ok(()) };
+    let _lane = session.lane.lock().await;
+    self.store_seed_in_lane(&session, store).await
+  }
+
+  /// The seed waiting in `session`, as a replacement entry after the last one there is: its keys are enough to find
+  /// where, so a thread whose entries are damaged can be seeded afresh. Called with the session's lane held.
+  async fn store_seed_in_lane(&self, session: &Arc<Session>, store: &SessionStore) -> RunResult<()> {
+    let (seed, next) = {
+      let state = session.lock();
+      if !state.replace {
+        return Ok(());
+      }
+      let Some(seed) = state.context.clone() else { return Ok(()) };
+      (seed, state.stored + 1)
+    };
+    // Items the host still holds come over first, put to the item schemas as they come (DECISIONS I3).
+    seed.take_held_items(&*self.env.host).await?;
+    let items = seed.state().log.items().to_vec();
+    let number = store.append_next(&session.thread_id, next, &items, true).await?;
+    let mut state = session.lock();
+    state.stored = number;
+    if state.context.as_ref().is_some_and(|held| Arc::ptr_eq(held, &seed)) {
+      state.replace = false;
+      state.reload = false;
+      // A turn in flight replaces this history with its own when it ends (if its step returns).
+      state.turn_replaces = state.running.is_some();
+    }
+    Ok(())
   }
 
   /// With persistence and an idle limit, leaves the session in memory until it has been idle that long.
@@ -129,8 +171,9 @@ impl Harness {
   }
 
   /// Drops `thread`'s session from memory (`harness.evictSession`): its history, its last response and its
-  /// streams' buffers. Only an idle one, with nothing queued, no one waiting and no stream open; false otherwise.
-  /// With persistence, its next turn reads its history back; without, it starts afresh.
+  /// streams' buffers. Only an idle one that owes no one anything: nothing queued, no one waiting, no stream open,
+  /// no response unread and no seed unstored; false otherwise. With persistence, its next turn reads its history
+  /// back; without, it starts afresh.
   pub fn evict_session(&self, thread: &str) -> bool {
     self.evict(thread, None)
   }
@@ -142,9 +185,9 @@ impl Harness {
       {
         let state = session.lock();
         let busy = state.draining || !state.queue.is_empty() || !state.waiters.is_empty() || !state.turn_end.is_empty();
-        // A seed not yet stored lives only in memory.
-        let unstored = state.replace && self.session_store.is_some();
-        if epoch.is_some_and(|epoch| epoch != state.epoch) || busy || unstored || session.streams.events.has_readers() {
+        // A seed not yet stored lives only in memory; so does a response no one has read (it is not stored).
+        let owed = (state.replace && self.session_store.is_some()) || state.unread;
+        if epoch.is_some_and(|epoch| epoch != state.epoch) || busy || owed || session.streams.events.has_readers() {
           return false;
         }
       }

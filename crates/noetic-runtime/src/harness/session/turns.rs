@@ -56,6 +56,9 @@ impl Harness {
   /// turns is returned for the caller to spawn.
   pub fn execute_message(self: &Arc<Self>, thread: &str, message: QueuedMessage) -> Result<Option<Drain>, ConfigError> {
     let step = self.initial_step.clone().ok_or_else(no_step)?;
+    if let Some(store) = &self.session_store {
+      store.check_thread(thread, "execute")?;
+    }
     let session = self.session(thread);
     let first = {
       let mut state = session.lock();
@@ -94,6 +97,8 @@ impl Harness {
         let displaced = match state.running.take() {
           Some(ran) if !holds(&state.context, &ran) => {
             if kept {
+              // Its history is stored (it was acknowledged): a seed it displaces no longer waits to be.
+              state.replace = false;
               state.context.replace(ran)
             } else {
               Some(ran)
@@ -109,6 +114,7 @@ impl Harness {
         let next = begin_turn(&mut state);
         // As upstream: a success answers waiters once the queue is drained; a failure answers them at once.
         let waiters = if next.is_none() || outcome.is_err() { std::mem::take(&mut state.waiters) } else { Vec::new() };
+        state.unread = waiters.is_empty();
         if next.is_none() {
           state.draining = false;
         }
@@ -152,7 +158,13 @@ impl Harness {
     let outcome = match self.turn_context(session, &messages[0]).await {
       Ok(ctx) => {
         let history_len = ctx.state().log.len();
-        let result = self.turn_in(&ctx, step, &messages).await;
+        let mut result = self.turn_in(&ctx, step, &messages).await;
+        // With persistence a turn is acknowledged only once its items are stored; one that cannot be is a failure.
+        if result.is_ok()
+          && let Err(error) = self.store_turn(session, &ctx).await
+        {
+          result = Err(error);
+        }
         kept = result.is_ok();
         if !kept {
           // As upstream's session keeps the history of a turn whose step returned, and only of such a turn: a failed
@@ -161,7 +173,7 @@ impl Harness {
           ctx.state().log.truncate(history_len);
           self.env.host.history_cut(&ctx.id, history_len);
         }
-        let outcome = match (result, ctx.aborted()) {
+        match (result, ctx.aborted()) {
           // A turn aborted while a step was finishing anyway still ends as aborted: the caller asked it to stop.
           (Ok(_), Some(reason)) => Err(Arc::new(NoeticError::cancelled(&reason).into())),
           (Ok(value), None) => {
@@ -171,8 +183,7 @@ impl Harness {
             Ok(Arc::new(response_of(&ctx, &value)))
           }
           (Err(error), _) => Err(Arc::new(error)),
-        };
-        if kept { self.store_turn(session, &ctx, outcome).await } else { outcome }
+        }
       }
       Err(error) => Err(Arc::new(error)),
     };
@@ -260,6 +271,15 @@ impl Harness {
     let inbox = Some(Arc::downgrade(session));
     let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox);
     loop {
+      // A seed made since the catch-up is stored before the turn takes it, so that a turn never starts from a
+      // history the store does not have (persistence only: without it, `replace` is never waited on).
+      if self.session_store.is_some()
+        && session.lock().replace
+        && let Err(error) = self.catch_up(session).await
+      {
+        self.close_context(&ctx.id);
+        return Err(error);
+      }
       let holder = session.context();
       // A seeded history the host still holds comes over before the log moves.
       if let Some(holder) = &holder
@@ -270,7 +290,8 @@ impl Harness {
       }
       let mut state = session.lock();
       // A seed replaced the history while its items came over: take the new one's.
-      if state.context.as_ref().map(Arc::as_ptr) != holder.as_ref().map(Arc::as_ptr) {
+      let seeded = self.session_store.is_some() && state.replace;
+      if seeded || state.context.as_ref().map(Arc::as_ptr) != holder.as_ref().map(Arc::as_ptr) {
         continue;
       }
       // Moved under the session's lock, so that whoever reads the history (a preview) finds it whole in one place.
@@ -282,6 +303,7 @@ impl Harness {
       state.running = Some(Arc::clone(&ctx));
       state.stored_len = len;
       state.history_len = len;
+      state.turn_replaces = false;
       drop(state);
       if let Some(holder) = holder {
         self.env.host.history_moved(&holder.id, &ctx.id);
@@ -321,8 +343,12 @@ impl Harness {
   }
 
   /// Replaces the session's history with `items` (upstream's `seedSessionHistory`); returns the id of the context
-  /// that now holds it. A turn in flight keeps its own context.
-  pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> String {
+  /// that now holds it. A turn in flight keeps its own context. With persistence the seed then waits to be stored
+  /// ([`Harness::store_seed`]), and the thread's next turn stores it first if it still waits.
+  pub fn seed_session(&self, thread: &str, items: Vec<Arc<Item>>) -> Result<String, ConfigError> {
+    if let Some(store) = &self.session_store {
+      store.check_thread(thread, "seedSessionHistory")?;
+    }
     let session = self.session(thread);
     let ctx = self.history_context(&session, items);
     let (old, running) = {
@@ -335,7 +361,7 @@ impl Harness {
     if let Some(old) = old.filter(|old| !holds(&running, old)) {
       self.drop_context(&old.id);
     }
-    ctx.id.clone()
+    Ok(ctx.id.clone())
   }
 
   /// What the next turn's model would be sent, as far as memory decides it (upstream's `previewRequestItems`): the
@@ -400,14 +426,19 @@ impl Harness {
 
   /// Answers `waiter` with the session's response: at once when it is idle with nothing queued, otherwise once the
   /// queue has drained (or a turn fails).
-  pub fn agent_response(&self, thread: &str, waiter: Waiter) {
+  pub fn agent_response(self: &Arc<Self>, thread: &str, waiter: Waiter) {
     let session = self.session(thread);
     let mut state = session.lock();
     if state.status == Status::Idle
       && state.queue.is_empty()
       && let Some(last) = state.last.clone()
     {
+      // A response read for the first time frees its session to leave memory once idle.
+      let first_read = std::mem::take(&mut state.unread);
       drop(state);
+      if first_read {
+        self.evict_when_idle(&session);
+      }
       return waiter(last);
     }
     state.waiters.push(waiter);

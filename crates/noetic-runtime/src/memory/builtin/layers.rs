@@ -34,7 +34,7 @@ fn maps<'a>(fields: &'a [Cow<'_, Map<String, Value>>]) -> Vec<&'a Map<String, Va
 }
 
 async fn saved_state(storage: &ScopedStorage) -> Result<Option<Value>, String> {
-  storage.get(STATE_KEY).await.map_err(|error| error.0)
+  storage.get(STATE_KEY).await.map_err(|error| error.message)
 }
 
 pub struct WorkingMemory {

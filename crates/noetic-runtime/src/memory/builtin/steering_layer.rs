@@ -184,7 +184,7 @@ impl Steering {
 #[async_trait]
 impl NativeLayer for Steering {
   async fn init(&self, storage: &ScopedStorage) -> Result<Option<Value>, String> {
-    let saved = storage.get(STATE_KEY).await.map_err(|error| error.0)?;
+    let saved = storage.get(STATE_KEY).await.map_err(|error| error.message)?;
     Ok(Some(st::init_state(saved)))
   }
 

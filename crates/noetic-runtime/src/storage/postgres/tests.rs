@@ -296,7 +296,7 @@ async fn an_unreachable_server_is_an_error_within_the_connect_timeout() {
     assert_eq!(error.code, "STORAGE_UNAVAILABLE", "{error:?}");
     assert!(error.message.contains(store.target()) && !error.message.contains("secret"), "{}", error.message);
     let as_storage = store.set("k", json!(1)).await.unwrap_err();
-    assert!(as_storage.0.contains("unavailable"), "{as_storage}");
+    assert!(as_storage.message.contains("unavailable"), "{as_storage}");
   }
 }
 
@@ -331,7 +331,7 @@ async fn the_store_reconnects_when_the_server_comes_back() {
   server.control("stop");
   let started = Instant::now();
   let error = store.set("k/after", json!("x")).await.unwrap_err();
-  assert!(error.0.contains("unavailable"), "{error}");
+  assert!(error.message.contains("unavailable"), "{error}");
   assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
   assert_eq!(store.fetch("k/0").await.unwrap_err().code, "STORAGE_UNAVAILABLE");
   server.control("resume");
@@ -528,6 +528,6 @@ async fn close_closes_every_connection_and_later_calls_are_refused() {
     assert!(password.as_ref().is_none_or(|p| !error.message.contains(p.as_str())), "{}", error.message);
     assert!(error.hint.contains("createPostgresStorage"));
   }
-  assert!(store.set("k", json!(2)).await.unwrap_err().0.contains("closed"));
+  assert!(store.set("k", json!(2)).await.unwrap_err().message.contains("closed"));
   assert_eq!(connections(&observer, &name).await, 0, "a refused call opened a connection");
 }
