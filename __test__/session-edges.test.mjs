@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn as spawnProcess, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createInMemoryStorage, createMessage, createPostgresStorage, createSqliteStorage, step } from '../js/index.mjs';
+import { startInspector } from '../js/inspector.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
 import { scratchDb, slow } from './helpers.mjs';
 
@@ -413,4 +414,38 @@ test('a SQLite entry that is a BLOB is SESSION_HISTORY_CORRUPT in our words, and
     const ran = spawnSync('python3', ['-c', script, db], { encoding: 'utf8' });
     assert.equal(ran.status, 0, ran.stderr);
   });
+});
+
+// 10. The inspector and a thread id holding a lone surrogate.
+
+test('the inspector names a thread whose id holds a lone surrogate as given, and reads its layer state', { timeout: slow(30_000) }, async () => {
+  const counter = { id: 'counter', slot: 1, scope: 'thread', hooks: { init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { n: 0 } }), store: async ({ state }) => ({ state: { n: state.n + 1 } }) } };
+  const harness = new AgentHarness({ name: 'i', params: {}, memory: [counter], initialStep: step.llm({ id: 'ask', model: 'm' }), _testCallModel: recorder().model });
+  const inspector = await startInspector(harness);
+  try {
+    const thread = 'odd \ud800 id';
+    const url = (path, params = {}) => {
+      const u = new URL(inspector.url);
+      u.pathname = path;
+      for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+      return u;
+    };
+    const feed = await fetch(url('/api/events'));
+    const reader = feed.body.getReader();
+    await turn(harness, 'hi', thread);
+    const snapshot = JSON.parse(await (await fetch(url('/api/snapshot'))).text());
+    assert.deepEqual(snapshot.recorder.threads.map((t) => t.threadId), [thread]);
+    // The live feed names it as given too.
+    let text = '';
+    while (!text.includes('event: calls')) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const data = JSON.parse(text.slice(text.indexOf('data: ') + 6).split('\n')[0]);
+    assert.deepEqual([...new Set(data.map((c) => c.threadId))], [thread]);
+    // The page asks for the thread's state by the id it was given (a URL cannot carry a lone surrogate: the page
+    // sends it as it must, and the server finds the state the runtime stored).
+    const states = await (await fetch(url('/api/state', { thread }))).json();
+    assert.deepEqual(states.map((s) => [s.id, s.state]), [['counter', { n: 1 }]]);
+  } finally {
+    await inspector.close();
+  }
 });

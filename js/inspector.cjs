@@ -9,6 +9,7 @@ const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { NoeticConfigError } = require('./errors.cjs');
 const { layerPrefix } = require('./storage.cjs');
+const { withGivenThreadIds } = require('./thread-ids.cjs');
 
 const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
 // A comment line on each open feed this often, so that proxies and browsers keep it open.
@@ -127,7 +128,7 @@ class Inspector {
           return this.sendJson(res, this.snapshot());
         case '/api/call': {
           const text = this.native.inspectorCall(Number(url.searchParams.get('id')));
-          return text == null ? this.send(res, 404, 'text/plain', 'That call is no longer kept.') : this.sendJson(res, text);
+          return text == null ? this.send(res, 404, 'text/plain', 'That call is no longer kept.') : this.sendJson(res, withGivenThreadIds(text));
         }
         case '/api/state':
           return this.layerStates(url.searchParams.get('thread') ?? '', url.searchParams.get('resource')).then(
@@ -158,13 +159,16 @@ class Inspector {
   snapshot() {
     const layers = (this.harness._layers ?? []).map((l) => ({ id: l.id, name: l.name ?? l.id, slot: l.slot, scope: l.scope ?? 'thread', recallMode: l.recallMode ?? 'atomic' }));
     const head = JSON.stringify({ harness: this.harness.config?.name ?? '', layers });
-    return `${head.slice(0, -1)},"recorder":${this.native.inspectorSnapshot()}}`;
+    return `${head.slice(0, -1)},"recorder":${withGivenThreadIds(this.native.inspectorSnapshot())}}`;
   }
 
   // Each layer's state as its storage holds it for one thread (and the resource its turns named): what the next
   // turn's init reads. An execution-scoped layer keeps none between turns; a resource-scoped one without a resource
-  // keys by the thread, as the runtime does.
-  async layerStates(threadId, resourceId) {
+  // keys by the thread, as the runtime does. The ids are the runtime's spelling (a URL cannot carry a lone
+  // surrogate, and the runtime's keys hold U+FFFD in its place).
+  async layerStates(given, givenResource) {
+    const threadId = given.toWellFormed();
+    const resourceId = givenResource?.toWellFormed();
     const storage = this.harness.config.storage;
     const out = [];
     for (const layer of this.harness._layers ?? []) {
@@ -203,7 +207,7 @@ class Inspector {
   sendCalls() {
     this.sending = undefined;
     if (this.feeds.size === 0) return;
-    const calls = this.native.inspectorFeed();
+    const calls = withGivenThreadIds(this.native.inspectorFeed());
     const event = `event: calls\ndata: ${calls}\n\n`;
     for (const feed of this.feeds) feed.write(event);
   }

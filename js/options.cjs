@@ -4,6 +4,7 @@
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { nativeStoreOf } = require('./storage.cjs');
 const { checkSubprocessAdapter } = require('./subprocess.cjs');
+const { noteThreadId } = require('./thread-ids.cjs');
 
 function fail(code, message, hint) {
   throw new NoeticConfigError({ code, message, hint });
@@ -179,6 +180,7 @@ function checkIds(options, where, code, hint) {
     const value = options[field];
     if (value != null && typeof value !== 'string') fail(code, `${where} ${field} is ${describeValue(value)}; expected a string.`, hint);
   }
+  noteThreadId(options.threadId);
 }
 
 // createContext's options: undefined or null mean none, as upstream.

@@ -6,6 +6,7 @@ const { randomId } = require('./ids.cjs');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
+const { noteThreadId } = require('./thread-ids.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
@@ -36,6 +37,7 @@ function threadOf(scope, where) {
   if (typeof thread !== 'string') {
     throw fail('INVALID_THREAD_ID', `${where}: threadId must be a string, got ${typeof thread}.`, 'Pass a string threadId, or leave it out for the default session.');
   }
+  noteThreadId(thread);
   return thread;
 }
 
@@ -215,6 +217,7 @@ function getQueueSize(harness, scope) {
 
 function seedSessionHistory(harness, threadId, items) {
   if (typeof threadId !== 'string') throw fail('INVALID_THREAD_ID', `seedSessionHistory: threadId must be a string, got ${typeof threadId}.`, 'Pass the thread to seed.');
+  noteThreadId(threadId);
   if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
   }
