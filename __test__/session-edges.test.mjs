@@ -101,6 +101,18 @@ test('a response read long after sessionIdleMs still comes (PostgreSQL)', { skip
   }
 });
 
+test('previewRequestItems shows the stored history of a thread that left memory, and what another harness stored since', async () => {
+  const storage = createInMemoryStorage();
+  const harness = harnessOn(storage, recorder().model, { sessionIdleMs: 10 });
+  await turn(harness, 'one');
+  await until(() => harness._runtime.native.liveContexts === 0, 'the session leaving memory');
+  const texts = async () => (await harness.previewRequestItems({ threadId: 'T' })).map((i) => i.content[0].text);
+  assert.deepEqual(await texts(), ['one', 're: one']);
+  await turn(harnessOn(storage, recorder().model), 'two');
+  assert.deepEqual(await texts(), ['one', 're: one', 'two', 're: two']);
+  assert.equal(harness._runtime.native.liveContexts, 0, 'a preview makes no session');
+});
+
 // 2. A `get` that answers a default for a missing key.
 
 test('an adapter whose get answers [] for a missing key fails the turn with a code naming the key, and never hangs the process', { timeout: slow(60_000) }, async () => {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { random } from './shared.mjs';
 
-const PROGRAMS = ['memory', 'steps', 'queue', 'provider', 'workflow', 'builtins', 'patterns', 'channels', 'conditions', 'spawn', 'session', 'tools', 'detached', 'every', 'durable', 'llm', 'until', 'pure', 'schemas', 'race'];
+const PROGRAMS = ['memory', 'steps', 'queue', 'provider', 'workflow', 'builtins', 'patterns', 'channels', 'conditions', 'spawn', 'session', 'persisted', 'tools', 'detached', 'every', 'durable', 'llm', 'until', 'pure', 'schemas', 'race'];
 
 function run(impl, program, seed) {
   const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, program, String(seed)], { encoding: 'utf8', env: process.env });
@@ -35,7 +35,7 @@ if (args[0] === '--one') {
   const load = (entry, ours) => (impl === 'upstream' ? import(pathToFileURL(path.join(process.env.NOETIC_UPSTREAM_PKG, `dist/${entry}.js`)).href) : import(ours));
   // The main entry, and `/unstable` beside it for the programs that call its functions.
   const api = { ...(await load('index', '../../js/index.mjs')), __unstable: await load('unstable', '../../js/unstable.mjs') };
-  const { [program]: runProgram } = await import(`./${program}.mjs`);
+  const { [program]: runProgram } = await import(`./${program === 'persisted' ? 'session' : program}.mjs`);
   const lines = await runProgram(api, random(Number(seed)));
   console.log(lines.join('\n'));
 } else {

@@ -5,7 +5,18 @@
 import { plain, sleep, itemText } from './shared.mjs';
 
 
-export async function session(api, { next, pick }) {
+export function session(api, random) {
+  return sessionProgram(api, random, {});
+}
+
+// The same program with persistSessions on ours (upstream has no such option and ignores it): each thread's history
+// in storage, and sessions that leave memory 2 ms after going idle, once their response is read, so that most turns
+// and previews read their history back. What user code sees must not change.
+export function persisted(api, random) {
+  return sessionProgram(api, random, { persistSessions: true, sessionIdleMs: 2, storage: api.createInMemoryStorage() });
+}
+
+async function sessionProgram(api, { next, pick }, options) {
   const { AgentHarness, step, createMessage } = api;
   const lines = [];
   // Model calls and recalls apart from the API's results, as a set: when a turn starts relative to the `execute`
@@ -19,6 +30,7 @@ export async function session(api, { next, pick }) {
     ? [{ id: 'notes', slot: 100, scope: 'thread', hooks: { recall: async ({ state, ctx }) => (modelCalls.push(JSON.stringify(['recall', plain(state), ctx.threadId])), 'keep it short') } }]
     : undefined;
   const harness = new AgentHarness({
+    ...options,
     name: 'differential', params: {}, memory,
     initialStep: step.llm({ id: 'chat', model: 'test' }),
     _testCallModel: async (request) => {
@@ -63,7 +75,8 @@ export async function session(api, { next, pick }) {
         await record('preview', async () => (await harness.previewRequestItems(scope)).map(itemText));
         break;
       case 'seed':
-        await record('seed', async () => plain(harness.seedSessionHistory(threadId, [createMessage(`seeded ${i}`, 'user'), { type: 'message', id: `s${i}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `seeded answer ${i}`, annotations: [] }] }])));
+        // Awaited: ours returns a promise that settles once the seed is stored (DECISIONS S33), upstream's nothing.
+        await record('seed', async () => plain(await harness.seedSessionHistory(threadId, [createMessage(`seeded ${i}`, 'user'), { type: 'message', id: `s${i}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `seeded answer ${i}`, annotations: [] }] }])));
         break;
       case 'status':
         await record('status', async () => {

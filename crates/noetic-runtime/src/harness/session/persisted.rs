@@ -155,6 +155,35 @@ impl Harness {
     Ok(())
   }
 
+  /// The history the thread's next turn would start from, read only (for a preview): the session's in memory, and
+  /// with persistence what others stored since, or the whole stored history for a thread not in memory (one that
+  /// left it when idle, S6) or one whose memory must be read back.
+  pub(super) async fn next_turn_history(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
+    let session = self.existing_session(thread);
+    let memory = match &session {
+      Some(session) => self.history_of(session).await?,
+      None => Vec::new(),
+    };
+    let Some(store) = &self.session_store else { return Ok(memory) };
+    let after = match &session {
+      Some(session) => {
+        let state = session.lock();
+        if state.replace {
+          // A seed not stored yet is the history, whatever is stored.
+          return Ok(memory);
+        }
+        (!state.reload && state.context.is_some()).then_some(state.stored)
+      }
+      None => None,
+    };
+    let entries = store.read_after(thread, after.unwrap_or(0)).await?;
+    let stored = entries.iter().flat_map(|entry| entry.items.iter().cloned());
+    Ok(match after {
+      Some(_) if !entries.first().is_some_and(|entry| entry.replace) => memory.into_iter().chain(stored).collect(),
+      _ => stored.collect(),
+    })
+  }
+
   /// With persistence and an idle limit, leaves the session in memory until it has been idle that long.
   pub(super) fn evict_when_idle(self: &Arc<Self>, session: &Arc<Session>) {
     let (Some(_), Some(idle)) = (&self.session_store, self.session_idle) else { return };

@@ -368,10 +368,7 @@ impl Harness {
   /// harness's layers recalled over a throwaway context holding the session's history, their items before the
   /// history. Read-only: it makes no session, runs no init, and a layer whose recall fails is a diagnostic.
   pub async fn preview_request(&self, thread: &str) -> RunResult<Vec<Arc<Item>>> {
-    let history = match self.existing_session(thread) {
-      Some(session) => self.history_of(&session).await?,
-      None => Vec::new(),
-    };
+    let history = self.next_turn_history(thread).await?;
     if self.layers.is_empty() {
       return Ok(history);
     }
@@ -392,7 +389,7 @@ impl Harness {
   /// The session's history as it stands: the log of the context holding it, and while a turn runs in that context,
   /// only the part before the turn's own items, which are not history yet. Items a seed left in the host come over
   /// first; if a turn took the history meanwhile, it is read where it went.
-  async fn history_of(&self, session: &Session) -> RunResult<Vec<Arc<Item>>> {
+  pub(super) async fn history_of(&self, session: &Session) -> RunResult<Vec<Arc<Item>>> {
     let holder = || {
       let state = session.lock();
       let running = state.running.as_ref().is_some_and(|ran| holds(&state.context, ran));
