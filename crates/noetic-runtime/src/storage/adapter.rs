@@ -160,6 +160,12 @@ impl Storage for AdapterStorage {
     self.write("delete", key, None).await
   }
 
+  /// Once any write of the key still in doubt has settled: the key is free only if that write did not land.
+  async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
+    self.settle_earlier(key).await?;
+    super::insert_if_free(self, key, text).await
+  }
+
   /// The keys, which must come as an array of strings: anything else is an error naming what came, never "none".
   async fn list(&self, prefix: &str) -> StorageResult<Vec<String>> {
     let answer = self.ask("list", prefix).await?;
@@ -248,6 +254,20 @@ mod tests {
     assert_eq!(inner.get_now("k"), Some(json!("second")));
     // Another key never waits.
     storage.set("other", json!(1)).await.unwrap();
+  }
+
+  #[tokio::test(start_paused = true)]
+  async fn an_insert_after_a_late_write_of_its_key_finds_the_key_taken_once_that_lands() {
+    let inner = Arc::new(InMemoryStorage::new());
+    let scripted = Scripted::new(&inner);
+    let delay = Arc::clone(&scripted.set_delay);
+    let storage = AdapterStorage::new(Box::new(scripted), Some(Duration::from_millis(50)));
+    *delay.lock().unwrap() = Duration::from_millis(80);
+    let error = storage.insert_text("s/T/2", "[1]".to_owned()).await.unwrap_err();
+    assert_eq!(error.code.map(|(code, _)| code), Some("STORAGE_OUTCOME_UNKNOWN"));
+    *delay.lock().unwrap() = Duration::ZERO;
+    assert!(!storage.insert_text("s/T/2", "[2]".to_owned()).await.unwrap(), "the late write landed first");
+    assert_eq!(inner.get_now("s/T/2"), Some(json!([1])));
   }
 
   #[tokio::test(start_paused = true)]

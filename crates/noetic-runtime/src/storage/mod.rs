@@ -170,19 +170,7 @@ pub trait Storage: Send + Sync {
   /// whether its `list` names the key and what its `get` answers, and writes only when both say the key is free
   /// (see [`AdapterStorage`]); that holds while no other process writes the key between the questions and the write.
   async fn insert_text(&self, key: &str, text: String) -> StorageResult<bool> {
-    if self.list(key).await?.iter().any(|listed| listed == key) {
-      return Ok(false);
-    }
-    if let Some(answer) = self.get_json(key).await? {
-      return Err(adapter::disagreement(format!(
-        "the storage adapter's get({}) answered {} for a key its list({}) does not name",
-        shown(key),
-        adapter::brief(&answer),
-        shown(key)
-      )));
-    }
-    self.set_json(key, text).await?;
-    Ok(true)
+    insert_if_free(self, key, text).await
   }
 
   /// Every key under `prefix` from `from` on (inclusive), in byte order, with its value as JSON text: what a thread's
@@ -220,6 +208,24 @@ pub trait Storage: Send + Sync {
   fn refuses_key(&self, _key: &str) -> Option<&'static str> {
     None
   }
+}
+
+/// [`Storage::insert_text`] on a store with only `get`, `set` and `list`: written only when `list` does not name the
+/// key and `get` answers nothing for it.
+pub(super) async fn insert_if_free<S: Storage + ?Sized>(storage: &S, key: &str, text: String) -> StorageResult<bool> {
+  if storage.list(key).await?.iter().any(|listed| listed == key) {
+    return Ok(false);
+  }
+  if let Some(answer) = storage.get_json(key).await? {
+    return Err(adapter::disagreement(format!(
+      "the storage adapter's get({}) answered {} for a key its list({}) does not name",
+      shown(key),
+      adapter::brief(&answer),
+      shown(key)
+    )));
+  }
+  storage.set_json(key, text).await?;
+  Ok(true)
 }
 
 /// `text` quoted for a message as JS would write it: in single quotes, control characters escaped (`\u0000`), so a

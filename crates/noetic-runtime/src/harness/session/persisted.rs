@@ -133,12 +133,15 @@ impl Harness {
   /// where, so a thread whose entries are damaged can be seeded afresh. Called with the session's lane held.
   async fn store_seed_in_lane(&self, session: &Arc<Session>, store: &SessionStore) -> RunResult<()> {
     let (seed, next) = {
-      let state = session.lock();
-      if !state.replace {
-        return Ok(());
+      let mut state = session.lock();
+      match (state.replace, state.context.clone()) {
+        (true, Some(seed)) => (seed, state.stored + 1),
+        // Nothing waits (a seed is always held by the session's context).
+        _ => {
+          state.replace = false;
+          return Ok(());
+        }
       }
-      let Some(seed) = state.context.clone() else { return Ok(()) };
-      (seed, state.stored + 1)
     };
     // Items the host still holds come over first, put to the item schemas as they come (DECISIONS I3).
     seed.take_held_items(&*self.env.host).await?;
