@@ -211,6 +211,42 @@ test('seedSessionHistory returns a promise that settles once the seed is stored;
   assert.deepEqual(await plain.list(''), []);
 });
 
+test('seeds not awaited are stored in the order they were made, before a turn sent right after them', async () => {
+  const storage = createInMemoryStorage();
+  const { model, shown } = recorder();
+  const harness = harnessOn(storage, model);
+  const first = harness.seedSessionHistory('T', [seedItem('first seed')]);
+  const second = harness.seedSessionHistory('T', [seedItem('second seed')]);
+  await harness.execute('hello', { threadId: 'T' });
+  assert.equal((await harness.getAgentResponse({ threadId: 'T' })).text, 're: hello');
+  await Promise.all([first, second]);
+  assert.deepEqual(shown[0], ['second seed', 'hello']);
+  const c = recorder();
+  await turn(harnessOn(storage, c.model), 'elsewhere');
+  assert.deepEqual(c.shown[0], ['second seed', 'hello', 're: hello', 'elsewhere']);
+});
+
+test("a seed the store cannot take rejects, stays this process's history, and its next turn stores it first", async () => {
+  const inner = createInMemoryStorage();
+  let down = false;
+  const adapter = adapterOver(inner, { set: (k, v) => (down ? Promise.reject(new Error('connection refused')) : inner.set(k, v)) });
+  const { model, shown } = recorder();
+  const harness = harnessOn(adapter, model);
+  await turn(harness, 'old');
+  down = true;
+  await assert.rejects(harness.seedSessionHistory('T', [seedItem('seeded')]), (e) => e.code === 'STORAGE_UNAVAILABLE' && /could not be written/.test(e.message));
+  assert.equal(harness.evictSession('T'), false, 'a seed not stored keeps its session');
+  // Not awaited, a failing seed is no unhandled rejection (the test runner would report one).
+  harness.seedSessionHistory('T', [seedItem('seeded')]);
+  await sleep(20);
+  down = false;
+  await turn(harness, 'after');
+  assert.deepEqual(shown.at(-1), ['seeded', 'after']);
+  const c = recorder();
+  await turn(harnessOn(inner, c.model), 'elsewhere');
+  assert.deepEqual(c.shown[0], ['seeded', 'after', 're: after', 'elsewhere']);
+});
+
 // A model that waits, from `hold()` on, until `release()`: a turn kept in flight while a test seeds its thread.
 function heldModel() {
   const { model: reply, shown } = recorder();

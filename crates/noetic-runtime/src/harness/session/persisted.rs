@@ -20,6 +20,12 @@ impl Harness {
   /// without persistence.
   pub(super) async fn catch_up(&self, session: &Arc<Session>) -> RunResult<()> {
     let Some(store) = &self.session_store else { return Ok(()) };
+    // Boxed, as is `store_turn`'s work: inline, the storage's futures would size every session's turn, persisted or
+    // not, and a turn's future lives while the model answers.
+    Box::pin(self.catch_up_with(store, session)).await
+  }
+
+  async fn catch_up_with(&self, store: &SessionStore, session: &Arc<Session>) -> RunResult<()> {
     let _lane = session.lane.lock().await;
     self.store_seed_in_lane(session, store).await?;
     let (after, reload, held) = {
@@ -75,6 +81,10 @@ impl Harness {
   /// back.
   pub(super) async fn store_turn(&self, session: &Arc<Session>, ctx: &ExecContext) -> RunResult<()> {
     let Some(store) = &self.session_store else { return Ok(()) };
+    Box::pin(self.store_turn_with(store, session, ctx)).await
+  }
+
+  async fn store_turn_with(&self, store: &SessionStore, session: &Arc<Session>, ctx: &ExecContext) -> RunResult<()> {
     let _lane = session.lane.lock().await;
     self.store_seed_in_lane(session, store).await?;
     let (expected, from, replace) = {
