@@ -86,6 +86,17 @@ export function numberedReplies() {
   return { model, requests };
 }
 
+// A test model that records the texts of each request's items (one list per call) and answers `re: <the last>`.
+export function recorder() {
+  const shown = [];
+  const model = async (request) => {
+    const texts = request.items.map((item) => item.content?.[0]?.text ?? item.type);
+    shown.push(texts);
+    return { items: [{ type: 'message', id: `a-${shown.length}-${Math.random()}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `re: ${texts.at(-1)}`, annotations: [] }] }] };
+  };
+  return { model, shown };
+}
+
 // An extension item type of our own, a schema that admits it, and an assistant reply item.
 export const ticket = (id, extra = {}) => ({ id, type: 'acme:ticket', priority: 2, ...extra });
 export const Ticket = z.object({ type: z.literal('acme:ticket'), priority: z.number() });

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { AgentHarness, createCheckpointStore, createInMemoryStorage, createSqliteStorage, step } from '../js/index.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
-import { scratchDb, slow } from './helpers.mjs';
+import { recorder, scratchDb, slow } from './helpers.mjs';
 
 const fixture = fileURLToPath(new URL('./fixtures/session-worker.mjs', import.meta.url));
 const pg = sharedServerUrl();
@@ -41,17 +41,6 @@ function worker(where, env = {}) {
       await ended;
     },
   };
-}
-
-// A JS model in this process that records what it was shown.
-function recorder() {
-  const shown = [];
-  const model = async (request) => {
-    const texts = request.items.map((item) => item.content?.[0]?.text ?? item.type);
-    shown.push(texts);
-    return { items: [{ type: 'message', id: `a-${shown.length}-${Math.random()}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `re: ${texts.at(-1)}`, annotations: [] }] }] };
-  };
-  return { model, shown };
 }
 
 const harnessOn = (storage, model, extra = {}) =>

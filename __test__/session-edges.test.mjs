@@ -8,24 +8,13 @@ import { fileURLToPath } from 'node:url';
 import { AgentHarness, createInMemoryStorage, createMessage, createPostgresStorage, createSqliteStorage, step } from '../js/index.mjs';
 import { startInspector } from '../js/inspector.mjs';
 import { sharedServerUrl } from '../scripts/pg-test-server.mjs';
-import { scratchDb, slow } from './helpers.mjs';
+import { recorder, scratchDb, slow } from './helpers.mjs';
 
 const pg = sharedServerUrl();
 const pgSkip = pg.skip ?? false;
 let tables = 0;
 const pgStore = () => createPostgresStorage(pg.url, { table: `edges_${process.pid}_${Date.now() % 1e6}_${tables++}` });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-// A JS model that records the texts it was shown, one list per call.
-function recorder() {
-  const shown = [];
-  const model = async (request) => {
-    const texts = request.items.map((item) => item.content?.[0]?.text ?? item.type);
-    shown.push(texts);
-    return { items: [{ type: 'message', id: `a-${shown.length}-${Math.random()}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `re: ${texts.at(-1)}`, annotations: [] }] }] };
-  };
-  return { model, shown };
-}
 
 const harnessOn = (storage, model, extra = {}) =>
   new AgentHarness({ name: 'p', params: {}, storage, persistSessions: true, initialStep: step.llm({ id: 'ask', model: 'm' }), _testCallModel: model, onDiagnostic: () => {}, ...extra });
