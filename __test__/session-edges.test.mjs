@@ -441,6 +441,15 @@ test('a damaged entry fails the turn as SESSION_HISTORY_CORRUPT, and seedSession
   await repairedBySeed(storage, () => storage.set('sessions/T/000000000002', { not: 'items' }));
 });
 
+test('a damaged entry on PostgreSQL is SESSION_HISTORY_CORRUPT, and seedSessionHistory repairs the thread', { skip: pgSkip, timeout: slow(30_000) }, async () => {
+  const storage = pgStore();
+  try {
+    await repairedBySeed(storage, () => storage.set('sessions/T/000000000002', { not: 'items' }));
+  } finally {
+    await storage.close();
+  }
+});
+
 const python = spawnSync('python3', ['-c', 'import sqlite3']).status === 0;
 
 test('a SQLite entry that is a BLOB is SESSION_HISTORY_CORRUPT in our words, and a seed repairs it', { skip: python ? false : 'python3 with sqlite3 is not installed', timeout: slow(30_000) }, async () => {
