@@ -32,25 +32,8 @@ use noetic_runtime::steps::{
 use serde_json::Value;
 
 use crate::dispatcher::Dispatch;
-use crate::js_host::JsCallback;
+use crate::js_callback::JsCallback;
 use crate::protocol::number;
-
-/// How deeply JSON text that carries a step tree (a run's step, a harness's `initialStep`, a route's or a fork's
-/// steps) may nest. A step inside a loop, fork, branch or spawn sits one or two levels below it, so this admits trees
-/// some 500 steps deep (a JSON workflow at its 64-level limit among them), past the 128 levels other crossings take.
-pub const STEP_TEXT_NESTING: usize = 1024;
-
-/// JSON text carrying a step tree, read within [`STEP_TEXT_NESTING`]; deeper is `INVALID_STEP`, before anything
-/// recurses into it.
-pub fn step_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
-  noetic_runtime::js_text::from_js_json_nested(text, STEP_TEXT_NESTING).map_err(|error| {
-    ConfigError::new(
-      "INVALID_STEP",
-      format!("The step tree cannot be run: {error}."),
-      "Flatten it: a loop, a fork or a sequence of steps takes many steps at one level.",
-    )
-  })
-}
 
 pub(crate) fn text(value: &Value, key: &str) -> Option<String> {
   value.get(key).and_then(Value::as_str).map(str::to_owned)

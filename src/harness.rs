@@ -59,7 +59,7 @@ pub struct NativeHarness {
   /// What built-in layers read `harness.fs` through.
   files: Arc<HarnessFiles>,
   /// Session responses whose `lastLayerUsage` JS has not read yet (see `session.rs`).
-  pub(crate) usages: crate::session::UsageShelf,
+  pub(crate) usages: crate::usage_shelf::UsageShelf,
 }
 
 /// Its JS object was collected: whatever still waits on JS (a background recall) fails instead of waiting forever,
@@ -87,7 +87,7 @@ fn parse_run(
   input: &str,
   options: &str,
 ) -> Result<std::result::Result<(Step, StepValue, RunOptionsJson), noetic_runtime::ConfigError>> {
-  let step = match describe::step_text::<Value>(step) {
+  let step = match crate::protocol::step_text::<Value>(step) {
     Ok(step) => describe::step(&step, Some(host)),
     Err(error) => return Ok(Err(error)),
   };
@@ -184,7 +184,7 @@ impl NativeHarness {
     fs: Option<&NativeFs>,
   ) -> Result<Self> {
     // The config carries the initial step, a step tree.
-    let config: Value = describe::step_text(&config).map_err(|e| to_napi(config_json(&e)))?;
+    let config: Value = crate::protocol::step_text(&config).map_err(|e| to_napi(config_json(&e)))?;
     let runtime = WeakRuntime::new(&env, &runtime)?;
     let dispatcher: Dispatcher = dispatcher
       .build_threadsafe_function::<FnArgs<(String,)>>()

@@ -8,7 +8,6 @@ use noetic_runtime::host::*;
 use noetic_runtime::items::Item;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::StateWrite;
-use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::state::StateJson;
 use noetic_runtime::steps::Step;
 use serde::{Deserialize, Serialize};
@@ -62,34 +61,6 @@ impl<'a> ContextStatic<'a> {
 
 pub struct JsHost {
   pub dispatch: Dispatch,
-}
-
-/// A function from a built-in layer's JS config (`schema`, `observer`), called through the dispatcher.
-pub struct JsCallback {
-  pub dispatch: Dispatch,
-  pub layer: HostRef,
-  pub name: &'static str,
-}
-
-#[async_trait]
-impl HostCallback for JsCallback {
-  async fn call(&self, args: Value) -> Result<Value, String> {
-    self.send(json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args })).await
-  }
-
-  /// The host builds the hook's `ctx` from `info` and hands it to the function after its arguments.
-  async fn call_in(&self, args: Value, exec: &ExecInfo) -> Result<Value, String> {
-    self
-      .send(json!({ "op": "layerCallback", "layer": self.layer, "name": self.name, "args": args, "info": exec }))
-      .await
-  }
-}
-
-impl JsCallback {
-  async fn send(&self, message: Value) -> Result<Value, String> {
-    let text = self.dispatch.call_bounded(message.to_string()).await?;
-    open::<JsValue>(&text).map(|reply| reply.value).map_err(|error| error.to_string())
-  }
 }
 
 /// A request as it crosses: `{op, call}`, serialized straight to text (a view can list many entries, and a

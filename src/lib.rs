@@ -13,6 +13,7 @@ mod embed;
 mod fs;
 mod guard;
 mod harness;
+mod js_callback;
 mod js_host;
 mod js_string;
 mod protocol;
@@ -21,6 +22,7 @@ mod storage;
 mod store_reader;
 mod subprocess;
 mod unstable;
+mod usage_shelf;
 mod weak_runtime;
 mod workflow;
 

@@ -90,7 +90,7 @@ pub fn open_steps<T>(text: &str) -> Result<T, HostError>
 where
   T: for<'de> Deserialize<'de>,
 {
-  let envelope: Envelope<T> = crate::describe::step_text(text).map_err(HostError::Config)?;
+  let envelope: Envelope<T> = step_text(text).map_err(HostError::Config)?;
   unwrap_envelope(envelope)
 }
 
@@ -118,6 +118,23 @@ pub fn step_value_from(json: &Value) -> StepValue {
 
 pub fn step_value_json(value: &StepValue) -> Value {
   serde_json::to_value(StepValueRef::from(value)).unwrap_or(Value::Null)
+}
+
+/// How deeply JSON text that carries a step tree (a run's step, a harness's `initialStep`, a route's or a fork's
+/// steps) may nest. A step inside a loop, fork, branch or spawn sits one or two levels below it, so this admits trees
+/// some 500 steps deep (a JSON workflow at its 64-level limit among them), past the 128 levels other crossings take.
+pub const STEP_TEXT_NESTING: usize = 1024;
+
+/// JSON text carrying a step tree, read within [`STEP_TEXT_NESTING`]; deeper is `INVALID_STEP`, before anything
+/// recurses into it.
+pub fn step_text<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
+  noetic_runtime::js_text::from_js_json_nested(text, STEP_TEXT_NESTING).map_err(|error| {
+    ConfigError::new(
+      "INVALID_STEP",
+      format!("The step tree cannot be run: {error}."),
+      "Flatten it: a loop, a fork or a sequence of steps takes many steps at one level.",
+    )
+  })
 }
 
 /// Numbers JSON cannot carry (NaN, ±Infinity) cross as strings.

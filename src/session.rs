@@ -2,7 +2,6 @@
 //! Answers that may come later (a response, the end of an abort, the next events) arrive as notifications through
 //! the dispatcher, `{op: 'settled', run: <waiter>, result}`; ones ready at once are returned directly.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use napi::bindgen_prelude::*;
@@ -23,45 +22,12 @@ use crate::guard::guarded;
 use crate::harness::NativeHarness;
 use crate::js_string::JsText;
 use crate::protocol::{config_json, error_json, noetic_json, to_napi};
+use crate::usage_shelf::UsageShelf;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 
 /// How many events one read hands over at most.
 const READ_BATCH: usize = 256;
-
-/// Responses whose `lastLayerUsage` may still be read, by key. The usage carries every recalled item, so it is
-/// written out only if JS reads it (most never are), and let go once read or once JS collects the response.
-#[derive(Clone, Default)]
-pub(crate) struct UsageShelf(Arc<Mutex<Shelf>>);
-
-#[derive(Default)]
-struct Shelf {
-  next: u32,
-  kept: HashMap<u32, Arc<TurnResponse>>,
-}
-
-impl UsageShelf {
-  fn put(&self, response: &Arc<TurnResponse>) -> u32 {
-    let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-    shelf.next = shelf.next.wrapping_add(1);
-    let key = shelf.next;
-    shelf.kept.insert(key, Arc::clone(response));
-    key
-  }
-
-  fn take(&self, key: u32) -> Option<Arc<TurnResponse>> {
-    self.0.lock().unwrap_or_else(PoisonError::into_inner).kept.remove(&key)
-  }
-
-  /// Lets go of the responses under `keys`; they are freed after the lock is released, as `take`'s are.
-  fn take_all(&self, keys: &[u32]) {
-    let taken: Vec<_> = {
-      let mut shelf = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-      keys.iter().filter_map(|key| shelf.kept.remove(key)).collect()
-    };
-    drop(taken);
-  }
-}
 
 /// A turn's response as JS reads it (`toResponse` in js/session.cjs), written straight from the response: a
 /// `json!` tree of it cost a map, a hash per key and a copy of the text, once per turn of every session.

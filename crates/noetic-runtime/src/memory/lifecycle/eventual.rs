@@ -32,7 +32,7 @@ use crate::host::WriteRule;
 use crate::memory::registry::Layer;
 use crate::memory::{HookKind, RecallMode, Scope, resolve_scope_key};
 
-use super::recall::{RecallEntry, RecallTarget, Recalled, recall_each};
+use super::recall_each::{RecallEntry, RecallTarget, Recalled, recall_each};
 use super::{ExecScope, MemoryEnv};
 
 /// How many keys the cache holds before it evicts durable ones.

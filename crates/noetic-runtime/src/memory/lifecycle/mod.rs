@@ -8,6 +8,7 @@ mod eventual;
 mod init;
 mod project;
 mod recall;
+mod recall_each;
 mod spawn;
 mod steering;
 mod store;
@@ -28,7 +29,8 @@ pub use self::complete::{Outcome, complete_layers, dispose_layers, end_execution
 pub use self::eventual::{RecallCache, refresh_eventual};
 pub use self::init::{InitFailure, RestoredStates, init_layers, restore_layers};
 pub use self::project::project_history;
-pub use self::recall::{RecallEntry, recall_layers, rerender_layers};
+pub use self::recall::{recall_layers, rerender_layers};
+pub use self::recall_each::RecallEntry;
 pub use self::spawn::{return_layers, spawn_layers};
 pub use self::steering::{after_model_call, before_tool_call, most_restrictive};
 pub use self::store::store_layers;
