@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::host::HostRef;
+use crate::host::protocol::HostRef;
 use crate::memory::registry::Layer;
 
 #[derive(Debug, Clone)]

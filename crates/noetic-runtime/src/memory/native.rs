@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::adapters::{FileOutcome, FileRead};
 use crate::error::ConfigError;
-use crate::host::{ExecInfo, RerenderRequest, SteeringDecision};
+use crate::host::protocol::{ExecInfo, RerenderRequest, SteeringDecision};
 use crate::items::Item;
 use crate::memory::history::{History, Projected};
 use crate::storage::ScopedStorage;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
 use super::native::NativeLayer;
 use crate::error::ConfigError;
-use crate::host::HostRef;
+use crate::host::protocol::HostRef;
 
 /// A `provides` function entry: exposed on `ctx.memory[layerId]` and offered to models as `layerId/name`.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,13 +5,13 @@ pub(crate) mod until;
 
 use std::sync::Arc;
 
-use crate::host::HostRef;
+use crate::host::protocol::HostRef;
 use crate::memory::ProjectionPolicy;
 use crate::memory::registry::LayerSet;
 use crate::tools::ToolDef;
 
 pub use self::until::Until;
-pub use crate::host::LazyField;
+pub use crate::host::protocol::LazyField;
 
 /// Upstream's default `maxHistorySize`.
 pub const DEFAULT_LOOP_HISTORY: usize = 100;

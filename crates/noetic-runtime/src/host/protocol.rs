@@ -1,18 +1,17 @@
-//! The seam between the runtime and user code. The runtime decides what runs, in which order, with which budget
-//! and timeout, and what a result means; the host runs the user's functions (JS hooks, step functions, tools, a test
-//! model) and reports back. Calls are batched: one `run_hooks` per hook phase covers every JS layer in it.
+//! The shapes that cross the seam between the runtime and user code: the values the host keeps for the runtime
+//! (`HostRef`), what hooks, steps, tools and models are called with, and what they answer. Data only: the `Host`
+//! trait (`host/mod.rs`) is where they are sent, and the layers, tools and steps that carry host references import
+//! them from here.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{ConfigError, NoeticError};
 use crate::items::Item;
 use crate::memory::{HookKind, StateWrite};
-use crate::tools::ToolDef;
 
 /// An opaque reference to a value the host keeps (a JS layer object, a step function, a JS value).
 pub type HostRef = u64;
@@ -208,17 +207,6 @@ pub struct HookBatch {
   pub keep_recalled: bool,
   /// The harness traces (D14): the host reports how long each hook took.
   pub timed: bool,
-}
-
-/// The fixed fields of an execution context, as the host shows them to user code (`ctx.threadId`, its layers).
-pub struct ContextFacts<'a> {
-  pub id: &'a str,
-  pub thread_id: &'a str,
-  pub resource_id: Option<&'a str>,
-  pub depth: u32,
-  pub parent: Option<&'a str>,
-  pub root: &'a str,
-  pub layers: &'a crate::memory::registry::LayerSet,
 }
 
 /// The JSON texts of the log items at positions `from..from + items.len()`.
@@ -511,7 +499,7 @@ pub struct ModelCall {
   /// session's tools are all listed, and a step that lists its own is allowed those).
   #[serde(skip_serializing_if = "Option::is_none")]
   pub allowed_tool_names: Option<Vec<String>>,
-  /// The LLM step's object in the host (see [`crate::steps::LlmStep::source`]); none for a call beside the step.
+  /// The LLM step's object in the host (the step's `source`); none for a call beside the step.
   #[serde(skip_serializing_if = "Option::is_none")]
   pub step: Option<HostRef>,
   /// A call beside the conversation (a summary): its reply never enters the log, so the host keeps nothing of it.
@@ -749,14 +737,6 @@ pub struct LazyCall {
   pub fields: Vec<LazyField>,
 }
 
-/// The values the getters asked for returned; `None` where one returned nothing.
-#[derive(Debug, Clone, Default)]
-pub struct LazyValues {
-  pub model: Option<String>,
-  pub instructions: Option<String>,
-  pub tools: Option<Vec<ToolDef>>,
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
   pub stop: bool,
@@ -808,181 +788,4 @@ pub enum LazyField {
   Model,
   Instructions,
   Tools,
-}
-
-/// Everything the runtime asks of user code.
-#[async_trait]
-pub trait Host: Send + Sync {
-  /// Runs one phase's JS hooks, in the order given, and reports each outcome in the same order.
-  async fn run_hooks(&self, batch: HookBatch) -> Vec<HookReply>;
-  /// Runs a `step.run` function.
-  async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError>;
-  /// Calls the user's test model (`_testCallModel`).
-  async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError>;
-  /// Runs a JS tool or a JS layer's function.
-  async fn call_tool(&self, call: ToolCall) -> Result<ToolReply, HostError>;
-  /// Evaluates a JS `until` predicate.
-  async fn eval_until(&self, call: UntilCall) -> Result<Verdict, HostError>;
-  /// A context is finished: the host may drop what it keeps for it.
-  fn release_context(&self, context: &str);
-  /// A session turn starts in `context` with the user's `state` value (`ExecuteOptions.state`, `ctx.state`).
-  fn set_context_state(&self, _context: &str, _state: HostRef) {}
-  /// The items the host's model just answered with (`call_model`) are in `context`'s log from position `from`, as
-  /// the host gave them: it may use its own objects for them, and they are not sent back to it.
-  fn model_items_placed(&self, _context: &str, _from: usize) {}
-  /// The recalled items kept under `keys` (see [`HookBatch::keep_recalled`]) are no longer named by any request.
-  fn release_recalled(&self, _keys: &[u32]) {}
-  /// A session turn of `thread` put its messages' items into `context`'s log from position `from`, unchanged
-  /// (`adopted`), so the host may use the objects it already holds for them; or changed by onItemAppend, so it may
-  /// not.
-  /// The note carries the context's fixed fields (ids, depth, layers), which the host would otherwise ask for.
-  fn turn_input(&self, _context: &ContextFacts<'_>, _from: usize, _messages: &[&str], _adopted: bool) {}
-  /// A session's history moved, log and all, from the context of its last turn to that of the next: the host may
-  /// move what it keeps of that log along, before `from` is released.
-  fn history_moved(&self, _from: &str, _to: &str) {}
-  /// A session turn in `context` failed: its log is cut back to the `len` items it had when the turn began (the
-  /// history the turn took), and the host cuts what it keeps of that log to match.
-  fn history_cut(&self, _context: &str, _len: usize) {}
-  /// The inspector recorded a model call while its feed was empty: whoever shows it may take the feed.
-  fn inspector_updated(&self) {}
-  /// A session turn in `context` ended with `value`, which the host holds: the host keeps it with the context, as
-  /// what `getAgentResponse` answers for the turn (upstream passes the turn's value through, whatever it is).
-  fn turn_value(&self, _context: &str, _value: HostRef) {}
-  /// The execution `exec` has ended: the host drops the states its layers had in it.
-  fn execution_ended(&self, _exec: &str) {}
-  /// A session turn in `context` has ended with `items` in its log from position `from` that the host does not
-  /// hold (made natively): it keeps them, so that the turn's response still has them after the next turn has moved
-  /// the log on.
-  fn history_settled(&self, _context: &str, _from: usize, _items: &[Arc<Item>]) {}
-  /// Appends the items the host holds of `context`'s log and has not sent yet (DECISIONS L1) to that log, before
-  /// a step reads it. Only a host that holds items is ever asked.
-  async fn send_held_items(&self, _context: &str) -> Result<(), HostError> {
-    Ok(())
-  }
-  /// Runs a `step.tool` step: validates its arguments with the tool's input schema and calls the tool.
-  async fn run_tool_step(&self, call: ToolStepCall) -> Result<StepValue, HostError> {
-    Err(HostError::Thrown { message: format!("step.tool '{}' cannot run on this host", call.step_id), error: None })
-  }
-  /// Parses an LLM step's reply with its `output` schema: the parsed value, or `llm_parse_error`.
-  async fn parse_output(&self, call: OutputCall) -> Result<StepValue, HostError> {
-    Err(HostError::Thrown {
-      message: format!("step '{}' has an output schema this host cannot run", call.step_id),
-      error: None,
-    })
-  }
-  /// The next message of a loop's inbox, if one comes (a cancellation of the context fails it).
-  async fn recv_inbox(&self, _call: InboxCall) -> Result<Option<String>, HostError> {
-    Ok(None)
-  }
-  /// Resolves on the next send to the channel, or once the timeout has passed, whichever is first.
-  async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
-    crate::js_time::sleep_ms(call.timeout).await;
-    Ok(())
-  }
-  /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled. Its fixed
-  /// facts come along: code of its may run on after it ends (a race's loser), when they can no longer be asked for.
-  fn context_aborted(&self, _context: &ContextFacts<'_>, _reason: &str) {}
-  /// An iteration of the `every` step `step_id` failed with `error` and the schedule goes on (`onError:
-  /// 'continue'`): the host records it on the context's span, as upstream's `every.iteration.error` event.
-  fn every_iteration_failed(&self, _context: &str, _step_id: &str, _error: &HostError) {}
-  /// Calls a step-language callback (a loop's `prepareNext` or `onError`) and gives its result.
-  async fn call_fn(&self, _call: FnCall) -> Result<StepValue, HostError> {
-    Err(HostError::Thrown { message: "this host cannot call step callbacks".into(), error: None })
-  }
-  /// Calls a fork's `merge`.
-  async fn merge(&self, _call: MergeCall) -> Result<StepValue, HostError> {
-    Err(HostError::Thrown { message: "a fork's merge cannot run on this host".into(), error: None })
-  }
-  /// The winner of a race: its context's state becomes its parent's.
-  fn adopt_state(&self, _from_context: &str, _into_context: &str) {}
-  /// Resolves an LLM step's getter fields. Only a host whose steps have getters is ever asked.
-  async fn resolve_lazy(&self, call: LazyCall) -> Result<LazyValues, HostError> {
-    Err(HostError::Thrown {
-      message: format!("step '{}' has getter fields this host cannot run", call.step),
-      error: None,
-    })
-  }
-}
-
-#[cfg(test)]
-mod tests {
-  use super::*;
-
-  fn info() -> ExecInfo {
-    ExecInfo {
-      execution_id: "E".into(),
-      thread_id: "T".into(),
-      resource_id: None,
-      depth: 0,
-      step_number: 1,
-      token_usage: TokenCounts::default(),
-      cost: 0.0,
-      has_model: false,
-      trace_id: "E".into(),
-    }
-  }
-
-  fn call(i: usize, write: WriteRule, stop_on_error: bool, args: HookArgs) -> HookCall {
-    HookCall {
-      layer: i as HostRef,
-      layer_id: format!("l{i}"),
-      timeout_ms: 5000.0,
-      write,
-      persist: true,
-      stop_on_error,
-      args,
-    }
-  }
-
-  fn batch(queries: &[&str]) -> serde_json::Value {
-    let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info());
-    for (i, query) in queries.iter().enumerate() {
-      let args = HookArgs::Recall { budget: 100.0, query: (*query).into() };
-      batch.calls.push(call(i, WriteRule::IfDefined, false, args));
-    }
-    serde_json::to_value(&batch).unwrap()
-  }
-
-  #[test]
-  fn arguments_every_call_shares_are_written_once() {
-    let shared = batch(&["q", "q", "q"]);
-    assert_eq!(shared["args"], serde_json::json!({ "kind": "recall", "budget": 100.0, "query": "q" }));
-    assert!(shared.get("own").is_none());
-    let own = batch(&["q", "other"]);
-    assert!(own.get("args").is_none());
-    assert_eq!(own["own"][1]["args"]["query"], "other");
-    // Options every call shares stay the batch's.
-    assert!(own["own"][1].get("timeoutMs").is_none());
-  }
-
-  #[test]
-  fn call_options_every_call_shares_are_written_once() {
-    let shared = batch(&["q", "q"]);
-    assert_eq!(shared["each"], serde_json::json!([5000.0, "ifDefined", true, false]));
-    assert_eq!(shared["calls"], serde_json::json!([0, "l0", 1, "l1"]));
-
-    let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
-    for (i, stop_on_error) in [false, true].into_iter().enumerate() {
-      let args = HookArgs::Init { scope_key: "s".into() };
-      mixed.calls.push(call(i, WriteRule::Always, stop_on_error, args));
-    }
-    let mixed = serde_json::to_value(&mixed).unwrap();
-    assert!(mixed.get("each").is_none());
-    assert!(mixed.get("args").is_some());
-    assert_eq!(mixed["own"][0]["stopOnError"], false);
-    assert_eq!(mixed["own"][1]["stopOnError"], true);
-    assert_eq!(mixed["own"][1]["timeoutMs"], 5000.0);
-    assert!(mixed["own"][1].get("args").is_none());
-  }
-
-  #[test]
-  fn an_execution_is_written_as_a_list() {
-    let mut exec = info();
-    exec.token_usage = TokenCounts { input: 12.0, output: 3.0 };
-    assert_eq!(serde_json::to_value(&exec).unwrap(), serde_json::json!(["E", "T", null, 0, 1, 12.0, 3.0, 0.0, false]));
-    exec.resource_id = Some("R".into());
-    exec.has_model = true;
-    assert_eq!(serde_json::to_value(&exec).unwrap()[2], "R");
-    assert_eq!(serde_json::to_value(&exec).unwrap()[8], true);
-  }
 }
