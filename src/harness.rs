@@ -567,8 +567,8 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn framework_event(&self, context: String, kind: String, data: String) -> Result<()> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    if let Some(events) = &ctx.events {
-      events.framework(&self.inner.name, &kind, &parse(&data)?);
+    if let Some(io) = ctx.io() {
+      io.framework(&self.inner.name, &kind, &parse(&data)?);
     }
     Ok(())
   }

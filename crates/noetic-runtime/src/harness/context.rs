@@ -1,14 +1,14 @@
 //! An execution context: the log, counters and results of one execution (a run, or a spawn child).
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::session::{Session, Streams};
+use super::exec_io::ExecIo;
 use crate::host::{ExecInfo, Host, HostError, StepValue, StepValueRef, TokenCounts};
-use crate::items::ItemLog;
+use crate::items::{Item, ItemLog};
 use crate::memory::registry::LayerSet;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -77,7 +77,7 @@ pub struct ContextState {
   /// The model of the last LLM step: what a spawn's summary asks when it names none.
   pub last_model: Option<String>,
   /// What a `summarize` projection shows in place of the history it dropped (D10).
-  pub overflow_summary: Option<super::summary::OverflowSummary>,
+  pub overflow_summary: Option<OverflowSummary>,
   /// `lastLayerUsage` as the JSON JS reads.
   pub last_layer_usage: Option<super::usage::LayerUsage>,
   pub completion: Option<StepValue>,
@@ -92,6 +92,16 @@ pub struct ContextState {
   /// checkpoint records as the frontier.
   pub frontier: Vec<(u64, FrontierFrame)>,
   next_frame: u64,
+}
+
+/// What a `summarize` projection puts in place of the history before `covers` (log positions), kept by the context
+/// and extended whenever the budget drops more (D10).
+#[derive(Debug, Clone)]
+pub struct OverflowSummary {
+  pub covers: usize,
+  pub text: String,
+  /// The developer message the view shows after the layer items.
+  pub item: Arc<Item>,
 }
 
 /// A step in flight: its id and the input it was given.
@@ -115,11 +125,11 @@ pub struct ExecContext {
   state: Mutex<ContextState>,
   /// Flips to true on abort, so that work in flight (a model call) can end instead of only the next step.
   abort_signal: watch::Sender<bool>,
-  /// The session's event log, for a session's context: steps and model calls report there.
-  pub events: Option<Arc<Streams>>,
-  /// The session whose `between-rounds` messages this context's tool rounds take in (a session's own context
-  /// only, not its children's, as upstream). Weak: the session holds its context.
-  pub inbox: Option<Weak<Session>>,
+  /// Where its steps and model calls report (a session's event stream), shared with its children.
+  io: Option<Arc<dyn ExecIo>>,
+  /// Whether its tool rounds take in the messages `io` holds for it (a session turn's own context only, not its
+  /// children's, as upstream).
+  receives_input: bool,
   /// Whether the host still holds items of this log that the native side has not been sent (DECISIONS L1): a run
   /// that reads the log natively asks for them first. An async lock, so that a second run waits for the items the
   /// first asked for instead of reading the log before they arrive.
@@ -151,8 +161,8 @@ impl ExecContext {
       started: Instant::now(),
       state: Mutex::default(),
       abort_signal: watch::Sender::new(false),
-      events: None,
-      inbox: None,
+      io: None,
+      receives_input: false,
       held_by_host: tokio::sync::Mutex::new(false),
       abort_listener: std::sync::OnceLock::new(),
       runs_in_flight: tokio::sync::Mutex::new(0),
@@ -191,7 +201,7 @@ impl ExecContext {
       layers,
     );
     child.root = parent.root.clone();
-    child.events = parent.events.clone();
+    child.io = parent.io.clone();
     child
   }
 
@@ -218,14 +228,22 @@ impl ExecContext {
     std::mem::replace(&mut self.layers.lock().unwrap_or_else(PoisonError::into_inner), layers)
   }
 
-  /// Whether this is a session's own context (not one of its children): only it is offered the session's tools.
+  /// Whether this is a session's own context (not one of its children): only it is offered the session's tools,
+  /// and only it takes in messages sent while it runs.
   pub fn is_session_context(&self) -> bool {
-    self.inbox.is_some()
+    self.receives_input
   }
 
-  pub fn with_events(mut self, events: Arc<Streams>) -> Self {
-    self.events = Some(events);
+  /// Reports to `io`; `receives_input`: its tool rounds take in the messages `io` holds for it.
+  pub fn with_io(mut self, io: Arc<dyn ExecIo>, receives_input: bool) -> Self {
+    self.io = Some(io);
+    self.receives_input = receives_input;
     self
+  }
+
+  /// Where its steps and model calls report, if anywhere.
+  pub fn io(&self) -> Option<&dyn ExecIo> {
+    self.io.as_deref()
   }
 
   /// Moves `from`'s history into this context: its log, which is not copied, and what summarises the part of it

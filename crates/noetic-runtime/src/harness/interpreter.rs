@@ -204,7 +204,7 @@ async fn dispatch(
 /// A session's steps report to its stream, as upstream's do to the session broadcaster; an LLM step's `emit`
 /// decides which of its events go.
 async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &str) -> RunResult<()> {
-  let Some(events) = &ctx.events else { return Ok(()) };
+  let Some(io) = ctx.io() else { return Ok(()) };
   let emit = match step {
     Step::Llm(llm) => llm.emit,
     _ => Emit::All,
@@ -218,7 +218,7 @@ async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &
     _ => emit == Emit::All,
   };
   if allowed {
-    events.step(&harness.name, event, step.id(), step.kind());
+    io.step(&harness.name, event, step.id(), step.kind());
   }
   Ok(())
 }

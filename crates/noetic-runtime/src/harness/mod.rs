@@ -5,6 +5,7 @@ mod aside;
 pub mod checkpoint;
 mod context;
 mod error;
+pub mod exec_io;
 mod fork;
 pub mod inspect;
 mod interpreter;

@@ -33,9 +33,9 @@ pub(super) async fn emit_allows(
 impl Harness {
   /// Raises a model call's event on the context's session stream, when it has one and the step's `emit` allows.
   pub(super) async fn model_event(&self, ctx: &ExecContext, emit: Emit, kind: &str, data: Value) -> RunResult<()> {
-    let Some(events) = &ctx.events else { return Ok(()) };
+    let Some(io) = ctx.io() else { return Ok(()) };
     if emit_allows(self, emit, ctx, kind, &data).await? {
-      events.framework(&self.name, kind, &data);
+      io.framework(&self.name, kind, &data);
     }
     Ok(())
   }

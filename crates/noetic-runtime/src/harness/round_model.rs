@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::context::ExecContext;
 use super::error::{RunError, RunResult};
+use super::exec_io::ExecIo;
 use super::scripted::ScriptedModel;
-use super::session::Streams;
 use super::tools::ToolDef;
 use crate::error::NoeticError;
 use crate::host::HostError;
@@ -84,10 +84,7 @@ async fn ask(
   request: &RoundRequest<'_>,
   nudged: Option<bool>,
 ) -> RunResult<Result<Round, Unusable>> {
-  let session = request
-    .ctx
-    .and_then(|ctx| ctx.events.as_deref())
-    .map(|events| SessionEvents { events, first_event: request.first_event });
+  let session = request.ctx.and_then(|ctx| ctx.io()).map(|io| SessionEvents { io, first_event: request.first_event });
   let provider_request = ProviderRequest {
     model: request.model,
     instructions: request.instructions,
@@ -136,7 +133,7 @@ async fn ask(
 /// outputIndex, contentIndex}`, the data camelCased as the SDK gives it. The text and reasoning streams read the
 /// deltas out of these events, so the deltas themselves need nothing more here.
 struct SessionEvents<'a> {
-  events: &'a Streams,
+  io: &'a dyn ExecIo,
   first_event: Option<&'a (dyn Fn() + Sync)>,
 }
 
@@ -145,7 +142,7 @@ impl DeltaSink for SessionEvents<'_> {
     if let Some(first_event) = self.first_event {
       first_event();
     }
-    self.events.sdk(kind, camel_keys(event));
+    self.io.sdk(kind, camel_keys(event));
   }
 }
 

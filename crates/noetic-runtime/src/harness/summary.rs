@@ -4,22 +4,13 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::context::OverflowSummary;
 use super::llm::track_usage;
 use super::{ExecContext, Harness, Model, ModelRequest, RunResult};
 use crate::host::{ModelCall, ViewEntry};
 use crate::items::{Item, Pairing, assistant_text_of, create_message};
 use crate::memory::ProjectionPolicy;
 use crate::steps::LlmStep;
-
-/// What a `summarize` projection puts in place of the history before `covers` (log positions), kept by the context
-/// and extended whenever the budget drops more (D10).
-#[derive(Debug, Clone)]
-pub struct OverflowSummary {
-  pub covers: usize,
-  pub text: String,
-  /// The developer message the view shows after the layer items.
-  pub item: Arc<Item>,
-}
 
 /// Asked of the model for an overflow summary.
 const OVERFLOW_PROMPT: &str = "The conversation above no longer fits the context window. Summarize it so the \

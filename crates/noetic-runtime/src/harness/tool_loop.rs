@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
 
@@ -12,7 +12,6 @@ use super::context::ExecContext;
 use super::error::RunResult;
 use super::model_events::emit_allows;
 use super::round_model::{RoundModel, RoundRequest};
-use super::session::message_text;
 use crate::error::NoeticError;
 use crate::host::{HostError, SteeringAction};
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
@@ -166,7 +165,7 @@ impl Harness {
     ctx: &Arc<ExecContext>,
   ) -> RunResult<Round> {
     let asked = RoundRequest { conversation, nudge, ..*request };
-    let Some(events) = &ctx.events else { return model.answer(&asked).await };
+    let Some(io) = ctx.io() else { return model.answer(&asked).await };
     let mut recoveries = 0;
     loop {
       let nudged = nudge || recoveries > 0;
@@ -180,7 +179,7 @@ impl Harness {
       let seen = AtomicBool::new(!emit_allows(self, request.emit, ctx, "llm_call_first_event", &first).await?);
       let first_event = || {
         if !seen.swap(true, Ordering::Relaxed) {
-          events.framework(&self.name, "llm_call_first_event", &first);
+          io.framework(&self.name, "llm_call_first_event", &first);
         }
       };
       // A stall is heard while the stream is read, and reported (through the filter) once the attempt is over.
@@ -253,14 +252,16 @@ impl Harness {
     round: usize,
     conversation: &mut Vec<Arc<Item>>,
   ) -> RunResult<()> {
-    let Some(session) = ctx.inbox.as_ref().and_then(Weak::upgrade) else { return Ok(()) };
-    let messages = session.take_between_rounds();
+    let messages = match ctx.io() {
+      Some(io) if ctx.is_session_context() => io.take_injected(),
+      _ => return Ok(()),
+    };
     if messages.is_empty() {
       return Ok(());
     }
     let mut items: Vec<Arc<Item>> = messages
       .iter()
-      .map(|message| Arc::new(input_message(format!("user-{}", uuid::Uuid::new_v4()), "user", message_text(message))))
+      .map(|message| Arc::new(input_message(format!("user-{}", uuid::Uuid::new_v4()), "user", message.text.clone())))
       .collect();
     // Injected messages are input items too (D7).
     if !ctx.layers().is_empty() {

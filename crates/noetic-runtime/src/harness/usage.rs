@@ -9,7 +9,7 @@ use crate::items::{write_js_number, write_js_string};
 use crate::memory::lifecycle::RecallEntry;
 use crate::tokens::{Tokenizer, count_tokens};
 
-use super::tools::ToolDef;
+use crate::tools::ToolDef;
 
 /// Upstream sorts layer ids with `localeCompare` (ICU root collation). We pin a locale-free approximation of it:
 /// characters compare by class first (whitespace < punctuation < symbols < digits < letters), letters ignoring

@@ -789,3 +789,86 @@ pub enum LazyField {
   Instructions,
   Tools,
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn info() -> ExecInfo {
+    ExecInfo {
+      execution_id: "E".into(),
+      thread_id: "T".into(),
+      resource_id: None,
+      depth: 0,
+      step_number: 1,
+      token_usage: TokenCounts::default(),
+      cost: 0.0,
+      has_model: false,
+      trace_id: "E".into(),
+    }
+  }
+
+  fn call(i: usize, write: WriteRule, stop_on_error: bool, args: HookArgs) -> HookCall {
+    HookCall {
+      layer: i as HostRef,
+      layer_id: format!("l{i}"),
+      timeout_ms: 5000.0,
+      write,
+      persist: true,
+      stop_on_error,
+      args,
+    }
+  }
+
+  fn batch(queries: &[&str]) -> serde_json::Value {
+    let mut batch = HookBatch::new(HookKind::Recall, "C".into(), info());
+    for (i, query) in queries.iter().enumerate() {
+      let args = HookArgs::Recall { budget: 100.0, query: (*query).into() };
+      batch.calls.push(call(i, WriteRule::IfDefined, false, args));
+    }
+    serde_json::to_value(&batch).unwrap()
+  }
+
+  #[test]
+  fn arguments_every_call_shares_are_written_once() {
+    let shared = batch(&["q", "q", "q"]);
+    assert_eq!(shared["args"], serde_json::json!({ "kind": "recall", "budget": 100.0, "query": "q" }));
+    assert!(shared.get("own").is_none());
+    let own = batch(&["q", "other"]);
+    assert!(own.get("args").is_none());
+    assert_eq!(own["own"][1]["args"]["query"], "other");
+    // Options every call shares stay the batch's.
+    assert!(own["own"][1].get("timeoutMs").is_none());
+  }
+
+  #[test]
+  fn call_options_every_call_shares_are_written_once() {
+    let shared = batch(&["q", "q"]);
+    assert_eq!(shared["each"], serde_json::json!([5000.0, "ifDefined", true, false]));
+    assert_eq!(shared["calls"], serde_json::json!([0, "l0", 1, "l1"]));
+
+    let mut mixed = HookBatch::new(HookKind::Init, "C".into(), info());
+    for (i, stop_on_error) in [false, true].into_iter().enumerate() {
+      let args = HookArgs::Init { scope_key: "s".into() };
+      mixed.calls.push(call(i, WriteRule::Always, stop_on_error, args));
+    }
+    let mixed = serde_json::to_value(&mixed).unwrap();
+    assert!(mixed.get("each").is_none());
+    assert!(mixed.get("args").is_some());
+    assert_eq!(mixed["own"][0]["stopOnError"], false);
+    assert_eq!(mixed["own"][1]["stopOnError"], true);
+    assert_eq!(mixed["own"][1]["timeoutMs"], 5000.0);
+    assert!(mixed["own"][1].get("args").is_none());
+  }
+
+  #[test]
+  fn an_execution_is_written_as_a_list() {
+    let mut exec = info();
+    exec.token_usage = TokenCounts { input: 12.0, output: 3.0 };
+    assert_eq!(serde_json::to_value(&exec).unwrap(), serde_json::json!(["E", "T", null, 0, 1, 12.0, 3.0, 0.0, false]));
+    exec.resource_id = Some("R".into());
+    exec.has_model = true;
+    assert_eq!(serde_json::to_value(&exec).unwrap()[2], "R");
+    assert_eq!(serde_json::to_value(&exec).unwrap()[8], true);
+  }
+}

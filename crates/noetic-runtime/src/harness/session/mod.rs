@@ -9,6 +9,7 @@
 //! cost does not grow with the length of the thread.
 
 mod events;
+mod io;
 mod item_readers;
 mod items;
 mod persisted;

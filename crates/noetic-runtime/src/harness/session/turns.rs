@@ -5,9 +5,9 @@ use std::sync::{Arc, MutexGuard, PoisonError};
 
 use serde_json::json;
 
+use super::io::SessionIo;
 use super::{
-  DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, Streams, TurnOutcome, TurnResponse, TurnText,
-  Waiter,
+  DeliveryMode, Drain, QueuedMessage, Session, SessionState, Status, TurnOutcome, TurnResponse, TurnText, Waiter,
 };
 use crate::error::{ConfigError, NoeticError};
 use crate::harness::execute;
@@ -268,8 +268,7 @@ impl Harness {
   async fn turn_context(&self, session: &Arc<Session>, first: &QueuedMessage) -> RunResult<Arc<ExecContext>> {
     self.catch_up(session).await?;
     let layers = first.layers.clone().unwrap_or_else(|| Arc::clone(&self.layers));
-    let inbox = Some(Arc::downgrade(session));
-    let ctx = self.session_context(&session.thread_id, first.resource_id.clone(), layers, &session.streams, inbox);
+    let ctx = self.session_context(session, first.resource_id.clone(), layers);
     loop {
       // A seed made since the catch-up is stored before the turn takes it, so that a turn never starts from a
       // history the store does not have (persistence only: without it, `replace` is never waited on).
@@ -313,18 +312,16 @@ impl Harness {
     }
   }
 
+  /// A context of the session's: it reports to the session's stream and takes in its `between-rounds` messages.
   fn session_context(
     &self,
-    thread: &str,
+    session: &Arc<Session>,
     resource_id: Option<String>,
     layers: Arc<LayerSet>,
-    streams: &Arc<Streams>,
-    inbox: Option<std::sync::Weak<Session>>,
   ) -> Arc<ExecContext> {
     let id = uuid::Uuid::new_v4().to_string();
-    let mut ctx =
-      ExecContext::new(id, thread.to_owned(), resource_id, 0, None, layers).with_events(Arc::clone(streams));
-    ctx.inbox = inbox;
+    let ctx = ExecContext::new(id, session.thread_id.clone(), resource_id, 0, None, layers)
+      .with_io(Arc::new(SessionIo::new(session)), true);
     self.open_context(ctx)
   }
 
@@ -332,8 +329,7 @@ impl Harness {
   /// harness's layers and the resource of the history it replaces.
   pub(super) fn history_context(&self, session: &Arc<Session>, items: Vec<Arc<Item>>) -> Arc<ExecContext> {
     let resource_id = session.context().and_then(|ctx| ctx.resource_id.clone());
-    let inbox = Some(Arc::downgrade(session));
-    let ctx = self.session_context(&session.thread_id, resource_id, Arc::clone(&self.layers), &session.streams, inbox);
+    let ctx = self.session_context(session, resource_id, Arc::clone(&self.layers));
     let mut state = ctx.state();
     for item in items {
       state.log.push(item);
