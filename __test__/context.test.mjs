@@ -401,3 +401,27 @@ test("ctx.tokens has upstream's keys: `cached` from the first model call counted
   assert.deepEqual(snapshots, [{ input: 10, output: 2, total: 12, cached: 4 }], "a loop's predicate sees the same tokens");
   assert.equal(ctx.tokens.cached, 4);
 });
+
+test('a context looked at as an object shows its public fields as its own, live, and none of the machinery', async () => {
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
+  const ctx = harness.createContext({ threadId: 'T', state: { n: 1 } });
+  const fields = ['id', 'stepCount', 'tokens', 'cost', 'state', 'parent', 'depth', 'span', 'threadId', 'resourceId', 'itemLog', 'lastStepMeta', 'lastLayerUsage', 'harness', 'layers', 'unifiedTools', 'itemSchemas', 'cwdState', 'channelStore'];
+  assert.deepEqual(Object.keys(ctx), fields);
+  assert.ok(Object.hasOwn(ctx, 'threadId') && 'threadId' in ctx && 'elapsed' in ctx && !Object.hasOwn(ctx, 'elapsed'));
+  const { threadId, depth, state } = ctx;
+  assert.deepEqual([threadId, depth, state], ['T', 0, { n: 1 }]);
+  const copy = { ...ctx };
+  assert.equal(copy.threadId, 'T');
+  assert.ok(Object.keys(copy).every((key) => !key.startsWith('_')));
+  // JSON.stringify does not meet a cycle, and writes what user code reads.
+  const json = JSON.parse(JSON.stringify(ctx));
+  assert.deepEqual([json.threadId, json.depth, json.state, json.stepCount], ['T', 0, { n: 1 }, 0]);
+  assert.deepEqual(Object.keys(json.itemLog), ['itemSchemas', '_items', '_frozenCache']);
+  // A step's own context is the same shape, with live counters; a property the user sets is listed after the fields.
+  const seen = await harness.run(step.run({ id: 'look', execute: async (_input, c) => ({ keys: Object.keys(c), count: { ...c }.stepCount }) }), 'x', ctx);
+  assert.deepEqual(seen, { keys: fields, count: 1 });
+  ctx.mine = 42;
+  assert.deepEqual(Object.keys(ctx), [...fields, 'mine']);
+  assert.equal(JSON.parse(JSON.stringify(ctx)).mine, 42);
+});

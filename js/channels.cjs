@@ -33,6 +33,11 @@ class ChannelStore {
     this._closed = new Set();
   }
 
+  // As JSON, what upstream's store writes of itself (a Map and a Set, which JSON writes as empty objects).
+  toJSON() {
+    return { channels: {}, closedExecutions: {} };
+  }
+
   // A channel's state by name: the first channel object seen under a name fixes its mode and capacity.
   _state(ch) {
     let state = this._channels.get(ch.name);

@@ -73,6 +73,11 @@ const sendBatch = (native, id, batch, checked, origin) =>
   batch.length < UTF8_BATCH_CHARS ? native.appendItems(id, batch, checked, origin) : native.appendItemsUtf8(id, utf8.encode(batch), checked, origin);
 
 class ItemLogImpl {
+  // As JSON, what upstream's ItemLogImpl writes of itself: its item schemas and its items.
+  toJSON() {
+    return { itemSchemas: this._owner.itemSchemas, _items: this.items, _frozenCache: null };
+  }
+
   constructor(runtime, contextId, owner) {
     this._rt = runtime;
     this._id = contextId;
@@ -322,10 +327,31 @@ function tokenTraps(ctx) {
   };
 }
 
+// What user code sees of a context as its own properties, in the order upstream's ContextImpl declares its public
+// fields: `Object.keys`, spread, destructuring, `hasOwnProperty` and `JSON.stringify` show these, read live, and a
+// property the user set; never the machinery (names that start with `_`), which upstream's TypeScript marks private.
+const CONTEXT_FIELDS = ['id', 'stepCount', 'tokens', 'cost', 'state', 'parent', 'depth', 'span', 'threadId', 'resourceId', 'itemLog', 'lastStepMeta', 'lastLayerUsage', 'harness', 'layers', 'unifiedTools', 'itemSchemas', 'cwdState', 'channelStore'];
+const IS_FIELD = new Set(CONTEXT_FIELDS);
+const isMachinery = (key) => typeof key === 'string' && key.charCodeAt(0) === 95; // '_'
+
+// The traps of a context's face: only what user code may enumerate. No `get` or `set` trap, so reads and writes go
+// to the context itself (its getters run with the face as `this`), and identity is the face's everywhere.
+const FACE_TRAPS = {
+  ownKeys(target) {
+    const keys = CONTEXT_FIELDS.slice();
+    for (const key of Reflect.ownKeys(target)) if (!IS_FIELD.has(key) && !isMachinery(key)) keys.push(key);
+    return keys;
+  },
+  getOwnPropertyDescriptor(target, key) {
+    if (IS_FIELD.has(key)) return { value: Reflect.get(target, key, target._face$), writable: true, enumerable: true, configurable: true };
+    return isMachinery(key) ? undefined : Reflect.getOwnPropertyDescriptor(target, key);
+  },
+};
+
 class ContextImpl {
   // What does not change is read from the native side when first asked for, and the state and cwd (copies of the
   // parent's, for a child) when first used: a step that never touches its context (a fork's trivial path) costs no
-  // crossing for it.
+  // crossing for it. What `new` gives is the context's face (see FACE_TRAPS), which every part of the package holds.
   constructor(runtime, id) {
     this._rt = runtime;
     this.id = id;
@@ -345,6 +371,9 @@ class ContextImpl {
     // The items a test model answered, until the native side says where in the log they went (runtime.cjs
     // modelItems).
     this._modelReply = undefined;
+    const face = new Proxy(this, FACE_TRAPS);
+    this._face$ = face;
+    return face;
   }
 
   get _static() {
@@ -437,6 +466,14 @@ class ContextImpl {
   // The layer objects of this context (undefined when it has none, as upstream).
   get layers() {
     return this._layers.length === 0 ? undefined : this._layers.map(({ handle }) => this._rt.handles.get(handle));
+  }
+  // Upstream's interpreter leaves the tools of an LLM step here; ours keeps them natively, so this holds only what
+  // user code puts here.
+  get unifiedTools() {
+    return this._unifiedTools;
+  }
+  set unifiedTools(value) {
+    this._unifiedTools = value;
   }
   // The harness's item schemas with those of this context's layers: what items entering its log are put to.
   get itemSchemas() {
