@@ -1,14 +1,15 @@
 // Many sessions at once (issue 33): S sessions, each on its own thread, run TURNS turns each of `execute` +
 // `getAgentResponse`, all at the same time in one process. The model is a JS function that waits 5 ms and answers one
 // 20-word message; storage is createInMemoryStorage(); each of the K layers is a thread-scoped JS layer with init,
-// recall and store. Reports turns per second over the whole run, the p50 and p99 of a turn's latency (from its
-// execute to its response), and the process's peak RSS; and the p99 of the sessions' first turns apart from their
+// recall and store (or, for `--layers builtin`, workingMemory, historyWindow, planMemory and staticContent). Reports
+// turns per second over the whole run, the p50 and p99 of a turn's latency (from its execute to its response), and
+// the process's peak RSS; and the p99 of the sessions' first turns apart from their
 // later ones: every session starts at once, so the first turns end together, as one cold block of work, and the
 // run's p99 is theirs (DECISIONS S27). Each configuration runs in a fresh process; with
 // NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours. Each configuration runs
 // ROUNDS times (default 3), the implementations alternating, and each figure is the median of its rounds: on a
 // small, busy machine one run of either moves by a third.
-//   node bench/sessions.mjs [--sessions 100,1000,10000] [--layers 0,3,10]
+//   node bench/sessions.mjs [--sessions 100,1000,10000] [--layers 0,3,10,builtin]
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
@@ -17,19 +18,20 @@ import { median } from './common.mjs';
 const TURNS = 5;
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const args = process.argv.slice(2);
+// A list option: numbers, and for --layers also `builtin` (workingMemory, historyWindow, planMemory and staticContent).
 const option = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
-  return (i >= 0 ? args[i + 1] : fallback).split(',').map(Number);
+  return (i >= 0 ? args[i + 1] : fallback).split(',').map((v) => (v === 'builtin' ? v : Number(v)));
 };
 
 if (args[0] === '--one') {
   const [, impl, sessions, layers] = args;
-  console.log(JSON.stringify(await one(impl, Number(sessions), Number(layers))));
+  console.log(JSON.stringify(await one(impl, Number(sessions), layers === 'builtin' ? layers : Number(layers))));
 } else {
   const impls = process.env.NOETIC_UPSTREAM_PKG ? ['upstream', 'ours'] : ['ours'];
   console.log(`sessions: ${TURNS} turns each, a 5 ms model, in-memory storage (turns/s, p50, p99 with that of first and later turns, peak RSS; medians of ${ROUNDS} rounds)`);
   for (const sessions of option('sessions', '100,1000,10000')) {
-    for (const layers of option('layers', '0,3,10')) {
+    for (const layers of option('layers', '0,3,10,builtin')) {
       const runs = Object.fromEntries(impls.map((impl) => [impl, []]));
       for (let round = 0; round < ROUNDS; round++) {
         for (const impl of round % 2 ? [...impls].reverse() : impls) {
@@ -44,14 +46,15 @@ if (args[0] === '--one') {
       const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB`;
       const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
       const ratio = row.upstream ? `  → ${(row.ours.turnsPerSecond / row.upstream.turnsPerSecond).toFixed(2)}x turns/s, p99 ${(row.ours.p99 / row.upstream.p99).toFixed(2)}x` : '';
-      console.log(`${String(sessions).padStart(6)} sessions, ${String(layers).padStart(2)} layers  ${line}${ratio}`);
+      const shown = layers === 'builtin' ? 'built-in layers' : `${String(layers).padStart(2)} layers`;
+      console.log(`${String(sessions).padStart(6)} sessions, ${shown}  ${line}${ratio}`);
     }
   }
 }
 
 async function one(impl, sessions, layerCount) {
   const api = impl === 'upstream' ? await import(pathToFileURL(path.join(process.env.NOETIC_UPSTREAM_PKG, 'dist/index.js')).href) : await import('../js/index.mjs');
-  const { AgentHarness, createMessage, step, createInMemoryStorage } = api;
+  const { AgentHarness, createMessage, step, createInMemoryStorage, workingMemory, historyWindow, planMemory, staticContent } = api;
   const words = 'the quick brown fox jumps over the lazy dog while the agent keeps its notes for the next turn'.split(' ');
   const layer = (i) => ({
     id: `notes-${i}`,
@@ -77,7 +80,10 @@ async function one(impl, sessions, layerCount) {
     name: 'bench',
     params: {},
     storage: createInMemoryStorage(),
-    memory: Array.from({ length: layerCount }, (_, i) => layer(i)),
+    // `builtin`: four of the built-in layers a user would reach for first, run natively here and in JS upstream.
+    memory: layerCount === 'builtin'
+      ? [workingMemory(), historyWindow({ maxItems: 20 }), planMemory(), staticContent({ load: async () => 'You are a careful assistant. Keep answers short.' })]
+      : Array.from({ length: layerCount }, (_, i) => layer(i)),
     initialStep: step.llm({ id: 'chat', model: 'bench/model' }),
     _testCallModel: model,
   });
