@@ -1,89 +1,93 @@
 'use strict';
-// The hook phases whose hooks pass their results on, one call at a time: onItemAppend (the items), projectHistory
-// (the history) and onReturn (the output). Each gets the batch, its calls, a way to call one hook and to apply its
-// reply (hooks.cjs), and returns the replies in order.
+// A piped batch (the runtime's `order: 'piped'`): each hook gets what the one before passed on, one call at a time.
+// What is piped (`pipe`) names how the value starts, what a hook is given and passes on, and how the last value
+// crosses back: onItemAppend's items, projectHistory's history, onReturn's output.
 const { messageOf } = require('./errors.cjs');
 
-// onItemAppend: each hook gets what the one before passed on; once nothing is left the rest are not asked.
-// A hook that fails, or answers without an `items` array, passes its input on unchanged.
-async function appendPipeline(batch, calls, call, apply, log) {
-  let current = batch.items.map((text) => JSON.parse(text));
+const PIPES = {
+  // The items about to be appended. A hook that fails, or answers without an `items` array, passes its input on;
+  // only what the last hook passed on crosses (the others are counted, for their spans), put to the context's item
+  // schemas, since it enters the log: when they reject an item, the native check (which admits no unknown type)
+  // fails the append with item_schema_mismatch.
+  items: {
+    start: (batch) => batch.items.map((text) => JSON.parse(text)),
+    args: (_batch, items) => ({ items }),
+    taken(reply) {
+      if (reply.status !== 'ok') return NOTHING;
+      const items = reply.items;
+      reply.items = undefined;
+      reply.itemCount = items.length;
+      return items;
+    },
+    finish(last, items, log) {
+      last.items = items.map((item) => JSON.stringify(item));
+      try {
+        last.itemsChecked = log._admit(items);
+      } catch {
+        last.itemsChecked = false;
+      }
+    },
+  },
+  // The history the view will show: the log's items, or what an earlier (built-in) layer projected; the last list
+  // crosses as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
+  history: {
+    start: (batch, log) => (batch.history ? historyOf(batch.history, log) : log.items),
+    args: (_batch, items) => ({ items }),
+    taken(reply) {
+      const history = reply.history;
+      reply.history = undefined;
+      return reply.status === 'ok' ? history : NOTHING;
+    },
+    finish(last, items, log) {
+      try {
+        last.projected = projectedOf(items, log);
+      } catch (e) {
+        Object.assign(last, { status: 'threw', message: `projectHistory returned an item that cannot be sent: ${messageOf(e)}` });
+      }
+    },
+  },
+  // The spawn's output as each hook left it; every change crosses back as a step value.
+  result: {
+    start: (batch, _log, runtime) => runtime.fromRef(batch.args.result),
+    args: (batch, result) => ({ ...batch.args, result }),
+    taken(reply, runtime) {
+      if (!('piped' in reply)) return NOTHING;
+      const result = reply.piped;
+      reply.piped = undefined;
+      reply.result = runtime.toRef(result);
+      return result;
+    },
+    finish() {},
+  },
+};
+const NOTHING = Symbol('nothing passed on');
+
+async function piped(batch, calls, call, apply, log, runtime) {
+  const pipe = PIPES[batch.pipe];
+  let current = pipe.start(batch, log, runtime);
   const replies = [];
   let last;
   for (const c of calls) {
-    if (current.length === 0) {
+    // Once nothing is left to pass on, the rest are not asked when the batch says so (onItemAppend's emptied list).
+    if (batch.skipWhenEmpty && current.length === 0) {
       replies.push({ status: 'skipped' });
       continue;
     }
-    const reply = apply(c, await call(c, { items: current }));
-    if (reply.status === 'ok') {
-      current = reply.items;
-      // Only what the last hook passed on crosses (below); the others are counted, for their spans.
-      reply.items = undefined;
-      reply.itemCount = current.length;
+    const reply = apply(c, await call(c, pipe.args(batch, current)));
+    const taken = pipe.taken(reply, runtime);
+    if (taken !== NOTHING) {
+      current = taken;
       last = reply;
     }
     replies.push(reply);
   }
-  // What the last hook passed on enters the log, so it is put to the context's item schemas. When they reject an
-  // item, the native check (which admits no unknown type) fails the append with item_schema_mismatch.
-  if (last) {
-    last.items = current.map((item) => JSON.stringify(item));
-    try {
-      last.itemsChecked = log._admit(current);
-    } catch {
-      last.itemsChecked = false;
-    }
-  }
-  return replies;
-}
-
-// projectHistory: each hook gets what the one before returned, the first the log as JS holds it. The last list is
-// sent as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
-async function projectPipeline(batch, calls, call, apply, log) {
-  // The log's items, or what an earlier (built-in) layer projected or ctx.harness.projectHistory was given: log
-  // positions and the JSON of other items.
-  let current = batch.history ? historyOf(batch.history, log) : log.items;
-  const replies = [];
-  let last;
-  for (const c of calls) {
-    const reply = apply(c, await call(c, { items: current }));
-    if (reply.status === 'ok') {
-      current = reply.history;
-      last = reply;
-    }
-    reply.history = undefined;
-    replies.push(reply);
-  }
-  if (last) {
-    try {
-      last.projected = projectedOf(current, log);
-    } catch (e) {
-      Object.assign(last, { status: 'threw', message: `projectHistory returned an item that cannot be sent: ${messageOf(e)}` });
-    }
-  }
+  if (last) pipe.finish(last, current, log);
   return replies;
 }
 
 function historyOf(entries, log) {
   const objects = entries.some((entry) => typeof entry === 'number') ? log._all() : [];
   return entries.map((entry) => (typeof entry === 'number' ? objects[entry] : JSON.parse(entry)));
-}
-
-// onReturn: each hook gets the output as the one before left it; the last change crosses back as a step value.
-async function returnPipeline(batch, calls, call, apply, runtime) {
-  let current = runtime.fromRef(batch.args.result);
-  const replies = [];
-  for (const c of calls) {
-    const reply = apply(c, await call(c, { ...batch.args, result: current }));
-    if ('piped' in reply) {
-      current = reply.piped;
-      reply.piped = undefined;
-      reply.result = runtime.toRef(current);
-    }
-    replies.push(reply);
-  }
-  return replies;
 }
 
 // Each log's item positions, by item object, extended as the log grows (positions never move: it only appends), so
@@ -122,4 +126,4 @@ function projectedOf(items, log) {
   });
 }
 
-module.exports = { appendPipeline, projectPipeline, returnPipeline };
+module.exports = { piped };

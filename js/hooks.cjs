@@ -1,11 +1,13 @@
 'use strict';
 // Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
-// What runs, in which order, with which timeout and state-write rule is the runtime's decision; this only calls.
+// What runs, in which order, with which timeout and state-write rule, whether the calls run in turn, together or
+// piped, and what ends a batch early are the runtime's decisions (the batch's `order`, `stopOnDeny`, `pipe`); this
+// only calls.
 const { describeValue, messageOf, NoeticConfigError } = require('./errors.cjs');
 const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { HookGuard, HookTimeout, awaitHook } = require('./hook-deadlines.cjs');
-const { appendPipeline, projectPipeline, returnPipeline } = require('./hook-pipelines.cjs');
+const { piped } = require('./hook-pipelines.cjs');
 
 // Which new state a result carries under the runtime's rule; `NONE` when it carries none.
 const NONE = Symbol('none');
@@ -266,22 +268,22 @@ function runHooks(runtime, batch) {
     if ((each ?? c).persist && next !== undefined) reply.persist = runtime.serializable(next, c.layerId);
     return reply;
   };
-  // The pipelines pass each hook's result to the next, one call at a time.
-  const call = (c, args) => new Promise((resolve) => invoke(c, args, resolve));
-  if (phase === 'onItemAppend') return appendPipeline(batch, calls, call, apply, log);
-  if (phase === 'projectHistory') return projectPipeline(batch, calls, call, apply, log);
-  if (phase === 'onReturn') return returnPipeline(batch, calls, call, apply, runtime);
   // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
   if (phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
-  // Store hooks of different layers may run concurrently; their results apply in order (D2).
-  if (phase === 'store') return allAtOnce(calls, invoke, apply);
-  return inOrder(calls, invoke, apply, each);
+  switch (batch.order) {
+    case 'piped':
+      return piped(batch, calls, (c, args) => new Promise((resolve) => invoke(c, args, resolve)), apply, log, runtime);
+    case 'together':
+      return allAtOnce(calls, invoke, apply);
+    default:
+      return inOrder(calls, invoke, apply, each, batch.stopOnDeny === true);
+  }
 }
 
 // The calls one after another, each started when the one before has answered, with no promise of their own: a hook
 // that answers at once is followed in the same loop, and one that answers later resumes it. Stops after a failure
-// when the options say so, and at a steering vote's first deny (§14.1).
-function inOrder(calls, invoke, apply, each) {
+// when the options say so, and, when the batch says so, at a steering hook's deny.
+function inOrder(calls, invoke, apply, each, stopOnDeny) {
   return new Promise((resolve, reject) => {
     const replies = [];
     let looping = false;
@@ -291,7 +293,7 @@ function inOrder(calls, invoke, apply, each) {
         const c = calls[replies.length];
         const applied = apply(c, reply);
         replies.push(applied);
-        stopped = (applied.status !== 'ok' && ((each ?? c).stopOnError || applied.rethrow)) || applied.decision?.action === 'deny';
+        stopped = (applied.status !== 'ok' && ((each ?? c).stopOnError || applied.rethrow)) || (stopOnDeny && applied.decision?.action === 'deny');
         if (stopped) resolve(replies);
         else if (!looping) loop();
       } catch (e) {

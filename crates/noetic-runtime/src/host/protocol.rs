@@ -191,6 +191,8 @@ pub struct HookCall {
 #[derive(Debug, Clone)]
 pub struct HookBatch {
   pub hook: HookKind,
+  /// How the host runs the calls: the phase's policy, decided here, which the host's one loop follows.
+  pub order: BatchOrder,
   /// The context whose log the hooks receive.
   pub context: String,
   pub exec: ExecInfo,
@@ -207,6 +209,44 @@ pub struct HookBatch {
   pub keep_recalled: bool,
   /// The harness traces (D14): the host reports how long each hook took.
   pub timed: bool,
+}
+
+/// How a batch's calls run, one policy per phase (spec §14.1, DECISIONS D2, M5): the host has one loop that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOrder {
+  /// One after another. A call that fails with `stopOnError` (or whose error is to be rethrown) ends the batch, and
+  /// with `stop_on_deny` so does a steering hook's deny: the first deny decides the vote.
+  InTurn { stop_on_deny: bool },
+  /// All started at once, their results applied in the calls' order: store hooks of different layers (D2).
+  Together,
+  /// One after another, each given what the one before passed on.
+  Piped(Pipe),
+}
+
+/// What a piped batch passes from one hook to the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Pipe {
+  /// onItemAppend: the items about to be appended; once none are left, the rest of the hooks are not asked.
+  Items,
+  /// projectHistory: the history the view will show.
+  History,
+  /// onReturn: the spawn's output.
+  Result,
+}
+
+impl BatchOrder {
+  /// The policy of `phase`'s batches.
+  pub fn of(phase: HookKind) -> Self {
+    match phase {
+      HookKind::Store => Self::Together,
+      HookKind::OnItemAppend => Self::Piped(Pipe::Items),
+      HookKind::ProjectHistory => Self::Piped(Pipe::History),
+      HookKind::OnReturn => Self::Piped(Pipe::Result),
+      HookKind::BeforeToolCall | HookKind::AfterModelCall => Self::InTurn { stop_on_deny: true },
+      _ => Self::InTurn { stop_on_deny: false },
+    }
+  }
 }
 
 /// The JSON texts of the log items at positions `from..from + items.len()`.
@@ -263,6 +303,15 @@ impl Serialize for HookBatch {
     #[serde(rename_all = "camelCase")]
     struct Batch<'a> {
       phase: &'a str,
+      /// `inTurn`, `together` or `piped`.
+      order: &'a str,
+      #[serde(skip_serializing_if = "std::ops::Not::not")]
+      stop_on_deny: bool,
+      #[serde(skip_serializing_if = "Option::is_none")]
+      pipe: Option<Pipe>,
+      /// Once a pipe has nothing left to pass on, the rest of the hooks are not asked.
+      #[serde(skip_serializing_if = "std::ops::Not::not")]
+      skip_when_empty: bool,
       context: &'a str,
       exec: &'a ExecInfo,
       calls: Pairs<'a>,
@@ -302,8 +351,17 @@ impl Serialize for HookBatch {
         })
         .collect()
     });
+    let (order, stop_on_deny, pipe) = match self.order {
+      BatchOrder::InTurn { stop_on_deny } => ("inTurn", stop_on_deny, None),
+      BatchOrder::Together => ("together", false, None),
+      BatchOrder::Piped(pipe) => ("piped", false, Some(pipe)),
+    };
     Batch {
       phase: self.hook.name(),
+      order,
+      stop_on_deny,
+      pipe,
+      skip_when_empty: pipe == Some(Pipe::Items),
       context: &self.context,
       exec: &self.exec,
       calls: Pairs(&self.calls),
@@ -324,6 +382,7 @@ impl HookBatch {
   pub fn new(phase: HookKind, context: String, exec: ExecInfo) -> Self {
     Self {
       hook: phase,
+      order: BatchOrder::of(phase),
       context,
       exec,
       calls: Vec::new(),
@@ -859,6 +918,33 @@ mod tests {
     assert_eq!(mixed["own"][1]["stopOnError"], true);
     assert_eq!(mixed["own"][1]["timeoutMs"], 5000.0);
     assert!(mixed["own"][1].get("args").is_none());
+  }
+
+  #[test]
+  fn a_batch_says_how_its_calls_run_and_what_ends_it() {
+    let order = |phase: HookKind| {
+      let written = serde_json::to_value(HookBatch::new(phase, "C".into(), info())).unwrap();
+      ["order", "stopOnDeny", "pipe", "skipWhenEmpty"].map(|key| written.get(key).cloned().unwrap_or(Value::Null))
+    };
+    let none = Value::Null;
+    assert_eq!(order(HookKind::Recall), [serde_json::json!("inTurn"), none.clone(), none.clone(), none.clone()]);
+    assert_eq!(order(HookKind::Store), [serde_json::json!("together"), none.clone(), none.clone(), none.clone()]);
+    assert_eq!(
+      order(HookKind::BeforeToolCall),
+      [serde_json::json!("inTurn"), serde_json::json!(true), none.clone(), none.clone()]
+    );
+    assert_eq!(
+      order(HookKind::OnItemAppend),
+      [serde_json::json!("piped"), none.clone(), serde_json::json!("items"), serde_json::json!(true)]
+    );
+    assert_eq!(
+      order(HookKind::ProjectHistory),
+      [serde_json::json!("piped"), none.clone(), serde_json::json!("history"), none.clone()]
+    );
+    assert_eq!(
+      order(HookKind::OnReturn),
+      [serde_json::json!("piped"), none.clone(), serde_json::json!("result"), none]
+    );
   }
 
   #[test]
