@@ -14,9 +14,8 @@ use noetic_runtime::ConfigError;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
 use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
-use noetic_runtime::storage::adapter::Answer;
 use noetic_runtime::storage::{
-  AdapterCall, AdapterStorage, CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage,
+  AdapterCall, AdapterStorage, Answer, CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage,
   SqliteStorage, Storage, StorageError,
 };
 use serde_json::{Value, json};

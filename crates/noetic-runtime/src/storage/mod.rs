@@ -1,7 +1,7 @@
 //! Storage adapters: the `StorageAdapter` contract (`get`, `set`, `delete`, `list(prefix)`) and the native stores.
 //! A JS adapter object is reached through the host and implements the same trait in the binding.
 
-pub mod adapter;
+mod adapter;
 mod in_memory;
 mod postgres;
 mod scoped;
@@ -10,7 +10,7 @@ mod sqlite;
 use async_trait::async_trait;
 use serde_json::Value;
 
-pub use self::adapter::{AdapterCall, AdapterStorage};
+pub use self::adapter::{AdapterCall, AdapterStorage, Answer};
 pub use self::in_memory::InMemoryStorage;
 pub use self::postgres::{PostgresOptions, PostgresStorage};
 pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
