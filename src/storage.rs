@@ -186,6 +186,9 @@ impl Default for NativeStorage {
 /// they may take and what a late write means are the runtime's (`noetic_runtime::storage::AdapterStorage`).
 pub struct JsStorage {
   pub dispatch: Dispatch,
+  /// Calls are bounded by `storageTimeoutMs`: while one is pending the run is still working (its timer will end the
+  /// wait), so JS keeps Node alive, as for a built-in layer's callback. Unbounded, pending JS decides (B4).
+  bounded: bool,
 }
 
 /// How long a storage adapter's call may take by default (`storageTimeoutMs`).
@@ -194,16 +197,16 @@ pub const DEFAULT_STORAGE_TIMEOUT: Duration = Duration::from_secs(30);
 impl JsStorage {
   /// The adapter as a store, its calls bounded by `timeout`.
   pub fn storage(dispatch: Dispatch, timeout: Option<Duration>) -> AdapterStorage {
-    AdapterStorage::new(Box::new(Self { dispatch }), timeout)
+    AdapterStorage::new(Box::new(Self { dispatch, bounded: timeout.is_some() }), timeout)
   }
 }
 
 impl AdapterCall for JsStorage {
   fn call(&self, method: &'static str, key: &str, value: Option<Value>) -> BoxFuture<'static, Answer> {
     let message = json!({ "op": "storage", "method": method, "key": key, "value": value }).to_string();
-    let dispatch = self.dispatch.clone();
+    let (dispatch, bounded) = (self.dispatch.clone(), self.bounded);
     async move {
-      let text = dispatch.call(message).await?;
+      let text = if bounded { dispatch.call_bounded(message).await? } else { dispatch.call(message).await? };
       let reply: Value = noetic_runtime::js_text::from_js_json(&text).map_err(|e| e.to_string())?;
       match reply.get("ok").and_then(Value::as_bool) {
         Some(true) => Ok(reply.get("value").cloned().unwrap_or(Value::Null)),
