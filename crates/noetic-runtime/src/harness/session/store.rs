@@ -111,12 +111,13 @@ impl SessionStore {
     items: &[Arc<Item>],
     replace: bool,
   ) -> Result<bool, ConfigError> {
+    self.insert(thread, number, entry_text(items, replace)).await
+  }
+
+  /// Writes an entry's `text` as entry `number` if that number is free; false when another writer has taken it.
+  async fn insert(&self, thread: &str, number: u64, text: String) -> Result<bool, ConfigError> {
     let key = Self::key(thread, number);
-    self
-      .storage
-      .insert_text(&key, entry_text(items, replace))
-      .await
-      .map_err(|error| failure(thread, Doing::Writing, error))
+    self.storage.insert_text(&key, text).await.map_err(|error| failure(thread, Doing::Writing, error))
   }
 
   /// Appends `items` (`replace`: as the whole history from there on) as entry `number`, or, when another writer has
@@ -130,10 +131,7 @@ impl SessionStore {
   ) -> Result<u64, ConfigError> {
     let text = entry_text(items, replace);
     loop {
-      let key = Self::key(thread, number);
-      let free =
-        self.storage.insert_text(&key, text.clone()).await.map_err(|error| failure(thread, Doing::Writing, error))?;
-      if free {
+      if self.insert(thread, number, text.clone()).await? {
         return Ok(number);
       }
       let last = self.last_number(thread).await?;
@@ -145,7 +143,7 @@ impl SessionStore {
           Doing::Writing,
           StorageError::coded(
             "STORAGE_ADAPTER_INCONSISTENT",
-            format!("the storage refused {} as taken, yet lists no entry there", shown(&key)),
+            format!("the storage refused {} as taken, yet lists no entry there", shown(&Self::key(thread, number))),
             "The store's writes and its list disagree: something else is deleting the thread's keys, or a storage \
              adapter's get answers a value for a key it does not hold.",
           ),
