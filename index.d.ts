@@ -3264,11 +3264,8 @@ declare class NativeFs {
 
 /** The native half of an `AgentHarness` (internal: use `AgentHarness`). */
 declare class NativeHarness {
-  /**
-   * The runtime's part of a snapshot of `context`, as JSON: `{threadId, resourceId, frontier: [{stepId, input}],
-   * layers: [{id, state?}], usage}`; a layer without `state` is a JS layer whose state JS adds.
-   */
-  checkpointParts(context: string): string
+  /** The snapshot of `context`, as JSON, with what JS holds left for it to put in (see `Snapshot`). */
+  checkpointSnapshot(context: string): string
   /**
    * Puts a snapshot back into `context`, a context just made for it: `restored` is `{nativeLayers: {id: state},
    * hostLayers: [id], usage?}` JSON (JS has put its own layers' states back already).

@@ -1,14 +1,12 @@
 'use strict';
 // Checkpoints (durable execution): the snapshot schemas users hold, the store that keeps snapshots in a
-// StorageAdapter under upstream's key layout, and the harness's `checkpoint(ctx)` / `restore(executionId)`.
-// The runtime gives what only it knows of a context (the steps in flight, built-in layers' states, the counters)
-// and takes it back on a restore in place of init; JS adds what it holds (the log's items, its layers' states, the
-// cwd) and keeps the snapshot where the user says.
+// StorageAdapter under upstream's key layout, and the harness's `checkpoint(ctx)` / `restore(executionId)`. The
+// runtime writes a snapshot and takes it back on a restore; JS puts in and takes out the values it holds.
 const zod = require('zod');
 const z = zod.z ?? zod;
 const { NoeticConfigError, callNative, describeValue, messageOf } = require('./errors.cjs');
 
-const NATIVE = Symbol.for('noetic.nativeLayer');
+const { NATIVE } = require('./memory.cjs');
 
 const CheckpointSchemaVersion = 1;
 
@@ -165,32 +163,20 @@ function ownContext(harness, ctx, what) {
   });
 }
 
-// The snapshot of `ctx` as it is now. Items are the log's own objects, as upstream's snapshot holds them; the store
-// serializes them when it writes.
+// The snapshot of `ctx` as it is now: the runtime writes it, and JS puts in what it holds (the steps' inputs, its
+// layers' states, the cwd, and the log's own objects, as upstream's snapshot holds them; the store serializes them).
 function snapshotOf(harness, ctx) {
   const runtime = harness._runtime;
-  const parts = JSON.parse(callNative(() => runtime.native.checkpointParts(ctx.id)));
-  const layers = {};
-  for (const layer of parts.layers) {
-    // A JS layer's state is the object its hooks hold.
-    const value = 'state' in layer ? layer.state : runtime.statesOf(ctx.id).get(layer.id);
-    if (value !== undefined) layers[layer.id] = value;
+  const { hostLayers, ...snapshot } = JSON.parse(callNative(() => runtime.native.checkpointSnapshot(ctx.id)));
+  for (const frame of snapshot.frontier) frame.input = runtime.fromRef(frame.input);
+  const states = runtime.statesOf(ctx.id);
+  for (const id of hostLayers) {
+    if (states.get(id) === undefined) delete snapshot.layers[id];
+    else snapshot.layers[id] = states.get(id);
   }
   const { cwd, previousCwd } = ctx.cwdState;
-  const snapshot = {
-    schemaVersion: CheckpointSchemaVersion,
-    executionId: ctx.id,
-    threadId: parts.threadId,
-    frontier: parts.frontier.map(({ stepId, input }) => ({ stepId, input: runtime.fromRef(input) })),
-    layers,
-    cwd: { current: cwd ?? null, previous: previousCwd },
-    // Pending ask-user prompts are the host application's to record (upstream's core records none either).
-    askUser: [],
-    itemLog: { items: [...ctx.itemLog.items] },
-    capturedAt: new Date().toISOString(),
-    usage: parts.usage,
-  };
-  if (parts.resourceId != null) snapshot.resourceId = parts.resourceId;
+  snapshot.cwd = { current: cwd ?? null, previous: previousCwd };
+  snapshot.itemLog.items = [...ctx.itemLog.items];
   return snapshot;
 }
 

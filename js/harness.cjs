@@ -3,14 +3,12 @@
 const { Runtime, native } = require('./runtime.cjs');
 const { fromNative, callNative, NoeticConfigError, describeValue } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
-const { describeStep, describeTool } = require('./steps.cjs');
+const { describeStep, describeTool, lookupStep } = require('./steps.cjs');
 const { ContextImpl, isHoldable } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
-const { itemsJson } = require('./items.cjs');
 const { createInMemorySubprocessAdapter, REPLAYER } = require('./subprocess.cjs');
 const detached = require('./detached.cjs');
-const { lookupStep } = require('./steps.cjs');
 const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
@@ -304,11 +302,12 @@ class AgentHarness {
       parent: lineage.parent,
     };
     // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
-    // context converts nothing. Others go now, so that the native check names a bad one at once.
+    // context converts nothing. Others go now, so that the native check names a bad one at once (an item with no
+    // JSON form goes as null, which it names as not an item).
     const hold = items.every(isHoldable);
     let id;
     try {
-      id = callNative(() => runtime.native.createContext(JSON.stringify(options), hold ? '[]' : itemsJson(items)));
+      id = callNative(() => runtime.native.createContext(JSON.stringify(options), hold ? '[]' : JSON.stringify(items)));
     } catch (e) {
       handles.release();
       throw e;

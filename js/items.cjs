@@ -48,11 +48,4 @@ function findFunctionCall(items, name) {
   return null;
 }
 
-// Items as one JSON array of their own texts: one string crosses, and the native side reads each item's text as
-// JSON.stringify wrote it (an array's elements are written exactly as each on its own, and at once this is about
-// half again as fast). What has no JSON form goes as null, which the native side names as not an item.
-function itemsJson(items) {
-  return JSON.stringify(items);
-}
-
-module.exports = { estimateTokens, createMessage, stripUnresolvedToolCalls, findFunctionCall, itemsJson };
+module.exports = { estimateTokens, createMessage, stripUnresolvedToolCalls, findFunctionCall };

@@ -1,5 +1,5 @@
-//! Checkpoints: what the runtime gives JS for a snapshot of a context, and takes back on a restore. JS puts the
-//! snapshot together and keeps it in the user's `CheckpointStore` (`js/checkpoint.cjs`).
+//! Checkpoints: the snapshot of a context the runtime writes, and what it takes back on a restore. JS puts in its
+//! own values and keeps the snapshot in the user's `CheckpointStore` (`js/checkpoint.cjs`).
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -12,12 +12,11 @@ use crate::protocol::{config_json, to_napi};
 
 #[napi]
 impl NativeHarness {
-  /// The runtime's part of a snapshot of `context`, as JSON: `{threadId, resourceId, frontier: [{stepId, input}],
-  /// layers: [{id, state?}], usage}`; a layer without `state` is a JS layer whose state JS adds.
+  /// The snapshot of `context`, as JSON, with what JS holds left for it to put in (see `Snapshot`).
   #[napi(catch_unwind)]
-  pub fn checkpoint_parts(&self, context: String) -> Result<String> {
+  pub fn checkpoint_snapshot(&self, context: String) -> Result<String> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    serde_json::to_string(&self.inner.checkpoint_parts(&ctx)).map_err(|e| Error::from_reason(e.to_string()))
+    serde_json::to_string(&self.inner.snapshot(&ctx)).map_err(|e| Error::from_reason(e.to_string()))
   }
 
   /// Puts a snapshot back into `context`, a context just made for it: `restored` is `{nativeLayers: {id: state},

@@ -136,7 +136,7 @@ async fn the_frontier_holds_the_steps_in_flight_outermost_first_and_empties_when
   let (seen_tx, seen_rx) = oneshot::channel();
   let watch = async {
     host.started.notified().await;
-    let _ = seen_tx.send(harness.checkpoint_parts(&ctx));
+    let _ = seen_tx.send(harness.snapshot(&ctx));
     host.go.notify_one();
   };
   let (out, ()) = tokio::join!(harness.run_existing(&ctx, &step, StepValue::Text("in".into())), watch);
@@ -152,7 +152,7 @@ async fn the_frontier_holds_the_steps_in_flight_outermost_first_and_empties_when
   assert_eq!((parts["threadId"].clone(), parts["resourceId"].clone()), (json!("T"), json!("R")));
   assert_eq!(parts["usage"]["stepCount"], json!(2.0));
   // Once the run is over nothing is in flight.
-  assert_eq!(serde_json::to_value(harness.checkpoint_parts(&ctx)).unwrap()["frontier"], json!([]));
+  assert_eq!(serde_json::to_value(harness.snapshot(&ctx)).unwrap()["frontier"], json!([]));
 }
 
 #[tokio::test]
@@ -170,9 +170,15 @@ async fn a_restored_context_takes_the_states_and_counters_back_and_its_layers_do
     state.tokens.output = 5.0;
     state.cost = 0.25;
   }
-  let parts = serde_json::to_value(first.checkpoint_parts(&ctx)).unwrap();
-  // A JS layer's state is the host's to add; a built-in's comes as it is.
-  assert_eq!(parts["layers"], json!([{ "id": "notes" }, { "id": "working-memory", "state": { "name": "Ada" } }]));
+  let parts = serde_json::to_value(first.snapshot(&ctx)).unwrap();
+  // A JS layer's state is the host's to put in, where the null holds its place; a built-in's comes as it is.
+  assert_eq!(parts["layers"], json!({ "notes": null, "working-memory": { "name": "Ada" } }));
+  assert_eq!(parts["hostLayers"], json!(["notes"]));
+  assert_eq!(
+    (parts["schemaVersion"].clone(), parts["executionId"].clone(), parts["askUser"].clone(), parts["cwd"].clone()),
+    (json!(1), json!("exec-1"), json!([]), json!(null))
+  );
+  assert!(parts.get("resourceId").is_none(), "a context without a resource writes none");
   assert_eq!(parts["usage"], json!({ "stepCount": 4.0, "tokens": { "input": 10.0, "output": 5.0 }, "cost": 0.25 }));
 
   // Another harness (another process) restores it into a context of the same id.

@@ -1,12 +1,13 @@
-//! Checkpoints (durable execution): what a snapshot of a context takes from the runtime, and how a restored
-//! context takes it back. The host puts the snapshot together (its envelope, the cwd, the log's items as it holds
-//! them, its own layers' states) and keeps it where the user says; the runtime gives what only it knows: the steps
-//! in flight, the built-in layers' states and the counters, and on restore puts them back in place of init.
+//! Checkpoints (durable execution): the snapshot of a context, and how a restored context takes it back. The
+//! runtime writes the snapshot (upstream's layout: envelope, frontier, layers in the context's order, built-in
+//! layers' states, counters); the host puts in only what it holds as its own values (the steps' inputs, its layers'
+//! states, the cwd, the log's items as it holds them) and keeps the snapshot where the user says. On restore the
+//! runtime puts the states and counters back in place of init.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ExecContext, Harness};
+use super::{ExecContext, Runner};
 use crate::error::ConfigError;
 use crate::host::StepValueRef;
 use crate::memory::lifecycle::{self, RestoredStates};
@@ -19,17 +20,37 @@ pub const CHECKPOINT_SCHEMA_VERSION: u32 = 1;
 /// The error a snapshot that cannot be restored is (upstream's code).
 pub const SCHEMA_MISMATCH: &str = "CHECKPOINT_SCHEMA_MISMATCH";
 
-/// What the runtime contributes to a snapshot of one context.
+/// A snapshot of one context as the runtime writes it (upstream's `CheckpointSnapshot`). What the host holds is
+/// left for it to put in: each frame's `input` is a reference to the host's value; `layers` holds `null` for a JS
+/// layer with a state (its id also in `host_layers`); `cwd` is `null` and the item log empty.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CheckpointParts {
+pub struct Snapshot {
+  pub schema_version: u32,
+  pub execution_id: String,
   pub thread_id: String,
-  pub resource_id: Option<String>,
   /// The steps in flight, outermost first.
   pub frontier: Vec<SavedFrame>,
   /// Each layer with a state, in the context's layer order.
-  pub layers: Vec<SavedLayer>,
+  pub layers: serde_json::Map<String, Value>,
+  /// The JS layers among them, whose states the host puts in.
+  pub host_layers: Vec<String>,
+  pub cwd: Option<Value>,
+  /// Pending ask-user prompts are the host application's to record (upstream's core records none either).
+  pub ask_user: [(); 0],
+  pub item_log: SavedLog,
+  /// When it was taken (ISO 8601).
+  pub captured_at: String,
   pub usage: SavedUsage,
+  /// Last, where upstream's snapshot adds it; absent without one.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub resource_id: Option<String>,
+}
+
+/// The log's items, which the host puts in as it holds them.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SavedLog {
+  pub items: [(); 0],
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,14 +58,6 @@ pub struct CheckpointParts {
 pub struct SavedFrame {
   pub step_id: String,
   pub input: StepValueRef,
-}
-
-/// A layer's state: a built-in's as JSON; a JS layer's is the host's to add (`state` absent).
-#[derive(Debug, Clone, Serialize)]
-pub struct SavedLayer {
-  pub id: String,
-  #[serde(skip_serializing_if = "Option::is_none")]
-  pub state: Option<Value>,
 }
 
 /// The counters a restored context goes on from (not in upstream's snapshot, which restarts them at zero).
@@ -94,25 +107,28 @@ pub fn mismatch(execution_id: &str, why: &str) -> ConfigError {
   )
 }
 
-impl Harness {
-  /// What the runtime knows of `ctx` for a snapshot, as it is now.
-  pub fn checkpoint_parts(&self, ctx: &ExecContext) -> CheckpointParts {
-    let layers = ctx
-      .layers()
-      .layers()
-      .iter()
-      .filter_map(|layer| {
-        let state = match (&layer.imp, self.env.states.get(&ctx.id, layer.id())?) {
-          (LayerImpl::Native(_), StateValue::Json(value)) => Some(value),
-          (LayerImpl::Host(_), StateValue::Host) => None,
-          // An `undefined` state is no state, as upstream skips it.
-          _ => return None,
-        };
-        Some(SavedLayer { id: layer.id().to_owned(), state })
-      })
-      .collect();
+impl Runner {
+  /// The snapshot of `ctx` as it is now.
+  pub fn snapshot(&self, ctx: &ExecContext) -> Snapshot {
+    let mut layers = serde_json::Map::new();
+    let mut host_layers = Vec::new();
+    for layer in ctx.layers().layers() {
+      match (&layer.imp, self.env.states.get(&ctx.id, layer.id())) {
+        (LayerImpl::Native(_), Some(StateValue::Json(value))) => {
+          layers.insert(layer.id().to_owned(), value);
+        }
+        (LayerImpl::Host(_), Some(StateValue::Host)) => {
+          layers.insert(layer.id().to_owned(), Value::Null);
+          host_layers.push(layer.id().to_owned());
+        }
+        // An `undefined` state is no state, as upstream skips it.
+        _ => {}
+      }
+    }
     let state = ctx.state();
-    CheckpointParts {
+    Snapshot {
+      schema_version: CHECKPOINT_SCHEMA_VERSION,
+      execution_id: ctx.id.clone(),
       thread_id: ctx.thread_id.clone(),
       resource_id: ctx.resource_id.clone(),
       frontier: state
@@ -121,6 +137,11 @@ impl Harness {
         .map(|(_, frame)| SavedFrame { step_id: frame.step_id.clone(), input: frame.input.clone() })
         .collect(),
       layers,
+      host_layers,
+      cwd: None,
+      ask_user: [],
+      item_log: SavedLog::default(),
+      captured_at: crate::js_date::iso_now(),
       usage: SavedUsage {
         step_count: state.step_count as f64,
         tokens: SavedTokens {

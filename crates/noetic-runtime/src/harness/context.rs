@@ -137,7 +137,7 @@ pub struct ExecContext {
   /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
   abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
   /// Runs in flight in this context, which share one execution: the first starts it, the last ends it (a turn, a
-  /// run, and the runs its steps start in it, `Harness::run_existing`).
+  /// run, and the runs its steps start in it, `Runner::run_existing`).
   pub(crate) runs_in_flight: tokio::sync::Mutex<usize>,
 }
 
@@ -228,9 +228,9 @@ impl ExecContext {
     std::mem::replace(&mut self.layers.lock().unwrap_or_else(PoisonError::into_inner), layers)
   }
 
-  /// Whether this is a session's own context (not one of its children): only it is offered the session's tools,
-  /// and only it takes in messages sent while it runs.
-  pub fn is_session_context(&self) -> bool {
+  /// Whether this context takes in messages sent while it runs (a session turn's own, not its children): only it is
+  /// offered the turn's tools (the runner's `turn_tools`), as upstream offers a session's tools.
+  pub fn receives_input(&self) -> bool {
     self.receives_input
   }
 

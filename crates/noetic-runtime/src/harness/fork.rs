@@ -9,47 +9,47 @@ use futures_util::stream::{self, FuturesUnordered, StreamExt};
 use serde_json::{Value, json};
 
 use super::interpreter::{failure_payload, is_cancelled, nested, step_source, value_json};
-use super::{ExecContext, Harness, RunError, RunResult};
+use super::{ExecContext, RunError, RunResult, Runner};
 use crate::error::NoeticError;
 use crate::host::{MergeCall, MergeInput, StepFnCall, StepValue, StepValueRef};
 use crate::memory::registry::LayerSet;
 use crate::steps::{ForkMode, ForkStep, Step};
 
 pub(super) async fn run_fork(
-  harness: &Harness,
+  runner: &Runner,
   fork: &ForkStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
   depth: usize,
 ) -> RunResult<StepValue> {
-  let source = step_source(harness, &fork.id)?;
+  let source = step_source(runner, &fork.id)?;
   let call = StepFnCall { func: fork.paths, context: ctx.id.clone(), input: (&input).into() };
   let paths = source.fork_paths(call).await?;
   if paths.is_empty() {
     return match fork.mode {
       ForkMode::Race => Err(fork_partial(&fork.id, &[], &[]).into()),
-      ForkMode::All | ForkMode::Settle => merge(harness, fork, ctx, Vec::new()).await,
+      ForkMode::All | ForkMode::Settle => merge(runner, fork, ctx, Vec::new()).await,
     };
   }
   // Children copy the log as it is now, held items included.
-  ctx.take_held_items(&*harness.env.host).await?;
-  let children: Vec<Arc<ExecContext>> = paths.iter().map(|_| open_child(harness, ctx)).collect();
+  ctx.take_held_items(&*runner.env.host).await?;
+  let children: Vec<Arc<ExecContext>> = paths.iter().map(|_| open_child(runner, ctx)).collect();
   let limit = fork.concurrency.unwrap_or(paths.len()).clamp(1, paths.len());
-  let run = Paths { harness, paths: &paths, children: &children, input: &input, depth };
+  let run = Paths { runner, paths: &paths, children: &children, input: &input, depth };
   let result = match fork.mode {
     ForkMode::Race => race(&run, fork, ctx, limit).await,
     ForkMode::All => all(&run, fork, ctx, limit).await,
     ForkMode::Settle => settle(&run, fork, ctx, limit).await,
   };
   for child in &children {
-    harness.close_context(&child.id);
+    runner.close_context(&child.id);
   }
   result
 }
 
 /// The paths of one fork and the contexts they run in.
 struct Paths<'a> {
-  harness: &'a Harness,
+  runner: &'a Runner,
   paths: &'a [Step],
   children: &'a [Arc<ExecContext>],
   input: &'a StepValue,
@@ -58,7 +58,7 @@ struct Paths<'a> {
 
 impl Paths<'_> {
   async fn run(&self, i: usize) -> RunResult<StepValue> {
-    nested(self.harness, &self.paths[i], self.input.clone(), &self.children[i], self.depth + 1).await
+    nested(self.runner, &self.paths[i], self.input.clone(), &self.children[i], self.depth + 1).await
   }
 
   fn abort_all_but(&self, keep: Option<usize>, reason: &str) {
@@ -71,10 +71,10 @@ impl Paths<'_> {
 }
 
 /// A child context of `ctx` for one path: its thread, a copy of its log, no layers (as upstream's fork children).
-fn open_child(harness: &Harness, ctx: &Arc<ExecContext>) -> Arc<ExecContext> {
+fn open_child(runner: &Runner, ctx: &Arc<ExecContext>) -> Arc<ExecContext> {
   let child = ExecContext::child_of(ctx, Arc::new(LayerSet::default()));
   child.state().log = ctx.state().log.clone();
-  harness.open_context(child)
+  runner.open_context(child)
 }
 
 /// The first path to succeed wins; the others are aborted and not waited for. With a concurrency limit, a queued
@@ -104,7 +104,7 @@ async fn race(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: u
   run.abort_all_but(winner.as_ref().map(|(i, _)| *i), "race lost");
   match winner {
     Some((i, value)) => {
-      run.harness.env.host.adopt_state(&run.children[i].id, &ctx.id);
+      run.runner.env.host.adopt_state(&run.children[i].id, &ctx.id);
       Ok(value)
     }
     None => Err(fork_partial(&fork.id, &[], &path_errors(run.paths, failed)).into()),
@@ -145,7 +145,7 @@ async fn all(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: us
     return Err(fork_partial(&fork.id, &succeeded, &path_errors(run.paths, failed)).into());
   }
   let values = outcomes.into_iter().flatten().map(|value| MergeInput::Value { value: (&value).into() }).collect();
-  merge(run.harness, fork, ctx, values).await
+  merge(run.runner, fork, ctx, values).await
 }
 
 /// Every path runs to its end; `merge` gets each one's outcome.
@@ -165,7 +165,7 @@ async fn settle(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit:
       }
     })
     .collect();
-  merge(run.harness, fork, ctx, results).await
+  merge(run.runner, fork, ctx, results).await
 }
 
 /// Runs `task` for paths `0..count`, at most `limit` at a time, and gives their outcomes in path order. A pool, as
@@ -183,7 +183,7 @@ where
 }
 
 async fn merge(
-  harness: &Harness,
+  runner: &Runner,
   fork: &ForkStep,
   ctx: &Arc<ExecContext>,
   results: Vec<MergeInput>,
@@ -198,7 +198,7 @@ async fn merge(
       .into(),
     );
   };
-  Ok(harness.env.host.merge(MergeCall { merge, context: ctx.id.clone(), results }).await?)
+  Ok(runner.env.host.merge(MergeCall { merge, context: ctx.id.clone(), results }).await?)
 }
 
 /// Failed paths as `fork_partial` lists them: each path's id and error payload.

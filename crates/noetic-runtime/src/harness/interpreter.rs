@@ -13,7 +13,7 @@ use super::context::StepMeta;
 use super::fork::run_fork;
 use super::model_events::emit_allows;
 use super::spawn::{Spawn, run_spawn};
-use super::{ExecContext, Harness, RunError, RunResult};
+use super::{ExecContext, RunError, RunResult, Runner};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{
   FnArg, FnCall, HostError, HostRef, InboxCall, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall,
@@ -31,13 +31,8 @@ const MAX_DEPTH: u32 = 64;
 const MAX_NESTING: usize = 1_000;
 
 /// Runs `step` with `input` in `ctx`.
-pub fn execute<'a>(
-  harness: &'a Harness,
-  step: &'a Step,
-  input: StepValue,
-  ctx: &'a Arc<ExecContext>,
-) -> StepFuture<'a> {
-  Box::pin(dispatch(harness, step, input, ctx, 0))
+pub fn execute<'a>(runner: &'a Runner, step: &'a Step, input: StepValue, ctx: &'a Arc<ExecContext>) -> StepFuture<'a> {
+  Box::pin(dispatch(runner, step, input, ctx, 0))
 }
 
 /// The step-language functions that give steps at run time: a branch's route and a fork's paths. The host
@@ -50,8 +45,8 @@ pub trait StepSource: Send + Sync {
   async fn fork_paths(&self, call: StepFnCall) -> Result<Vec<Step>, HostError>;
 }
 
-pub(super) fn step_source<'a>(harness: &'a Harness, step_id: &str) -> RunResult<&'a dyn StepSource> {
-  harness.step_source.as_deref().ok_or_else(|| {
+pub(super) fn step_source<'a>(runner: &'a Runner, step_id: &str) -> RunResult<&'a dyn StepSource> {
+  runner.step_source.as_deref().ok_or_else(|| {
     ConfigError::new(
       "NO_STEP_SOURCE",
       format!("Step '{step_id}' chooses its steps at run time, which this host cannot do."),
@@ -70,13 +65,13 @@ fn frame_of<'a>(work: impl Future<Output = RunResult<StepValue>> + Send + 'a) ->
 }
 
 pub(super) fn nested<'a>(
-  harness: &'a Harness,
+  runner: &'a Runner,
   step: &'a Step,
   input: StepValue,
   ctx: &'a Arc<ExecContext>,
   depth: usize,
 ) -> StepFuture<'a> {
-  Box::pin(dispatch(harness, step, input, ctx, depth))
+  Box::pin(dispatch(runner, step, input, ctx, depth))
 }
 
 /// `step_failed` with `cause` (the JSON JS revives as the cause) whose message is `message`.
@@ -174,7 +169,7 @@ enum OnError {
 }
 
 async fn dispatch(
-  harness: &Harness,
+  runner: &Runner,
   step: &Step,
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -191,19 +186,19 @@ async fn dispatch(
     return Err(NoeticError::cancelled(&reason).into());
   }
   ctx.state().step_count += 1;
-  report(harness, step, ctx, "step_started").await?;
+  report(runner, step, ctx, "step_started").await?;
   // As upstream, a step without an id is no frame: nothing could find it again by its id.
   let _in_flight = (!step.id().is_empty()).then(|| InFlight { ctx, number: ctx.enter_step(step.id(), &input) });
-  let result = run_step(harness, step, input, ctx, depth).await;
+  let result = run_step(runner, step, input, ctx, depth).await;
   if result.is_ok() {
-    report(harness, step, ctx, "step_completed").await?;
+    report(runner, step, ctx, "step_completed").await?;
   }
   result
 }
 
 /// A session's steps report to its stream, as upstream's do to the session broadcaster; an LLM step's `emit`
 /// decides which of its events go.
-async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &str) -> RunResult<()> {
+async fn report(runner: &Runner, step: &Step, ctx: &Arc<ExecContext>, event: &str) -> RunResult<()> {
   let Some(io) = ctx.io() else { return Ok(()) };
   let emit = match step {
     Step::Llm(llm) => llm.emit,
@@ -213,19 +208,19 @@ async fn report(harness: &Harness, step: &Step, ctx: &Arc<ExecContext>, event: &
   let allowed = match emit {
     Emit::Filter(_) => {
       let data = json!({ "stepId": step.id(), "kind": step.kind() });
-      emit_allows(harness, emit, ctx, event, &data).await?
+      emit_allows(runner, emit, ctx, event, &data).await?
     }
     _ => emit == Emit::All,
   };
   if allowed {
-    io.step(&harness.name, event, step.id(), step.kind());
+    io.step(&runner.name, event, step.id(), step.kind());
   }
   Ok(())
 }
 
 /// A branch: its route chooses a step (or none, passing the input through), which runs nested.
 async fn run_branch(
-  harness: &Harness,
+  runner: &Runner,
   id: &str,
   route: HostRef,
   input: StepValue,
@@ -234,14 +229,14 @@ async fn run_branch(
 ) -> RunResult<StepValue> {
   let call = StepFnCall { func: route, context: ctx.id.clone(), input: (&input).into() };
   // The route's own error propagates as it is, as upstream's does.
-  match step_source(harness, id)?.route(call).await? {
+  match step_source(runner, id)?.route(call).await? {
     None => Ok(input),
-    Some(chosen) => nested(harness, &chosen, input, ctx, depth + 1).await,
+    Some(chosen) => nested(runner, &chosen, input, ctx, depth + 1).await,
   }
 }
 
 async fn run_step(
-  harness: &Harness,
+  runner: &Runner,
   step: &Step,
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -251,33 +246,33 @@ async fn run_step(
   // (`frame_of`): inline, the largest would size every step's future, held while the step waits on JS (S20).
   match step {
     Step::Run { id, execute, retry } => {
-      frame_of(run_with_retry(harness, id, *execute, retry.as_ref(), &input, ctx)).await
+      frame_of(run_with_retry(runner, id, *execute, retry.as_ref(), &input, ctx)).await
     }
     Step::Tool { id, tool, args } => {
       let call =
         ToolStepCall { tool: *tool, args: *args, step_id: id.clone(), context: ctx.id.clone(), input: (&input).into() };
       // A NoeticError (a cancellation, say) passes through; anything else fails the step.
-      harness.env.host.run_tool_step(call).await.map_err(|error| match RunError::from(error) {
+      runner.env.host.run_tool_step(call).await.map_err(|error| match RunError::from(error) {
         noetic @ RunError::Noetic(_) => noetic,
         other => step_failed_by(id, &other, false).into(),
       })
     }
-    Step::Branch { id, route, .. } => frame_of(run_branch(harness, id, *route, input, ctx, depth)).await,
+    Step::Branch { id, route, .. } => frame_of(run_branch(runner, id, *route, input, ctx, depth)).await,
     Step::Provide { child, memory, .. } => {
       let _restore = RestoreLayers { ctx, layers: ctx.set_layers(Arc::new(ctx.layers().provided(memory))) };
-      nested(harness, child, input, ctx, depth + 1).await
+      nested(runner, child, input, ctx, depth + 1).await
     }
-    Step::Fork(fork) => frame_of(run_fork(harness, fork, input, ctx, depth)).await,
-    Step::Llm(llm) => frame_of(harness.execute_llm(llm, &input, ctx)).await,
-    Step::Loop(looped) => frame_of(run_loop(harness, looped, input, ctx, depth)).await,
-    Step::Every(every) => frame_of(run_every(harness, every, input, ctx, depth)).await,
+    Step::Fork(fork) => frame_of(run_fork(runner, fork, input, ctx, depth)).await,
+    Step::Llm(llm) => frame_of(runner.execute_llm(llm, &input, ctx)).await,
+    Step::Loop(looped) => frame_of(run_loop(runner, looped, input, ctx, depth)).await,
+    Step::Every(every) => frame_of(run_every(runner, every, input, ctx, depth)).await,
     Step::Spawn { id, child, memory, timeout_ms, context_in, context_out } => {
       let spawn = Spawn { id, child, own_layers: memory.is_some(), timeout_ms: *timeout_ms, context_in, context_out };
       frame_of(async move {
         let layers = memory.clone().unwrap_or_else(|| ctx.layers());
-        let child_ctx = harness.open_context(ExecContext::child_of(ctx, layers));
-        let result = run_spawn(harness, spawn, input, ctx, &child_ctx, depth).await;
-        harness.close_context(&child_ctx.id);
+        let child_ctx = runner.open_context(ExecContext::child_of(ctx, layers));
+        let result = run_spawn(runner, spawn, input, ctx, &child_ctx, depth).await;
+        runner.close_context(&child_ctx.id);
         result
       })
       .await
@@ -288,7 +283,7 @@ async fn run_step(
 /// `step.run`: the function, tried again after a failure as `retry` says. A cancellation ends it at once; every
 /// other failure, after the last attempt, is `step_failed` (upstream's `executeRun`).
 async fn run_with_retry(
-  harness: &Harness,
+  runner: &Runner,
   id: &str,
   execute: HostRef,
   retry: Option<&RetryPolicy>,
@@ -303,7 +298,7 @@ async fn run_with_retry(
       return Err(NoeticError::cancelled(&reason).into());
     }
     let call = StepCall { step: execute, step_id: id.to_owned(), context: ctx.id.clone(), input: input.into() };
-    match harness.env.host.run_step(call).await.map_err(RunError::from) {
+    match runner.env.host.run_step(call).await.map_err(RunError::from) {
       Ok(value) => return Ok(value),
       Err(error) if is_cancelled(&error) => return Err(error),
       Err(error) => last = Some(error),
@@ -330,7 +325,7 @@ async fn run_with_retry(
 }
 
 async fn run_loop(
-  harness: &Harness,
+  runner: &Runner,
   looped: &LoopStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -357,13 +352,13 @@ async fn run_loop(
         step_failed(id, format!("Loop exceeded maximum iterations ({})", crate::js_number(max_iterations))).into(),
       );
     }
-    let output = match run_body(harness, steps, current.clone(), ctx, depth).await {
+    let output = match run_body(runner, steps, current.clone(), ctx, depth).await {
       Ok(Body::Completed(value)) => return Ok(value),
       Ok(Body::Output(output)) => {
         completed += 1;
         output
       }
-      Err(error) => match on_error(harness, looped, &error, ctx).await? {
+      Err(error) => match on_error(runner, looped, &error, ctx).await? {
         OnError::Retry => continue,
         // A skip keeps the last good output; before there is one, it is a retry.
         OnError::Skip => match &last_output {
@@ -387,33 +382,33 @@ async fn run_loop(
         last_tool_calls: state.last_tool_calls,
       }
     };
-    let verdict = verdict(harness, id, until, &facts, &output, &history, ctx).await;
+    let verdict = verdict(runner, id, until, &facts, &output, &history, ctx).await;
     if verdict.stop {
       // A message in the inbox keeps the loop going, as a developer message in the log.
-      let Some(message) = inbox_message(harness, looped, ctx).await? else { return Ok(output) };
+      let Some(message) = inbox_message(runner, looped, ctx).await? else { return Ok(output) };
       let item = Arc::new(crate::items::create_message(&message, "developer")?);
       ctx.state().log.push(item);
     }
     current = match looped.prepare_next {
       Some(prepare) => {
         let args = vec![FnArg::Value((&output).into()), FnArg::Json(verdict.to_json())];
-        harness.env.host.call_fn(FnCall { func: prepare, context: ctx.id.clone(), args }).await?
+        runner.env.host.call_fn(FnCall { func: prepare, context: ctx.id.clone(), args }).await?
       }
       None => output,
     };
   }
 }
 
-async fn inbox_message(harness: &Harness, looped: &LoopStep, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
+async fn inbox_message(runner: &Runner, looped: &LoopStep, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
   let Some(channel) = looped.inbox else { return Ok(None) };
   let call = InboxCall { channel, context: ctx.id.clone(), park_timeout: looped.park_timeout_ms };
-  Ok(harness.env.host.recv_inbox(call).await?)
+  Ok(runner.env.host.recv_inbox(call).await?)
 }
 
 /// `every`: runs the body at once, then again after each park, until the context is cancelled. A failing body
 /// ends it under `fail`; otherwise it is reported and the schedule goes on (a cancellation always ends it).
 async fn run_every(
-  harness: &Harness,
+  runner: &Runner,
   every: &EveryStep,
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -423,7 +418,7 @@ async fn run_every(
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
     }
-    if let Err(error) = nested(harness, &every.body, input.clone(), ctx, depth + 1).await {
+    if let Err(error) = nested(runner, &every.body, input.clone(), ctx, depth + 1).await {
       if every.fail_on_error || is_cancelled(&error) {
         return Err(error);
       }
@@ -432,18 +427,18 @@ async fn run_every(
         RunError::Noetic(error) => HostError::Noetic(error),
         RunError::Host(error) => error,
       };
-      harness.env.host.every_iteration_failed(&ctx.id, &every.id, &failure);
+      runner.env.host.every_iteration_failed(&ctx.id, &every.id, &failure);
     }
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
     }
-    park(harness, every, ctx).await;
+    park(runner, every, ctx).await;
   }
 }
 
 /// Waits `ms` (± `jitter`, drawn afresh each time), or less when the context is aborted or, with `wake_on`, a
 /// value is sent on it meanwhile.
-async fn park(harness: &Harness, every: &EveryStep, ctx: &Arc<ExecContext>) {
+async fn park(runner: &Runner, every: &EveryStep, ctx: &Arc<ExecContext>) {
   let ms = if every.jitter > 0.0 {
     let unit = (uuid::Uuid::new_v4().as_u128() >> 75) as f64 / (1u64 << 53) as f64;
     (every.ms + (unit * 2.0 - 1.0) * every.jitter).max(0.0)
@@ -456,7 +451,7 @@ async fn park(harness: &Harness, every: &EveryStep, ctx: &Arc<ExecContext>) {
       Some(channel) => {
         let call = WakeCall { channel, context: ctx.id.clone(), timeout: ms };
         // A wait that fails is as good as none: the timer still ends the park.
-        if harness.env.host.wait_wake(call).await.is_err() {
+        if runner.env.host.wait_wake(call).await.is_err() {
           std::future::pending::<()>().await;
         }
       }
@@ -477,7 +472,7 @@ enum Body {
 }
 
 async fn run_body(
-  harness: &Harness,
+  runner: &Runner,
   steps: &[Arc<Step>],
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -485,7 +480,7 @@ async fn run_body(
 ) -> RunResult<Body> {
   let mut output = input;
   for body in steps {
-    output = nested(harness, body, output, ctx, depth + 1).await?;
+    output = nested(runner, body, output, ctx, depth + 1).await?;
     if let Some(value) = ctx.state().completion.clone() {
       return Ok(Body::Completed(value));
     }
@@ -495,18 +490,13 @@ async fn run_body(
 
 /// A failed iteration: without `onError`, a cancellation or an error that is no NoeticError, the loop fails;
 /// otherwise `onError` decides.
-async fn on_error(
-  harness: &Harness,
-  looped: &LoopStep,
-  error: &RunError,
-  ctx: &Arc<ExecContext>,
-) -> RunResult<OnError> {
+async fn on_error(runner: &Runner, looped: &LoopStep, error: &RunError, ctx: &Arc<ExecContext>) -> RunResult<OnError> {
   let (Some(handler), RunError::Noetic(noetic)) = (looped.on_error, error) else { return Ok(OnError::Fail) };
   if is_cancelled(error) {
     return Ok(OnError::Fail);
   }
   let call = FnCall { func: handler, context: ctx.id.clone(), args: vec![FnArg::Noetic(noetic.payload.clone())] };
-  Ok(match harness.env.host.call_fn(call).await?.as_text() {
+  Ok(match runner.env.host.call_fn(call).await?.as_text() {
     Some("retry") => OnError::Retry,
     Some("skip") => OnError::Skip,
     _ => OnError::Fail,
@@ -516,7 +506,7 @@ async fn on_error(
 /// Evaluates a predicate tree: built-ins here, JS predicates through the host. A throwing predicate stops the
 /// loop, as upstream, and is reported as a diagnostic so that the stop is not silent.
 fn verdict<'a>(
-  harness: &'a Harness,
+  runner: &'a Runner,
   loop_id: &'a str,
   until: &'a Until,
   facts: &'a LoopFacts,
@@ -531,7 +521,7 @@ fn verdict<'a>(
     match until {
       Until::Any(predicates) => {
         for predicate in predicates {
-          let result = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
+          let result = verdict(runner, loop_id, predicate, facts, output, history, ctx).await;
           if result.stop {
             return result;
           }
@@ -541,7 +531,7 @@ fn verdict<'a>(
       Until::All(predicates) => {
         let mut reasons = Vec::new();
         for predicate in predicates {
-          let Verdict { stop, reason, .. } = verdict(harness, loop_id, predicate, facts, output, history, ctx).await;
+          let Verdict { stop, reason, .. } = verdict(runner, loop_id, predicate, facts, output, history, ctx).await;
           if !stop {
             return Verdict::of(false, None);
           }
@@ -567,11 +557,11 @@ fn verdict<'a>(
           history: history.iter().map(StepValueRef::from).collect(),
           last_step_meta: meta,
         };
-        match harness.env.host.eval_until(call).await {
+        match runner.env.host.eval_until(call).await {
           Ok(verdict) => verdict,
           Err(error) => {
             let reason = format!("Predicate error: {error}");
-            harness
+            runner
               .env
               .sink
               .loop_diagnostic(loop_id, &format!("{reason}; the loop stopped, as if it returned stop: true"));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{ExecContext, Harness, RunResult, layer_budgets};
+use super::{ExecContext, RunResult, Runner, layer_budgets};
 use crate::host::{RerenderRequest, SteeringDecision};
 use crate::items::{Item, ItemLog};
 use crate::memory::lifecycle::{self, Appended, Projected, RecallEntry};
@@ -68,7 +68,7 @@ pub enum LayerCallResult {
   Projected(Vec<Arc<Item>>),
 }
 
-impl Harness {
+impl Runner {
   /// Runs `call` for `layers` in `ctx`: their state is the context's execution's, as a step's hooks see it.
   pub async fn call_layers(
     &self,

@@ -14,7 +14,7 @@ use super::round_model::RoundRequest;
 use super::tool_loop::StepRecall;
 use super::tools::{ToolDef, layer_tools, merge_tools};
 use super::usage::{FixedCosts, LayerUsage, UsageInputs};
-use super::{Harness, RunResult, layer_budgets};
+use super::{RunResult, Runner, layer_budgets};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{LazyCall, ModelCall, OutputCall, SteeringAction, SteeringDecision, StepValue, ViewEntry};
 use crate::items::{
@@ -30,7 +30,7 @@ use crate::steps::{LazyField, LazyFields, LlmStep};
 pub(super) fn no_provider() -> ConfigError {
   ConfigError::new(
     "NO_LLM_PROVIDER",
-    "No LLM provider configured on this harness.",
+    "No LLM provider configured on this runner.",
     "Pass `llm: { provider: 'scripted' }` for the built-in scripted model, `llm: { provider: 'openrouter', apiKey }`, or set OPENROUTER_API_KEY.",
   )
 }
@@ -108,7 +108,7 @@ struct View {
   dropped: std::ops::Range<usize>,
 }
 
-impl Harness {
+impl Runner {
   /// Its memory phases (append, recall, projection, steering, store) and the tool loop are awaited boxed: this future
   /// lives as long as the step, held by every turn in flight while the model answers, and an async fn's future is as
   /// large as the largest thing it awaits. Inline they made it 5 KB (and the turn's in-flight state 16 KB a session);
@@ -168,7 +168,7 @@ impl Harness {
       Some(tools) => merge_tools(tools.clone(), layer_tools(&layers)),
       // In a session's own context, a step without tools of its own is offered the session's (upstream's
       // `unifiedTools`); a fork's paths and a spawn's child are not (upstream gives them none of the session's).
-      None if ctx.is_session_context() => merge_tools(self.session_tools.to_vec(), layer_tools(&layers)),
+      None if ctx.receives_input() => merge_tools(self.turn_tools.to_vec(), layer_tools(&layers)),
       None => layer_tools(&layers),
     };
     let offer = self.host_offer(step, &tools, &layers, ctx);
@@ -354,17 +354,17 @@ impl Harness {
   /// included (D19: they stay offered). `None` when the request is the step's tools alone.
   fn host_offer(&self, step: &LlmStep, tools: &[ToolDef], layers: &LayerSet, ctx: &ExecContext) -> Option<HostOffer> {
     let listed = step.tools.as_ref().is_some_and(|listed| !listed.is_empty());
-    if !matches!(*self.model, Model::Host) || !listed || !ctx.is_session_context() {
+    if !matches!(*self.model, Model::Host) || !listed || !ctx.receives_input() {
       return None;
     }
-    let session = merge_tools(self.session_tools.to_vec(), layer_tools(layers));
-    if session.is_empty() {
+    let offered = merge_tools(self.turn_tools.to_vec(), layer_tools(layers));
+    if offered.is_empty() {
       return None;
     }
     Some(HostOffer {
       allowed: tools.iter().map(|tool| tool.name.clone()).collect(),
       // A listed tool outside the session's (a getter's, a step chosen at run time) is still handed over.
-      tools: merge_tools(session, tools.to_vec()),
+      tools: merge_tools(offered, tools.to_vec()),
     })
   }
 
@@ -431,7 +431,7 @@ impl Harness {
   }
 }
 
-/// A JS model's tools when they are more than the step's own (see [`Harness::host_offer`]).
+/// A JS model's tools when they are more than the step's own (see [`Runner::host_offer`]).
 struct HostOffer {
   tools: Vec<ToolDef>,
   allowed: Vec<String>,

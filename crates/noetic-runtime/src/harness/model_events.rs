@@ -3,14 +3,14 @@
 
 use serde_json::{Value, json};
 
-use super::{ExecContext, Harness, RunResult};
+use super::{ExecContext, RunResult, Runner};
 use crate::host::{FnArg, FnCall, StepValue};
 use crate::steps::Emit;
 
 /// Whether a step's `emit` lets the event `kind` with `data` through: every event, none, or those the user's
 /// filter answers for (the host answers in text: non-empty lets it go).
 pub(super) async fn emit_allows(
-  harness: &Harness,
+  runner: &Runner,
   emit: Emit,
   ctx: &ExecContext,
   kind: &str,
@@ -25,12 +25,12 @@ pub(super) async fn emit_allows(
         context: ctx.id.clone(),
         args: vec![FnArg::Json(json!(kind)), FnArg::Json(data.clone())],
       };
-      matches!(harness.env.host.call_fn(call).await?, StepValue::Text(text) if !text.is_empty())
+      matches!(runner.env.host.call_fn(call).await?, StepValue::Text(text) if !text.is_empty())
     }
   })
 }
 
-impl Harness {
+impl Runner {
   /// Raises a model call's event on the context's session stream, when it has one and the step's `emit` allows.
   pub(super) async fn model_event(&self, ctx: &ExecContext, emit: Emit, kind: &str, data: Value) -> RunResult<()> {
     let Some(io) = ctx.io() else { return Ok(()) };

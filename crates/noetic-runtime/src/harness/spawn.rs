@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::interpreter::{nested, step_failed, step_failed_by};
 use super::summary::SummaryRequest;
-use super::{ExecContext, Harness, RunResult};
+use super::{ExecContext, RunResult, Runner};
 use crate::error::ConfigError;
 use crate::host::{FnArg, FnCall, HostRef, StepValue};
 use crate::items::{Item, check_item_type};
@@ -27,7 +27,7 @@ const SUMMARY_PROMPT: &str = "Summarize the conversation above for the agent tha
                               was done and what came of it. Be concise.";
 
 pub(super) async fn run_spawn(
-  harness: &Harness,
+  runner: &Runner,
   spawn: Spawn<'_>,
   input: StepValue,
   ctx: &Arc<ExecContext>,
@@ -35,35 +35,35 @@ pub(super) async fn run_spawn(
   depth: usize,
 ) -> RunResult<StepValue> {
   let run = async {
-    seed(harness, &spawn, &input, ctx, child_ctx).await?;
+    seed(runner, &spawn, &input, ctx, child_ctx).await?;
     if spawn.own_layers {
-      let output = harness.run_in(child_ctx, spawn.child, input).await?;
-      return shape(harness, &spawn, output, ctx, child_ctx).await;
+      let output = runner.run_in(child_ctx, spawn.child, input).await?;
+      return shape(runner, &spawn, output, ctx, child_ctx).await;
     }
     let inherits = !child_ctx.layers().is_empty();
-    let (parent_scope, child_scope) = (harness.scope(ctx), harness.scope(child_ctx));
+    let (parent_scope, child_scope) = (runner.scope(ctx), runner.scope(child_ctx));
     let result = async {
       if inherits {
-        let items = lifecycle::spawn_layers(&harness.env, &parent_scope, &child_scope).await?;
+        let items = lifecycle::spawn_layers(&runner.env, &parent_scope, &child_scope).await?;
         let mut state = child_ctx.state();
         for item in items {
           state.log.push(item);
         }
       }
-      let output = under_way(child_ctx, nested(harness, spawn.child, input, child_ctx, depth + 1)).await?;
-      let output = shape(harness, &spawn, output, ctx, child_ctx).await?;
+      let output = under_way(child_ctx, nested(runner, spawn.child, input, child_ctx, depth + 1)).await?;
+      let output = shape(runner, &spawn, output, ctx, child_ctx).await?;
       Ok(if inherits {
-        lifecycle::return_layers(&harness.env, &parent_scope, &child_scope, output).await
+        lifecycle::return_layers(&runner.env, &parent_scope, &child_scope, output).await
       } else {
         output
       })
     }
     .await;
-    harness.recall_cache.finish(&child_ctx.id).await;
+    runner.recall_cache.finish(&child_ctx.id).await;
     // Layers without init may have written state in the child; it ends with the child (D15, as upstream's
     // executeSpawn cleans up its child).
-    harness.env.states.flush(&child_ctx.id).await;
-    lifecycle::end_execution(&harness.env, child_ctx.layers().layers(), &child_ctx.id);
+    runner.env.states.flush(&child_ctx.id).await;
+    lifecycle::end_execution(&runner.env, child_ctx.layers().layers(), &child_ctx.id);
     result
   };
   match spawn.timeout_ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
@@ -74,7 +74,7 @@ pub(super) async fn run_spawn(
 
 /// Runs `body` as the execution under way in the child `ctx`, which the spawn began (onSpawn's states) and will end
 /// (onReturn, then the states go): a step in the child that runs another step in its own context
-/// (`ctx.harness.run(step, input, ctx)`, see [`Harness::run_existing`]) joins that execution, as upstream's runs in
+/// (`ctx.harness.run(step, input, ctx)`, see [`Runner::run_existing`]) joins that execution, as upstream's runs in
 /// the child's, instead of initialising the child's layers over the states onSpawn gave them and ending it under
 /// the spawn.
 async fn under_way<T>(ctx: &ExecContext, body: impl Future<Output = T>) -> T {
@@ -106,7 +106,7 @@ async fn within(
 
 /// Puts `contextIn`'s items at the head of the child's log.
 async fn seed(
-  harness: &Harness,
+  runner: &Runner,
   spawn: &Spawn<'_>,
   input: &StepValue,
   parent: &Arc<ExecContext>,
@@ -115,12 +115,12 @@ async fn seed(
   let items: Vec<Arc<Item>> = match spawn.context_in {
     ContextIn::Fresh => return Ok(()),
     ContextIn::Inherit => {
-      parent.take_held_items(&*harness.env.host).await?;
+      parent.take_held_items(&*runner.env.host).await?;
       parent.state().log.items().to_vec()
     }
-    ContextIn::Subset(select) => host_items(harness, spawn, "select", *select, Vec::new(), parent).await?,
+    ContextIn::Subset(select) => host_items(runner, spawn, "select", *select, Vec::new(), parent).await?,
     ContextIn::Custom(build) => {
-      host_items(harness, spawn, "build", *build, vec![FnArg::Value(input.into())], parent).await?
+      host_items(runner, spawn, "build", *build, vec![FnArg::Value(input.into())], parent).await?
     }
   };
   let mut state = child.state();
@@ -133,7 +133,7 @@ async fn seed(
 /// The items `select` or `build` (`which`) gives, called with the parent's context: an array of items the harness
 /// admits (as JSON text, see `describeContextIn`), or a clear error naming the first that is not one.
 async fn host_items(
-  harness: &Harness,
+  runner: &Runner,
   spawn: &Spawn<'_>,
   which: &str,
   func: HostRef,
@@ -141,7 +141,7 @@ async fn host_items(
   parent: &ExecContext,
 ) -> RunResult<Vec<Arc<Item>>> {
   let call = FnCall { func, context: parent.id.clone(), args };
-  let value = harness.env.host.call_fn(call).await.map_err(|e| step_failed_by(spawn.id, &e.into(), false))?;
+  let value = runner.env.host.call_fn(call).await.map_err(|e| step_failed_by(spawn.id, &e.into(), false))?;
   let hint = "Return an array of items, e.g. createMessage('...', 'user'), from contextIn's function.";
   let parsed = match value {
     StepValue::Text(text) => crate::js_text::from_js_json(&text).ok(),
@@ -159,7 +159,7 @@ async fn host_items(
         let message = format!("Spawn '{}': contextIn {which} returned a bad item at index {index}: {error}", spawn.id);
         ConfigError::new("INVALID_CONTEXT_ITEMS", message, hint)
       })?;
-      check_item_type(&item, harness.item_types)?;
+      check_item_type(&item, runner.item_types)?;
       Ok(Arc::new(item))
     })
     .collect()
@@ -167,7 +167,7 @@ async fn host_items(
 
 /// What the parent receives of the child's output.
 async fn shape(
-  harness: &Harness,
+  runner: &Runner,
   spawn: &Spawn<'_>,
   output: StepValue,
   parent: &Arc<ExecContext>,
@@ -177,10 +177,10 @@ async fn shape(
     ContextOut::Full => Ok(output),
     ContextOut::Schema(schema) => {
       let call = FnCall { func: *schema, context: parent.id.clone(), args: vec![FnArg::Value((&output).into())] };
-      Ok(harness.env.host.call_fn(call).await?)
+      Ok(runner.env.host.call_fn(call).await?)
     }
     ContextOut::Summary { model, prompt } => {
-      child.take_held_items(&*harness.env.host).await?;
+      child.take_held_items(&*runner.env.host).await?;
       let (end, last_model) = {
         let state = child.state();
         (state.log.len(), state.last_model.clone())
@@ -196,7 +196,7 @@ async fn shape(
         earlier: None,
         prompt: prompt.as_deref().unwrap_or(SUMMARY_PROMPT),
       };
-      match harness.summarize(child, request).await {
+      match runner.summarize(child, request).await {
         Ok(text) => Ok(StepValue::Text(text)),
         Err(error) => Err(step_failed_by(spawn.id, &error, false).into()),
       }

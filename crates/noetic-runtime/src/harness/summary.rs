@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::context::OverflowSummary;
 use super::llm::track_usage;
-use super::{ExecContext, Harness, Model, ModelRequest, RunResult};
+use super::{ExecContext, Model, ModelRequest, RunResult, Runner};
 use crate::host::{ModelCall, ViewEntry};
 use crate::items::{Item, Pairing, assistant_text_of, create_message};
 use crate::memory::ProjectionPolicy;
@@ -27,7 +27,7 @@ pub(crate) struct SummaryRequest<'a> {
   pub prompt: &'a str,
 }
 
-impl Harness {
+impl Runner {
   /// The model's text for `request`. Its usage counts in `ctx`, like any model call the context makes.
   pub(crate) async fn summarize(&self, ctx: &Arc<ExecContext>, request: SummaryRequest<'_>) -> RunResult<String> {
     let earlier = match request.earlier {

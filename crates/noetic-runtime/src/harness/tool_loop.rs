@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
 
-use super::Harness;
+use super::Runner;
 use super::context::ExecContext;
 use super::error::RunResult;
 use super::model_events::emit_allows;
@@ -25,7 +25,7 @@ const MAX_TOOL_ROUNDS: usize = 32;
 /// `MAX_RECOVERY_CONTINUATIONS`).
 const MAX_LIMIT_CONTINUATIONS: usize = 3;
 
-impl Harness {
+impl Runner {
   /// Every item of every round (calls, outputs, the final answer) and the summed usage. `request.conversation`
   /// is ignored: the loop states it each round from `conversation`.
   pub(super) async fn tool_loop(
@@ -253,7 +253,7 @@ impl Harness {
     conversation: &mut Vec<Arc<Item>>,
   ) -> RunResult<()> {
     let messages = match ctx.io() {
-      Some(io) if ctx.is_session_context() => io.take_injected(),
+      Some(io) if ctx.receives_input() => io.take_injected(),
       _ => return Ok(()),
     };
     if messages.is_empty() {

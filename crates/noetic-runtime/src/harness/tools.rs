@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Harness;
+use super::Runner;
 use super::context::ExecContext;
 use crate::host::{HostError, ToolCall, ToolRef};
 use crate::items::Item;
@@ -54,7 +54,7 @@ pub fn merge_tools(first: Vec<ToolDef>, second: Vec<ToolDef>) -> Vec<ToolDef> {
   first.into_iter().chain(second).filter(|tool| seen.insert(tool.name.clone())).collect()
 }
 
-impl Harness {
+impl Runner {
   pub(crate) fn tool_ref(&self, tool: &ToolDef, ctx: &ExecContext) -> ToolRef {
     match &tool.imp {
       ToolImpl::Host(handle) => ToolRef::Tool { handle: *handle, name: tool.name.clone() },
