@@ -3429,10 +3429,11 @@ declare class NativeHarness {
   eventsOpen(thread: string): number
   eventsClose(thread: string): void
   /**
-   * `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
-   * run: waiter}` is notified once one arrives.
+   * `{next, events}` JSON for the events from `cursor` on (with `deltas`, `text` or `reasoning`: the delta strings
+   * of those among them, `Deltas`); when there are none yet, `null`, and `{op: 'settled', run: waiter}` is notified
+   * once one arrives.
    */
-  eventsRead(thread: string, cursor: number, waiter: number): string | null
+  eventsRead(thread: string, cursor: number, waiter: number, deltas?: string | undefined | null): string | null
   /** A new reader of `thread`'s item snapshots (`getItemStream`); returns its id. */
   itemsOpen(thread: string): number
   itemsClose(thread: string, reader: number): void

@@ -262,12 +262,13 @@ function seedFromItems(harness, threadId, items) {
   harness.seedSessionHistory(threadId, items);
 }
 
-// Where a reader's batches come from: the session's event log, read from a cursor, or an item reader of its own,
-// which folds the provider's events natively and answers with the snapshots of the items changed since it last read.
-function eventSource(native, thread) {
+// Where a reader's batches come from: the session's event log, read from a cursor (or only the text or reasoning
+// deltas in it, which the native side picks out: `deltas`), or an item reader of its own, which folds the provider's
+// events natively and answers with the snapshots of the items changed since it last read.
+function eventSource(native, thread, deltas) {
   let cursor = native.eventsOpen(thread);
   return {
-    read: (waiter) => native.eventsRead(thread, cursor, waiter),
+    read: (waiter) => native.eventsRead(thread, cursor, waiter, deltas),
     take(text) {
       const batch = JSON.parse(text);
       cursor = batch.next;
@@ -309,9 +310,9 @@ function snapshotAfter(items, change) {
 // One reader of a session's stream. It holds nothing open: waiting for the next event keeps Node alive only as
 // long as a turn that will produce it does.
 class EventReader {
-  constructor(runtime, thread, items) {
+  constructor(runtime, thread, reads) {
     this._runtime = runtime;
-    this._source = (items ? itemSource : eventSource)(runtime.native, thread);
+    this._source = reads === 'items' ? itemSource(runtime.native, thread) : eventSource(runtime.native, thread, reads);
     this._buffer = [];
     this._done = false;
     this._wake = undefined;
@@ -343,53 +344,19 @@ class EventReader {
   }
 }
 
-// A reader that yields what `transform` makes of each event, skipping `undefined`. Not an async generator: a
-// generator's `return()` would wait behind a pending `next()`, which may wait for an event that never comes.
-class FilteredReader {
-  constructor(reader, transform) {
-    this._reader = reader;
-    this._transform = transform;
-  }
-
-  async next() {
-    for (;;) {
-      const result = await this._reader.next();
-      if (result.done) return result;
-      const value = this._transform(result.value);
-      if (value !== undefined) return { done: false, value };
-    }
-  }
-
-  return(value) {
-    return this._reader.return(value);
-  }
-
-  [Symbol.asyncIterator]() {
-    return this;
-  }
-}
-
 // Every `[Symbol.asyncIterator]()` is a reader of its own, so several readers each get every event.
-function eventStream(harness, scope, transform, items = false) {
+// `reads`: every event (undefined), the provider's 'text' or 'reasoning' deltas, or the 'items' it streams.
+function eventStream(harness, scope, reads) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'stream');
-  return {
-    [Symbol.asyncIterator]() {
-      const reader = new EventReader(runtime, thread, items);
-      return transform ? new FilteredReader(reader, transform) : reader;
-    },
-  };
+  return { [Symbol.asyncIterator]: () => new EventReader(runtime, thread, reads) };
 }
-
-const sdkDelta = (types) => (event) =>
-  event.source === 'sdk' && types.includes(event.type) && typeof event.data?.delta === 'string' ? event.data.delta : undefined;
 
 const getFullStream = (harness, scope) => eventStream(harness, scope);
 // Snapshots of the items the provider streams, folded natively from its events (`isComplete` once done).
-const getItemStream = (harness, scope) => eventStream(harness, scope, undefined, true);
-const getTextStream = (harness, scope) => eventStream(harness, scope, sdkDelta(['response.output_text.delta']));
-const getReasoningStream = (harness, scope) =>
-  eventStream(harness, scope, sdkDelta(['response.reasoning.delta', 'response.reasoning_text.delta', 'response.reasoning_summary_text.delta']));
+const getItemStream = (harness, scope) => eventStream(harness, scope, 'items');
+const getTextStream = (harness, scope) => eventStream(harness, scope, 'text');
+const getReasoningStream = (harness, scope) => eventStream(harness, scope, 'reasoning');
 
 module.exports = {
   DELIVERY_MODES,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::session::{
-  DeliveryMode, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
+  DeliveryMode, Deltas, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
 };
 use noetic_runtime::host::StepValue;
 use noetic_runtime::items::parse_js_item;
@@ -315,15 +315,22 @@ impl NativeHarness {
     self.streams(&thread).events.close_reader();
   }
 
-  /// `{next, events}` JSON for the events from `cursor` on; when there are none yet, `null`, and `{op: 'settled',
-  /// run: waiter}` is notified once one arrives.
+  /// `{next, events}` JSON for the events from `cursor` on (with `deltas`, `text` or `reasoning`: the delta strings
+  /// of those among them, `Deltas`); when there are none yet, `null`, and `{op: 'settled', run: waiter}` is notified
+  /// once one arrives.
   #[napi(catch_unwind)]
-  pub fn events_read(&self, thread: String, cursor: f64, waiter: u32) -> Option<String> {
+  pub fn events_read(&self, thread: String, cursor: f64, waiter: u32, deltas: Option<String>) -> Option<String> {
     let dispatch = self.dispatch.clone();
     let wake = Box::new(move || dispatch.settle(waiter, "null"));
     let batch = self.streams(&thread).events.read(cursor as u64, READ_BATCH, wake)?;
-    let events: Vec<&str> = batch.events.iter().map(|event| &**event).collect();
-    Some(format!(r#"{{"next":{},"events":[{}]}}"#, batch.next, events.join(",")))
+    let events = match deltas.as_deref().and_then(Deltas::parse) {
+      Some(deltas) => {
+        let texts: Vec<String> = batch.events.iter().filter_map(|event| deltas.of(event)).collect();
+        serde_json::to_string(&texts).unwrap_or_else(|_| "[]".to_owned())
+      }
+      None => format!("[{}]", batch.events.iter().map(|event| &**event).collect::<Vec<_>>().join(",")),
+    };
+    Some(format!(r#"{{"next":{},"events":{events}}}"#, batch.next))
   }
 
   /// A new reader of `thread`'s item snapshots (`getItemStream`); returns its id.

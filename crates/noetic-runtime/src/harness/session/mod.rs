@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 
 pub use self::events::{Batch, EventLog, Wake};
 pub use self::store::SessionStore;
-pub use self::streams::Streams;
+pub use self::streams::{Deltas, Streams};
 use super::{ExecContext, RunError};
 use crate::items::Item;
 use crate::memory::registry::LayerSet;

@@ -83,6 +83,43 @@ impl Streams {
   }
 }
 
+/// What a filtered stream reads of the provider's events: the text deltas (`getTextStream`) or the reasoning ones
+/// (`getReasoningStream`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deltas {
+  Text,
+  Reasoning,
+}
+
+impl Deltas {
+  pub fn parse(name: &str) -> Option<Self> {
+    match name {
+      "text" => Some(Self::Text),
+      "reasoning" => Some(Self::Reasoning),
+      _ => None,
+    }
+  }
+
+  fn types(self) -> &'static [&'static str] {
+    match self {
+      Self::Text => &["response.output_text.delta"],
+      Self::Reasoning => {
+        &["response.reasoning.delta", "response.reasoning_text.delta", "response.reasoning_summary_text.delta"]
+      }
+    }
+  }
+
+  /// The delta of a buffered event, when a provider sent it as one of these, with a string `delta`.
+  pub fn of(self, text: &str) -> Option<String> {
+    let event: Value = serde_json::from_str(text).ok()?;
+    let kind = event.get("type").and_then(Value::as_str)?;
+    if event.get("source").and_then(Value::as_str) != Some("sdk") || !self.types().contains(&kind) {
+      return None;
+    }
+    event.get("data")?.get("delta")?.as_str().map(str::to_owned)
+  }
+}
+
 /// A buffered event's kind and data when a provider sent it and an item fold reads it.
 fn provider_event(text: &str) -> Option<(String, Value)> {
   let mut event: Value = serde_json::from_str(text).ok()?;
@@ -123,5 +160,20 @@ mod tests {
     let expected =
       json!({ "source": "framework", "type": "a\tb:step_started", "data": { "stepId": "chat", "kind": "llm" } });
     assert_eq!(only_event(&streams), serde_json::to_string(&expected).unwrap());
+  }
+
+  #[test]
+  fn a_filtered_stream_reads_the_string_deltas_of_its_provider_events_only() {
+    let streams = Streams::default();
+    let cursor = streams.events.open_reader();
+    streams.sdk("response.output_text.delta", json!({ "delta": "Hel" }));
+    streams.sdk("response.reasoning_summary_text.delta", json!({ "delta": "why" }));
+    streams.sdk("response.output_text.delta", json!({ "delta": 7 }));
+    streams.framework("agent", "response.output_text.delta", &json!({ "delta": "not a provider's" }));
+    streams.sdk("response.output_text.delta", json!({ "delta": "lo" }));
+    let batch = streams.events.read(cursor, 10, Box::new(|| {})).expect("events");
+    let of = |deltas: Deltas| batch.events.iter().filter_map(|event| deltas.of(event)).collect::<Vec<_>>();
+    assert_eq!(of(Deltas::Text), ["Hel", "lo"]);
+    assert_eq!(of(Deltas::Reasoning), ["why"]);
   }
 }
