@@ -623,4 +623,4 @@ class ContextImpl {
   }
 }
 
-module.exports = { ContextImpl, ItemLogImpl, prefixView, isHoldable };
+module.exports = { ContextImpl, ItemLogImpl, isHoldable };

@@ -24,4 +24,4 @@ function withGivenThreadIds(text) {
   return JSON.stringify(JSON.parse(text, (key, value) => (key === 'threadId' && typeof value === 'string' ? givenThreadId(value) : value)));
 }
 
-module.exports = { noteThreadId, givenThreadId, withGivenThreadIds };
+module.exports = { noteThreadId, withGivenThreadIds };

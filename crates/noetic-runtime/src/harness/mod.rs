@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use crate::items::{Item, ItemTypes};
 use crate::memory::ProjectionPolicy;
 use crate::memory::lifecycle::MemoryEnv;
-use crate::memory::native::{AsideModel, LayerFiles};
+use crate::memory::native::LayerFiles;
 use crate::memory::registry::LayerSet;
 use crate::steps::{ModelParams, Step};
 use crate::tokens::Tokenizer;
@@ -102,28 +102,10 @@ pub struct RunOptions {
 }
 
 impl Harness {
-  pub fn new(config: HarnessConfig, mut env: MemoryEnv) -> Self {
-    let inspector = Arc::new(inspect::Inspector::default());
-    env.sink = Arc::new(inspect::InspectingSink { inner: env.sink, inspector: Arc::clone(&inspector) });
-    let model = Arc::new(config.model);
-    let asks = model.is_configured().then(|| {
-      Arc::new(aside::LayerAsks { model: Arc::clone(&model), host: Arc::clone(&env.host) }) as Arc<dyn AsideModel>
-    });
-    let turn_tools =
-      Arc::new(merge_tools(config.initial_step.as_deref().map(collect_tools).unwrap_or_default(), config.tools));
+  pub fn new(config: HarnessConfig, env: MemoryEnv) -> Self {
     Self {
-      runner: Runner::new(
-        config.name,
-        env,
-        config.layers,
-        config.projection,
-        model,
-        asks,
-        config.force_atomic_recall,
-        turn_tools,
-        inspector,
-      ),
-      initial_step: config.initial_step,
+      initial_step: config.initial_step.clone(),
+      runner: Runner::new(config, env),
       sessions: Mutex::default(),
       session_store: None,
       session_idle: None,

@@ -5,8 +5,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::aside::LayerAsks;
 use super::round_model::RoundRequest;
-use super::{ExecContext, Model, ModelRequest, RunOptions, RunResult, StepSource, ToolDef, execute, inspect, llm};
+use super::{
+  ExecContext, HarnessConfig, Model, ModelRequest, RunOptions, RunResult, StepSource, ToolDef, collect_tools, execute,
+  inspect, llm, merge_tools,
+};
 use crate::host::StepValue;
 use crate::items::ItemTypes;
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
@@ -52,27 +56,26 @@ pub struct Runner {
 }
 
 impl Runner {
-  #[allow(clippy::too_many_arguments)]
-  pub(super) fn new(
-    name: String,
-    env: MemoryEnv,
-    layers: Arc<LayerSet>,
-    projection: Option<ProjectionPolicy>,
-    model: Arc<Model>,
-    asks: Option<Arc<dyn AsideModel>>,
-    force_atomic_recall: bool,
-    turn_tools: Arc<Vec<ToolDef>>,
-    inspector: Arc<inspect::Inspector>,
-  ) -> Self {
+  /// The runner of a harness made with `config`: its model shared with built-in layers' asks, the inspector fed the
+  /// environment's diagnostics, and the tools a turn's step is offered (the initial step tree's, then `tools`).
+  pub(super) fn new(config: HarnessConfig, mut env: MemoryEnv) -> Self {
+    let inspector = Arc::new(inspect::Inspector::default());
+    env.sink = Arc::new(inspect::InspectingSink { inner: env.sink, inspector: Arc::clone(&inspector) });
+    let model = Arc::new(config.model);
+    let asks = model
+      .is_configured()
+      .then(|| Arc::new(LayerAsks { model: Arc::clone(&model), host: Arc::clone(&env.host) }) as Arc<dyn AsideModel>);
+    let turn_tools =
+      Arc::new(merge_tools(config.initial_step.as_deref().map(collect_tools).unwrap_or_default(), config.tools));
     Self {
-      name,
+      name: config.name,
       env,
-      layers,
-      projection,
+      layers: config.layers,
+      projection: config.projection,
       model,
       asks,
       files: None,
-      force_atomic_recall,
+      force_atomic_recall: config.force_atomic_recall,
       item_types: ItemTypes::default(),
       tokenizer: None,
       step_source: None,

@@ -5,6 +5,7 @@
 //! be overwritten by it.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -77,26 +78,27 @@ impl AdapterStorage {
     format!("the storage adapter's {method}({}) did not settle within {ms}ms (storageTimeoutMs)", shown(key))
   }
 
+  /// What `work` gives within the limit; `None` once the limit has passed.
+  async fn within<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+    match self.timeout {
+      Some(limit) => tokio::time::timeout(limit, work).await.ok(),
+      None => Some(work.await),
+    }
+  }
+
   /// A read: its answer, or an error once the limit has passed.
   async fn ask(&self, method: &'static str, key: &str) -> StorageResult<Value> {
-    let answer = self.calls.call(method, key, None);
-    let answer = match self.timeout {
-      Some(limit) => {
-        tokio::time::timeout(limit, answer).await.map_err(|_| StorageError::new(self.late(method, key)))?
-      }
-      None => answer.await,
-    };
-    answer.map_err(StorageError::new)
+    let answer = self.within(self.calls.call(method, key, None)).await;
+    answer.ok_or_else(|| StorageError::new(self.late(method, key)))?.map_err(StorageError::new)
   }
 
   /// A write (`set`, `delete`), after any earlier one of the key that is still in doubt has settled.
   async fn write(&self, method: &'static str, key: &str, value: Option<Value>) -> StorageResult<()> {
     self.settle_earlier(key).await?;
     let call = self.calls.call(method, key, value).shared();
-    let Some(limit) = self.timeout else { return call.await.map(drop).map_err(StorageError::new) };
-    match tokio::time::timeout(limit, call.clone()).await {
-      Ok(answer) => answer.map(drop).map_err(StorageError::new),
-      Err(_) => {
+    match self.within(call.clone()).await {
+      Some(answer) => answer.map(drop).map_err(StorageError::new),
+      None => {
         self.remember(key, call);
         let message = format!("{}: the change may still be saved when it does", self.late(method, key));
         Err(StorageError::coded("STORAGE_OUTCOME_UNKNOWN", message, UNKNOWN_HINT))
@@ -123,14 +125,7 @@ impl AdapterStorage {
   /// this write could land first and then be overwritten by it.
   async fn settle_earlier(&self, key: &str) -> StorageResult<()> {
     let Some(earlier) = self.in_doubt().get(key).cloned() else { return Ok(()) };
-    let settled = match self.timeout {
-      Some(limit) => tokio::time::timeout(limit, earlier).await.is_ok(),
-      None => {
-        let _ = earlier.await;
-        true
-      }
-    };
-    if settled {
+    if self.within(earlier).await.is_some() {
       return Ok(());
     }
     Err(StorageError::coded(
