@@ -1,15 +1,12 @@
 'use strict';
-// Channels: named mailboxes steps talk through (value, queue with back-pressure, topic). Their values are JS values
-// handed over by identity, so the store lives here, one per harness, shared by every context it runs (DECISIONS
-// C5); the native interpreter reaches it for a loop's inbox and an `every`'s wake-ups.
+// Channels (value, queue with back-pressure, topic): JS values handed over by identity, so the store is JS (DECISIONS C5).
 const { NoeticErrorImpl } = require('./errors.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 const MAX_TOPIC_TIMEOUT = 300_000;
 const DEFAULT_TIMEOUT = 30_000;
 
-// `channel(name, { schema, mode, capacity?, external? })`: a description only. As upstream's, the schema types the
-// values and is not enforced.
+// A description only; as upstream's, the schema types the values and is not enforced.
 function channel(name, opts = {}) {
   const built = { name, schema: opts.schema, mode: opts.mode, capacity: opts.capacity };
   if (opts.external) built.external = true;
@@ -19,7 +16,7 @@ function channel(name, opts = {}) {
 const cancelled = (signal) => new NoeticErrorImpl({ kind: 'cancelled', reason: typeof signal?.reason === 'string' ? signal.reason : undefined });
 const timedOut = (name, timeout) => new NoeticErrorImpl({ kind: 'channel_timeout', channelName: name, timeout });
 
-// Removes `entry` from `list` if it is still there; true when it was (so each waiter settles once).
+// True when `entry` was still in `list`, so that each waiter settles once.
 function take(list, entry) {
   const at = list.indexOf(entry);
   if (at < 0) return false;
@@ -33,12 +30,12 @@ class ChannelStore {
     this._closed = new Set();
   }
 
-  // As JSON, what upstream's store writes of itself (a Map and a Set, which JSON writes as empty objects).
+  // What upstream's store writes of itself (a Map and a Set, which JSON writes as empty objects).
   toJSON() {
     return { channels: {}, closedExecutions: {} };
   }
 
-  // A channel's state by name: the first channel object seen under a name fixes its mode and capacity.
+  // The first channel object seen under a name fixes its mode and capacity.
   _state(ch) {
     let state = this._channels.get(ch.name);
     if (!state) {
@@ -48,7 +45,7 @@ class ChannelStore {
     return state;
   }
 
-  // A one-shot callback on the next send to `ch` (the value is delivered as usual); returns the unsubscribe.
+  // A one-shot callback on the next send to `ch`; returns the unsubscribe.
   subscribeWake(ch, callback) {
     const wakes = this._state(ch).wakes;
     wakes.add(callback);
@@ -61,8 +58,6 @@ class ChannelStore {
     for (const wake of wakes) wake();
   }
 
-  // Delivers at once (a parked receiver, the value slot, the buffer, the topic's current subscribers); a full queue
-  // parks the sender until a receiver makes room, `timeout` passes or `signal` aborts.
   send(ch, value, opts = {}) {
     const state = this._state(ch);
     let result = Promise.resolve();
@@ -87,8 +82,7 @@ class ChannelStore {
     return this._enqueue(state.senders, { value }, name, timeout, signal);
   }
 
-  // Parks `entry` in `list` until its `resolve` is called (by a send or a receive), `timeout` ms pass (0: no
-  // limit) or `signal` aborts, whichever is first; it leaves the list then, and settles once.
+  // Until `resolve`, `timeout` ms (0: no limit) or `signal`, whichever is first.
   _enqueue(list, entry, name, timeout, signal) {
     return new Promise((resolve, reject) => {
       let timer;
@@ -104,7 +98,6 @@ class ChannelStore {
     });
   }
 
-  // A parked sender moves into the room a receive made.
   _promote(state) {
     if (state.senders.length > 0 && state.queue.length < state.capacity) {
       const sender = state.senders.shift();
@@ -113,8 +106,7 @@ class ChannelStore {
     }
   }
 
-  // The next value: at once when there is one, else when one is sent (within `timeout`; 0 waits on, except on a
-  // topic, which waits at most 300 s), unless `signal` aborts. Registered at call time, so a send right after counts.
+  // Registered at call time, so a send right after counts; a topic waits at most 300 s even for timeout 0.
   async recv(ch, timeout = DEFAULT_TIMEOUT, signal) {
     if (signal?.aborted) throw cancelled(signal);
     const state = this._state(ch);
@@ -158,7 +150,7 @@ class ChannelStore {
     return this._enqueue(state.waiters, {}, name, timeout, signal);
   }
 
-  // The next value if there is one now, else null; never waits (a topic has nothing to give outside a recv).
+  // Never waits: a topic has nothing to give outside a recv.
   tryRecv(ch) {
     const state = this._state(ch);
     if (state.mode === 'value') return state.hasValue ? state.value : null;

@@ -1,7 +1,5 @@
 'use strict';
-// Checkpoints (durable execution): the snapshot schemas users hold, the store that keeps snapshots in a
-// StorageAdapter under upstream's key layout, and the harness's `checkpoint(ctx)` / `restore(executionId)`. The
-// runtime writes a snapshot and takes it back on a restore; JS puts in and takes out the values it holds.
+// Checkpoints: snapshot schemas, the store (upstream's key layout), and `checkpoint(ctx)` / `restore(executionId)`.
 const zod = require('zod');
 const z = zod.z ?? zod;
 const { NoeticConfigError, callNative, describeValue, messageOf } = require('./errors.cjs');
@@ -52,7 +50,7 @@ const CheckpointSnapshotSchema = z.object({
   usage: UsageSnapshotSchema.optional(),
 });
 
-// Upstream's storage layout, so that a storage shared with upstream's runtime reads the same: one key per execution.
+// Upstream's storage layout, so that a storage shared with upstream's runtime reads the same.
 const CheckpointKeys = Object.freeze({
   ExecPrefix: 'execution:',
   SnapshotSuffix: ':snapshot',
@@ -84,7 +82,6 @@ function mismatch(executionId, why, cause) {
   return error;
 }
 
-// The first problem zod found, as a path and its message.
 function firstIssue(error) {
   const issue = error?.issues?.[0];
   if (!issue) return messageOf(error);
@@ -106,7 +103,6 @@ function createCheckpointStore(options) {
   checkStoreOptions(options);
   const { storage } = options;
   return {
-    // A later save of the same execution replaces the earlier one.
     async save(snapshot) {
       if (typeof snapshot?.executionId !== 'string') {
         throw new NoeticConfigError({
@@ -118,7 +114,6 @@ function createCheckpointStore(options) {
       await storage.set(snapshotKey(snapshot.executionId), snapshot);
     },
     async load(executionId) {
-      // A snapshot whose stored text is not JSON is one that cannot be restored, as one of the wrong shape.
       const raw = await storage.get(snapshotKey(executionId)).catch((e) => {
         throw e?.code === 'STORAGE_CORRUPT' ? mismatch(executionId, `its stored text is not JSON (${messageOf(e)})`, e) : e;
       });
@@ -142,7 +137,6 @@ function createCheckpointStore(options) {
   };
 }
 
-// A store is anything with the four methods; undefined means none (checkpoint and restore then do nothing).
 function checkCheckpointStore(store) {
   if (store == null) return;
   const missing = ['save', 'load', 'list', 'clear'].filter((name) => typeof store?.[name] !== 'function');
@@ -163,8 +157,7 @@ function ownContext(harness, ctx, what) {
   });
 }
 
-// The snapshot of `ctx` as it is now: the runtime writes it, and JS puts in what it holds (the steps' inputs, its
-// layers' states, the cwd, and the log's own objects, as upstream's snapshot holds them; the store serializes them).
+// The runtime writes the snapshot; JS puts in the values it holds, as upstream's snapshot holds them.
 function snapshotOf(harness, ctx) {
   const runtime = harness._runtime;
   const { hostLayers, ...snapshot } = JSON.parse(callNative(() => runtime.native.checkpointSnapshot(ctx.id)));
@@ -180,8 +173,7 @@ function snapshotOf(harness, ctx) {
   return snapshot;
 }
 
-// Saves a snapshot of `ctx` in the harness's checkpoint store; nothing without one. A failed save is a warning, as
-// upstream's: a checkpoint must not fail the step that takes it.
+// A failed save is a warning, as upstream's: a checkpoint must not fail the step that takes it.
 async function checkpoint(harness, ctx) {
   const store = harness.checkpointStore;
   if (!store) return;
@@ -193,8 +185,7 @@ async function checkpoint(harness, ctx) {
   }
 }
 
-// A context rebuilt from the snapshot of `executionId` (null when there is none): same id, thread, resource and
-// cwd, the log's items, the layers' states and the counters; its layers do not init again.
+// Its layers do not init again.
 async function restore(harness, executionId) {
   const store = harness.checkpointStore;
   if (!store) return null;

@@ -1,15 +1,11 @@
 'use strict';
-// The Context a step function receives. Live fields come from the native context; the log's items are JS objects
-// JS already holds, and items made in Rust are converted once, when first read (DECISIONS A3b).
+// The Context a step function receives: live fields read natively, log items kept as JS objects (DECISIONS A3b).
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { extendedBy, gateOf, admit, isItemLike, isKnownBaseType } = require('./item-schemas.cjs');
 const { NoopSpan, spanWithIds } = require('./observability.cjs');
 
 const UNSET = Symbol('unset');
 
-// A read-only view of the first `length` items of an append-only array: O(1) to make, so reading `items` after
-// every append stays linear (upstream copies the whole log on each such read). The traps live on a shared
-// prototype, so a new view (one per append) costs one small object and the Proxy.
 function indexOf(key) {
   if (typeof key !== 'string' || key.length === 0) return -1;
   const first = key.charCodeAt(0);
@@ -20,11 +16,10 @@ function indexOf(key) {
 
 const reject = () => false;
 
-// What a context's fields answer once the native side has let it go and nothing was read before (see `_field`).
 const AFTER_END = { stepCount: 0, tokens: { input: 0, output: 0, total: 0 }, cost: 0, elapsed: 0, lastStepMeta: null, lastLayerUsage: null, completed: false, completionValue: null };
-// The native side no longer has the context (it ended).
 const isGone = (e) => e?.code === 'InvalidArg' && /is not running$/.test(e?.message ?? '');
 
+// A read-only prefix view, O(1) per append, so reading `items` after every append stays linear (upstream copies).
 class PrefixTraps {
   constructor(length) {
     this.length = length;
@@ -65,15 +60,14 @@ const isPlainItem = (item) => typeof item === 'object' && item !== null && !Arra
 // An item that can be held in JS until a run needs it: a plain object of a type the native check admits as is.
 const isHoldable = (item) => isPlainItem(item) && isKnownBaseType(item.type);
 
-// Past about a megabyte a batch crosses faster as UTF-8 encoded here than as a string the native side reads as
-// UTF-16 (see `appendItemsUtf8`); below, the encoding costs more than it saves.
+// Past about a megabyte, UTF-8 encoded here crosses faster than a string read as UTF-16; below, encoding costs more.
 const UTF8_BATCH_CHARS = 1 << 20;
 const utf8 = new TextEncoder();
 const sendBatch = (native, id, batch, checked, origin) =>
   batch.length < UTF8_BATCH_CHARS ? native.appendItems(id, batch, checked, origin) : native.appendItemsUtf8(id, utf8.encode(batch), checked, origin);
 
 class ItemLogImpl {
-  // As JSON, what upstream's ItemLogImpl writes of itself: its item schemas and its items.
+  // What upstream's ItemLogImpl writes of itself.
   toJSON() {
     return { itemSchemas: this._owner.itemSchemas, _items: this.items, _frozenCache: null };
   }
@@ -82,29 +76,23 @@ class ItemLogImpl {
     this._rt = runtime;
     this._id = contextId;
     this._owner = owner;
-    // The item schemas appends are put to, when the native check alone could decide otherwise (item-schemas.cjs).
     this._gate = UNSET;
     this._objects = [];
-    // Every position below `_filled` holds its JS object.
     this._filled = 0;
     this._view = undefined;
-    // How many items at the end of the mirror are held back while the context is idle (see `_idle`), and the
-    // native log's length while it is known: the held items are `_objects[_known .. _known + _heldCount]`.
+    // The held items are `_objects[_known .. _known + _heldCount]`; `_known`: the native log's length, when known.
     this._heldCount = 0;
     this._known = undefined;
   }
 
-  // Items the caller already holds, placed at the front of a new context's log, keep their identity.
-  // `owned`: the array is the log's to keep (already a copy).
+  // Items the caller already holds keep their identity; `owned`: the array is already a copy.
   _adopt(items, owned = false) {
     if (this._objects.length === 0) this._objects = owned ? items : items.slice();
     else items.forEach((item, i) => (this._objects[i] = item));
     this._filled = items.length;
   }
 
-  // A new context's first items, held in JS like appends between runs (see `_holds`): sent when a run needs them.
-  // `check` (a seeded history's, DECISIONS I3) is put to them then: it throws for a bad one, and returns whether
-  // it put them to item schemas (so the native side admits their types as they are).
+  // Held like appends between runs; `check` (a seeded history's, DECISIONS I3) is put to them when they are sent.
   _hold(items, owned = false, check = undefined) {
     this._adopt(items, owned);
     this._heldCount = items.length;
@@ -112,7 +100,6 @@ class ItemLogImpl {
     this._check = check;
   }
 
-  // Items JS already holds, placed where the native log put them (a session turn's input).
   _place(from, items) {
     items.forEach((item, i) => {
       if (this._objects[from + i] === undefined) this._objects[from + i] = item;
@@ -120,8 +107,7 @@ class ItemLogImpl {
     while (this._objects[this._filled] !== undefined) this._filled++;
   }
 
-  // Takes over `other`'s mirror: a session's next turn has the log of the last one's context (see `historyMoved`).
-  // The array itself moves, so what was read of the old log (a response, a view) goes on reading the same objects.
+  // The array itself moves, so what was read of the old log (a response, a view) reads the same objects.
   _takeHistory(other) {
     this._objects = other._objects;
     this._filled = other._filled;
@@ -133,13 +119,11 @@ class ItemLogImpl {
     other._view = undefined;
   }
 
-  // The first `length` items, once `historySettled` has filled them, without asking the native side (which may have
-  // moved the log on to the next turn's context by now).
+  // Without asking the native side, which may have moved the log on to the next turn's context by now.
   _settled(length) {
     return this._filled >= length ? this._objects : this._all();
   }
 
-  // Items made natively that arrive with a request, from position `from`: parsed once, here.
   _receive(from, texts) {
     texts.forEach((text, i) => {
       if (this._objects[from + i] === undefined) this._objects[from + i] = JSON.parse(text);
@@ -147,47 +131,38 @@ class ItemLogImpl {
     while (this._objects[this._filled] !== undefined) this._filled++;
   }
 
-  // Puts items about to enter this log to its item schemas when they could decide otherwise than the native check;
-  // true when it did (see item-schemas.cjs).
   _admit(items) {
     if (this._gate === UNSET) this._gate = gateOf(this._rt.harness.itemSchemas, this._owner.layers ?? []);
     return admit(this._gate, items);
   }
 
-  // While a createContext context has no run in flight, nothing but JS changes its log: appends of items of known
-  // types (`isHoldable`) are held here and sent in one batch when the native side next needs the log (a run in it,
-  // or a read while one is in flight), so an append costs no crossing and no serialization (issue 8).
+  // With no run in flight only JS changes the log, so appends are held and sent in one batch when needed (issue 8).
   _idle() {
     return this._rt.kept.has(this._id) && !this._rt.active.has(this._id);
   }
 
-  // Puts `item` at `pos` of the JS mirror.
   _put(pos, item) {
     this._objects[pos] = item;
     if (pos === this._filled) this._filled = pos + 1;
   }
 
-  // Takes positions from `pos` on out of the JS mirror (held items that never entered the native log).
   _dropFrom(pos) {
     this._objects.length = pos;
     this._filled = Math.min(this._filled, pos);
   }
 
-  // Cuts the mirror back to the native log's first `length` items (a failed session turn's items left it).
   _cut(length) {
     this._dropFrom(length);
     this._known = undefined;
     this._view = undefined;
   }
 
-  // The native log's length, asked once per change.
   _nativeLength() {
     this._known ??= this._rt.native.logLength(this._id);
     return this._known;
   }
 
-  // Sends the held items. One that JSON cannot carry (a BigInt, a cycle) cannot enter the log: it and the items
-  // held after it are taken out again, and the error names its position.
+  // An item JSON cannot carry (a BigInt, a cycle) is taken out with those held after it, and the error names it.
   _flush() {
     const count = this._heldCount;
     if (count === 0) return;
@@ -256,8 +231,7 @@ class ItemLogImpl {
     this._known = undefined;
   }
 
-  // After a run: the native log is as JS last knew it unless the run took the held items (only then can it have
-  // changed the log natively).
+  // Only a run that took the held items can have changed the native log.
   _ranNatively() {
     if (this._heldCount === 0) this._known = undefined;
   }
@@ -285,8 +259,7 @@ class ItemLogImpl {
     this._put(pos, item);
   }
 
-  // The backing array with every position up to the log's length filled (made-in-Rust items converted once).
-  // Positions past the returned length may hold items appended since; callers read up to a length they know.
+  // Positions past the log's length may hold items appended since; callers read up to a length they know.
   _all() {
     const idle = this._idle();
     if (!idle) this._sync();
@@ -303,8 +276,7 @@ class ItemLogImpl {
     return objects;
   }
 
-  // The backing array with at least the first `length` positions filled: without asking the native side when JS
-  // already holds them (a session's history and its turn's input and answers usually are JS's own objects).
+  // No native call when JS already holds them (a session's history and turn input usually are JS's own objects).
   _upTo(length) {
     return this._heldCount === 0 && this._filled >= length ? this._objects : this._all();
   }
@@ -327,15 +299,12 @@ function tokenTraps(ctx) {
   };
 }
 
-// What user code sees of a context as its own properties, in the order upstream's ContextImpl declares its public
-// fields: `Object.keys`, spread, destructuring, `hasOwnProperty` and `JSON.stringify` show these, read live, and a
-// property the user set; never the machinery (names that start with `_`), which upstream's TypeScript marks private.
+// A context's own keys as user code sees them, in upstream's ContextImpl order; never `_` machinery (private upstream).
 const CONTEXT_FIELDS = ['id', 'stepCount', 'tokens', 'cost', 'state', 'parent', 'depth', 'span', 'threadId', 'resourceId', 'itemLog', 'lastStepMeta', 'lastLayerUsage', 'harness', 'layers', 'unifiedTools', 'itemSchemas', 'cwdState', 'channelStore'];
 const IS_FIELD = new Set(CONTEXT_FIELDS);
 const isMachinery = (key) => typeof key === 'string' && key.charCodeAt(0) === 95; // '_'
 
-// The traps of a context's face: only what user code may enumerate. No `get` or `set` trap, so reads and writes go
-// to the context itself (its getters run with the face as `this`), and identity is the face's everywhere.
+// No `get` or `set` trap: reads and writes go to the context itself, and identity is the face's everywhere.
 const FACE_TRAPS = {
   ownKeys(target) {
     const keys = CONTEXT_FIELDS.slice();
@@ -349,9 +318,7 @@ const FACE_TRAPS = {
 };
 
 class ContextImpl {
-  // What does not change is read from the native side when first asked for, and the state and cwd (copies of the
-  // parent's, for a child) when first used: a step that never touches its context (a fork's trivial path) costs no
-  // crossing for it. What `new` gives is the context's face (see FACE_TRAPS), which every part of the package holds.
+  // Everything lazy, so a step that never touches its context costs no crossing; `new` gives the face (FACE_TRAPS).
   constructor(runtime, id) {
     this._rt = runtime;
     this.id = id;
@@ -362,14 +329,12 @@ class ContextImpl {
     this.itemLog = new ItemLogImpl(runtime, id, this);
     this._memory = undefined;
     this._itemSchemas = undefined;
-    // What `harness` shows and which channel store the context uses, when whoever built it chose (`/internal/test`).
+    // Set by `/internal/test`: what `harness` shows and which channel store the context uses.
     this._face = undefined;
     this._store = undefined;
     this._span = undefined;
-    // A session turn's value when it is not text (runtime.cjs turnValue), for its response.
     this._turnValue = undefined;
-    // The items a test model answered, until the native side says where in the log they went (runtime.cjs
-    // modelItems).
+    // A test model's items, until the native side says where in the log they went (`modelItems`).
     this._modelReply = undefined;
     const face = new Proxy(this, FACE_TRAPS);
     this._face$ = face;
@@ -403,7 +368,6 @@ class ContextImpl {
   }
 
   get state() {
-    // A root context's state starts as `{}` unless it was given one, as upstream's; a child's is a copy of its parent's.
     if (this._state === UNSET) this._state = this.parent ? structuredClone(this.parent.state) : {};
     return this._state;
   }
@@ -411,7 +375,6 @@ class ContextImpl {
     this._state = value;
   }
 
-  // A root context shares the harness's cwd state; a child starts from a copy of its parent's (as upstream).
   get cwdState() {
     if (this._cwdState === UNSET) {
       const parentCwd = this.parent?.cwdState;
@@ -423,9 +386,7 @@ class ContextImpl {
     this._cwdState = value;
   }
 
-  // A field read natively while the context runs. Code may go on past its context's end (a race's loser that
-  // checks `ctx.aborted` once its wait is over, as cooperative cancellation asks): the native side has let the
-  // context go by then, so the field answers what was last read, and whether and why the context was aborted.
+  // Code may run past its context's end (a race's loser checking `ctx.aborted`): then the last read value answers.
   _field(name) {
     let value;
     try {
@@ -445,8 +406,7 @@ class ContextImpl {
     if (this._face !== undefined) return this._face;
     return this._rt.inheritsFaces ? (this.parent?.harness ?? this._rt.harness) : this._rt.harness;
   }
-  // Named for the context (its id, its root's as the trace) when the harness traces, so hook spans recorded
-  // natively hang under it; otherwise a span that records nothing, as upstream's.
+  // Named by the context's ids, so hook spans recorded natively hang under it.
   get span() {
     if (this._span === undefined) {
       const { root, parent } = this._static;
@@ -463,19 +423,16 @@ class ContextImpl {
   get subprocess() {
     return this.harness.subprocess;
   }
-  // The layer objects of this context (undefined when it has none, as upstream).
   get layers() {
     return this._layers.length === 0 ? undefined : this._layers.map(({ handle }) => this._rt.handles.get(handle));
   }
-  // Upstream's interpreter leaves the tools of an LLM step here; ours keeps them natively, so this holds only what
-  // user code puts here.
+  // Holds only what user code puts here: the LLM step's tools are kept natively.
   get unifiedTools() {
     return this._unifiedTools;
   }
   set unifiedTools(value) {
     this._unifiedTools = value;
   }
-  // The harness's item schemas with those of this context's layers: what items entering its log are put to.
   get itemSchemas() {
     return (this._itemSchemas ??= extendedBy(this._rt.harness.itemSchemas, this.layers ?? []));
   }
@@ -489,7 +446,6 @@ class ContextImpl {
   set stepCount(value) {
     this._setField('stepCount', value);
   }
-  // A copy whose `input` and `output` write through (`total` is always their sum).
   get tokens() {
     return new Proxy(this._field('tokens'), (this._tokenTraps ??= tokenTraps(this)));
   }
@@ -527,7 +483,6 @@ class ContextImpl {
   get abortReason() {
     return this._field('abortReason') ?? undefined;
   }
-  // Persists the context's current state through its harness's checkpoint store (seed 003); nothing without one.
   checkpoint() {
     return this._rt.harness.checkpoint(this);
   }
@@ -552,23 +507,19 @@ class ContextImpl {
     this._rt.native.addUsage(this.id, n(usage.inputTokens), n(usage.outputTokens), n(usage.cachedTokens), n(response?.cost));
   }
 
-  // Fires this context's abort signal: what it parked on a channel ends as cancelled.
   _aborted(reason) {
     this._abortedWith ??= reason;
     this._abort?.abort(reason);
   }
 
-  // What aborts with the context (upstream's `abortSignal`): a fetch or a child process given it ends with the run.
   get abortSignal() {
     return this._signal;
   }
 
-  // The channel store the context's sends and receives use (the harness's, unless whoever built it chose).
   get channelStore() {
     return this._store === undefined ? this._rt.channels : (this._store ?? undefined);
   }
 
-  // The signal channel waits of this context end on; made on first use, aborted already if the context is.
   get _signal() {
     if (!this._abort) {
       this._abort = new AbortController();
@@ -577,8 +528,6 @@ class ContextImpl {
     return this._abort.signal;
   }
 
-  // Channels (shared by every context of the harness): a receive waits `timeout` ms (30 s by default) and a send
-  // on a full queue parks; both end as cancelled when this context is aborted.
   get _channels() {
     const store = this._store === undefined ? this._rt.channels : this._store;
     if (store === null) throw new Error('No channel store configured');
@@ -602,7 +551,6 @@ class ContextImpl {
     return this._channels.tryRecv(ch);
   }
 
-  // `ctx.memory[layerId]`: data entries read the layer's state live, functions run the layer's `provides`.
   get memory() {
     if (this._memory) return this._memory;
     const memory = {};

@@ -1,15 +1,12 @@
 'use strict';
-// Detached runs (upstream's `detachedSpawn` and `DetachedHandle`): a step handed to a SubprocessAdapter, and a
-// handle that follows the adapter's handle until it ends. JS, because everything here is promise plumbing around
-// calls of a JS adapter (DECISIONS M21); the step itself still runs in the native interpreter.
+// Detached runs (upstream's `detachedSpawn` and `DetachedHandle`): promise plumbing around a JS adapter (DECISIONS M21).
 const { NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
 const { SETTLED, TERMINAL, runsInline } = require('./subprocess.cjs');
 const { checkedTimeout, clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 const DetachedStatus = Object.freeze({ Running: 'running', Completed: 'completed', Failed: 'failed' });
 
-// Upstream's polling cadence for adapters that cannot say when a handle ends: microtask turns first (an
-// in-process step often ends within a few), then timers from 10 ms, 100 ms after the first second.
+// Upstream's polling cadence: microtask turns first (an in-process step often ends within a few), then timers.
 const MICROTASK_TURNS = 64;
 const FIRST_POLL_MS = 10;
 const LATER_POLL_MS = 100;
@@ -24,7 +21,6 @@ function stepFailed(stepId, message) {
   return new NoeticErrorImpl({ kind: 'step_failed', stepId, cause: new Error(message), retriesExhausted: false });
 }
 
-// The error a failed handle carries, thrown again on this side: a NoeticError keeps its kind.
 function errorOf(handle, stepId) {
   const payload = handle.metadata?.error;
   if (payload === undefined) {
@@ -44,8 +40,7 @@ function errorOf(handle, stepId) {
 }
 
 class DetachedHandleImpl {
-  // `spawned`: the adapter's `spawn` promise, awaited here so that the handle is usable before it settles.
-  // `onStop`: what stopping does besides telling the adapter (aborting the child context).
+  // `spawned` is awaited here so that the handle is usable before it settles; `onStop` aborts the child context.
   constructor({ id, stepId, adapter, spawned, onStop }) {
     this.id = id;
     Object.defineProperties(this, {
@@ -59,7 +54,6 @@ class DetachedHandleImpl {
       _result: { value: undefined, writable: true },
       _error: { value: undefined, writable: true },
       _last: { value: undefined, writable: true },
-      // How many `await()` calls are waiting now, and how to wake a poll that paused because none was.
       _waiting: { value: 0, writable: true },
       _wake: { value: undefined, writable: true },
     });
@@ -84,17 +78,14 @@ class DetachedHandleImpl {
   get error() {
     return this._error;
   }
-  // Whether the run has ended, either way.
   get done() {
     return this._status !== DetachedStatus.Running;
   }
-  // The adapter handle's metadata as last seen (the runtime, the step, and once it ends its result or error).
   get metadata() {
     return this._last?.metadata;
   }
 
-  // The step's output once the adapter's handle ends; a failure, a stop or (given `timeout` ms) a wait that is
-  // too long throw. A timeout leaves the run going: a later `await()` can still see it end.
+  // A timeout leaves the run going: a later `await()` can still see it end.
   async await(timeout) {
     checkedTimeout(timeout, 'DetachedHandle.await');
     this._waiting += 1;
@@ -118,8 +109,6 @@ class DetachedHandleImpl {
     }
   }
 
-  // Stops the run: the adapter is told, and a run in this process has its context aborted. Resolves to the
-  // adapter's answer.
   async stop(reason) {
     if (reason !== undefined && typeof reason !== 'string') {
       throw new NoeticConfigError({ code: 'INVALID_STOP_REASON', message: `DetachedHandle.stop(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'no longer needed', or nothing." });
@@ -186,15 +175,12 @@ class DetachedHandleImpl {
   }
 }
 
-// The adapter a step goes through: the call's override, then the step's own (run and spawn steps), then the
-// harness's.
 function adapterFor(step, override, fallback) {
   if (override != null) return override;
   if ((step?.kind === 'run' || step?.kind === 'spawn') && step.subprocess != null) return step.subprocess;
   return fallback;
 }
 
-// Hands `step` to `adapter` as a step request whose local executor is `run`, and follows it.
 function dispatch({ adapter, step, input, executionId, overrides, run, onStop }) {
   const request = { kind: 'step', stepId: step.id, serializedInput: input, executionId, overrides, _localExecutor: run };
   // A spawn that throws synchronously is a rejected spawn, as an async one's would be.
@@ -207,13 +193,11 @@ function dispatch({ adapter, step, input, executionId, overrides, run, onStop })
   return new DetachedHandleImpl({ id: executionId, stepId: step.id, adapter, spawned, onStop });
 }
 
-// Marks the step an adapter was just handed, so that running it does not hand it over again (upstream's
-// executeNoAdapter); the steps inside it are routed as usual.
+// So that a step an adapter was just handed is not handed over again (upstream's executeNoAdapter).
 const ROUTED = Symbol('noetic.step.routed');
 const alreadyRouted = (step) => (step?.kind === 'run' ? { ...step, [ROUTED]: true } : step);
 
-// A `step.run`'s execute as the interpreter calls it: straight through when its adapter runs steps in place
-// with nothing to observe, else handed to the adapter as upstream's interpreter does with every run step.
+// Straight through when the adapter runs steps in place with nothing to observe, else handed over as upstream does.
 function routedExecute(step) {
   const execute = step.execute;
   if (step[ROUTED]) return execute;
@@ -225,4 +209,4 @@ function routedExecute(step) {
   };
 }
 
-module.exports = { DetachedStatus, DetachedHandleImpl, adapterFor, dispatch, routedExecute, alreadyRouted };
+module.exports = { DetachedStatus, adapterFor, dispatch, routedExecute, alreadyRouted };

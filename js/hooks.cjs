@@ -1,8 +1,6 @@
 'use strict';
-// Runs one hook phase for the JS layers the runtime selected, in the order it gave, and reports each outcome.
-// What runs, in which order, with which timeout and state-write rule, whether the calls run in turn, together or
-// piped, and what ends a batch early are the runtime's decisions (the batch's `order`, `stopOnDeny`, `pipe`); this
-// only calls.
+// Runs one hook phase for the JS layers the runtime selected and reports each outcome; the batch's options decide
+// order, timeouts, state writes and early stops (the runtime's decisions): this only calls.
 const { describeValue, messageOf, NoeticConfigError } = require('./errors.cjs');
 const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
@@ -32,8 +30,7 @@ function stateOf(rule, result) {
   }
 }
 
-// What a layer recalled is put to the harness's item schemas with the layer's own (spec §9.1): a string as the
-// developer message it becomes, items as items. A rejection fails the hook, so the layer contributes nothing.
+// Put to the item schemas (spec §9.1), a string as the developer message it becomes; a rejection fails the hook.
 function recallOf(result, schemas, layer) {
   if (!result) return { kind: 'nothing' };
   if (typeof result === 'string') {
@@ -52,8 +49,7 @@ function recallOf(result, schemas, layer) {
   return { kind: 'items', items: result.items.map((item) => JSON.stringify(item)), tokenCount: result.tokenCount, checked };
 }
 
-// A hook's items must each be an item before anything is done with them: one that is not fails that hook alone,
-// with a message naming the place, where its JSON would have spoilt the whole batch's reply.
+// A non-item fails that hook alone, by position, where its JSON would have spoilt the whole batch's reply.
 function checkItems(items, hook) {
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
@@ -63,10 +59,7 @@ function checkItems(items, hook) {
   }
 }
 
-// A hook's parameters: upstream's fields as own data properties, and `signal` (D5, beyond upstream) read through the
-// prototype from the call's guard. An accessor defined on each object (a getter in a literal) made creating them cost
-// more than the rest of a hook call; a prototype getter costs nothing until it is read, and leaves the own keys
-// upstream's.
+// `signal` (D5) is a prototype getter: one per object cost more than the rest of a hook call, and own keys stay upstream's.
 class HookParams {
   #guard;
 
@@ -155,9 +148,7 @@ function failed(e, runtime) {
 const STEERING = new Set(['beforeToolCall', 'afterModelCall']);
 const RERENDER_SCOPES = new Set(['self', 'slot-after', 'all']);
 
-// An onItemAppend result's re-render request (§13.2): a scope that names no layers asks for nothing. Its timing
-// needs no sending: every request is met before the next model call (DECISIONS M5).
-// `timing` is only reported (by ctx.harness.runAppendPipeline): every request is met before the next model call.
+// §13.2: an unknown scope asks for nothing; `timing` is only reported: all are met before the next model call (DECISIONS M5).
 function rerenderOf(result, layer) {
   const scope = result.scope ?? 'slot-after';
   return RERENDER_SCOPES.has(scope) ? { scope, timing: result.timing ?? layer.rerenderTiming ?? 'batched' } : undefined;
@@ -173,8 +164,7 @@ function decisionOf(result) {
   return { action: decision.action, guidance: typeof decision.guidance === 'string' ? decision.guidance : undefined };
 }
 
-// A batch's calls arrive as `[layer, layerId, ...]` pairs, with each call's own options and args in `own` when the
-// batch's are not shared: objects made here cost far less than JSON.parse building one per call.
+// Flat `[layer, layerId, ...]` pairs (plus `own` options): objects made here cost far less than JSON.parse making them.
 function callsOf(pairs, own) {
   const calls = [];
   for (let i = 0; i < pairs.length; i += 2) {
@@ -192,14 +182,11 @@ function runHooks(runtime, batch) {
   const states = runtime.statesOf(exec.executionId);
   const log = ctx.itemLog;
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
-  // What every call's parameters share; `given`: items not in the log that a phase is about (a store of
-  // ctx.harness.storeLayers' own response).
+  // `given`: items not in the log that a store is about (ctx.harness.storeLayers' own response).
   const shared = { log, exec, runtime, given: phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined };
-  // The call options, the batch's own when every call has the same (`[timeoutMs, write, persist, stopOnError]`).
+  // The batch's call options when every call has the same.
   const each = batch.each && { timeoutMs: batch.each[0], write: batch.each[1], persist: batch.each[2], stopOnError: batch.each[3] };
 
-  // A hook's outcome as its reply: `ok` and what it returned or resolved to, or the error it threw or rejected with;
-  // `started`: when it was called, for a batch that is timed.
   const replyOf = (c, layer, ok, result, started) => {
     let reply;
     try {
@@ -240,8 +227,7 @@ function runHooks(runtime, batch) {
     return reply;
   };
 
-  // One hook call; `done(reply)` is called once, at once when the hook answers without a promise. `args`: what a
-  // pipeline passes on; otherwise the call's own, or those every call of the batch shares.
+  // `done(reply)` is called once, synchronously when the hook answers without a promise; `args`: a pipeline's.
   const invoke = (c, args, done) => {
     const layer = runtime.handles.get(c.layer);
     const guard = new HookGuard((each ?? c).timeoutMs);
@@ -257,8 +243,7 @@ function runHooks(runtime, batch) {
     awaitHook(guard, result, (ok, value) => done(replyOf(c, layer, ok, value, started)));
   };
 
-  // The state a reply carries is applied here, in the runtime's order; durable layers report it as JSON.
-  // `next` stays on the reply: nothing reads it afterwards, and replyJson writes only the fields it names.
+  // In the runtime's order; `next` stays on the reply, as replyJson writes only the fields it names.
   const apply = (c, reply) => {
     if (!('next' in reply)) return reply;
     const next = reply.next;
@@ -280,9 +265,7 @@ function runHooks(runtime, batch) {
   }
 }
 
-// The calls one after another, each started when the one before has answered, with no promise of their own: a hook
-// that answers at once is followed in the same loop, and one that answers later resumes it. Stops after a failure
-// when the options say so, and, when the batch says so, at a steering hook's deny.
+// No promise per call: a hook that answers at once is followed in the same loop; one that answers later resumes it.
 function inOrder(calls, invoke, apply, each, stopOnDeny) {
   return new Promise((resolve, reject) => {
     const replies = [];
@@ -344,23 +327,19 @@ function allAtOnce(calls, invoke, apply) {
   });
 }
 
-// A batch's replies as JSON. Items and persisted states are already JSON texts: they go in as they are, rather than
-// as strings to escape here and unescape natively.
+// Items and persisted states are JSON texts already: they go in as they are, not escaped here to be unescaped natively.
 function repliesJson(replies) {
   return `[${commaList(replies.map(replyJson))}]`;
 }
 
-// Texts joined with commas by concatenation: V8 keeps the pieces as a rope that the native call flattens once, where
-// join would first copy them all into a new string here (a batch's item and state texts are most of its bytes).
+// By concatenation, not join: V8 keeps a rope the native call flattens once, where join would copy everything here.
 function commaList(texts) {
   let text = texts.length > 0 ? texts[0] : '';
   for (let i = 1; i < texts.length; i++) text = `${text},${texts[i]}`;
   return text;
 }
 
-// Written field by field: a reply has few, and spreading it to set the raw ones apart cost more than the writing.
-// A status and a state write are words of ours that need no escaping, written without JSON.stringify (a batch of ten
-// hooks made thirty such calls).
+// Field by field, with no JSON.stringify for our own words: spreading or stringifying cost more than the writing.
 function replyJson(reply) {
   let text = `{"status":"${reply.status}"`;
   if (reply.state !== undefined) text += `,"state":"${reply.state}"`;
@@ -385,8 +364,7 @@ function replyJson(reply) {
 function recallJson(recall) {
   if (recall.kind !== 'items') return JSON.stringify(recall);
   let text = `{"kind":"items","items":[${commaList(recall.items)}]`;
-  // A count is a number (recallOf checked), or null, or absent; one that is not finite is written as null, as JSON
-  // would.
+  // A count that is not finite is written as null, as JSON would.
   const count = recall.tokenCount;
   if (count !== undefined) text += `,"tokenCount":${Number.isFinite(count) ? count : 'null'}`;
   if (recall.key !== undefined) text += `,"key":${recall.key}`;

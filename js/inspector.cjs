@@ -1,8 +1,6 @@
 'use strict';
-// @noetic-tools/core/inspector: a page in the user's own process that shows what each model call of a harness saw.
-// The native recorder (crates/noetic-runtime/src/harness/inspect) keeps one record per model call while an inspector
-// is open; this serves the page, the records and a live feed (server-sent events) over node:http, which Node and Bun
-// both have. Read-only, on 127.0.0.1 unless told otherwise, every request carrying the URL's random token.
+// @noetic-tools/core/inspector: a local page showing what each model call of a harness saw, served over node:http
+// (Node and Bun both have it); read-only, on 127.0.0.1 by default, every request carrying the URL's random token.
 const http = require('node:http');
 const { randomBytes, timingSafeEqual } = require('node:crypto');
 const { readFileSync } = require('node:fs');
@@ -12,10 +10,9 @@ const { layerPrefix } = require('./storage.cjs');
 const { withGivenThreadIds } = require('./thread-ids.cjs');
 
 const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
-// A comment line on each open feed this often, so that proxies and browsers keep it open.
+// So that proxies and browsers keep an open feed open.
 const HEARTBEAT_MS = 15_000;
-// New calls go to the pages at most this often, in one event: a page shows them no sooner than a person can read,
-// and a busy agent's calls cost one write per interval, not one each.
+// New calls go out at most this often, in one event: a busy agent costs one write per interval, not one per call.
 const FEED_MS = 100;
 const PAGE_FILES = join(__dirname, 'inspector');
 
@@ -45,8 +42,7 @@ function checkOptions(harness, opts) {
   return o;
 }
 
-// The page as one document: its script and style inlined, so that the token never has to travel in a subresource's
-// URL. Read once per process.
+// Script and style inlined, so that the token never has to travel in a subresource's URL.
 let page;
 function pageHtml() {
   page ??= readFileSync(join(PAGE_FILES, 'index.html'), 'utf8')
@@ -88,14 +84,11 @@ class Inspector {
     const shownHost = address.family === 'IPv6' || address.family === 6 ? `[${address.address}]` : address.address;
     this.origin = `http://${shownHost}:${address.port}`;
     this.hosts = new Set([`${shownHost}:${address.port}`, `localhost:${address.port}`]);
-    // On a loopback address only this machine's names reach it: any other Host is a page elsewhere that rebound a
-    // name of its own here. Listening wider, the user chose which names reach it; the token still guards it.
+    // On loopback any other Host is a page elsewhere that rebound a name of its own here (DNS rebinding).
     this.loopback = /^(127\.|::1$|::ffff:127\.)/.test(address.address);
     this.url = `${this.origin}/?token=${this.token}`;
   }
 
-  // A request is answered only with the token, for this server's own host name (a page elsewhere that rebinds a
-  // name of its own to 127.0.0.1 is refused), and, when a browser names its origin, from this origin alone.
   refuse(req, url) {
     if (req.method !== 'GET' && req.method !== 'HEAD') return [405, 'The inspector is read-only.'];
     if (this.loopback && !this.hosts.has(String(req.headers.host ?? '').toLowerCase())) return [403, 'Unknown host.'];
@@ -154,18 +147,14 @@ class Inspector {
     this.send(res, 200, 'application/json', text);
   }
 
-  // The recorder's threads with the harness's own description of its layers (names, which the native side does not
-  // keep), as JSON text.
+  // With the layers' names, which the native side does not keep.
   snapshot() {
     const layers = (this.harness._layers ?? []).map((l) => ({ id: l.id, name: l.name ?? l.id, slot: l.slot, scope: l.scope ?? 'thread', recallMode: l.recallMode ?? 'atomic' }));
     const head = JSON.stringify({ harness: this.harness.config?.name ?? '', layers });
     return `${head.slice(0, -1)},"recorder":${withGivenThreadIds(this.native.inspectorSnapshot())}}`;
   }
 
-  // Each layer's state as its storage holds it for one thread (and the resource its turns named): what the next
-  // turn's init reads. An execution-scoped layer keeps none between turns; a resource-scoped one without a resource
-  // keys by the thread, as the runtime does. The ids are the runtime's spelling (a URL cannot carry a lone
-  // surrogate, and the runtime's keys hold U+FFFD in its place).
+  // What the next turn's init reads; ids well-formed as the runtime's keys are (a URL cannot carry a lone surrogate).
   async layerStates(given, givenResource) {
     const threadId = given.toWellFormed();
     const resourceId = givenResource?.toWellFormed();
@@ -190,7 +179,7 @@ class Inspector {
     }, HEARTBEAT_MS);
     this.heartbeat.unref?.();
     req.on('close', () => {
-      // A feed close() already ended is not this inspector's to stop (a new one may be open by now).
+      // A feed close() already ended is not ours to stop (a new one may be open by now).
       if (!this.feeds.delete(res) || this.feeds.size > 0) return;
       this.native.inspectorListen(false);
       if (this.heartbeat) clearInterval(this.heartbeat);
@@ -198,8 +187,7 @@ class Inspector {
     });
   }
 
-  // The runtime was told that calls were recorded (it tells only while a page listens, and again only once the
-  // feed has been taken): they are taken and sent FEED_MS later. A page that left meanwhile let the feed go.
+  // The runtime tells only while a page listens, and again only once the feed has been taken.
   recorded() {
     if (this.feeds.size > 0) this.sending ??= setTimeout(() => this.sendCalls(), FEED_MS);
   }

@@ -1,7 +1,5 @@
 'use strict';
-// Model calls JS answers: the request a test model (`_testCallModel`) is handed, built from the view the native side
-// projected, and the one-off `callModel` round. The runtime (runtime.cjs) holds the contexts, handles and kept
-// recalled items these read.
+// Model calls JS answers: a test model's request, built from the natively projected view, and one-off `callModel`.
 const { fromNative, NoeticConfigError, describeValue } = require('./errors.cjs');
 const { ContextImpl } = require('./context.cjs');
 const { outputJsonSchema } = require('./memory.cjs');
@@ -9,8 +7,7 @@ const { describeTool } = require('./tool-calls.cjs');
 const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
-// A model call beside any step (`harness.callModel`, a hook's `ctx.callModel`): a test model is called directly,
-// the harness's own natively.
+// `harness.callModel` and a hook's `ctx.callModel`: a test model is called directly, the harness's own natively.
 async function callModelAside(runtime, request) {
   checkModelRequest(request);
   if (runtime.testModel) {
@@ -19,8 +16,7 @@ async function callModelAside(runtime, request) {
     const schemas = extendedBy(runtime.harness.itemSchemas, [...(request.layers ?? []), ...(request.tools ?? [])]);
     return { ...response, items: schemas.parseMany(response.items) };
   }
-  // Tools run in the request's context, round after round, as upstream's loop runs them (their handles live for
-  // this call).
+  // Tools run in the request's context, round after round, as upstream's loop runs them.
   const tools = Array.isArray(request.tools) && request.tools.length > 0 ? request.tools : undefined;
   const ctx = tools ? contextOf(runtime, request.ctx) : undefined;
   const handles = tools ? runtime.scope() : undefined;
@@ -42,7 +38,6 @@ async function callModelAside(runtime, request) {
   }
 }
 
-// The context a `callModel` with tools runs them in: one of this harness's (upstream requires `ctx` with `tools`).
 function contextOf(runtime, ctx) {
   if (ctx instanceof ContextImpl && ctx._rt === runtime) return ctx;
   throw new NoeticConfigError({
@@ -52,17 +47,13 @@ function contextOf(runtime, ctx) {
   });
 }
 
-// A step's model call (or one aside) answered by the harness's test model: the request as upstream makes it, from
-// the view the native side projected; the reply's items are put to the schemas and kept for the log.
 async function callTestModel(runtime, call) {
   const ctx = runtime.context(call.context);
-  // The view comes as flat triples: `0, start, end` (a run of the log), `1, key, index` (a recalled item kept
-  // here), `2, item, 0` (an item of its own).
+  // Flat triples: `0, start, end` (a run of the log), `1, key, index` (a kept recalled item), `2, item, 0`.
   const view = call.view;
   let end = 0;
   for (let i = 0; i < view.length; i += 3) if (view[i] === 0 && view[i + 2] > end) end = view[i + 2];
   const log = ctx.itemLog._upTo(end);
-  // A view is mostly long runs of the log: each is copied as one slice, not item by item.
   const parts = [];
   for (let i = 0; i < view.length; i += 3) {
     const kind = view[i];
@@ -75,17 +66,13 @@ async function callTestModel(runtime, call) {
   const request = call.aside ? asideRequest(call, items) : stepRequest(runtime, call, items, tools, ctx, layers);
   // The internal-test stand-in harness routes the call by the context that makes it.
   const response = checkModelResponse(await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request)));
-  // Put to the harness's item schemas with the context's layers' and the step's tools' (as upstream's model call).
   const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), response.items);
-  // Kept until the native side says where in the log they went (`modelItems`), so they stand for themselves; a
-  // call aside (a summary) never goes in the log.
+  // Kept until `modelItems` places them, so they stand for themselves; a call aside never goes in the log.
   if (!call.aside) ctx._modelReply = response.items;
   return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
 }
 
-// An LLM step's request, with upstream's keys in upstream's order: `params`, `outputSchema` and `emit` are the
-// step's own values; with tools, also the context, its layers and the names the step may call (undefined when
-// it may call every tool); without tools, neither tools nor context.
+// Upstream's keys in upstream's order; without tools, neither tools nor context.
 function stepRequest(runtime, call, items, tools, ctx, layers) {
   const step = call.step === undefined ? undefined : runtime.handles.get(call.step);
   const { model, instructions } = call;
@@ -94,9 +81,7 @@ function stepRequest(runtime, call, items, tools, ctx, layers) {
   return { model, items, instructions, tools, params, outputSchema, emit, ctx, layers: layers.length === 0 ? undefined : layers, allowedToolNames: call.allowedToolNames };
 }
 
-// A tool as a test model is handed it: the user's own object, or for a layer's `provides` function upstream's
-// tool of it (name `layerId/fnName`, the function's description and schemas), whose `execute` is the call the
-// model's tool call makes: arguments checked by the function's schema, the layer's state updated.
+// The user's own tool, or upstream's tool of a layer's `provides` function (named `layerId/fnName`).
 function modelTool(runtime, t, ctx) {
   if (t.kind === 'tool') return runtime.handles.get(t.handle);
   const name = `${t.layerId}/${t.name}`;
@@ -107,14 +92,12 @@ function modelTool(runtime, t, ctx) {
   return { name, description: decl.description, input: decl.input, output: decl.output, execute: (args, _toolCtx) => runtime.callLayerFn(bound, layer, t.name, args) };
 }
 
-// A call beside a step (a layer asking the model, a summary): the model, the items and, when given, instructions,
-// as a layer's `ctx.callModel({ model, items, instructions? })` is.
+// As a layer's `ctx.callModel({ model, items, instructions? })` is.
 function asideRequest(call, items) {
   return call.instructions === undefined ? { model: call.model, items } : { model: call.model, items, instructions: call.instructions };
 }
 
-// Arrays joined into one. Spread into concat a bounded number at a time: a view of very many entries (a
-// projectHistory that interleaves its own items with the log's) would exceed the arguments one call can take.
+// Spread into concat in bounded chunks: a view of very many entries would exceed the arguments one call can take.
 const JOIN_CHUNK = 4096;
 function joined(parts) {
   if (parts.length === 1) return parts[0];

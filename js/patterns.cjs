@@ -1,7 +1,5 @@
 'use strict';
-// Patterns built from the step builders: plans a model writes (JSON workflows, plan trees), a structured interview,
-// and a retry-with-feedback loop. Each is a plain step tree run by the native interpreter; a model's workflow is
-// checked and planned natively (workflow.rs) before it is hydrated.
+// Patterns built from the step builders: model-written plans, a structured interview, a retry-with-feedback loop.
 const zod = require('zod');
 const z = zod.z ?? zod;
 const native = require('./native.cjs');
@@ -13,7 +11,6 @@ const DEFAULT_PLANNER_MODEL = 'openai/gpt-4o';
 const DEFAULT_MAX_DEPTH = 5;
 const DEFAULT_MAX_REVISIONS = 3;
 
-// What the planner model is asked to write: the workflow language in brief.
 const PLANNER_BRIEF = `Plan the task below as a JSON workflow document, then stop. Reply with the JSON alone: no prose, no code fences.
 
 The document is {"version": 1, "root": NODE}, where NODE is one of:
@@ -32,14 +29,12 @@ const failed = (message, hint) => new NoeticConfigError({ code: 'WORKFLOW_VALIDA
 const toText = (value) => (typeof value === 'string' ? value : String(value ?? ''));
 const toolMapOf = (tools) => new Map((tools ?? []).map((t) => [t.name, t]));
 
-// A workflow given as text (a model's reply) or as a value, checked natively against `maxDepth` levels.
 function checkedWorkflow(raw, maxDepth) {
   const text = typeof raw === 'string' ? raw : textOf(raw, 'The workflow document');
   return JSON.parse(callNative(native.workflowFromText, text, maxDepth ?? DEFAULT_MAX_DEPTH));
 }
 
-// A step in which a model writes a workflow for its input, which is then checked, hydrated and run in the same
-// harness; a refused document is sent back to the model with the reason, up to `maxRevisions` times.
+// A refused document is sent back to the model with the reason, up to `maxRevisions` times.
 function dynamicWorkflow(opts) {
   const model = opts.model ?? DEFAULT_PLANNER_MODEL;
   const maxRevisions = opts.maxRevisions ?? DEFAULT_MAX_REVISIONS;
@@ -72,7 +67,6 @@ function dynamicWorkflow(opts) {
   });
 }
 
-// Checks a workflow (text or value), hydrates it with `tools`, and runs it through `harness`; its output as text.
 async function parseAndRunWorkflow(opts) {
   const checked = checkedWorkflow(opts.json, opts.maxDepth);
   if (!checked.ok) throw failed(`Invalid workflow document: ${checked.message}.`, 'Make the JSON fit WorkflowDocumentSchema (validateWorkflow names every problem).');
@@ -80,8 +74,6 @@ async function parseAndRunWorkflow(opts) {
   const hydrated = hydrateWorkflow(checked.value, { tools: toolMapOf(opts.tools), executeStep });
   return toText(await executeStep(hydrated, opts.input ?? '', opts.ctx));
 }
-
-// ----- plans ------------------------------------------------------------------------------------------------
 
 const PlanNodeSchema = z.lazy(() =>
   z.object({
@@ -93,9 +85,7 @@ const PlanNodeSchema = z.lazy(() =>
   }),
 );
 
-// A plan tree as steps: a leaf is its assignee's step for its description; a parallel node forks its children
-// (the last one's output wins), a sequential one runs them in order, each output the next input. Built without
-// recursion, so a deep plan cannot exhaust the stack. Every node's assignee must be one of `agents`.
+// Built without recursion, so a deep plan cannot exhaust the stack.
 function compilePlan(plan, agents, _constraints, executeStep) {
   const preorder = [];
   for (const pending = [plan]; pending.length > 0; ) {
@@ -106,8 +96,7 @@ function compilePlan(plan, agents, _constraints, executeStep) {
     for (let i = kids.length - 1; i >= 0; i--) pending.push(kids[i]);
   }
   const steps = new Map();
-  // Leaves in plan order (their factories may count or register what they make), then every other node after
-  // its children: the reverse of a pre-order reaches each child before its parent.
+  // Leaves in plan order (factories may count what they make), then parents in reverse pre-order, after their children.
   for (const node of preorder) if (!node.children?.length) steps.set(node, agents[node.assignee](node.description));
   for (let i = preorder.length - 1; i >= 0; i--) {
     const node = preorder[i];
@@ -134,15 +123,13 @@ function composite(node, children, executeStep) {
   };
 }
 
-// A step run through `executeStep`, or directly when it is a run step and there is none.
 function runStep(s, input, ctx, executeStep, what) {
   if (executeStep) return executeStep(s, input, ctx);
   if (s.kind === 'run') return s.execute(input, ctx);
   throw new Error(`No executeStep provided and ${what} cannot be executed directly`);
 }
 
-// A planner writes a plan, which is compiled and run; a failure is shown to the planner with the input, up to
-// `maxRevisions` plans in all.
+// A failure is shown to the planner with the input, up to `maxRevisions` plans in all.
 function adaptivePlan(opts) {
   return {
     kind: 'run',
@@ -166,12 +153,8 @@ function adaptivePlan(opts) {
   };
 }
 
-// ----- interview --------------------------------------------------------------------------------------------
-
 const answerLine = (a) => JSON.stringify({ questionId: a.questionId, question: a.question, answer: a.answer, notes: a.notes });
 
-// A model interviews the user: each turn it asks a question (`askQuestion` gets the answer, which becomes the next
-// input) or completes (`onComplete`), until it completes or `maxQuestions` turns have passed.
 function interview(opts) {
   const format = opts.formatAnswer ?? answerLine;
   const envelope = z.discriminatedUnion('type', [
@@ -206,10 +189,7 @@ function interview(opts) {
   });
 }
 
-// ----- ralph wiggum -----------------------------------------------------------------------------------------
-
-// A react agent run again and again, each time in a fresh spawned context, until `verify` passes its output (or
-// `maxIterations`); the verifier's feedback is the next attempt's input.
+// Each attempt in a fresh spawned context; the verifier's feedback is the next attempt's input.
 function ralphWiggum(opts) {
   const agent = react({ model: opts.model, instructions: opts.instructions, tools: opts.tools, maxSteps: opts.innerMaxSteps ?? 20 });
   return loop({

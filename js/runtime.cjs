@@ -1,6 +1,5 @@
 'use strict';
-// The JS half of one harness: holds the user's values by handle, answers the native dispatcher, and builds the
-// objects user code receives (contexts, execution contexts, scoped storage).
+// The JS half of one harness: user values by handle, the native dispatcher's answers, the objects user code receives.
 const native = require('./native.cjs');
 const { estimateTokens } = require('./items.cjs');
 const { toFailure, callNative, fromNative, messageOf } = require('./errors.cjs');
@@ -23,7 +22,6 @@ class Runtime {
     this.storage = storage;
     this.testModel = testModel;
     this.onDiagnostic = onDiagnostic;
-    // Recalled items kept for the model call of their step (see keepRecalled).
     this.recalled = new Slab();
     // What `ctx.tokenize` counts with (the harness sets a native count when it has a tokenizer).
     this.tokenize = estimateTokens;
@@ -33,16 +31,13 @@ class Runtime {
     this.settledReplies = { ids: [], oks: [], texts: [] };
     // Model answers gathered until the event loop's check phase, while several runs are active (see `replyLater`).
     this.gatheredReplies = { ids: [], oks: [], texts: [] };
-    // Queued as they are: each sends its list.
     this.flushReplies = () => this.sendReplies(this.settledReplies);
     this.flushGathered = () => this.sendReplies(this.gatheredReplies);
-    // One channel store per harness: every context it runs shares it.
     this.channels = new ChannelStore();
     this.next = 1;
     this.lasting = this.scope();
     this.contexts = new Map();
-    // createContext contexts by id (weakly: the caller keeps them), and those with a run in flight (the only time a
-    // request names them), held.
+    // createContext contexts by id, weakly (the caller keeps them); `active` holds those with a run in flight.
     this.kept = new Map();
     this.active = new Map();
     this.contextHandles = new Map();
@@ -53,7 +48,6 @@ class Runtime {
     // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
-    // Requests being answered by `pump`, and whether a drive is scheduled.
     this.inbox = [];
     this.pumping = false;
     this.kicked = false;
@@ -67,8 +61,7 @@ class Runtime {
     return this.lasting.keep(value);
   }
 
-  // Handles for the functions of one run's step tree (or one context's layers): released together when it ends,
-  // so code that builds new steps for every run does not grow the table.
+  // Handles released together when a run (or context) ends, so building new steps every run does not grow the table.
   scope() {
     const ids = new Map();
     return {
@@ -114,9 +107,7 @@ class Runtime {
     }
   }
 
-  // A createContext context is the caller's to keep; when it is collected, its state goes on both sides. It is not
-  // looked up through a WeakRef: JS keeps a WeakRef's target until the microtask queue drains, which a program
-  // driven only by promises may never let happen, so no context it made would be freed.
+  // Freed on collection (FinalizationRegistry): a WeakRef's target lives until microtasks drain, which may never happen.
   keepContext(ctx, handles) {
     this.contexts.delete(ctx.id);
     this.kept.set(ctx.id, new WeakRef(ctx));
@@ -124,15 +115,13 @@ class Runtime {
     this.collected.register(ctx, ctx.id, ctx);
   }
 
-  // Forgets a kept context at once (one a restore could not finish), so that its collection later cannot drop a
-  // context made since under the same id.
+  // At once (a failed restore), so its later collection cannot drop a context made since under the same id.
   releaseContext(ctx) {
     this.collected.unregister(ctx);
     this.forgetContext(ctx.id);
   }
 
-  // A run in a kept context: requests name it while the run is in flight, so it is held until then. Items the log
-  // holds stay here until the run reads the log (`heldItems`); true when there are some.
+  // Holds a kept context while a run names it; true when its log holds items the run has yet to read.
   enterContext(ctx) {
     const entry = this.active.get(ctx.id);
     if (entry) entry.runs++;
@@ -154,11 +143,7 @@ class Runtime {
     this.native.dropContext(id);
   }
 
-  // Waits for a native answer: `start(id)` calls the native method, which returns the answer's JSON text at once
-  // or `null`, and then the answer arrives later as `{op: 'settled', run: id}`. `hold`: Rust works until then, so
-  // Node stays alive (see liveness.cjs). `raw`: an answer given at once is returned as text. `onWait` receives a
-  // function that ends the wait early with `null`.
-  // `settle` makes the answer what the promise resolves to, as soon as it arrives (before any later request).
+  // `start(id)` answers JSON at once or null, then `{op: 'settled', run: id}`; `hold` keeps Node alive while Rust works.
   waitFor(start, { hold = false, raw = false, onWait, settle = (answer) => answer } = {}) {
     const id = this.nextRun++;
     if (this.nextRun > 0xffffffff) this.nextRun = 1;
@@ -183,8 +168,7 @@ class Runtime {
     return outcome;
   }
 
-  // Runs and turns are polled on this thread by native calls (see src/driver.rs). A new one waits for a microtask,
-  // so that `run()` and `execute()` return before any hook is called, as upstream's do.
+  // A microtask later, so that `run()` and `execute()` return before any hook is called, as upstream's do.
   kick() {
     if (this.kicked) return;
     this.kicked = true;
@@ -205,9 +189,7 @@ class Runtime {
     this.pump(requests);
   }
 
-  // Requests from a native call (or the dispatcher) come as one JSON text, `[id, foreground, message, ...]` (flat:
-  // three entries a request), and are answered in order, iteratively: a request answered at once returns the next
-  // ones from its reply, and a long run of those must not grow the stack.
+  // `[id, foreground, message, ...]`, answered iteratively: a reply returns more, and a long chain must not grow the stack.
   pump(batch) {
     if (!batch) return;
     const requests = JSON.parse(batch);
@@ -230,9 +212,7 @@ class Runtime {
     liveness.settleSoon(waiting.resolve, waiting.settle(result));
   }
 
-  // Held as `[id, items, id, items, ...]` per thread, in the order given and taken in that order, so that two
-  // messages queued under one id each place their own items (keyed by id, the second replaced the first). A thread
-  // rarely has more than one message pending, so the scan is short.
+  // A list `[id, items, ...]` per thread, not a map: two messages queued under one id each place their own items.
   pendingInput(thread, id, items) {
     const pending = this.inputs.get(thread);
     if (pending) pending.push(id, items);
@@ -254,8 +234,7 @@ class Runtime {
     return taken;
   }
 
-  // A turn put its messages' items into a log: unchanged, the caller's objects stand for them (no conversion).
-  // The note carries the context's fixed fields, so reading them costs no call.
+  // The caller's own objects stand for the items a turn logged; the note carries the context's fixed fields.
   turnInput({ context, thread, from, messages, adopted, static: facts }) {
     const items = this.takeInput(thread, messages);
     const ctx = this.context(context);
@@ -289,9 +268,7 @@ class Runtime {
     this.values.clear();
   }
 
-  // The JS context of `id`, if one has been made and not yet released.
-  // A kept context is found too: a second JS object for it would have a log mirror of its own, without the items
-  // the first one holds (DECISIONS L1).
+  // Kept contexts too: a second JS object would have its own log mirror, without the first's items (DECISIONS L1).
   knownContext(id) {
     return this.contexts.get(id) ?? this.active.get(id)?.ctx ?? this.kept.get(id)?.deref();
   }
@@ -330,10 +307,7 @@ class Runtime {
     }
   }
 
-  // The `ctx` a hook or a layer function gets, from the execution's facts as the native side lists them:
-  // `[executionId, threadId, resourceId | null, depth, stepNumber, inputTokens, outputTokens, cost, hasModel]`.
-  // `layerFn`: for a `provides` function, which is never given a model (upstream's key is there, undefined), and
-  // gets its context's own token counts (`tokenUsage`, with their total) in place of the listed two.
+  // `info`: `[executionId, threadId, resourceId | null, depth, stepNumber, inputTokens, outputTokens, cost, hasModel]`.
   execContext(info, layerFn = false, tokenUsage = undefined) {
     const executionId = info[0];
     return {
@@ -346,7 +320,7 @@ class Runtime {
       cost: info[7],
       fs: this.harness.fs,
       shell: this.harness.shell,
-      // Present exactly when the harness has a model (D8); its usage is not added to the context's tokens.
+      // Present exactly when the harness has a model (D8); a `provides` function gets the key undefined, as upstream.
       ...(info[8] ? { callModel: (request) => this.callModel(request) } : layerFn ? { callModel: undefined } : {}),
       tokenize: this.tokenize,
       trace: { setAttribute() {}, addEvent() {} },
@@ -359,18 +333,15 @@ class Runtime {
     };
   }
 
-  // A model call beside any step: `harness.callModel` and a hook's `ctx.callModel`.
   callModel(request) {
     return callModelAside(this, request);
   }
 
-  // The storage a layer's hooks see: the harness's under the layer's scoped prefix.
   scopedStorage(layerId, scopeKey) {
     return scopedView(this.storage, layerPrefix(layerId, scopeKey));
   }
 
-  // A layer's `provides` function, from `ctx.memory` or as a model tool. Input is validated synchronously, as
-  // upstream; a new state is written and mirrored; it cannot clear the state.
+  // Input is validated synchronously, as upstream; a returned state cannot clear the layer's.
   callLayerFn(ctx, layer, name, args) {
     const decl = layer.provides[name];
     const parsed = decl.input ? decl.input.parse(args) : args;
@@ -391,9 +362,7 @@ class Runtime {
     });
   }
 
-  // A loop's throwing `until` predicate arrives with its `stepId` (and `layerId: ''`).
-  // Hands spans to the harness's exporter at once (an in-memory exporter has them before the run's promise settles);
-  // an exporter that fails loses its spans, never the run.
+  // At once (an in-memory exporter has them before the run settles); a failing exporter loses spans, never the run.
   exportSpans(spans) {
     if (spans.length === 0) return;
     const report = (e) => process.emitWarning(`trace exporter failed: ${messageOf(e)}`);
@@ -413,9 +382,7 @@ class Runtime {
     }
   }
 
-  // An `every` iteration failed and its schedule goes on: upstream's `every.iteration.error` event on the context's
-  // span, and a diagnostic for an `onDiagnostic` that asked; nothing on the console, where a failing schedule at
-  // `ms: 0` wrote hundreds of lines a second (DECISIONS G5).
+  // Never on the console: a failing schedule at `ms: 0` wrote hundreds of lines a second (DECISIONS G5).
   everyFailed({ context, stepId, error }) {
     const failure = this.errorOf(error);
     const message = messageOf(failure);
@@ -430,9 +397,7 @@ class Runtime {
     else console.warn(`[noetic] memory layer '${layerId}' ${hook} error:`, message);
   }
 
-  // Every request from the native side arrives here; request `id` is answered through `native.reply` as soon as it
-  // settles (id 0 is a notification). `foreground`: a run waits on this answer, so Rust holds Node open no longer
-  // (see liveness.cjs). Nothing thrown here, however unprintable, may escape into the native callback.
+  // Id 0 is a notification. Nothing thrown here, however unprintable, may escape into the native callback.
   receive(id, message, foreground) {
     let answer;
     try {
@@ -455,7 +420,6 @@ class Runtime {
     );
   }
 
-  // An answer given at once goes in its own call; a notification (id 0) has none.
   replyNow(id, ok, answer) {
     if (id === 0) return;
     let next;
@@ -468,12 +432,7 @@ class Runtime {
     this.pump(next);
   }
 
-  // An answer that settles later waits for the others settling in the same turn, so that many (a fork's paths, a
-  // loaded harness's sessions) reach the native side in one call.
-  // A model's answer, while several runs are active, waits longer: for the event loop's check phase. Models answer
-  // from timers and I/O, one callback each, and the microtasks after each callback would send each answer alone
-  // (one crossing and one wake of the turn worker per model call). Hook answers keep the microtask: they settle
-  // with the batch that asked for them, and holding them back leaves the turn worker idle (DECISIONS S27).
+  // Batched to one crossing per microtask; model answers with several runs active, per check phase (DECISIONS S27).
   replyLater(id, ok, answer, fromModel = false) {
     if (id === 0) return;
     const gather = fromModel && this.activeRuns > 1;
@@ -496,7 +455,6 @@ class Runtime {
     this.pump(ids.length === 1 ? this.native.reply(ids[0], oks[0], texts[0]) : this.native.replyMany(ids, oks, texts));
   }
 
-  // The dispatcher: every request is answered as JSON text (or a Promise of it).
   dispatch(message) {
     switch (message.op) {
       case 'hooks':
@@ -548,8 +506,7 @@ class Runtime {
         this.turnInput(message);
         return '';
       case 'historySettled':
-        // A session turn ended with items made natively that JS does not hold: its response reads them from here,
-        // maybe after the next turn has moved the log on natively.
+        // Natively made items of an ended turn: its response reads them here, after the log may have moved on.
         this.context(message.context).itemLog._place(message.from, message.items);
         return '';
       case 'executionEnded':

@@ -1,7 +1,5 @@
 'use strict';
-// The session surface of AgentHarness: `execute` and what reads a session (responses, status, streams). The
-// queue, the turns and the history are the native harness's; this turns inputs into items, answers into the
-// objects upstream returns, and the native event log into async iterables.
+// The session surface of AgentHarness (execute, responses, status, streams); queue, turns and history are native.
 const { randomId } = require('./ids.cjs');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
@@ -41,7 +39,7 @@ function threadOf(scope, where) {
   return thread;
 }
 
-// `execute(input, options)`: queues the message; resolves once it is queued, as upstream.
+// Resolves once the message is queued, as upstream.
 function execute(harness, input, options = {}) {
   try {
     if (!harness._initialStep) {
@@ -68,10 +66,8 @@ function execute(harness, input, options = {}) {
       mode,
       resourceId: options.resourceId,
       memory: layers && harness._describeMemory(layers),
-      // The turn's ctx.state: the very value, held until the session's turns end.
       state: options.state === undefined ? undefined : runtime.keepValue(options.state),
     };
-    // The items go as their JSON inside the message's (an item JSON cannot carry throws here, as it would alone).
     const text = JSON.stringify(message);
     runtime.pendingInput(thread, message.id, items);
     let started;
@@ -89,9 +85,7 @@ function execute(harness, input, options = {}) {
   }
 }
 
-// A response's `lastLayerUsage` waits natively until it is read; one never read is let go with the response. The
-// finalizers of one collection gather their keys, which cross in one call per harness (a loaded harness lets go of
-// a response a turn; under Bun a call each cost more than the drops).
+// Unread `lastLayerUsage`s are dropped in one call per harness per collection (under Bun a call each cost more).
 let unread = new Map();
 const unreadUsages = new FinalizationRegistry(({ native, key }) => {
   if (unread.size === 0) queueMicrotask(dropUnread);
@@ -112,16 +106,13 @@ function dropUnread() {
   }
 }
 
-// A response's lazily made field becomes a plain data property once read, as upstream's are; a frozen response (a
-// store that freezes what it keeps) keeps the accessor, which goes on giving the same value. False if it could not.
+// A lazy field becomes a data property once read, as upstream's are; false on a frozen response (it keeps the accessor).
 const own = (self, name, value) => Reflect.defineProperty(self, name, { value, writable: true, enumerable: true, configurable: true });
 const readOnly = (name) => new TypeError(`Cannot assign to read only property '${name}' of object`);
 
-// Upstream's HarnessResponse, its items read from the context that ran the turn.
+// Upstream's HarnessResponse.
 function toResponse(runtime, value) {
-  // The log's objects up to the turn's end, made now (converting only what JS has not seen); copied out when first
-  // read, since most callers read only the text and a copy of a long history costs O(history) a turn. Positions
-  // below the length never change after, so a later read sees the turn's items.
+  // Copied out only when first read: most callers read only the text, and a copy costs O(history) a turn.
   let backing;
   let text = value.text;
   try {
@@ -129,14 +120,13 @@ function toResponse(runtime, value) {
     if (value.textKept) text = ctx._turnValue;
     backing = ctx.itemLog._settled(value.logLen);
   } catch {
-    // Its context is gone: the turn ended without filling its items (it failed before the host could take them).
+    // Its context is gone: the turn failed before the host could take its items.
   }
   const logLen = value.logLen;
   let items;
   const native = runtime.native;
   const key = value.usageKey;
-  // `lastLayerUsage` carries every recalled item, so it crosses only when first read: most responses' never is. A
-  // usage without layers (no items) came with the response.
+  // It carries every recalled item, so it crosses only when first read (most never are).
   let taken = key === undefined;
   let usage = value.lastLayerUsage;
   const settle = (self, v) => {
@@ -182,8 +172,7 @@ function toResponse(runtime, value) {
 function getAgentResponse(harness, scope) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'getAgentResponse');
-  // The answer is taken as soon as it arrives: the next turn may move the log on right after, and the session's
-  // values (an error a hook threw) go once its turns have drained.
+  // Settled on arrival: the next turn may move the log on right after, and a hook's error goes once turns drain.
   const settle = (result) => (result.ok ? { ok: true, response: toResponse(runtime, result.value) } : { ok: false, error: runtime.errorOf(result.error) });
   return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id), { settle }).then((result) => {
     if (!result.ok) throw result.error;
@@ -221,16 +210,11 @@ function seedSessionHistory(harness, threadId, items) {
   if (!Array.isArray(items)) {
     throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
   }
-  // A copy (the caller's array may change after), held in JS until a turn first reads the history; the items are
-  // checked then, and a bad one fails that turn, named by its index (DECISIONS I3). Seeding costs a copy, as
-  // upstream's does.
+  // A copy, checked when a turn first reads the history: a bad item fails that turn (DECISIONS I3).
   const runtime = harness._runtime;
   const id = callNative(() => runtime.native.seedSession(threadId));
   runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
-  // With persistSessions the seed is stored now, ordered with the thread's turns, and this settles once it is (at
-  // once without). One that cannot be stored stays the history here and the thread's next turn stores it first, so
-  // a caller that never awaits this loses nothing while the process lives: its failure is no unhandled rejection.
-  // Held busy meanwhile, so that a harness the program no longer references still finishes storing it.
+  // Held busy so an unreferenced harness still stores it; a failed store is retried by the next turn: no unhandled rejection.
   runtime.beginRun();
   const storing = runtime.startRun((run) => runtime.native.sessionStoreSeed(threadId, run)).finally(() => runtime.endRun());
   const stored = storing.then((result) => {
@@ -240,9 +224,7 @@ function seedSessionHistory(harness, threadId, items) {
   return stored;
 }
 
-// What a seeded history is put to when a turn first reads it: each entry an item (an object whose type is a
-// string), and the harness's and its own layers' item schemas (a turn's context has them unless a message names
-// others). True when the schemas were asked.
+// True when the item schemas were asked.
 function seedCheck(harness) {
   const origin = 'seedSessionHistory';
   const admit = (items) => {
@@ -256,15 +238,13 @@ function seedCheck(harness) {
   return { origin, admit };
 }
 
-// Upstream's durable-resume helper: seeds a thread's history unless there is nothing to seed.
+// Upstream's durable-resume helper.
 function seedFromItems(harness, threadId, items) {
   if (items.length === 0) return;
   harness.seedSessionHistory(threadId, items);
 }
 
-// Where a reader's batches come from: the session's event log, read from a cursor (or only the text or reasoning
-// deltas in it, which the native side picks out: `deltas`), or an item reader of its own, which folds the provider's
-// events natively and answers with the snapshots of the items changed since it last read.
+// A reader's batches: the event log from a cursor (`deltas`: only the text or reasoning deltas, picked natively).
 function eventSource(native, thread, deltas) {
   let cursor = native.eventsOpen(thread);
   return {
@@ -288,9 +268,7 @@ function itemSource(native, thread) {
   };
 }
 
-// An item reader's copy of `change.key` with the change made (items.rs: the item whole, or the text a delta added
-// to a message's last part or to a call's arguments, or `complete`), and the snapshot it yields: a copy of its own,
-// so a caller that changes a snapshot changes nothing else. Strings are shared, not copied.
+// Applies a change (items.rs) and yields a copy, so a caller that changes a snapshot changes nothing else.
 function snapshotAfter(items, change) {
   let item = change.item ?? items.get(change.key);
   if (change.text !== undefined) {
@@ -307,8 +285,7 @@ function snapshotAfter(items, change) {
   return Array.isArray(item.content) ? { ...item, content: item.content.map((part) => ({ ...part })) } : { ...item };
 }
 
-// One reader of a session's stream. It holds nothing open: waiting for the next event keeps Node alive only as
-// long as a turn that will produce it does.
+// Holds nothing open: waiting keeps Node alive only as long as a turn that will produce the event does.
 class EventReader {
   constructor(runtime, thread, reads) {
     this._runtime = runtime;
@@ -344,8 +321,7 @@ class EventReader {
   }
 }
 
-// Every `[Symbol.asyncIterator]()` is a reader of its own, so several readers each get every event.
-// `reads`: every event (undefined), the provider's 'text' or 'reasoning' deltas, or the 'items' it streams.
+// A reader per `[Symbol.asyncIterator]()`, so several readers each get every event.
 function eventStream(harness, scope, reads) {
   const runtime = harness._runtime;
   const thread = threadOf(scope, 'stream');
@@ -353,7 +329,6 @@ function eventStream(harness, scope, reads) {
 }
 
 const getFullStream = (harness, scope) => eventStream(harness, scope);
-// Snapshots of the items the provider streams, folded natively from its events (`isComplete` once done).
 const getItemStream = (harness, scope) => eventStream(harness, scope, 'items');
 const getTextStream = (harness, scope) => eventStream(harness, scope, 'text');
 const getReasoningStream = (harness, scope) => eventStream(harness, scope, 'reasoning');

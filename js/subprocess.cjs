@@ -1,11 +1,6 @@
 'use strict';
-// `createInMemorySubprocessAdapter`: upstream's default SubprocessAdapter. A step request runs in-process (its
-// `_localExecutor`, else the `stepRunner` option); a process request launches nothing and runs the `run` option,
-// if any. Which handles exist, their status, timestamps and liveness, and what each transition may do, are native
-// (NativeSubprocessRegistry). Kept here, because they are JS values or JS calls: each handle's metadata (a step's
-// result and the request's own metadata come back as the very values given), the handle objects `get` returns,
-// the user's functions, and the manifests in the user's storage through which another adapter can `reattach`
-// and `listLive` the handles of this one.
+// `createInMemorySubprocessAdapter`, upstream's default SubprocessAdapter: handle states are native
+// (NativeSubprocessRegistry); JS keeps what is JS values or calls (metadata, handles, user functions, manifests).
 const { NativeSubprocessRegistry } = require('./native.cjs');
 const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
 
@@ -13,25 +8,20 @@ const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
 const MANIFEST_PREFIX = 'inMemorySubprocess:manifest:';
 const manifestKey = (handleId) => `${MANIFEST_PREFIX}${handleId}`;
 
-// What the harness reads of an adapter of ours, out of sight of its users: whether it runs a step in place with
-// nothing another caller can observe (no storage: the step may then skip it), how to wait for a handle to end,
-// and who replays a reattached step when the adapter has no `stepRunner` (the harness it was given to).
+// Read by the harness out of users' sight: INLINE (no storage, so nothing another caller can observe), waiting, replaying.
 const INLINE = Symbol('noetic.subprocess.inline');
 const SETTLED = Symbol('noetic.subprocess.settled');
 const REPLAYER = Symbol('noetic.subprocess.replayer');
 const runsInline = (adapter) => adapter?.[INLINE] === true;
-// The statuses a handle ends in.
 const TERMINAL = new Set(['completed', 'failed', 'stopped', 'stale']);
 
 const isRecord = (value) => typeof value === 'object' && value !== null;
 
-// A thrown value as a plain `SerializedError`; a NoeticError keeps its structured payload so that it can be
-// rebuilt with its kind.
+// A NoeticError keeps its structured payload so that it can be rebuilt with its kind.
 function serializeError(err) {
   if (err instanceof Error) {
     const payload = { message: err.message, name: err.name, stack: err.stack };
     if ('noeticError' in err) payload.noeticError = err.noeticError;
-    // A config error keeps what makes it actionable.
     if (typeof err.code === 'string') payload.code = err.code;
     if (typeof err.hint === 'string') payload.hint = err.hint;
     return payload;
@@ -85,7 +75,6 @@ function isStepManifest(value) {
   );
 }
 
-// A handle as upstream shapes one: the native state and the metadata JS keeps.
 const handleOf = (state, metadata) => ({
   id: state.id,
   status: state.status,
@@ -116,7 +105,6 @@ function createInMemorySubprocessAdapter(options = {}) {
   const registry = new NativeSubprocessRegistry();
   // Each handle as `get` returns it, replaced (never mutated) at every transition, as upstream's are.
   const handles = new Map();
-  // Those waiting for a handle to end, by id.
   const waiting = new Map();
   const storage = options.storage ?? undefined;
   let replayer;
@@ -131,7 +119,6 @@ function createInMemorySubprocessAdapter(options = {}) {
     return handle;
   }
 
-  // The handle once it has ended; null for one this adapter does not know.
   function settled(handleId) {
     const handle = handles.get(handleId);
     if (!handle) return Promise.resolve(null);
@@ -200,8 +187,7 @@ function createInMemorySubprocessAdapter(options = {}) {
     await forget(handle.id);
   }
 
-  // A replay that could not start (its step is not registered here) keeps its manifest: another process, or a
-  // later reattach here, can still run it.
+  // A replay whose step is not registered here keeps its manifest, so another process or a later reattach can run it.
   async function fail(handle, err, { keepManifest = false } = {}) {
     const state = registry.settle(handle.id, false);
     if (state == null) return;
@@ -237,21 +223,13 @@ function createInMemorySubprocessAdapter(options = {}) {
     }
   }
 
-  async function spawnStep(request) {
-    const metadata = withInjected(request, stepMetadata(request));
+  // A process request launches nothing: it only runs the `run` option (upstream's test double).
+  async function spawnAs(request, intrinsic, run) {
+    const metadata = withInjected(request, intrinsic);
     const handle = handleOf(registry.spawn(), metadata);
     await save(handle);
-    await persist(request, handle);
-    void runStep(request, handle);
-    return handle;
-  }
-
-  // Nothing is launched: a process request only runs the `run` option (upstream's test double).
-  async function spawnProcess(request) {
-    const metadata = withInjected(request, processMetadata(request));
-    const handle = handleOf(registry.spawn(), metadata);
-    await save(handle);
-    void runProcess(request, handle);
+    if (run === runStep) await persist(request, handle);
+    void run(request, handle);
     return handle;
   }
 
@@ -273,7 +251,7 @@ function createInMemorySubprocessAdapter(options = {}) {
         });
       }
       // Anything but a step request is a process request, as upstream reads `kind`.
-      return request.kind === 'step' ? spawnStep(request) : spawnProcess(request);
+      return request.kind === 'step' ? spawnAs(request, stepMetadata(request), runStep) : spawnAs(request, processMetadata(request), runProcess);
     },
     async get(handleId) {
       return handles.get(handleId) ?? null;
@@ -295,9 +273,7 @@ function createInMemorySubprocessAdapter(options = {}) {
     async isAlive(handle) {
       return typeof handle?.id === 'string' && registry.isAlive(handle.id);
     },
-    // Without storage there is nothing to reattach to. With it, the handle is taken back as running and, when
-    // there is someone to run it (the `stepRunner`, else the harness this adapter was given to), its step is run
-    // again from the manifest's input (`reattachMode: 'replay'`); otherwise it is the caller's to re-run.
+    // Replayed from the manifest's input when someone can run it (`stepRunner`, else the harness); else the caller's.
     async reattach(handleId) {
       if (!storage) return null;
       const manifest = await loadManifest(handleId);
@@ -341,8 +317,7 @@ function createInMemorySubprocessAdapter(options = {}) {
   return adapter;
 }
 
-// Anything with the methods the harness calls on an adapter (`spawn` and `get`) is one; null and undefined mean
-// the default.
+// Only `spawn` and `get` are required: they are all the harness calls.
 function checkSubprocessAdapter(adapter) {
   if (adapter == null) return;
   const hint = 'Pass createInMemorySubprocessAdapter() or an object implementing SubprocessAdapter (spawn, get, stop, pause, resume, isAlive, reattach, listLive).';

@@ -1,15 +1,11 @@
 'use strict';
-// JSON workflows and flows: the zod schemas users hold, and the functions over trees. Checking, measuring, walking
-// and planning a hydration are native (workflow.rs), on the tree's JSON text; JS calls the step builders along the
-// plan and follows the walk through the caller's own objects.
+// JSON workflows and flows: zod schemas, and tree functions whose checking, walking and planning are native (workflow.rs).
 const zod = require('zod');
 const z = zod.z ?? zod;
 const native = require('./native.cjs');
 const { NoeticConfigError, callNative, describeValue } = require('./errors.cjs');
 const { jsonBoundsProblem } = require('./json-bounds.cjs');
 const { step, branch, fork, spawn, provide, loop, every, until, any, all } = require('./steps.cjs');
-
-// ----- schemas ----------------------------------------------------------------------------------------------
 
 const nonEmpty = () => z.string().min(1);
 const positiveInt = () => z.number().int().positive();
@@ -74,18 +70,13 @@ const FlowSchema = z.discriminatedUnion('kind', [
   flow('sequence', { steps: z.array(flowRef).min(1) }),
 ]);
 
-// ----- trees as text ----------------------------------------------------------------------------------------
-
 const invalid = (message, hint) => new NoeticConfigError({ code: 'WORKFLOW_VALIDATION_FAILED', message, hint });
 
-// How far a tree's text may nest (the native reader's bound, workflow::MAX_TEXT_NESTING) and how many values it
-// may write out to: far past any workflow a person or a model writes.
+// The native reader's bounds (workflow::MAX_TEXT_NESTING): far past any workflow a person or a model writes.
 const TEXT_BOUNDS = { maxNesting: 1024, maxValues: 1_000_000 };
 const JSON_HINT = 'Pass a tree of plain objects, arrays, strings, numbers and booleans, with no cycles.';
 
-// A tree's JSON text, the form the native side reads (`undefined` for a value with none, such as `undefined`).
-// One that cannot be written (a cycle, a BigInt, nesting past the bound, a shared part that writes out to more
-// values than the bound) is named, and is found before stringify would spend seconds or forever on it.
+// Bounds are checked first: stringify would spend seconds or forever on a cycle or a widely shared part.
 function jsonOf(tree, what) {
   const problem = jsonBoundsProblem(tree, TEXT_BOUNDS);
   if (problem) throw invalid(`${what} cannot be read as JSON: ${problem}.`, JSON_HINT);
@@ -102,9 +93,7 @@ function textOf(tree, what) {
   return text;
 }
 
-// The checked copy of `input` (unknown keys dropped, keys in schema order, as zod's parse gives). A tree nesting
-// past the native limit is a NoeticConfigError; any other problem is left to zod to describe, so the error is
-// the ZodError upstream's `parse` throws.
+// As zod's parse gives; a problem other than nesting is left to zod, so the error is the ZodError upstream throws.
 function checkedTree(what, schema, input, name) {
   const text = jsonOf(input, name);
   if (typeof text !== 'string') return schema.parse(input);
@@ -135,8 +124,6 @@ const workflowDepth = (node) => callNative(native.treeDepth, 'workflow', textOf(
 const validateFlow = (input) => checkedTree('flow', FlowSchema, input, 'The flow');
 const walkFlow = (root) => walkTree('flow', root, 'walkFlow: the root');
 const flowDepth = (node) => callNative(native.treeDepth, 'flow', textOf(node, 'flowDepth: the node'));
-
-// ----- hydration --------------------------------------------------------------------------------------------
 
 const asText = (value) => (typeof value === 'string' ? value : value == null ? '' : JSON.stringify(value));
 const given = (value) => (value === null ? undefined : value);
@@ -169,7 +156,7 @@ function untilOf(pred) {
   }
 }
 
-// One builder per entry kind of the native plan; `built` holds the steps of the entries before it.
+// `built` holds the steps of the plan's entries before this one.
 const BUILD = {
   llm: (e, _built, hctx) =>
     step.llm({ id: e.id, model: e.model, instructions: e.instructions, tools: e.tools?.length ? e.tools.map((n) => hctx.tools.get(n)) : undefined, params: given(e.params) }),
@@ -231,9 +218,7 @@ const BUILD = {
   every: (e, built) => every({ id: e.id, step: built[e.step], ms: e.ms, onError: given(e.onError) }),
 };
 
-// A workflow node as live steps, made by the builders (so they register and run like any other step). The node
-// is checked, and its tool and layer names resolved, natively first: UNKNOWN_NODE_KIND, UNKNOWN_TOOL_REFERENCE,
-// UNKNOWN_LAYER_REFERENCE, UNKNOWN_UNTIL_PREDICATE or WORKFLOW_VALIDATION_FAILED otherwise.
+// Made by the builders, so the steps register and run like any other; checked and resolved natively first.
 function hydrateNode(node, hctx) {
   const layers = hctx?.layers ? names(hctx.layers) : null;
   const plan = JSON.parse(callNative(native.workflowPlan, textOf(node, 'hydrateNode: the node'), names(hctx?.tools), layers));
