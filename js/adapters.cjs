@@ -1,13 +1,10 @@
 'use strict';
-// The harness's default filesystem and shell, as upstream's createInMemoryFsAdapter / createInMemoryShellAdapter.
-// The filesystem lives in Rust (NativeFs); this gives it upstream's method names and async signatures, and fails
-// the way upstream does: a plain Error whose message starts with the POSIX code ('ENOENT: ...'), no `code` field.
+// The default filesystem (NativeFs, with upstream's methods and errors: 'ENOENT: ...', no `code`) and shell.
 const native = require('./native.cjs');
 
 const encoder = new TextEncoder();
 
-// The NativeFs behind an adapter this module made: a harness given that adapter reads it natively for built-in
-// layers. Not enumerable, so an object spread from the adapter (a wrapper that may intercept reads) has none.
+// Not enumerable, so an object spread from the adapter (a wrapper that may intercept reads) is not read natively.
 const NATIVE_FS = Symbol('noetic.nativeFs');
 const nativeFsOf = (adapter) => adapter?.[NATIVE_FS];
 
@@ -19,18 +16,17 @@ function pathOf(path) {
   throw new TypeError('path.trim is not a function');
 }
 
-// Text as `TextEncoder.encode` takes it: undefined is '', anything else goes through ToString (a Symbol throws).
+// As `TextEncoder.encode` takes it (a Symbol throws).
 const textOf = (content) => (content === undefined ? '' : `${content}`);
 
-// Upstream's conversion of binary content: a string is UTF-8, an ArrayBuffer is taken whole, anything else is read
-// as a view on its `.buffer` (so a non-view object becomes no bytes, and null throws).
+// Upstream's conversion: a non-view object becomes no bytes, and null throws.
 function bytesOf(content) {
   if (typeof content === 'string') return encoder.encode(content);
   if (content instanceof ArrayBuffer) return new Uint8Array(content);
   return new Uint8Array(content.buffer, content.byteOffset, content.byteLength);
 }
 
-// The native side reports a failed operation with upstream's message; it reaches callers as a plain Error.
+// A failed operation reaches callers as a plain Error with upstream's message.
 function call(operation) {
   try {
     return operation();
@@ -43,7 +39,6 @@ function statsOf({ size, isDirectory }) {
   return { size, isDirectory: () => isDirectory, isSymbolicLink: () => false, isFile: () => !isDirectory };
 }
 
-// `seed` maps paths to file contents (strings or bytes), created with their parent directories.
 function createInMemoryFsAdapter(seed) {
   const fs = new native.NativeFs();
   const adapter = {
@@ -109,8 +104,7 @@ function createInMemoryShellAdapter() {
   };
 }
 
-// How a shell adapter says it killed a command that ran too long: an Error whose message is this prefix and the
-// limit in seconds (`timeout:30`).
+// A shell adapter's Error for a command killed for running too long: this prefix and the limit in seconds.
 const TIMEOUT_ERROR_PREFIX = 'timeout:';
 
 module.exports = { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf, TIMEOUT_ERROR_PREFIX };

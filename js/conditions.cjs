@@ -1,10 +1,7 @@
 'use strict';
-// Conditions for routing: clauses a `semanticRoute` tries in order, embedding matches, their combinators and an
-// LLM yes/no. They run user code (embedders, a model) and return JS steps, so they are JS; `cosineSimilarity`
-// stays in JS too (DECISIONS A3c, G6): one comparison costs less than a crossing.
+// Conditions for routing; `cosineSimilarity` stays in JS: one comparison costs less than a crossing (DECISIONS A3c, G6).
 const { createMessage } = require('./items.cjs');
 
-// The cosine of the angle between two vectors of one dimension; 0 when either has no length.
 function cosineSimilarity(a, b) {
   if (a.length !== b.length) throw new Error(`Dimension mismatch: ${a.length} vs ${b.length}`);
   let dot = 0;
@@ -22,8 +19,7 @@ function cosineSimilarity(a, b) {
 const textOf = (input) => (typeof input === 'string' ? input : JSON.stringify(input));
 const labelKey = (label) => `embed:${encodeURIComponent(label)}`;
 
-// The labels' vectors: from the storage cache when given (embedding only the missing ones, then storing them),
-// else embedded once and kept.
+// From the storage cache when given (embedding only the missing ones), else embedded once and kept.
 function labelVectors(embed, labels, cache) {
   let kept = null;
   return async () => {
@@ -46,7 +42,6 @@ function labelVectors(embed, labels, cache) {
 const when = (condition, step) => ({ kind: 'when', condition, step });
 const otherwise = (step) => ({ kind: 'otherwise', step });
 
-// A route: the step of the first clause whose condition holds (an `otherwise` always does), else null.
 function semanticRoute(...clauses) {
   return async (input, ctx) => {
     for (const clause of clauses) {
@@ -56,8 +51,6 @@ function semanticRoute(...clauses) {
   };
 }
 
-// A route by meaning: the case whose label embeds closest to the input, if close enough (`threshold`, 0.7 by
-// default), else `default` or null. `cases` maps labels to steps, or lists `{ labels, step }`.
 function semanticSwitch(opts) {
   const threshold = opts.threshold ?? 0.7;
   const cases = Array.isArray(opts.cases)
@@ -83,8 +76,6 @@ function semanticSwitch(opts) {
   };
 }
 
-// Whether the input is close in meaning to a label: `embeddingMatch(embed, label, threshold)`, or
-// `embeddingMatch({ embed, labels, threshold, match: 'any' | 'all', cache })`.
 function embeddingMatch(embedOrOpts, label, threshold) {
   if (typeof embedOrOpts === 'function') {
     const embed = embedOrOpts;
@@ -125,8 +116,7 @@ function allCondition(...conditions) {
   };
 }
 
-// An LLM's yes or no on `prompt` about the input: the model answers `{"answer": true|false}`; anything else is no.
-// Its usage counts in the context's.
+// Anything but `{"answer": true|false}` is no; its usage counts in the context's.
 function aiCondition(opts) {
   return async (input, ctx) => {
     const question = `You are a boolean classifier. Given the user's input, answer the following question with JSON: {"answer": true} or {"answer": false}.\n\nQuestion: ${opts.prompt}`;
@@ -136,7 +126,6 @@ function aiCondition(opts) {
       params: { temperature: 0 },
     });
     ctx._trackUsage?.(response);
-    // The text of the last assistant message.
     const answer = response.items.findLast((item) => item.type === 'message' && item.role === 'assistant');
     const text = (Array.isArray(answer?.content) ? answer.content : []).filter((part) => part.type === 'output_text').map((part) => part.text).join('');
     try {

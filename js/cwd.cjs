@@ -1,14 +1,11 @@
 'use strict';
-// The working-directory helpers tools use (upstream's cwd helpers): plain reads and writes of a context's
-// `cwdState`, so they stay in JS (A3c).
+// Upstream's cwd helpers: plain reads and writes of a context's `cwdState`, so they stay in JS (A3c).
 
-// The directory a tool resolves relative paths from.
 function getToolCwd(ctx, fallback) {
   return ctx?.cwdState?.cwd ?? fallback ?? process.cwd();
 }
 
-// A `cd` for the context and the tools bound to it. The caller passes an absolute, normalised path. A `cd` to
-// where it already is changes nothing, so `previousCwd` (what `cd -` returns to) survives it.
+// A `cd` to where it already is changes nothing, so `previousCwd` (what `cd -` returns to) survives it.
 function setToolCwd(ctx, nextCwd) {
   const state = ctx.cwdState;
   const currentCwd = state.cwd;
@@ -18,13 +15,12 @@ function setToolCwd(ctx, nextCwd) {
   return { previousCwd: currentCwd, newCwd: nextCwd };
 }
 
-// A child's own copy of its parent's cwd state: a child's `cd` stays in the child.
+// A child's `cd` stays in the child.
 function snapshotCwdState(parent) {
   return { cwd: parent.cwdState.cwd, previousCwd: parent.cwdState.previousCwd };
 }
 
-// Points the context at `nextCwd` for a spawn about to snapshot it, without touching its `cd` history; the
-// returned function puts both back.
+// For a spawn about to snapshot it, without touching its `cd` history; the returned function puts both back.
 function retargetCwdForSpawn(ctx, nextCwd) {
   const { cwd, previousCwd } = ctx.cwdState;
   ctx.cwdState.cwd = nextCwd;

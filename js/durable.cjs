@@ -1,12 +1,8 @@
 'use strict';
-// Helpers for runners that drive a harness from outside a run (a detached worker, a task runner): a one-shot
-// signal the runner's terminal tool settles, the loop that starts or resumes the session and then waits on it, and
-// a two-strike nudge for a first turn that ends without an outcome. All of it is promise plumbing around harness
-// calls; nothing here decides anything the runtime decides.
+// Helpers for runners that drive a harness from outside a run: a one-shot signal, the session loop, a stall nudge.
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 
-// A deferred settled at most once: later resolves and rejects are dropped. A rejection nobody awaits yet does not
-// count as unhandled (a runner may reject before anyone reads `done`), while whoever awaits `done` still sees it.
+// Settled at most once; a rejection before anyone reads `done` is not unhandled, yet whoever awaits it still sees it.
 function createDetachedSignal() {
   let settle = null;
   const done = new Promise((resolve, reject) => {
@@ -43,16 +39,13 @@ function checkLoopOptions(opts) {
   }
 }
 
-// Waits for the turn the harness is running on `threadId` to end, or for the signal to settle, whichever is first;
-// neither failing fails the wait.
+// Neither failing fails the wait.
 function turnOrSignal(harness, threadId, signal) {
   const ignore = () => undefined;
   return Promise.race([harness.getAgentResponse({ threadId }).then(ignore, ignore), signal.done.then(ignore, ignore)]);
 }
 
-// With prior items: seeds the session and waits for the signal (the next turn comes from outside). Otherwise, with
-// an initial message: runs it as the first turn, waits for that turn to end (execute only queues it), runs
-// `afterFirstTurn`, then waits for the signal. With neither: only waits.
+// With prior items the next turn comes from outside; the first turn is waited for, as execute only queues it.
 async function runnableLoop(opts) {
   checkLoopOptions(opts);
   const { harness, threadId, signal, priorItems, initialMessage, afterFirstTurn } = opts;
@@ -89,9 +82,7 @@ function createNudgeMessage(opts) {
   };
 }
 
-// An `afterFirstTurn` hook: when the first turn ended with the signal unsettled and nothing pending from outside,
-// send the nudge once and wait for that turn; if it too ends that way, call `onStall` and resolve the signal with
-// the stalled outcome.
+// An `afterFirstTurn` hook: one nudge, and if that turn too ends without an outcome, the stalled outcome.
 function createStallNudgeHook(opts) {
   requireFunctions('createStallNudgeHook options', opts, ['hasPendingExternal', 'onStall', 'buildStalledOutcome']);
   requireFunctions('createStallNudgeHook harness', opts.harness, ['execute', 'getAgentResponse']);

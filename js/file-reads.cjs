@@ -1,11 +1,7 @@
 'use strict';
-// Reads for built-in layers through an FsAdapter (the harness's `fs`, or a hook's `ctx.fs`): every file of a request
-// at once, each answered as the native side reads the in-memory filesystem (crates/noetic-runtime/src/adapters/
-// file_read.rs): the components in `walk` are lstat'ed (a symbolic link refuses the read), or the file is stat'ed,
-// then its size is checked, then its text read.
+// Built-in layers' reads through a user FsAdapter, answered as the native side reads its own (adapters/file_read.rs).
 
-// A failure's POSIX code: Node's `code`, else the message's prefix (the in-memory adapter throws plain Errors whose
-// message starts with it, as upstream's does).
+// Node's `code`, else the message's prefix (the in-memory adapter's plain Errors start with it, as upstream's).
 function codeOf(e) {
   if (typeof e?.code === 'string') return e.code;
   return /^([A-Z]+):/.exec(typeof e?.message === 'string' ? e.message : '')?.[1];

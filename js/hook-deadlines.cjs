@@ -1,12 +1,6 @@
 'use strict';
-// Waiting for a hook's promise against its timeout, at as little cost per call as it can be done.
-//
-// Why this shape: every hook has a timeout, and a loaded harness calls hundreds of thousands of hooks a second.
-// Racing each promise with a new Promise of its own (an executor, its resolving functions, three reactions) was the
-// largest allocation of a hook call, about 740 bytes (DECISIONS S26). Here a waited-for hook costs one small record,
-// linked into the list of pending hooks, and the one reaction that learns its outcome; one timer, armed for the
-// earliest deadline, watches them all.
-
+// Hook timeouts at one small linked record per hook and one shared timer: a Promise.race per hook was the largest
+// allocation of a hook call (DECISIONS S26).
 const { MAX_TIMER_MS } = require('./timers.cjs');
 
 class HookTimeout extends Error {
@@ -16,7 +10,7 @@ class HookTimeout extends Error {
   }
 }
 
-// What a hook's `signal` reads: the AbortController is made only if the hook reads it.
+// The AbortController is made only if the hook reads `signal`.
 class HookGuard {
   constructor(ms) {
     this.ms = ms;
@@ -29,9 +23,7 @@ class HookGuard {
   }
 }
 
-// One hook being waited for: its promise or its deadline settles it, whichever comes first; the other is ignored
-// (a hook that loses the race is not cancelled, but its `signal` aborts, and a late rejection is handled here, so it
-// never becomes an unhandled one).
+// Settled once; a late rejection is still handled here, so it never becomes an unhandled one.
 class Waiting {
   constructor(at, guard, done) {
     this.at = at;
@@ -58,9 +50,7 @@ class Waiting {
   }
 }
 
-// The hooks with a deadline still pending, as a list linked through their records (added and removed in constant
-// time, nothing left behind), and the timer for the earliest deadline. The timer holds Node open only while some
-// hook is pending, as a hook's own timer would.
+// The timer holds Node open only while some hook is pending, as a hook's own timer would.
 const pending = {
   first: undefined,
   last: undefined,
@@ -92,8 +82,7 @@ const pending = {
     this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, at - performance.now()), MAX_TIMER_MS));
   },
 
-  // Expires the hooks whose deadline has passed, after arming for the next one: expiring one resumes its batch,
-  // which may start (and add) the next hook at once.
+  // Arms for the next deadline first: expiring a hook resumes its batch, which may add the next hook at once.
   fire() {
     this.timer = undefined;
     this.at = Infinity;
@@ -109,8 +98,7 @@ const pending = {
   },
 };
 
-// Calls `done(ok, value)` once `promise` settles, or `done(false, HookTimeout)` once the guard's timeout passes
-// first (none when it is not above 0, or is Infinity, which arrives as null).
+// No deadline when the timeout is not above 0, or is Infinity (which arrives as null).
 function awaitHook(guard, promise, done) {
   const ms = guard.ms;
   const waiting = new Waiting(ms > 0 && ms < Infinity ? performance.now() + ms : Infinity, guard, done);

@@ -1,14 +1,9 @@
 'use strict';
-// A piped batch (the runtime's `order: 'piped'`): each hook gets what the one before passed on, one call at a time.
-// What is piped (`pipe`) names how the value starts, what a hook is given and passes on, and how the last value
-// crosses back: onItemAppend's items, projectHistory's history, onReturn's output.
+// A piped batch (`order: 'piped'`): each hook gets what the one before passed on; `pipe` names what is piped.
 const { messageOf } = require('./errors.cjs');
 
 const PIPES = {
-  // The items about to be appended. A hook that fails, or answers without an `items` array, passes its input on;
-  // only what the last hook passed on crosses (the others are counted, for their spans), put to the context's item
-  // schemas, since it enters the log: when they reject an item, the native check (which admits no unknown type)
-  // fails the append with item_schema_mismatch.
+  // Only the last list crosses, put to the item schemas: on a rejection the native check fails the append.
   items: {
     start: (batch) => batch.items.map((text) => JSON.parse(text)),
     args: (_batch, items) => ({ items }),
@@ -28,8 +23,7 @@ const PIPES = {
       }
     },
   },
-  // The history the view will show: the log's items, or what an earlier (built-in) layer projected; the last list
-  // crosses as the log positions of the log's own items and the JSON of the others, so the log is not sent back.
+  // The last list crosses as log positions of the log's own items, so the log is not sent back.
   history: {
     start: (batch, log) => (batch.history ? historyOf(batch.history, log) : log.items),
     args: (_batch, items) => ({ items }),
@@ -46,7 +40,6 @@ const PIPES = {
       }
     },
   },
-  // The spawn's output as each hook left it; every change crosses back as a step value.
   result: {
     start: (batch, _log, runtime) => runtime.fromRef(batch.args.result),
     args: (batch, result) => ({ ...batch.args, result }),
@@ -90,8 +83,7 @@ function historyOf(entries, log) {
   return entries.map((entry) => (typeof entry === 'number' ? objects[entry] : JSON.parse(entry)));
 }
 
-// Each log's item positions, by item object, extended as the log grows (positions never move: it only appends), so
-// a projection that starts mid-log is matched in time proportional to it, not to the log.
+// Extended as the log grows (it only appends), so a projection matches in time proportional to it, not to the log.
 const positions = new WeakMap();
 
 function positionOf(log, item) {
@@ -107,7 +99,6 @@ function positionOf(log, item) {
   return at !== undefined && objects[at] === item ? at : undefined;
 }
 
-// A projected history as the native side reads it: positions of the log's own items, JSON of the others.
 function projectedOf(items, log) {
   const objects = log._objects;
   const length = log._length;

@@ -1,14 +1,10 @@
 'use strict';
-// Random (version 4) UUIDs, the ids of messages made here (createMessage, a turn's input).
-//
-// Why not crypto.randomUUID under Node: it builds each id from twenty string concatenations, about 530 bytes of
-// short-lived strings an id, and a recall hook typically makes one through createMessage every turn (DECISIONS
-// S26). Here the hex is written into one buffer and read out as a single flat string, from the same kind of pooled
-// cryptographic randomness. Bun's randomUUID is native and cheaper than this, so Bun keeps it.
+// Version 4 UUIDs written into one buffer: Node's randomUUID makes ~530 bytes of short strings an id (DECISIONS S26).
+// Bun's randomUUID is native and cheaper than this, so Bun keeps it.
 const { randomFillSync, randomUUID } = require('node:crypto');
 
 const HEX = Buffer.from('0123456789abcdef', 'latin1');
-// Where each random byte's two hex digits go in `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
+// Where each byte's two hex digits go in `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
 const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 const pool = new Uint8Array(16 * 128);
 let used = pool.length;

@@ -1,6 +1,5 @@
 'use strict';
-// `@noetic-tools/core/internal/test`: runtime pieces upstream's own tests build directly. The channel store is
-// the harness's own; SpanImpl is the plain span those tests hand to contexts.
+// `@noetic-tools/core/internal/test`: runtime pieces upstream's own tests build directly.
 const { ChannelStore } = require('./channels.cjs');
 const { ContextImpl: Context, ItemLogImpl: Log } = require('./context.cjs');
 const { NoeticConfigError } = require('./errors.cjs');
@@ -8,13 +7,10 @@ const { gateOf } = require('./item-schemas.cjs');
 const { AgentHarness } = require('./harness.cjs');
 const { SpanImpl, NoopSpan } = require('./observability.cjs');
 
-// Upstream's tests hand ContextImpl a stand-in harness (a plain object with a `callModel`). Such contexts live in
-// one real harness whose model calls go to the stand-in of the context that makes them.
+// Contexts given a stand-in harness live in one real harness that routes model calls to the calling context's stand-in.
 let standIn;
 function standInHarness() {
   if (!standIn) {
-    // The runtime hands a stand-in's model the calling context beside the request (which, as upstream's, has no
-    // context when it has no tools).
     standIn = new AgentHarness({ name: 'internal-test', params: {}, _testCallModel: (request, ctx) => ctx.harness.callModel(request) });
     standIn._runtime.inheritsFaces = true;
   }
@@ -52,8 +48,7 @@ function contextFrom(opts) {
   return ctx;
 }
 
-// Upstream's ContextImpl, built from its options object. What `new` returns is one of our contexts: it runs steps
-// (`execute(step, input, ctx)`) and counts as a ContextImpl.
+// What `new` returns is one of our contexts, so it runs steps and counts as a ContextImpl.
 class ContextImpl extends Context {
   constructor(opts) {
     return contextFrom(opts);
@@ -64,7 +59,7 @@ class ContextImpl extends Context {
   }
 }
 
-// Upstream's ItemLogImpl: a log of its own (that of a context no step runs in).
+// The log of a context no step runs in.
 class ItemLogImpl extends Log {
   constructor(itemSchemas) {
     return contextFrom({ harness: standInHarness(), itemSchemas }).itemLog;

@@ -1,12 +1,6 @@
 'use strict';
-// Item schemas (spec §1.3): the structural check every item passes, and the registry of extension schemas that
-// admit items of other types. Extension schemas are users' zod schemas, so this is JS. They are gates: an item a
-// schema accepts is returned as it was given, never as the schema's parsed output.
-//
-// The native runtime makes the strict registry's decision on its own for every item it takes in (a known type is
-// admitted, another is `item_schema_mismatch`, or anything is admitted when the harness is not strict). The
-// registry only needs consulting where that decision could differ: a strict registry with `items` schemas, for an
-// item of an unknown type. `gateOf` says when that is, so that a harness without extension schemas does no work here.
+// Item schemas (spec §1.3): users' zod schemas, so JS; gates, returning an accepted item as given, never parsed.
+// Consulted only where the native decision could differ (`gateOf`): a strict registry with `items` schemas.
 const zod = require('zod');
 const { NoeticErrorImpl } = require('./errors.cjs');
 
@@ -28,7 +22,7 @@ const isItemLike = (value) => typeof value === 'object' && value !== null && typ
 
 const ItemSchema = z.custom(isItemLike, { message: 'Expected an Item object with a non-empty string "type" discriminant.' });
 
-// Every category's list, `a`'s schemas first. Always four fresh arrays, so a registry never shares the caller's.
+// Always fresh arrays, so a registry never shares the caller's.
 function mergeExtensions(a, b) {
   const merged = {};
   for (const category of CATEGORIES) merged[category] = [...(a?.[category] ?? []), ...(b?.[category] ?? [])];
@@ -37,7 +31,6 @@ function mergeExtensions(a, b) {
 
 const hasSchemas = (extensions) => CATEGORIES.some((category) => extensions[category]?.length > 0);
 
-// The categories whose schemas may admit `value`: every item is in `items`; some known shapes are in one more.
 function categoriesOf(value) {
   if (value.type === 'message' && value.role === 'developer') return ['items', 'developerMessages'];
   if (value.type === 'function_call') return ['items', 'toolCalls'];
@@ -53,7 +46,6 @@ class ItemSchemaRegistry {
     this.strictUnknownExtensions = opts?.strictUnknownExtensions ?? true;
   }
 
-  // A registry with `extensions`' schemas after this one's; this very registry when they add none.
   extend(extensions) {
     if (!extensions || !hasSchemas(extensions)) return this;
     return new ItemSchemaRegistry(mergeExtensions(this.extensions, extensions), { strictUnknownExtensions: this.strictUnknownExtensions });
@@ -74,7 +66,6 @@ class ItemSchemaRegistry {
     return Array.from(values, (value) => this.parse(value));
   }
 
-  // Only `category`'s schemas decide, whatever the type; with none registered this is `parse`.
   parseWithCategory(value, category) {
     const schemas = this.extensions[category] ?? [];
     if (schemas.length === 0) return this.parse(value);
@@ -85,8 +76,6 @@ class ItemSchemaRegistry {
 
 const defaultItemSchemaRegistry = new ItemSchemaRegistry(undefined, { strictUnknownExtensions: true });
 
-// `base` extended with the `itemSchemas` of `owners` (layers, then tools), in their order; `base` itself when
-// they have none.
 function extendedBy(base, owners) {
   let merged;
   for (const owner of owners) {
@@ -95,24 +84,20 @@ function extendedBy(base, owners) {
   return merged === undefined ? base : base.extend(merged);
 }
 
-// `extendedBy(base, owners)` when it may decide an item differently from the native check (it is strict and has
-// `items` schemas); otherwise undefined, having allocated nothing.
+// Undefined, allocating nothing, unless it may decide an item differently from the native check.
 function gateOf(base, owners) {
   if (!base.strictUnknownExtensions) return undefined;
   if (base.extensions.items.length === 0 && !owners.some((owner) => owner?.itemSchemas?.items?.length > 0)) return undefined;
   return extendedBy(base, owners);
 }
 
-// A `category` check of `item()` under `base` and `owners`' schemas, made only when some are registered for that
-// category: without them the check is `parse`, which admits the known types such items have.
+// Only when some are registered for `category`: otherwise `parse` admits the known types such items have.
 function checkCategory(base, owners, category, item) {
   if (base.extensions[category].length === 0 && !owners.some((owner) => owner?.itemSchemas?.[category]?.length > 0)) return;
   extendedBy(base, owners).parseWithCategory(item(), category);
 }
 
-// Puts `items` to `gate` (from `gateOf`) and says whether it did: the native side then admits their types as they
-// are. Only items of unknown types are put to it, since the registry admits a known type whatever its schemas say.
-// `where(i)` prefixes the message of a rejection with which item it was.
+// True when it checked: the native side then admits their types as they are. Known types pass whatever the schemas say.
 function admit(gate, items, where) {
   if (gate === undefined) return false;
   items.forEach((item, i) => {
@@ -133,7 +118,6 @@ module.exports = {
   ItemSchema,
   ItemSchemaRegistry,
   defaultItemSchemaRegistry,
-  CATEGORIES,
   extendedBy,
   gateOf,
   admit,

@@ -1,14 +1,8 @@
 'use strict';
-// What stops a JS value from being written as JSON in reasonable time, found before `JSON.stringify` tries.
-//
-// stringify follows every path through a value. A tree nested far deeper than any reader takes only fails once
-// the engine's stack runs out (a second per call under Bun for 200,000 levels), and a subtree shared at many
-// places is written once per path: shared twice at each of 30 levels, a billion times. This walk visits each
-// object once, remembering how deep it nests and how many values it writes out to, so it answers in time
-// proportional to the distinct objects, without recursion.
+// What stops a value from being written as JSON in reasonable time, found first: stringify fails deep nesting only
+// when the stack runs out, and writes a shared subtree once per path. This visits each object once, without recursion.
 
-// Why `value` cannot be written within `maxNesting` levels and `maxValues` values (a phrase such as 'it nests
-// more than 1024 levels deep'), or null when it can (or when stringify will decide: an object with `toJSON`).
+// Null when it can be written (or stringify will decide: `toJSON`).
 function jsonBoundsProblem(value, { maxNesting, maxValues }) {
   if (value === null || typeof value !== 'object') return null;
   const measured = new Map(); // object -> { height, count }
@@ -18,7 +12,6 @@ function jsonBoundsProblem(value, { maxNesting, maxValues }) {
     onPath.add(object);
     frames.push({ object, children: childrenOf(object), next: 0, height: 1, count: 1 });
   };
-  // Adds a finished child's measures to the frame above it; the reason to stop, if the value outgrew a bound.
   const addTo = (frame, child) => {
     frame.height = Math.max(frame.height, child.height + 1);
     frame.count += child.count;
@@ -59,8 +52,7 @@ function jsonBoundsProblem(value, { maxNesting, maxValues }) {
   return null;
 }
 
-// What stringify writes inside an object: its elements, or its own enumerable values. One with `toJSON` writes
-// what that returns, which is not known until it is called; it is left to stringify.
+// One with `toJSON` writes what that returns, not known until it is called: it is left to stringify.
 function childrenOf(object) {
   if (typeof object.toJSON === 'function') return [];
   return Array.isArray(object) ? object : Object.values(object);

@@ -1,6 +1,5 @@
 'use strict';
-// The layer lifecycle as `ctx.harness` exposes it (upstream's initLayers, recallLayers, … executeRerender): one
-// hook phase over layers of the caller's choosing, in a live context, run natively as a step's phase is.
+// The layer lifecycle `ctx.harness` exposes (upstream's initLayers … executeRerender), run natively as a step's phase is.
 const { ContextImpl } = require('./context.cjs');
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
@@ -26,7 +25,6 @@ const budgetsOf = (budgets) => (budgets instanceof Map ? Object.fromEntries(budg
 // Not an array: left to callLayers, which names the mistake.
 const hasHook = (layers, hook) => !Array.isArray(layers) || layers.some((layer) => typeof layer?.hooks?.[hook] === 'function');
 
-// Runs `call.phase` natively; the result is the phase's value (undefined for init, store and dispose).
 async function callLayers(harness, layers, ctx, call, items = []) {
   const context = contextOf(harness, ctx, call.phase);
   const runtime = harness._runtime;
@@ -42,8 +40,7 @@ async function callLayers(harness, layers, ctx, call, items = []) {
   }
 }
 
-// Layers keep their durable state in the harness's storage, where its runs read it back; another adapter would
-// split it in two (DECISIONS M9).
+// Another adapter would split the layers' durable state in two (DECISIONS M9).
 function checkStorage(harness, storage) {
   const own = harness.config.storage;
   const native = storage == null ? undefined : nativeStoreOf(storage);

@@ -1,16 +1,13 @@
 'use strict';
-// Layer state as JS holds it. The native harness decides when state is written, mirrored durably, disabled and
-// forgotten (memory/state.rs); the values of JS layers stay here, where their hooks read them without a crossing.
+// JS layers' state values, kept here so hooks read them without a crossing; the native side decides the rest.
 
-// The harness's JS layer states, by execution. Plain maps by default; given a `layerStateStore`, that store holds
-// them instead, and hears of disabled layers and ended executions (DECISIONS M8).
+// Plain maps by default; a `layerStateStore` holds them instead, and hears of disables and endings (DECISIONS M8).
 class LayerStates {
   constructor(store) {
     this.store = store;
     this.maps = new Map();
   }
 
-  // One execution's states, as a Map-like `get(layerId)` / `set(layerId, state)`.
   of(executionId) {
     if (this.store) {
       const store = this.store;
@@ -35,10 +32,7 @@ class LayerStates {
   }
 }
 
-// /unstable createLayerStateStore: per-(execution, layer) state with durable write-through. A layer registered as
-// durable has every write mirrored to its target under the key `state` (undefined deletes it): one write in flight
-// per key at a time, later values coalescing into the next, the latest winning. A failed mirror write is a
-// diagnostic (hook 'persist'), never an error of the writer.
+// /unstable: one mirror write in flight per key, later values coalescing; a failed one is a diagnostic, not an error.
 function createLayerStateStore(diagnostic) {
   const states = new Map();
   const durables = new Map();

@@ -1,10 +1,6 @@
 'use strict';
-// What keeps Node alive for the native side, and what does not.
-//
-// The dispatcher is weak, so by itself a run would let Node exit while Rust still works (an HTTP call in flight).
-// A ref'd timer stands for Rust's own work: it is held from a run's start to its end, and let go while the run waits
-// on JS (a hook, a step function). Then only the user's own pending work (timers, sockets) keeps Node alive, exactly
-// as it would in plain JS: a hook that never settles lets Node exit instead of hanging it.
+// What keeps Node alive for the native side: a ref'd timer stands for Rust's own work, let go while a run waits on JS,
+// so that only the user's own pending work keeps Node alive then, as in plain JS (a hook that never settles exits).
 
 let held = 0;
 let timer;
@@ -17,19 +13,11 @@ function release() {
   if (--held === 0) timer.unref();
 }
 
-// Harnesses with runs in flight. The dispatcher reaches a harness only through a weak reference (so an unused harness can
-// be collected), which means one that is awaited but no longer referenced must be kept here until its runs end.
+// The dispatcher holds harnesses weakly, so one awaited but no longer referenced is kept here until its runs end.
 const busy = new Set();
 
-// Node frees a native object (a dropped harness with its sessions' history) in a finalizer it runs only between
-// macrotasks. Our promises settle in microtasks, so a program awaiting turn after turn never gives it one, and every
-// harness it drops stays in memory until it stops. So once the event loop has not turned for a while, a settlement
-// waits for the next turn.
-// Under Node that turn is a zero-delay timer, not an immediate. Under load, each expired timer (a model's reply)
-// runs a session's whole turn in microtasks, and Node runs every expired timer before it reaches the immediates, so a
-// settlement that waited for an immediate lost a whole round of the other sessions (DECISIONS S15). A timer waits its
-// turn among theirs, and the immediates (with the finalizers) still run on the way to it. Bun's loop is the other
-// way round: there an immediate keeps the sessions' order and a timer lost them a round.
+// Native objects are freed only between macrotasks, so once the loop has starved a settlement waits for its next turn.
+// That turn is a zero-delay timer under Node (an immediate lost other sessions a round) and an immediate under Bun (S15).
 // Captured at load, so that a test's fake timers cannot stall it.
 const { setImmediate: immediate, setTimeout: timeout } = require('node:timers');
 const nextTurn = globalThis.Bun ? immediate : (turned) => timeout(turned, 0);
@@ -59,7 +47,6 @@ const loop = {
   },
 };
 
-// Resolves `resolve` with `value` now, or after the event loop's next turn if it has gone without one (see above).
 function settleSoon(resolve, value) {
   loop.settle(resolve, value);
 }

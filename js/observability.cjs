@@ -1,6 +1,5 @@
 'use strict';
-// Spans and trace exporters (upstream's observability), and the memory spans the runtime records for every hook
-// call when the harness has an exporter (DECISIONS D14, D22).
+// Spans and trace exporters (upstream's), and the memory spans recorded natively for hook calls (DECISIONS D14, D22).
 const { randomUUID } = require('node:crypto');
 
 class SpanImpl {
@@ -33,7 +32,7 @@ class SpanImpl {
   }
 }
 
-// The span a context has when nothing traces: ids and nothing recorded, as upstream's.
+// Ids and nothing recorded, as upstream's.
 class NoopSpan {
   constructor() {
     this.traceId = randomUUID();
@@ -88,18 +87,15 @@ const ToolAttr = Object.freeze({
   NEEDS_APPROVAL: 'tool.needs_approval',
 });
 
-// A harness traces when it has an exporter that keeps something.
 const isTracing = (exporter) => exporter != null && !(exporter instanceof NoopExporter);
 
-// A span with the ids the runtime chose: a context's (its id, its root's id as the trace), or a hook's.
 function spanWithIds(name, { traceId, spanId, parentSpanId }) {
   const span = new SpanImpl(name, null, traceId, spanId);
   span.parentSpanId = parentSpanId;
   return span;
 }
 
-// One recorded hook call as a span under its context's span: `memory.<hook>`, its `MemoryTraceSpan` as `memory`,
-// and the same figures as attributes for exporters that read only those.
+// The figures as attributes too, for exporters that read only those.
 function memorySpan(record) {
   const span = spanWithIds(`memory.${record.hook}`, { traceId: record.traceId, spanId: randomUUID(), parentSpanId: record.context });
   span.startTime = record.startTime;

@@ -1,8 +1,5 @@
 'use strict';
-// The requests a native run makes of JS that wait on user code: a step's function, a loop's predicate and
-// callbacks, a branch's route, a fork's paths and merge, an LLM step's getters and output schema, a built-in layer's
-// callbacks and file reads, a loop's inbox and an `every`'s park, tool steps, and a user storage adapter's calls.
-// Each resolves to the reply's fields; the runtime (runtime.cjs) writes the reply.
+// The requests a native run makes of JS that wait on user code; each resolves to the reply's fields.
 const { NoeticConfigError, NoeticErrorImpl, KEEP_IDENTITY, describeValue, revivePayload } = require('./errors.cjs');
 const { ZodError } = require('zod');
 const { runToolStep, runTool } = require('./tool-calls.cjs');
@@ -11,7 +8,7 @@ const { describeStep, describeTool } = require('./steps.cjs');
 const { readFiles } = require('./file-reads.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
-// A loop output's text as predicates see it (upstream's): a string itself, a `text` field, or its JSON.
+// As upstream's predicates see it.
 function textOfOutput(output) {
   if (typeof output === 'string') return output;
   if (typeof output === 'object' && output !== null && 'text' in output) return String(output.text);
@@ -44,17 +41,14 @@ async function answerRequest(runtime, message) {
       return { stop: Boolean(verdict?.stop), reason: verdict?.reason, feedback: verdict?.feedback };
     }
     case 'layerCallback': {
-      // A built-in layer's user function (a schema, an observer, steering's predicates); `info` when it takes a ctx.
       const fn = runtime.handles.get(message.layer)[NATIVE].callbacks[message.name];
       return { value: (await fn(message.args, message.info && runtime.execContext(message.info))) ?? null };
     }
     case 'readFiles':
-      // A built-in layer's reads through the harness's filesystem (one request for all its files).
       return { outcomes: await readFiles(runtime.harness.fs, message.reads) };
     case 'lazy':
       return resolveLazy(runtime, message.call);
     case 'parseOutput': {
-      // The reply must be JSON the step's schema accepts; the step's output is what the schema makes of it.
       const { schema: handle, stepId, raw } = message.call;
       const schema = runtime.handles.get(handle);
       let parsed;
@@ -68,8 +62,7 @@ async function answerRequest(runtime, message) {
       return { value: runtime.toRef(checked.data) };
     }
     case 'inbox': {
-      // A loop about to stop reads its inbox: what is there, or (with a park timeout) what comes within it. Only
-      // a cancellation of the context is an error; a timeout is no message.
+      // Only a cancellation of the context is an error; a timeout is no message.
       const { channel, context, parkTimeout } = message.call;
       const ch = runtime.handles.get(channel);
       const ctx = runtime.context(context);
@@ -85,9 +78,7 @@ async function answerRequest(runtime, message) {
       return { message: received === null ? null : String(received) };
     }
     case 'wake': {
-      // An `every` parked: the next send on its channel wakes it, or its own time runs out.
-      // An abort of its context ends the park natively; the wait here ends with it, or its timer would keep Node
-      // alive for the rest of the interval.
+      // Ends on an abort too, or its timer would keep Node alive for the rest of the interval.
       const { channel, timeout, context } = message.call;
       const signal = runtime.context(context)._signal;
       await new Promise((resolve) => {
@@ -120,7 +111,6 @@ async function answerRequest(runtime, message) {
       return { paths: paths.map((path, i) => describeChosen(runtime, path, `a fork's paths[${i}] is`)) };
     }
     case 'fn': {
-      // A loop's prepareNext or onError: values, plain JSON or a NoeticError payload, then the context.
       const { call } = message;
       const lookup = (h) => runtime.handles.get(h);
       const args = call.args.map((a) => (a.t === 'value' ? runtime.fromRef(a.v) : a.t === 'noetic' ? revivePayload(a.v, lookup) : a.v));
@@ -155,7 +145,7 @@ async function answerRequest(runtime, message) {
   }
 }
 
-// `llm_parse_error`, carried back as the very object (its schema and zodError are JS objects).
+// Carried back as the very object: its schema and zodError are JS objects.
 function parseError(stepId, raw, schema, zodError) {
   const error = zodError instanceof Error ? zodError : new ZodError([zodError]);
   const failure = new NoeticErrorImpl({ kind: 'llm_parse_error', stepId, raw, schema, zodError: error });
@@ -163,8 +153,7 @@ function parseError(stepId, raw, schema, zodError) {
   return failure;
 }
 
-// A step a route or paths function chose at run time, described as the steps of a run are; its functions are kept
-// until the runs end. Anything but a step is named.
+// Its functions are kept until the runs end.
 function describeChosen(runtime, chosen, what) {
   if (typeof chosen !== 'object' || chosen === null || typeof chosen.kind !== 'string') {
     throw new NoeticConfigError({ code: 'INVALID_STEP', message: `${what} ${describeValue(chosen)}, not a step.`, hint: 'Return a step built with step.run, step.llm, loop, branch, fork, spawn... (or null from a route to pass the input through).' });
@@ -172,7 +161,7 @@ function describeChosen(runtime, chosen, what) {
   return describeStep(chosen, (v) => runtime.keepValue(v), describeLayer);
 }
 
-// An LLM step's getter fields, run with the live context. Tools they return live as long as the run.
+// Tools the getters return live as long as the run.
 async function resolveLazy(runtime, { step, context, fields }) {
   const s = runtime.handles.get(step);
   const ctx = runtime.context(context);

@@ -45,7 +45,6 @@ class Runtime {
     this.activeRuns = 0;
     // Items handed to `execute`, by thread and message id, until their turn puts them in a log.
     this.inputs = new Map();
-    // Runs started natively, by id, waiting for their `settled` notification.
     this.runs = new Map();
     this.nextRun = 1;
     this.inbox = [];
@@ -242,7 +241,6 @@ class Runtime {
     if (adopted) ctx.itemLog._place(from, items);
   }
 
-  // A session's turns started natively; `drained` says they have ended.
   sessionStarted() {
     liveness.hold();
     this.beginRun();
@@ -326,8 +324,7 @@ class Runtime {
       trace: { setAttribute() {}, addEvent() {} },
       readLayerState: (id) => {
         const ctx = this.contexts.get(executionId);
-        const entry = ctx?._layers.find((l) => l.id === id);
-        const layer = entry && this.handles.get(entry.handle);
+        const layer = ctx && this.layerOf(ctx, id);
         return layer ? this.layerState(executionId, layer) : this.layerStates.get(executionId, id);
       },
     };
@@ -353,11 +350,7 @@ class Runtime {
     const tokens = ctx.tokens;
     const exec = this.execContext(facts, true, { input: tokens.input, output: tokens.output });
     return Promise.resolve(decl.execute(parsed, states.get(layer.id), exec)).then((out) => {
-      if (out && out.state !== undefined) {
-        states.set(layer.id, out.state);
-        const persist = layer.scope === 'execution' ? undefined : this.serializable(out.state, layer.id);
-        callNative(() => this.native.hostStateWritten(ctx.id, layer.id, persist ?? null));
-      }
+      if (out && out.state !== undefined) this.writeHostState(ctx, layer, out.state, states);
       return out?.result;
     });
   }
@@ -587,14 +580,19 @@ class Runtime {
     return layer ? this.layerState(ctx.id, layer) : undefined;
   }
 
-  // A tool setting a layer's state: kept as the layer's state and mirrored durably, as a provides function's is.
+  // A tool setting a layer's state, as a provides function's does.
   setLayerStateOf(ctx, layerId, state) {
     const layer = this.layerOf(ctx, layerId);
     if (!layer) throw new Error(`memory.set: the context has no layer '${layerId}'`);
     if (layer[NATIVE]) throw new Error(`memory.set: '${layerId}' is a built-in layer; change its state through its provides functions`);
-    this.statesOf(ctx.id).set(layerId, state);
-    const persist = layer.scope === 'execution' ? undefined : this.serializable(state, layerId);
-    callNative(() => this.native.hostStateWritten(ctx.id, layerId, persist ?? null));
+    this.writeHostState(ctx, layer, state);
+  }
+
+  // Kept as the layer's state and mirrored durably.
+  writeHostState(ctx, layer, state, states = this.statesOf(ctx.id)) {
+    states.set(layer.id, state);
+    const persist = layer.scope === 'execution' ? undefined : this.serializable(state, layer.id);
+    callNative(() => this.native.hostStateWritten(ctx.id, layer.id, persist ?? null));
   }
 }
 

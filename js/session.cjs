@@ -214,7 +214,7 @@ function seedSessionHistory(harness, threadId, items) {
   const runtime = harness._runtime;
   const id = callNative(() => runtime.native.seedSession(threadId));
   runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
-  // Held busy so an unreferenced harness still stores it; a failed store is retried by the next turn: no unhandled rejection.
+  // Held busy so an unreferenced harness still stores it; a failed store is retried next turn: no unhandled rejection.
   runtime.beginRun();
   const storing = runtime.startRun((run) => runtime.native.sessionStoreSeed(threadId, run)).finally(() => runtime.endRun());
   const stored = storing.then((result) => {

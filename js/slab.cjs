@@ -1,9 +1,5 @@
 'use strict';
-// Values kept under small integer keys, a key reused once its value is let go.
-//
-// Why not a Map: a loaded harness keeps and lets go tens of thousands of values a second (a recall's items, for its
-// step's model call), and a Map that large costs a hash lookup with its cache misses for each, and a rehash when its
-// deleted entries pile up. Here a key is an index: keeping, reading and letting go touch one array slot.
+// Values under small reused integer keys: one array slot an operation, where a large churning Map hashes and rehashes.
 class Slab {
   constructor() {
     this.values = [];
@@ -11,7 +7,7 @@ class Slab {
     this.size = 0;
   }
 
-  // Keys start at 1: 0 is never one. `value` is never undefined (an empty slot reads as undefined).
+  // Keys start at 1; `value` is never undefined (an empty slot reads as undefined).
   keep(value) {
     const at = this.free.length > 0 ? this.free.pop() : this.values.push(undefined) - 1;
     this.values[at] = value;
@@ -23,7 +19,7 @@ class Slab {
     return this.values[key - 1];
   }
 
-  // Letting go of a key not kept (or already let go) does nothing, so its slot is never listed free twice.
+  // A key not kept does nothing, so its slot is never listed free twice.
   delete(key) {
     const at = key - 1;
     if (this.values[at] === undefined) return;

@@ -1,9 +1,5 @@
 'use strict';
-// The native stores as JS sees them, and the check of a user's own adapter.
-//
-// A native store keeps what `JSON.stringify` keeps, the same in memory as on disk (DECISIONS, Storage): `toJSON`
-// is honoured (a Date comes back as its ISO string), and a value JSON cannot hold (undefined, a function, a
-// BigInt, a cycle) is refused with an error naming the key, never changed silently.
+// The native stores as JS sees them: what JSON.stringify keeps, else refused naming the key (DECISIONS, Storage).
 const native = require('./native.cjs');
 const { NoeticConfigError, describeValue, messageOf, rethrowNative } = require('./errors.cjs');
 
@@ -37,15 +33,13 @@ function unstorable(key, why) {
 class NativeStore {
   constructor(inner) {
     Object.defineProperty(this, NATIVE_STORE, { value: inner });
-    // The in-memory store answers at once: its calls need not hop to the runtime's thread and back.
+    // The in-memory store answers at once: no hop to the runtime's thread and back.
     Object.defineProperty(this, AT_ONCE, { value: inner.answersAtOnce() });
     // Its reads, the most frequent call (every layer's init), through a plain function rather than a method.
     Object.defineProperty(this, READ_NOW, { value: this[AT_ONCE] ? inner.readerNow() : undefined });
   }
 
   // Async, so that a bad key rejects rather than throws, as any adapter's would.
-  // A store's failure with a code (PostgreSQL's STORAGE_UNAVAILABLE, ...) arrives encoded and is rethrown as the
-  // NoeticConfigError it describes.
   async get(key) {
     checkKey('get', key);
     const text = this[AT_ONCE] ? this[READ_NOW](key) : await this[NATIVE_STORE].get(key).catch(rethrowNative);
@@ -76,29 +70,26 @@ class NativeStore {
   }
 }
 
-// The PostgreSQL store holds connections to a server, so it alone has `close()` (the types promise only what runs).
+// Only the PostgreSQL store has `close()`: the types promise only what runs.
 class PostgresStore extends NativeStore {
-  // Closes every connection (a call under way keeps its own until it ends) and resolves once all are closed; every
-  // later call rejects with STORAGE_CLOSED. Closing again does nothing more.
   async close() {
     await this[NATIVE_STORE].close().catch(rethrowNative);
   }
 }
 
-// The native store behind a storage, if it is one of ours: the harness then uses it with no crossing.
+// A native store of ours is used with no crossing.
 const nativeStoreOf = (storage) => storage?.[NATIVE_STORE];
 
 const createInMemoryStorage = () => new NativeStore(new native.NativeStorage());
 const openSqliteStore = (path) => new NativeStore(native.NativeStorage.sqlite(path));
 const openPostgresStore = (url, optionsJson) => new PostgresStore(native.NativeStorage.postgres(url, optionsJson));
 
-// A layer's scoped prefix, as the runtime lays storage out (`scoped_prefix`): its durable state is `<prefix>state`.
+// As the runtime lays storage out (`scoped_prefix`).
 function layerPrefix(layerId, scopeKey) {
   return `layers/${layerId}/${scopeKey}/`;
 }
 
-// `storage` seen under `prefix`, as a layer's hooks see theirs (`layers/<layerId>/<scopeKey>/`): `list` gives keys
-// relative to it (the `keyPrefix` asked for stays on them).
+// As a layer's hooks see theirs; `list` gives keys relative to `prefix`.
 function scopedView(storage, prefix) {
   return {
     get: (key) => storage.get(prefix + key),
@@ -111,4 +102,4 @@ function scopedView(storage, prefix) {
   };
 }
 
-module.exports = { NativeStore, nativeStoreOf, createInMemoryStorage, openSqliteStore, openPostgresStore, scopedView, layerPrefix };
+module.exports = { nativeStoreOf, createInMemoryStorage, openSqliteStore, openPostgresStore, scopedView, layerPrefix };

@@ -1,11 +1,9 @@
 'use strict';
-// Timers for a caller's number of milliseconds. Node and Bun fire a `setTimeout` of more than 2^31 - 1 ms (about
-// 24.8 days) at once, Infinity included, with only a TimeoutOverflowWarning: a long wait would end as it began.
+// Node and Bun fire a `setTimeout` of more than 2^31 - 1 ms (Infinity included) at once, so long waits are chained.
 const { NoeticConfigError, describeValue } = require('./errors.cjs');
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-// Calls `fire` once `ms` have passed, however many that is; Infinity never. `clearLongTimeout` cancels it.
 function setLongTimeout(fire, ms) {
   const timer = { id: undefined };
   if (ms === Infinity) return timer;
@@ -22,9 +20,7 @@ function clearLongTimeout(timer) {
   if (timer) clearTimeout(timer.id);
 }
 
-// A timeout a caller gave: a number of milliseconds, 0 or more, Infinity included, or none (`undefined` or
-// `null`, which upstream also takes for none). NaN, a negative number or anything else is a NoeticConfigError
-// naming `what`.
+// `null` is none too, as upstream takes it.
 function checkedTimeout(value, what) {
   if (value == null || (typeof value === 'number' && value >= 0)) return value;
   throw new NoeticConfigError({

@@ -5,13 +5,11 @@ const { randomId } = require('./ids.cjs');
 const { toolInputSchema } = require('./memory.cjs');
 const { checkCategory } = require('./item-schemas.cjs');
 
-// A tool as the native side takes it (a step's, or `callModel`'s): what the model is shown, and a handle to run it.
 function describeTool(t, keep) {
   return { name: t.name, description: t.description ?? '', inputSchema: t.input ? toolInputSchema(t.input) : { type: 'object' }, handle: keep(t) };
 }
 
-// A `step.tool` step: the input with `args` over it, checked with the tool's input schema, then the tool. A tool
-// that yields (toolWithGenerator) is run to its end; its return value is the step's output.
+// A generator tool is run to its end; its return value is the step's output.
 async function runToolStep(runtime, { tool, args, stepId, context, input }) {
   const t = runtime.handles.get(tool);
   const value = runtime.fromRef(input);
@@ -29,8 +27,7 @@ async function runToolStep(runtime, { tool, args, stepId, context, input }) {
   });
 }
 
-// A model's tool call: the tool's `execute`, or a layer's `provides` function, with the call's arguments; a failure is
-// the tool's output (`Error: ...`), as upstream's, and a tool may decorate the result item the log keeps.
+// A failure is the tool's output (`Error: ...`), as upstream's.
 async function runTool(runtime, { tool, arguments: text, context, callId, name }) {
   const ctx = runtime.context(context);
   let args;
@@ -57,20 +54,18 @@ async function runTool(runtime, { tool, arguments: text, context, callId, name }
   }
   const reply = { output, isError: error };
   const baseItem = () => ({ id: randomId(), status: 'completed', type: 'function_call_output', callId, output });
-  // A tool may decorate the result item the log keeps (the model is still sent only its output).
+  // The model is still sent only the output.
   let item;
   if (typeof t?.decorateResultItem === 'function') {
     const callItem = { type: 'function_call', callId, name, arguments: text };
     item = t.decorateResultItem({ baseItem: baseItem(), callItem, args, result, output, error: error || undefined });
     reply.item = JSON.stringify(item);
   }
-  // The result item is put to the harness's `toolResults` schemas and this tool's own (not its siblings', as
-  // upstream), when there are any.
+  // This tool's own schemas, not its siblings', as upstream.
   checkCategory(runtime.harness.itemSchemas, t ? [t] : [], 'toolResults', () => item ?? baseItem());
   return reply;
 }
 
-// A generator tool's yields are drained (each to `onYield`, when given); its return value is the result.
 async function drain(result, onYield) {
   if (result === null || typeof result !== 'object' || typeof result[Symbol.asyncIterator] !== 'function') return result;
   const iterator = result[Symbol.asyncIterator]();
@@ -81,7 +76,7 @@ async function drain(result, onYield) {
   }
 }
 
-// Upstream's ToolExecutionContext: what a tool's `execute` receives besides its arguments.
+// Upstream's ToolExecutionContext.
 function toolContext(runtime, ctx) {
   const harness = runtime.harness;
   return {

@@ -4,7 +4,7 @@ const native = require('./native.cjs');
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { estimateTokens } = require('./items.cjs');
 
-// The native functions take numbers; anything else is named here, not in the binding's conversion terms.
+// Named here, not in the binding's conversion terms.
 function needNumber(value, what, code, optional = false) {
   if (typeof value === 'number' || (optional && value === undefined)) return;
   throw new NoeticConfigError({ code, message: `${what} is ${describeValue(value)}; expected a number.`, hint: 'Pass a number (Infinity is allowed).' });
@@ -29,7 +29,7 @@ function allocateBudgets({ layers, totalBudget, systemPromptTokens, responseRese
   return { allocations: layers.map((l, i) => ({ layerId: l.id, allocated: out.allocated[i] })), historyBudget: out.historyBudget };
 }
 
-// What an item costs (upstream's estimate of its JSON), measured once per item object.
+// Measured once per item object.
 const measured = new WeakMap();
 function costOf(item) {
   const cached = typeof item === 'object' && item !== null ? measured.get(item) : undefined;
@@ -44,9 +44,7 @@ const LINK_OUTPUT = 2;
 const linkOf = (item) =>
   typeof item?.callId !== 'string' ? 0 : item.type === 'function_call' ? LINK_CALL : item.type === 'function_call_output' ? LINK_OUTPUT : 0;
 
-// The plan is the native projection's. The history is measured newest first only as far as could fit: no budget for
-// history exceeds tokenBudget - responseReserve, so the items past that point (or past a sliding window) are never
-// touched, and an item is measured once however often it is projected (issue 8).
+// History is measured newest first only as far as could fit (tokenBudget - responseReserve), once per item (issue 8).
 function assembleView({ systemPromptItems, layerOutputItems, historyItems, policy }) {
   if (!policy) return [...systemPromptItems, ...layerOutputItems, ...historyItems];
   needNumber(policy.tokenBudget, 'assembleView: policy.tokenBudget', 'INVALID_PROJECTION_POLICY');
@@ -95,15 +93,14 @@ function checkBudget(ctx, limits) {
   );
 }
 
-// Upstream's typed cast at framework boundaries: the value itself, typed as the caller says.
+// Upstream's typed cast at framework boundaries.
 const frameworkCast = (value) => value;
 
 const { retargetCwdForSpawn } = require('./cwd.cjs');
 const { scopedView, layerPrefix } = require('./storage.cjs');
 const { createLayerStateStore } = require('./layer-state.cjs');
 
-// A storage adapter confined to one layer and scope key, as a layer's hooks see theirs. Keys are not escaped, as
-// upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a prefix.
+// Keys are not escaped, as upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a prefix.
 function createScopedStorage(storage, layerId, scopeKey) {
   const methods = ['get', 'set', 'delete', 'list'];
   if (typeof storage !== 'object' || storage === null || methods.some((m) => typeof storage[m] !== 'function')) {
