@@ -100,9 +100,10 @@ class ItemLogImpl {
     this._check = check;
   }
 
-  _place(from, items) {
+  // `read` (JSON.parse for texts) runs only where JS holds no object yet.
+  _place(from, items, read = undefined) {
     items.forEach((item, i) => {
-      if (this._objects[from + i] === undefined) this._objects[from + i] = item;
+      if (this._objects[from + i] === undefined) this._objects[from + i] = read ? read(item) : item;
     });
     while (this._objects[this._filled] !== undefined) this._filled++;
   }
@@ -125,10 +126,7 @@ class ItemLogImpl {
   }
 
   _receive(from, texts) {
-    texts.forEach((text, i) => {
-      if (this._objects[from + i] === undefined) this._objects[from + i] = JSON.parse(text);
-    });
-    while (this._objects[this._filled] !== undefined) this._filled++;
+    this._place(from, texts, JSON.parse);
   }
 
   _admit(items) {

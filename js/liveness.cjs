@@ -16,13 +16,13 @@ function release() {
 // The dispatcher holds harnesses weakly, so one awaited but no longer referenced is kept here until its runs end.
 const busy = new Set();
 
-// Native objects are freed only between macrotasks, so once the loop has starved a settlement waits for its next turn.
-// That turn is a zero-delay timer under Node (an immediate lost other sessions a round) and an immediate under Bun (S15).
 // Captured at load, so that a test's fake timers cannot stall it.
 const { setImmediate: immediate, setTimeout: timeout } = require('node:timers');
+// Under Node a zero-delay timer: an immediate lost the other sessions a round (DECISIONS S15); Bun's loop is the reverse.
 const nextTurn = globalThis.Bun ? immediate : (turned) => timeout(turned, 0);
 const now = performance.now.bind(performance);
 const STARVED_MS = 10;
+// Native objects are freed only between macrotasks, so once the loop has starved a settlement waits for its next turn.
 const loop = {
   tick: undefined,
   turnedAt: 0,

@@ -366,7 +366,6 @@ class Runtime {
     }
   }
 
-  // A context's span, when something read it, ends and is exported when the context goes.
   endSpan(ctx) {
     const span = ctx._span;
     if (span && this.tracing) {
@@ -470,7 +469,6 @@ class Runtime {
         this.everyFailed(message);
         return '';
       case 'inspector':
-        // Calls recorded while an inspector is open (js/inspector): it takes the feed and sends it to its pages.
         this.inspector?.recorded();
         return '';
       case 'traces':
