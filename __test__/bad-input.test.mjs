@@ -252,3 +252,30 @@ test('ctx.itemLog.append names a value that is not an item, or has no JSON form'
   }
   await rejects(appending({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }], big: 1n }), 'INVALID_ITEM', 'no JSON form', 'BigInt');
 });
+
+// The checks run natively on a description of what was passed (DECISIONS R9): an adapter's methods may be
+// inherited from its class, a class instance is named by its class, and a value JSON cannot carry is named as JS
+// names it.
+test('option checks see inherited methods and name class instances, functions, NaN and Infinity', () => {
+  class Store {
+    async get() {}
+    async set() {}
+    async delete() {}
+  }
+  const refuses = (opts, code, message) =>
+    assert.throws(() => harness(opts), (e) => e instanceof NoeticConfigError && e.code === code && e.message === message && Boolean(e.hint));
+  refuses({ storage: new Store() }, 'INVALID_STORAGE', "AgentHarness storage has no 'list' method.");
+  class Full extends Store {
+    async list() {
+      return [];
+    }
+  }
+  assert.ok(harness({ storage: new Full() }));
+  refuses({ traceExporter: new Store() }, 'INVALID_TRACE_EXPORTER', 'AgentHarness traceExporter is a Store; expected an object with an export(spans) method.');
+  refuses({ projection: { tokenBudget: NaN, responseReserve: () => 1 } }, 'INVALID_PROJECTION_POLICY', 'AgentHarness projection.responseReserve is a function; expected a number.');
+  refuses({ sessionIdleMs: -Infinity }, 'INVALID_SESSION_OPTIONS', 'AgentHarness sessionIdleMs is -Infinity; expected a positive number of milliseconds.');
+  refuses({ tools: [{ name: 't', execute: 'no' }] }, 'INVALID_TOOLS', 'AgentHarness tools[0] is not a tool (it needs a string name and an execute function).');
+  assert.ok(harness({ persistSessions: true, sessionIdleMs: Infinity, tools: [{ name: 't', execute: async () => 1 }] }));
+  assert.throws(() => spawn({ id: 's', child: echo, contextOut: { strategy: 'schema', schema: new Store() } }), (e) => e.code === 'INVALID_CONTEXT_OUT');
+  assert.throws(() => step.llm({ id: 'l', model: 'm', projection: { tokenBudget: 1, responseReserve: 1, overflow: 'drop' } }), (e) => e.code === 'INVALID_PROJECTION_POLICY' && e.message.startsWith("step.llm 'l' projection.overflow is \"drop\""));
+});

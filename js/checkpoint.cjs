@@ -137,17 +137,6 @@ function createCheckpointStore(options) {
   };
 }
 
-function checkCheckpointStore(store) {
-  if (store == null) return;
-  const missing = ['save', 'load', 'list', 'clear'].filter((name) => typeof store?.[name] !== 'function');
-  if (missing.length === 0) return;
-  throw new NoeticConfigError({
-    code: 'INVALID_CHECKPOINT_STORE',
-    message: `AgentHarness checkpointStore has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`,
-    hint: 'Pass createCheckpointStore({ storage }) or an object with save, load, list and clear.',
-  });
-}
-
 function ownContext(harness, ctx, what) {
   if (ctx?._rt === harness._runtime) return ctx;
   throw new NoeticConfigError({
@@ -238,7 +227,6 @@ module.exports = {
   CheckpointSnapshotSchema,
   CheckpointKeys,
   createCheckpointStore,
-  checkCheckpointStore,
   checkpoint,
   restore,
 };

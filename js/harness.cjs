@@ -9,7 +9,8 @@ const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf
 const session = require('./session.cjs');
 const { createInMemorySubprocessAdapter, REPLAYER } = require('./subprocess.cjs');
 const detached = require('./detached.cjs');
-const { checkHarnessOptions, contextOptionsOf, runOptionsOf } = require('./options.cjs');
+const { contextOptionsOf, runOptionsOf } = require('./options.cjs');
+const { sketchOptions } = require('./sketch.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
@@ -38,58 +39,14 @@ function createPostgresStorage(url, options) {
   return callNative(() => openPostgresStore(url, options === undefined ? undefined : JSON.stringify(options)));
 }
 
-// As upstream's createClient: the OpenRouter key is `llm.apiKey`, else OPENROUTER_API_KEY, and without one there
-// is no provider (an LLM step then fails with NO_LLM_PROVIDER). The key goes to the native client only.
-function modelOf(opts) {
-  const streamIdleTimeoutMs = timeLimitOf(opts.streamIdleTimeoutMs, {
-    code: 'INVALID_STREAM_IDLE_TIMEOUT',
-    name: 'streamIdleTimeoutMs',
-    hint: 'Pass milliseconds, such as 120000 (the default); 0 or a negative number disables the idle watchdog.',
-  });
-  if (typeof opts._testCallModel === 'function') return { kind: 'host' };
-  const llm = opts.llm;
-  if (llm?.provider === 'scripted') return { kind: 'scripted', script: llm.script ?? [] };
+// The option names the native checks read, and the method names they ask adapters about.
+const OPTION_NAMES = native.harnessOptionNames();
+
+// The harness's settings from its options, checked natively; the OpenRouter variables as this process has them.
+function settingsOf(opts) {
   const env = globalThis.process?.env ?? {};
-  const apiKey = llm?.apiKey ?? env.OPENROUTER_API_KEY;
-  if (!apiKey) return { kind: 'none' };
-  const timeoutMs = timeLimitOf(llm?.timeoutMs, {
-    code: 'INVALID_LLM_TIMEOUT',
-    name: 'llm.timeoutMs',
-    hint: 'Pass milliseconds for the whole request, such as 600000; leave it unset (or 0) for no total limit.',
-  });
-  const baseUrl = llm?.baseUrl ?? env.OPENROUTER_BASE_URL;
-  return { kind: 'openrouter', apiKey, cache: Boolean(llm?.cache), baseUrl, streamIdleTimeoutMs, timeoutMs };
-}
-
-// A time limit in milliseconds, unset when null or undefined. Any number is one (0, a negative number or Infinity
-// turns the limit off); NaN or another type is a mistake worth saying rather than a limit silently ignored.
-function timeLimitOf(value, { code, name, hint }) {
-  if (value == null) return undefined;
-  if (typeof value !== 'number' || Number.isNaN(value)) {
-    throw new NoeticConfigError({ code, message: `${name} must be a number of milliseconds, got ${shown(value)}.`, hint });
-  }
-  // JSON has no Infinity; the native side reads its string form.
-  return Number.isFinite(value) ? value : String(value);
-}
-
-function shown(value) {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return String(value);
-}
-
-// How long a persisted session stays in memory after its last turn: ten minutes.
-const DEFAULT_SESSION_IDLE_MS = 600_000;
-
-// How long a call to a storage adapter may take (an extension: upstream waits forever). Infinity waits forever.
-function storageTimeout(ms) {
-  if (ms === undefined) return undefined;
-  if (typeof ms === 'number' && ms > 0) return Number.isFinite(ms) ? ms : 'Infinity';
-  throw new NoeticConfigError({
-    code: 'INVALID_STORAGE_TIMEOUT',
-    message: `storageTimeoutMs must be a positive number of milliseconds, got ${typeof ms === 'number' ? ms : typeof ms}.`,
-    hint: 'Leave it unset for the default (30000), or pass Infinity to wait for the storage adapter forever.',
-  });
+  const given = sketchOptions(opts, OPTION_NAMES.keys, OPTION_NAMES.methods);
+  return callNative(() => native.harnessSettings(given, env.OPENROUTER_API_KEY, env.OPENROUTER_BASE_URL));
 }
 
 // The function the native side calls into, with the runtime it holds weakly (`undefined` once collected) and a
@@ -100,7 +57,7 @@ function dispatchTo(runtime, batch) {
 
 class AgentHarness {
   constructor(opts) {
-    checkHarnessOptions(opts);
+    const settings = settingsOf(opts);
     const params = opts.paramsSchema ? opts.paramsSchema.parse(opts.params) : opts.params;
     const storage = opts.storage ?? createInMemoryStorage();
     this.config = {
@@ -109,7 +66,7 @@ class AgentHarness {
       hooks: opts.hooks,
       params,
       itemSchemas: opts.itemSchemas,
-      strictItemSchemas: opts.strictItemSchemas ?? true,
+      strictItemSchemas: settings.strictItemSchemas,
       projection: opts.projection,
       forceAtomicRecall: opts.forceAtomicRecall,
     };
@@ -136,35 +93,21 @@ class AgentHarness {
     // Layers are validated where the native harness registers them (D1).
     const memory = layersOf(opts.memory, 'AgentHarness');
     const config = {
+      ...settings,
       name: opts.name,
       layers: memory.map((layer) => describeLayer(layer, (v) => runtime.keep(v))),
       projection: opts.projection,
-      model: modelOf(opts),
-      // Truthy, as upstream tests it.
-      forceAtomicRecall: Boolean(opts.forceAtomicRecall),
       jsStorage: nativeStoreOf(storage) === undefined,
-      storageTimeoutMs: storageTimeout(opts.storageTimeoutMs),
-      persistSessions: opts.persistSessions === true,
-      // Idle sessions stay in memory unless they are persisted; Infinity keeps them there.
-      sessionIdleMs: opts.persistSessions === true && Number.isFinite(opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS) ? (opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS) : undefined,
-      strictItemSchemas: this.config.strictItemSchemas,
-      tokenizer: opts.tokenizer === 'estimate' ? undefined : opts.tokenizer,
+      // A scripted provider's turns (`llm: { provider: 'scripted', script }`), as JSON.
+      script: opts.llm?.script,
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
       tools: (opts.tools ?? []).map((t) => describeTool(t, (v) => runtime.keep(v))),
       tracing: isTracing(this.traceExporter),
     };
     runtime.tracing = config.tracing;
-    const deliveryMode = opts.defaultDeliveryMode ?? 'next-turn';
-    if (!session.DELIVERY_MODES.includes(deliveryMode)) {
-      throw new NoeticConfigError({
-        code: 'INVALID_DELIVERY_MODE',
-        message: `AgentHarness defaultDeliveryMode ${JSON.stringify(deliveryMode)} is not a delivery mode.`,
-        hint: `Use one of ${session.DELIVERY_MODES.map((m) => `'${m}'`).join(', ')}.`,
-      });
-    }
     Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
     Object.defineProperty(this, '_layers', { value: memory });
-    Object.defineProperty(this, '_defaultDeliveryMode', { value: deliveryMode });
+    Object.defineProperty(this, '_defaultDeliveryMode', { value: settings.deliveryMode });
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(fs) ?? null),
     );
@@ -174,7 +117,6 @@ class AgentHarness {
     this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
     // An adapter of ours with storage can reattach a step another process started; this harness runs it again.
     if (REPLAYER in this.subprocess) this.subprocess[REPLAYER] = (request) => this._replay(request);
-    checkpoints.checkCheckpointStore(opts.checkpointStore);
     this.checkpointStore = opts.checkpointStore ?? undefined;
   }
 

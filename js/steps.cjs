@@ -2,13 +2,13 @@
 // Step builders: plain step objects, as upstream (tests inspect `.kind`, users write literals), and the
 // description of a step tree the native interpreter runs. Built-in predicates carry a marker so the runtime
 // evaluates them without crossing; they stay callable from JS.
-const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
+const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue, callNative } = require('./errors.cjs');
 const { validateLayers, layersOf, num, outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
-const { checkProjection } = require('./options.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
 const { routedExecute } = require('./detached.cjs');
-const { checkedTimeout } = require('./timers.cjs');
+const { sketch } = require('./sketch.cjs');
+const native = require('./native.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -34,49 +34,29 @@ function built(s) {
   return s;
 }
 
-// Upstream's builder checks, with its codes and texts: the id first, then what the step cannot run without.
-function requireId(opts, builder, example) {
-  need(
-    typeof opts?.id === 'string' && opts.id.trim() !== '',
-    'EMPTY_STEP_ID',
-    `${builder}() requires a non-empty id.`,
-    `Pass a unique string as the id field, e.g. ${builder}({ id: "${example}", ... }).`,
-  );
-}
+// Upstream's builder checks, with its codes and texts, made natively (steps/builders.rs) on a sketch of the options.
+const STEP_METHODS = native.harnessOptionNames().stepMethods;
+const checkOptions = (builder, opts) => callNative(() => native.checkStepOptions(builder, sketch(opts, STEP_METHODS, 3)));
 
 const step = {
   run(opts) {
-    requireId(opts, 'step.run', 'my-step');
-    need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'step.run() requires an execute function.', 'Provide an async execute function, e.g. execute: async (input, ctx) => result.');
+    checkOptions('step.run', opts);
     return built({ kind: 'run', ...opts });
   },
   llm(opts) {
-    requireId(opts, 'step.llm', 'my-llm');
-    need(
-      (typeof opts.model === 'string' && opts.model.trim() !== '') || typeof opts.model === 'function',
-      'MISSING_MODEL',
-      'step.llm() requires a non-empty model.',
-      "Pass a model identifier, e.g. model: 'anthropic/claude-sonnet-4-20250514'.",
-    );
-    checkProjection(opts.projection, `step.llm '${opts.id}'`);
+    checkOptions('step.llm', opts);
     return built({ kind: 'llm', ...opts });
   },
   tool(opts) {
-    requireId(opts, 'step.tool', 'my-tool');
-    need(typeof opts.tool === 'object' && opts.tool !== null, 'MISSING_TOOL', 'step.tool() requires a tool.', 'Provide a tool definition created with the tool() builder.');
+    checkOptions('step.tool', opts);
     return built({ kind: 'tool', ...opts });
   },
 };
 
-function checkTool(opts) {
-  need(typeof opts?.name === 'string' && opts.name.trim() !== '', 'EMPTY_TOOL_NAME', 'tool() requires a non-empty name.', "Pass a unique name for the tool, e.g. tool({ name: 'greet', ... }).");
-  need(typeof opts.execute === 'function', 'MISSING_EXECUTE_FUNCTION', 'tool() requires an execute function.', 'Provide an async execute function, e.g. execute: async (args, toolCtx) => result.');
-}
-
 // A tool, with upstream's keys (present even when unset). `needsApproval`, `output` and `memory` ride along:
 // upstream's runtime reads none of them itself (`memory` matters to a toolMemoryLayer).
 function tool(opts) {
-  checkTool(opts);
+  checkOptions('tool', opts);
   const { name, description, input, output, itemSchemas, decorateResultItem, execute, needsApproval, memory } = opts;
   return { name, description, input, output, itemSchemas, decorateResultItem, execute, needsApproval, memory };
 }
@@ -88,54 +68,22 @@ function toolWithGenerator(opts) {
 }
 
 function loop(opts) {
-  requireId(opts, 'loop', 'my-loop');
-  need(Array.isArray(opts.steps) && opts.steps.length > 0, 'MISSING_LOOP_BODY', 'loop() requires at least one body step.', 'Add at least one step to the steps array.');
-  need(typeof opts.until === 'function', 'MISSING_UNTIL_PREDICATE', 'loop() requires an until predicate.', 'Provide an until predicate, e.g. until.maxSteps(10).');
+  checkOptions('loop', opts);
   return built({ kind: 'loop', ...opts });
 }
 
 function spawn(opts) {
-  requireId(opts, 'spawn', 'my-spawn');
-  need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'spawn() requires a child step.', 'Provide a child step to execute in the isolated child context.');
+  checkOptions('spawn', opts);
   if (opts.memory != null) validateLayers(opts.memory, `spawn '${opts.id}'`);
-  checkedTimeout(opts.timeout, `spawn '${opts.id}'`);
-  const contextIn = contextInOf(opts.contextIn, opts.id);
-  const contextOut = contextOutOf(opts.contextOut, opts.id);
+  const contextIn = strategyOf(opts.contextIn);
+  const contextOut = strategyOf(opts.contextOut);
   registerStep(opts.child);
   return built({ kind: 'spawn', ...opts, ...(contextIn ? { contextIn } : {}), ...(contextOut ? { contextOut } : {}) });
 }
 
 // A spawn's context strategies (DECISIONS D12, M6), as `{ strategy, ... }`; a bare strategy name stands for the
-// object when the strategy needs nothing else. Absent means upstream's behaviour (fresh in, full out).
-function strategyOf(value, names, what, id) {
-  if (value == null) return undefined;
-  const spec = typeof value === 'string' ? { strategy: value } : value;
-  need(
-    typeof spec === 'object' && names.includes(spec.strategy),
-    what === 'contextIn' ? 'INVALID_CONTEXT_IN' : 'INVALID_CONTEXT_OUT',
-    `spawn '${id}' has ${what} ${describeValue(value)}; expected one of ${names.map((n) => `'${n}'`).join(', ')} or { strategy, ... }.`,
-    what === 'contextIn'
-      ? "Use 'fresh' (the default), 'inherit', { strategy: 'subset', select(items, state) }, or { strategy: 'custom', build(input, ctx) }."
-      : "Use 'full' (the default), { strategy: 'summary', model?, prompt? }, or { strategy: 'schema', schema }.",
-  );
-  return spec;
-}
-
-function contextInOf(value, id) {
-  const spec = strategyOf(value, ['fresh', 'inherit', 'subset', 'custom'], 'contextIn', id);
-  if (spec?.strategy === 'subset') need(typeof spec.select === 'function', 'INVALID_CONTEXT_IN', `spawn '${id}' has contextIn 'subset' without a select function.`, 'Pass { strategy: \'subset\', select: (parentItems, parentState) => items }.');
-  if (spec?.strategy === 'custom') need(typeof spec.build === 'function', 'INVALID_CONTEXT_IN', `spawn '${id}' has contextIn 'custom' without a build function.`, 'Pass { strategy: \'custom\', build: (input, parentCtx) => items }.');
-  return spec;
-}
-
-function contextOutOf(value, id) {
-  const spec = strategyOf(value, ['full', 'summary', 'schema'], 'contextOut', id);
-  if (spec?.strategy === 'schema') need(typeof spec.schema?.safeParse === 'function', 'INVALID_CONTEXT_OUT', `spawn '${id}' has contextOut 'schema' without a schema.`, 'Pass { strategy: \'schema\', schema: z.object({...}) } (any object with safeParse).');
-  if (spec?.strategy === 'summary') {
-    for (const key of ['model', 'prompt']) need(spec[key] === undefined || typeof spec[key] === 'string', 'INVALID_CONTEXT_OUT', `spawn '${id}' has contextOut summary ${key} ${describeValue(spec[key])}; expected a string.`, `Pass ${key} as a string, or leave it out.`);
-  }
-  return spec;
-}
+// object. Absent means upstream's behaviour (fresh in, full out).
+const strategyOf = (value) => (value == null ? undefined : typeof value === 'string' ? { strategy: value } : value);
 
 // What the native side calls: `select` with the parent's items and state, `build` with the input and the parent's
 // context (their items cross as one JSON text), and the schema as a parse that fails with llm_parse_error.
@@ -175,45 +123,25 @@ function describeContextOut(spec, keep, stepId) {
 }
 
 function branch(opts) {
-  requireId(opts, 'branch', 'my-branch');
-  need(typeof opts.route === 'function', 'MISSING_ROUTE_FUNCTION', 'branch() requires a route function.', 'Provide a route function that selects the next step at runtime.');
+  checkOptions('branch', opts);
   return built({ kind: 'branch', ...opts });
 }
 
 // More layers for a child step, in the same context (no isolation); `memory` is checked when it is given.
 function provide(opts) {
-  if (typeof opts?.id !== 'string' || opts.id.trim() === '') {
-    need(false, 'EMPTY_STEP_ID', 'provide() requires a non-empty id.', 'Pass a unique string as the id field, e.g. provide({ id: "my-provider", ... }).');
-  }
-  need(typeof opts.child === 'object' && opts.child !== null, 'MISSING_CHILD_STEP', 'provide() requires a child step.', 'Provide a child step to execute with the provided memory layers.');
+  checkOptions('provide', opts);
   if (opts.memory != null) validateLayers(opts.memory, `provide '${opts.id}'`);
   return built({ kind: 'provide', ...opts });
 }
 
 // Runs `step` again and again, `ms` (± `jitter`) apart, until its context is cancelled.
 function every(opts) {
-  requireId(opts, 'every', 'my-every');
-  need(opts.step != null && typeof opts.step === 'object', 'MISSING_BODY_STEP', 'every() requires a body step.', 'Provide the step to execute on each scheduled iteration.');
-  need(typeof opts.ms === 'number' && Number.isFinite(opts.ms) && opts.ms >= 0, 'INVALID_INTERVAL_MS', `every() requires a non-negative finite ms, got ${String(opts.ms)}.`, 'Pass a non-negative number of milliseconds for the park interval.');
-  need(opts.jitter === undefined || (typeof opts.jitter === 'number' && Number.isFinite(opts.jitter) && opts.jitter >= 0), 'INVALID_JITTER', `every() requires a non-negative finite jitter, got ${String(opts.jitter)}.`, 'Pass a non-negative number of milliseconds for jitter, or omit it.');
+  checkOptions('every', opts);
   return built({ kind: 'every', id: opts.id, step: opts.step, ms: opts.ms, wakeOn: opts.wakeOn, onError: opts.onError ?? 'continue', jitter: opts.jitter ?? 0 });
 }
 
-const FORK_MODES = ['race', 'all', 'settle'];
-
 function fork(opts) {
-  requireId(opts, 'fork', 'my-fork');
-  need(FORK_MODES.includes(opts.mode), 'INVALID_FORK_MODE', `fork() mode must be 'race', 'all' or 'settle', got ${describeValue(opts.mode)}.`, "Pass mode: 'race' (first success), 'all' (every value) or 'settle' (every outcome).");
-  if (opts.mode !== 'race') {
-    need(typeof opts.merge === 'function', 'MISSING_MERGE_FUNCTION', `fork() mode '${opts.mode}' requires a merge function.`, 'Provide a merge function that combines path results into a single output.');
-  }
-  need(typeof opts.paths === 'function', 'MISSING_PATHS_FUNCTION', 'fork() requires a paths function.', 'Provide paths: (input, ctx) => [step, ...], the steps to run side by side.');
-  need(
-    opts.concurrency === undefined || (Number.isInteger(opts.concurrency) && opts.concurrency >= 1),
-    'INVALID_CONCURRENCY',
-    `fork() concurrency must be a positive integer, got ${describeValue(opts.concurrency)}.`,
-    'Leave concurrency out to run every path at once, or pass a whole number of at least 1.',
-  );
+  checkOptions('fork', opts);
   return built({ kind: 'fork', ...opts });
 }
 
@@ -405,8 +333,8 @@ function describeStep(s, keep, describeLayer) {
         child: describeStep(s.child, keep, describeLayer),
         memory: s.memory == null ? undefined : layersOf(s.memory, `spawn '${s.id}'`).map((l) => describeLayer(l, keep)),
         timeout: s.timeout === undefined ? undefined : num(s.timeout),
-        contextIn: describeContextIn(contextInOf(s.contextIn, s.id), keep),
-        contextOut: describeContextOut(contextOutOf(s.contextOut, s.id), keep, s.id),
+        contextIn: describeContextIn(strategyOf(s.contextIn), keep),
+        contextOut: describeContextOut(strategyOf(s.contextOut), keep, s.id),
       };
     default:
       return base;

@@ -317,18 +317,4 @@ function createInMemorySubprocessAdapter(options = {}) {
   return adapter;
 }
 
-// Only `spawn` and `get` are required: they are all the harness calls.
-function checkSubprocessAdapter(adapter) {
-  if (adapter == null) return;
-  const hint = 'Pass createInMemorySubprocessAdapter() or an object implementing SubprocessAdapter (spawn, get, stop, pause, resume, isAlive, reattach, listLive).';
-  if (!isRecord(adapter) && typeof adapter !== 'function') {
-    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_ADAPTER', message: `AgentHarness subprocess is ${describeValue(adapter)}; expected a subprocess adapter.`, hint });
-  }
-  const missing = ['spawn', 'get'].filter((name) => typeof adapter[name] !== 'function');
-  if (missing.length > 0) {
-    const list = missing.map((name) => `'${name}'`).join(', ');
-    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_ADAPTER', message: `AgentHarness subprocess has no ${list} method${missing.length > 1 ? 's' : ''}.`, hint });
-  }
-}
-
-module.exports = { createInMemorySubprocessAdapter, serializeError, checkSubprocessAdapter, runsInline, SETTLED, REPLAYER, TERMINAL };
+module.exports = { createInMemorySubprocessAdapter, serializeError, runsInline, SETTLED, REPLAYER, TERMINAL };

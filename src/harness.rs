@@ -203,7 +203,7 @@ impl NativeHarness {
     };
     let model = match config.pointer("/model/kind").and_then(Value::as_str) {
       Some("scripted") => {
-        Model::Scripted(ScriptedModel::new(describe::script(config.pointer("/model/script").unwrap_or(&Value::Null))))
+        Model::Scripted(ScriptedModel::new(describe::script(config.get("script").unwrap_or(&Value::Null))))
       }
       Some("openrouter") => Model::OpenRouter(
         OpenRouter::new(describe::openrouter(config.get("model").unwrap_or(&Value::Null)))

@@ -16,6 +16,7 @@ mod harness;
 mod js_callback;
 mod js_host;
 mod js_string;
+mod options;
 mod protocol;
 mod session;
 mod storage;

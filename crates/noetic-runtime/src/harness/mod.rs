@@ -13,6 +13,7 @@ mod layer_calls;
 mod llm;
 mod model;
 mod model_events;
+pub mod options;
 mod round_model;
 mod run;
 mod scripted;

@@ -1,6 +1,7 @@
 //! The step tree as Rust data (the harness's interpreter runs it). User callbacks (step functions, JS predicates,
 //! tools) are host references; the built-in predicates are evaluated here.
 
+pub mod builders;
 pub(crate) mod until;
 
 use std::sync::Arc;
