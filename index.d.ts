@@ -3301,6 +3301,8 @@ declare class NativeHarness {
    * told of them.
    */
   inspectorListen(listening: boolean): void
+  /** The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON. */
+  inspectorLayers(threadId: string, resourceId?: string | undefined | null): string
   /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
   inspectorSnapshot(): string
   /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */

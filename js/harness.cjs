@@ -107,7 +107,6 @@ class AgentHarness {
     runtime.tracing = config.tracing;
     Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
     Object.defineProperty(this, '_layers', { value: memory });
-    Object.defineProperty(this, '_defaultDeliveryMode', { value: settings.deliveryMode });
     runtime.native = callNative(
       () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(fs) ?? null),
     );

@@ -5,11 +5,11 @@ const http = require('node:http');
 const { randomBytes, timingSafeEqual } = require('node:crypto');
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
-const { NoeticConfigError } = require('./errors.cjs');
-const { layerPrefix } = require('./storage.cjs');
+const native = require('./native.cjs');
+const { NoeticConfigError, callNative } = require('./errors.cjs');
+const { sketch } = require('./sketch.cjs');
 const { withGivenThreadIds } = require('./thread-ids.cjs');
 
-const DEFAULTS = { host: '127.0.0.1', port: 0, turnsPerThread: 20, threads: 200 };
 // So that proxies and browsers keep an open feed open.
 const HEARTBEAT_MS = 15_000;
 // New calls go out at most this often, in one event: a busy agent costs one write per interval, not one per call.
@@ -24,22 +24,7 @@ function checkOptions(harness, opts) {
   if (harness?._runtime?.native === undefined) {
     throw fail('INVALID_INSPECTOR_TARGET', 'startInspector(harness, options): harness is not an AgentHarness.', 'Pass the AgentHarness whose model calls you want to see.');
   }
-  if (opts !== undefined && (opts === null || typeof opts !== 'object')) {
-    throw fail('INVALID_INSPECTOR_OPTIONS', 'startInspector(harness, options): options must be an object.', 'Pass { port } or nothing.');
-  }
-  const o = { ...DEFAULTS, ...opts };
-  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) {
-    throw fail('INVALID_INSPECTOR_OPTIONS', `startInspector: port must be an integer from 0 to 65535, not ${String(o.port)}.`, 'Pass 0 (or nothing) for any free port.');
-  }
-  if (typeof o.host !== 'string' || o.host === '') {
-    throw fail('INVALID_INSPECTOR_OPTIONS', 'startInspector: host must be a non-empty string.', "Leave it unset for '127.0.0.1'.");
-  }
-  for (const key of ['turnsPerThread', 'threads']) {
-    if (!Number.isInteger(o[key]) || o[key] < 1 || o[key] > 100_000) {
-      throw fail('INVALID_INSPECTOR_OPTIONS', `startInspector: ${key} must be an integer from 1 to 100000, not ${String(o[key])}.`, `It bounds what the inspector keeps; the default is ${DEFAULTS[key]}.`);
-    }
-  }
-  return o;
+  return callNative(() => native.inspectorOptions(sketch(opts, [])));
 }
 
 // Script and style inlined, so that the token never has to travel in a subresource's URL.
@@ -149,22 +134,20 @@ class Inspector {
 
   // With the layers' names, which the native side does not keep.
   snapshot() {
-    const layers = (this.harness._layers ?? []).map((l) => ({ id: l.id, name: l.name ?? l.id, slot: l.slot, scope: l.scope ?? 'thread', recallMode: l.recallMode ?? 'atomic' }));
+    const names = new Map((this.harness._layers ?? []).map((l) => [l.id, l.name ?? l.id]));
+    const layers = JSON.parse(this.native.inspectorLayers('')).map(({ id, slot, scope, recallMode }) => ({ id, name: names.get(id), slot, scope, recallMode }));
     const head = JSON.stringify({ harness: this.harness.config?.name ?? '', layers });
     return `${head.slice(0, -1)},"recorder":${withGivenThreadIds(this.native.inspectorSnapshot())}}`;
   }
 
   // What the next turn's init reads; ids well-formed as the runtime's keys are (a URL cannot carry a lone surrogate).
   async layerStates(given, givenResource) {
-    const threadId = given.toWellFormed();
-    const resourceId = givenResource?.toWellFormed();
     const storage = this.harness.config.storage;
+    const layers = JSON.parse(this.native.inspectorLayers(given.toWellFormed(), givenResource?.toWellFormed()));
     const out = [];
-    for (const layer of this.harness._layers ?? []) {
-      const scope = layer.scope ?? 'thread';
-      const scopeKey = scope === 'global' ? '__global__' : scope === 'execution' ? null : scope === 'resource' ? (resourceId ?? threadId) : threadId;
-      const state = scopeKey === null ? undefined : await storage.get(`${layerPrefix(layer.id, scopeKey)}state`);
-      out.push({ id: layer.id, scope, scopeKey, state: state ?? null });
+    for (const { id, scope, scopeKey, stateKey } of layers) {
+      const state = stateKey === null ? undefined : await storage.get(stateKey);
+      out.push({ id, scope, scopeKey, state: state ?? null });
     }
     return out;
   }

@@ -7,7 +7,6 @@ const { layersOf } = require('./memory.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
-const DELIVERY_MODES = ['next-turn', 'between-rounds', 'interrupt'];
 
 function fail(code, message, hint) {
   return new NoeticConfigError({ code, message, hint });
@@ -49,10 +48,6 @@ function execute(harness, input, options = {}) {
       throw fail('INVALID_EXECUTE_OPTIONS', `execute(input, options): options must be an object, got ${options === null ? 'null' : typeof options}.`, 'Pass { threadId, deliveryMode, ... } or leave options out.');
     }
     const thread = threadOf(options, 'execute');
-    const mode = options.deliveryMode ?? harness._defaultDeliveryMode;
-    if (!DELIVERY_MODES.includes(mode)) {
-      throw fail('INVALID_DELIVERY_MODE', `execute: unknown deliveryMode ${JSON.stringify(mode)}.`, `Use one of ${DELIVERY_MODES.map((m) => `'${m}'`).join(', ')}.`);
-    }
     if (options.messageId !== undefined && typeof options.messageId !== 'string') {
       throw fail('INVALID_EXECUTE_OPTIONS', `execute: messageId must be a string, got ${typeof options.messageId}.`, 'Pass a string id, or leave it out for a random one.');
     }
@@ -63,7 +58,7 @@ function execute(harness, input, options = {}) {
       id: options.messageId ?? `msg-${randomId()}`,
       items,
       checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
-      mode,
+      mode: options.deliveryMode,
       resourceId: options.resourceId,
       memory: layers && harness._describeMemory(layers),
       state: options.state === undefined ? undefined : runtime.keepValue(options.state),
@@ -334,7 +329,6 @@ const getTextStream = (harness, scope) => eventStream(harness, scope, 'text');
 const getReasoningStream = (harness, scope) => eventStream(harness, scope, 'reasoning');
 
 module.exports = {
-  DELIVERY_MODES,
   execute,
   getAgentResponse,
   abort,

@@ -12,6 +12,7 @@ use futures_util::FutureExt;
 use napi::bindgen_prelude::within_runtime_if_available;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use noetic_runtime::harness::session::DeliveryMode;
 use noetic_runtime::harness::{
   ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel, StepMeta,
 };
@@ -240,7 +241,10 @@ impl NativeHarness {
     .with_step_source(Arc::new(JsHost { dispatch: dispatch.clone() }))
     .with_files(Arc::clone(&files) as Arc<dyn LayerFiles>)
     .with_item_types(item_types(&config))
-    .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse));
+    .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse))
+    .with_default_delivery(
+      config.get("deliveryMode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
+    );
     let harness = if config.get("persistSessions").and_then(Value::as_bool) == Some(true) {
       // A number of milliseconds too large for a timer (`1e300`) waits for ever, as `Infinity` does.
       let idle = config.get("sessionIdleMs").and_then(Value::as_f64).and_then(noetic_runtime::js_time::duration_of_ms);
@@ -286,6 +290,12 @@ impl NativeHarness {
   #[napi(catch_unwind)]
   pub fn inspector_listen(&self, listening: bool) {
     self.inner.inspector.set_listening(listening);
+  }
+
+  /// The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON.
+  #[napi(catch_unwind)]
+  pub fn inspector_layers(&self, thread_id: String, resource_id: Option<String>) -> String {
+    serde_json::to_string(&self.inner.inspected_layers(&thread_id, resource_id.as_deref())).unwrap_or_default()
   }
 
   /// Every thread the inspector keeps, with its turns and their calls' summaries, as JSON.

@@ -159,7 +159,7 @@ struct MessageJson {
   items: Vec<Box<RawValue>>,
   #[serde(default)]
   checked: bool,
-  mode: Option<String>,
+  mode: Option<Value>,
   resource_id: Option<Value>,
   memory: Option<Value>,
   state: Option<u64>,
@@ -183,7 +183,8 @@ fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
   Ok(QueuedMessage {
     id: message.id,
     items,
-    mode: message.mode.as_deref().and_then(DeliveryMode::parse).unwrap_or_default(),
+    mode: DeliveryMode::given(message.mode.as_ref(), native.inner.default_delivery)
+      .map_err(|e| to_napi(config_json(&e)))?,
     resource_id: message.resource_id.as_ref().and_then(Value::as_str).map(str::to_owned),
     layers,
     state: message.state,

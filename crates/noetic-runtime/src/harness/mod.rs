@@ -68,6 +68,8 @@ pub struct Harness {
   session_store: Option<session::SessionStore>,
   /// How long a persisted session stays in memory after its last turn (`sessionIdleMs`); `None`: for good.
   session_idle: Option<std::time::Duration>,
+  /// How a message joins its session when its `execute` call names no mode (`defaultDeliveryMode`).
+  pub default_delivery: session::DeliveryMode,
 }
 
 impl std::ops::Deref for Harness {
@@ -110,7 +112,14 @@ impl Harness {
       sessions: Mutex::default(),
       session_store: None,
       session_idle: None,
+      default_delivery: session::DeliveryMode::default(),
     }
+  }
+
+  /// How a message joins its session when it names no mode.
+  pub fn with_default_delivery(mut self, mode: session::DeliveryMode) -> Self {
+    self.default_delivery = mode;
+    self
   }
 
   /// Keeps every session's history in the memory environment's storage, each turn appending its new items, and

@@ -81,7 +81,6 @@ const FS_METHODS: &[&str] = &[
 ];
 const TOKENIZERS: &[&str] = &["estimate", "o200k", "cl100k"];
 const SCHEMA_LISTS: &[&str] = &["items", "developerMessages", "toolCalls", "toolResults"];
-const DELIVERY_MODES: &[&str] = &["next-turn", "between-rounds", "interrupt"];
 
 /// How long a persisted session stays in memory after its last turn: ten minutes.
 const DEFAULT_SESSION_IDLE_MS: f64 = 600_000.0;
@@ -481,7 +480,7 @@ fn check_delivery_mode<'a>(mode: Sketch<'a>) -> Result<&'a str, ConfigError> {
     _ => fail(
       "INVALID_DELIVERY_MODE",
       format!("AgentHarness defaultDeliveryMode {} is not a delivery mode.", mode.described()),
-      &format!("Use one of {}.", quoted_list(DELIVERY_MODES).0),
+      &DeliveryMode::hint(),
     ),
   }
 }

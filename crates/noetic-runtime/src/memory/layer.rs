@@ -196,6 +196,13 @@ impl RecallMode {
       _ => Self::Atomic,
     }
   }
+
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Self::Atomic => "atomic",
+      Self::Eventual => "eventual",
+    }
+  }
 }
 
 /// A layer as the runtime sees it. Validated when it is registered (see `validate`).

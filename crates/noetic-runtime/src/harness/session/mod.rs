@@ -28,6 +28,7 @@ pub use self::events::{Batch, EventLog, Wake};
 pub use self::store::SessionStore;
 pub use self::streams::{Deltas, Streams};
 use super::{ExecContext, RunError};
+use crate::ConfigError;
 use crate::items::Item;
 use crate::memory::registry::LayerSet;
 
@@ -43,6 +44,9 @@ pub enum DeliveryMode {
 }
 
 impl DeliveryMode {
+  /// Every mode's name, in the order messages list them.
+  pub const NAMES: [&str; 3] = ["next-turn", "between-rounds", "interrupt"];
+
   pub fn parse(mode: &str) -> Option<Self> {
     match mode {
       "next-turn" => Some(Self::NextTurn),
@@ -50,6 +54,21 @@ impl DeliveryMode {
       "interrupt" => Some(Self::Interrupt),
       _ => None,
     }
+  }
+
+  /// An `execute` call's `deliveryMode` as JSON: the harness's `default` when null or absent.
+  pub fn given(mode: Option<&serde_json::Value>, default: Self) -> Result<Self, ConfigError> {
+    match mode {
+      None | Some(serde_json::Value::Null) => Ok(default),
+      Some(value) => value.as_str().and_then(Self::parse).ok_or_else(|| {
+        ConfigError::new("INVALID_DELIVERY_MODE", format!("execute: unknown deliveryMode {value}."), Self::hint())
+      }),
+    }
+  }
+
+  /// What a message naming a mode that is not one suggests.
+  pub fn hint() -> String {
+    format!("Use one of {}.", Self::NAMES.map(|name| format!("'{name}'")).join(", "))
   }
 }
 
