@@ -46,7 +46,7 @@ test('a tools getter offers the tools it returns, and the model can call them', 
   assert.deepEqual(offered, [0]);
 });
 
-test('a model getter that returns nothing is MISSING_MODEL; a getter that throws fails the run with its error', async () => {
+test('a model getter that returns nothing, or no model, is MISSING_MODEL when the step runs; a getter that throws fails the run with its error', async () => {
   const { model } = recordingModel();
   const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
   await assert.rejects(harness.run(step.llm({ id: 'ask', model: () => '  ' }), 'hi'), (e) => {
@@ -55,6 +55,8 @@ test('a model getter that returns nothing is MISSING_MODEL; a getter that throws
     assert.match(e.message, /step\.llm\("ask"\) resolved model to an empty string/);
     return true;
   });
+  // With no model at all the step is built, as upstream's, and its run fails the same way.
+  await assert.rejects(harness.run(step.llm({ id: 'bare' }), 'hi'), (e) => e.code === 'MISSING_MODEL' && e.message === 'step.llm("bare") resolved model to an empty string.' && /non-empty identifier/.test(e.hint));
   const boom = new Error('no model today');
   await assert.rejects(harness.run(step.llm({ id: 'ask', model: () => { throw boom; } }), 'hi'), (e) => e === boom);
   await assert.rejects(harness.run(step.llm({ id: 'ask', model: 'm', tools: () => 'not a list' }), 'hi'), /tools getter must return an array/);

@@ -128,14 +128,7 @@ impl Runner {
       None => step,
     };
     if step.model.trim().is_empty() {
-      return Err(
-        ConfigError::new(
-          "MISSING_MODEL",
-          format!("LLM step '{}' has no model.", step.id),
-          "Set `model` on step.llm (for example 'openai/gpt-4o').",
-        )
-        .into(),
-      );
+      return Err(missing_model(&step.id).into());
     }
     // The step reads the whole log (its projection, and `historyTokens` as upstream counts them).
     ctx.take_held_items(&*self.env.host).await?;
@@ -331,14 +324,7 @@ impl Runner {
         LazyField::Model => {
           resolved.model = values.model.take().unwrap_or_default();
           if resolved.model.trim().is_empty() {
-            return Err(
-              ConfigError::new(
-                "MISSING_MODEL",
-                format!("step.llm({}) resolved model to an empty string.", serde_json::Value::from(step.id.as_str())),
-                "Make `model` (or its `(ctx) => string` getter) return a model id, for example 'openai/gpt-4o'.",
-              )
-              .into(),
-            );
+            return Err(missing_model(&step.id).into());
           }
         }
         LazyField::Instructions => resolved.instructions = values.instructions.take(),
@@ -624,6 +610,15 @@ fn history_runs(kept: &[usize], history: &HistoryOfLog<'_>, origin: Option<&[Opt
     }
   }
   runs
+}
+
+/// An LLM step whose model, given or resolved from its getter, is none or blank: upstream's error, the same both ways.
+fn missing_model(step_id: &str) -> ConfigError {
+  ConfigError::new(
+    "MISSING_MODEL",
+    format!("step.llm({}) resolved model to an empty string.", serde_json::Value::from(step_id)),
+    "Ensure `model` (or your `(ctx) => string` getter) returns a non-empty identifier, e.g. 'anthropic/claude-sonnet-4-20250514'.",
+  )
 }
 
 #[cfg(test)]

@@ -23,9 +23,10 @@ pub fn check(builder: &str, opts: Sketch) -> Result<(), ConfigError> {
       "Provide an async execute function, e.g. execute: async (input, ctx) => result.",
     ),
     "step.llm" => {
-      let model = opts.field("model");
+      // Only a model given as a blank string is refused here, as upstream: a getter's model, or none, is checked
+      // when the step runs.
       need(
-        model.as_str().is_some_and(|m| !js_trim(m).is_empty()) || model.is_function(),
+        !opts.field("model").as_str().is_some_and(|m| js_trim(m).is_empty()),
         "MISSING_MODEL",
         "step.llm() requires a non-empty model.".into(),
         "Pass a model identifier, e.g. model: 'anthropic/claude-sonnet-4-20250514'.",
