@@ -5,7 +5,12 @@ const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { readFiles } = require('./file-reads.cjs');
+const { sketch } = require('./sketch.cjs');
 const { NATIVE, Slot, SteeringAction, layerData, layerFn, z, builtinHook, recalled, num } = require('./memory.cjs');
+
+// One crossing per factory: the runtime checks a sketch of the config (four levels: a steering rule's llmEval) and
+// answers `{settings, layer}`, the settings the hooks and the harness read and the layer object's metadata.
+const builtinLayer = (kind, config, cwd) => callNative(native.builtinLayer, kind, sketch(config, [], 4), cwd);
 
 // A zod schema as the native gate calls it: `null` when the value passes, otherwise zod's message.
 const schemaCheck = (schema) =>
@@ -18,14 +23,10 @@ const schemaCheck = (schema) =>
 function workingMemory(config = {}) {
   const kind = 'working-memory';
   const check = schemaCheck(config.schema);
-  const settings = { scope: config.scope ?? 'thread', readOnly: config.readOnly ?? false, schema: Boolean(check) };
+  const { settings, layer } = builtinLayer(kind, config);
   const hook = (name, params) => builtinHook(kind, name, params, check);
   return {
-    id: kind,
-    name: 'Working Memory',
-    slot: Slot.WORKING_MEMORY,
-    scope: settings.scope,
-    budget: { min: 200, max: 1500 },
+    ...layer,
     hooks: {
       init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
       recall: async ({ state }) => recalled(hook('recall', { state: state ?? null })),
@@ -51,13 +52,8 @@ function workingMemory(config = {}) {
 
 function observationalMemory(config = {}) {
   const kind = 'observational-memory';
-  const observer = typeof config.observer === 'function' ? config.observer : undefined;
-  const settings = {
-    scope: config.scope ?? 'resource',
-    bufferThreshold: config.bufferThreshold ?? 2000,
-    maxObservations: config.maxObservations ?? 50,
-    observer: Boolean(observer),
-  };
+  const observer = config.observer;
+  const { settings, layer } = builtinLayer(kind, config);
   // The native step says when the buffer must be distilled; the observer runs here, then its answer is folded in.
   const next = async (name, params) => {
     let state = builtinHook(kind, name, { ...params, config: settings });
@@ -68,12 +64,7 @@ function observationalMemory(config = {}) {
     return state === null ? undefined : { state };
   };
   return {
-    id: kind,
-    name: 'Observational Memory',
-    slot: Slot.OBSERVATIONS,
-    scope: settings.scope,
-    budget: { min: 500, max: 2500 },
-    timeouts: { store: 60_000, onItemAppend: 60_000 },
+    ...layer,
     hooks: {
       init: async ({ storage }) => ({ state: builtinHook(kind, 'initState', { saved: (await storage.get('state')) ?? null }) }),
       recall: async ({ state, budget }) => recalled(builtinHook(kind, 'recall', { state: state ?? null, budget })),
@@ -81,20 +72,16 @@ function observationalMemory(config = {}) {
       onItemAppend: async ({ state, items }) => ({ items, ...(await next('onItemAppend', { state: state ?? null, items })) }),
       onSpawn: async ({ parentState }) => ({ childState: structuredClone(parentState) }),
     },
-    [NATIVE]: { kind, config: settings, callbacks: { observer } },
+    [NATIVE]: { kind, config: settings, callbacks: { observer: settings.observer ? observer : undefined } },
   };
 }
 
 function durableTaskState() {
   const kind = 'durable-task-state';
+  const { settings, layer } = builtinLayer(kind, {});
   const hook = (name, params) => builtinHook(kind, name, params);
   return {
-    id: kind,
-    name: 'Durable Task State',
-    slot: Slot.WORKING_MEMORY + 10,
-    scope: 'thread',
-    budget: { min: 100, max: 800 },
-    timeouts: { store: 30_000 },
+    ...layer,
     hooks: {
       init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
       recall: async ({ state, budget }) => recalled(hook('recall', { state: state ?? null, budget })),
@@ -106,21 +93,14 @@ function durableTaskState() {
         return next === null ? undefined : { state: next };
       },
     },
-    [NATIVE]: { kind, config: {}, callbacks: {} },
+    [NATIVE]: { kind, config: settings, callbacks: {} },
   };
 }
 
 function staticContent(opts) {
   const kind = 'static-content';
   const load = opts?.load;
-  const settings = callNative(native.builtinConfig, kind, {
-    id: typeof opts?.id === 'string' ? opts.id : null,
-    slot: typeof opts?.slot === 'number' ? num(opts.slot) : opts?.slot === undefined ? null : 'invalid',
-    scope: opts?.scope ?? null,
-    tag: typeof opts?.tag === 'string' ? opts.tag : null,
-    load: typeof load === 'function',
-    shown: { load: describeValue(load), scope: String(opts?.scope) },
-  });
+  const { settings, layer } = builtinLayer(kind, opts);
   const { tag } = settings;
   // What load gives, as the text the layer wraps: nothing (or anything falsy) loads nothing.
   const loadText = async () => {
@@ -128,9 +108,7 @@ function staticContent(opts) {
     return raw ? String(raw) : '';
   };
   return {
-    id: settings.id,
-    slot: settings.slot,
-    scope: settings.scope,
+    ...layer,
     hooks: {
       init: async () => ({ state: builtinHook(kind, 'wrap', { raw: await loadText(), tag }) }),
       recall: async ({ state, budget }) => {
@@ -156,17 +134,10 @@ function lies(items, code, before) {
 
 function historyWindow(config) {
   const kind = 'history-window';
-  const given = config?.maxItems;
-  const settings = callNative(native.builtinConfig, kind, {
-    maxItems: given === undefined || given === null ? null : typeof given === 'number' ? num(given) : 'invalid',
-    shown: { maxItems: String(given) },
-  });
+  const { settings, layer } = builtinLayer(kind, config);
   const { maxItems } = settings;
   return {
-    id: kind,
-    name: 'History Window',
-    slot: Slot.PROCEDURAL + 25,
-    scope: 'execution',
+    ...layer,
     hooks: {
       init: async () => ({ state: null }),
       // The window is cut natively from a description of the items it may keep; the items keep their identity.
@@ -192,32 +163,11 @@ function historyWindow(config) {
 
 const PlanPhase = Object.freeze({ Idle: 'idle', Planning: 'planning', Executing: 'executing', Completed: 'completed', Failed: 'failed' });
 
-// A config field as the native check reads it: absent (null), the value when it is of the kind `fits` accepts, or
-// what it is instead, for the error to name.
-function configField(value, fits) {
-  if (value === undefined || value === null) return null;
-  return fits(value) ? value : { invalid: describeValue(value) };
-}
-const isFunction = (v) => typeof v === 'function';
-// A number field (NaN and Infinity as the strings JSON can carry) and a callback field (`true` when a function).
-const numberField = (v) => { const f = configField(v, (x) => typeof x === 'number'); return typeof f === 'number' ? num(f) : f; };
-const callbackField = (v) => { const f = configField(v, isFunction); return typeof f === 'function' ? true : f; };
-
 function planMemory(config = {}) {
   const kind = 'plan';
-  const onEnterSession = isFunction(config?.onEnterSession) ? config.onEnterSession : undefined;
-  const onExit = isFunction(config?.onExit) ? config.onExit : undefined;
-  const settings = callNative(native.builtinConfig, kind, {
-    scope: configField(config?.scope, (v) => typeof v === 'string'),
-    additionalAllowedTools: configField(config?.additionalAllowedTools, (v) => Array.isArray(v) && v.every((t) => typeof t === 'string')),
-    maxPrdLength: numberField(config?.maxPrdLength),
-    maxTreeDepth: numberField(config?.maxTreeDepth),
-    additionalPlanInstructions: configField(config?.additionalPlanInstructions, (v) => typeof v === 'string'),
-    onEnterSession: callbackField(config?.onEnterSession),
-    onExit: callbackField(config?.onExit),
-  });
+  const { settings, layer } = builtinLayer(kind, config);
   const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
-  const callbacks = { onEnterSession: onEnterSession && (() => onEnterSession()), onExit };
+  const callbacks = { onEnterSession: settings.onEnterSession && (() => config.onEnterSession()), onExit: settings.onExit && config.onExit };
   // A function runs natively; when it needs the host's answer it says which callback to await, then runs again.
   // A refusal hands back the very state object it was given.
   const run = async (name, args, state) => {
@@ -228,11 +178,7 @@ function planMemory(config = {}) {
   };
   const fn = (name, description, input) => layerFn({ description, input, output: z().string(), execute: (args, state) => run(name, args, state) });
   return {
-    id: kind,
-    name: 'Plan Memory',
-    slot: Slot.PROCEDURAL - 10,
-    scope: settings.scope,
-    budget: { min: 100, max: 3000 },
+    ...layer,
     provides: {
       status: layerData({ read: (state) => hook('status', { state: state ?? null }) }),
       enterPlanMode: fn('enterPlanMode', 'Enter plan mode. The agent switches to read-only exploration and PRD authoring.', z().object({ goal: z().string().optional() })),
@@ -255,31 +201,13 @@ function planMemory(config = {}) {
   };
 }
 
-// A steering rule as the native check reads it: its predicate as a flag, its other fields as given.
-function describeRule(rule) {
-  if (typeof rule !== 'object' || rule === null) return { invalid: describeValue(rule) };
-  const { id, appliesTo, predicate, llmEval } = rule;
-  return {
-    id: configField(id, (v) => typeof v === 'string'),
-    appliesTo: Array.isArray(appliesTo) ? appliesTo.map((h) => (typeof h === 'string' ? h : { invalid: describeValue(h) })) : configField(appliesTo, () => false),
-    predicate: configField(predicate, isFunction) === null ? false : isFunction(predicate) ? true : { invalid: describeValue(predicate) },
-    llmEval: llmEval === undefined || llmEval === null ? null : typeof llmEval === 'object' ? { mode: llmEval.mode ?? null, prompt: llmEval.prompt ?? null, model: llmEval.model ?? null } : { invalid: describeValue(llmEval) },
-  };
-}
-
 // A predicate's answer as the native walk reads it: null (no decision) or {action, guidance?}.
 const predicateAnswer = (decision) => (decision ? { action: String(decision.action), ...(typeof decision.guidance === 'string' ? { guidance: decision.guidance } : {}) } : null);
 
 function steering(config) {
   const kind = 'steering';
-  const rules = Array.isArray(config?.rules) ? config.rules : [];
-  const described = {
-    rules: Array.isArray(config?.rules) ? rules.map(describeRule) : configField(config?.rules, () => false),
-    maxLedgerEntries: configField(config?.maxLedgerEntries, (v) => typeof v === 'number'),
-    maxRetries: configField(config?.maxRetries, (v) => typeof v === 'number'),
-    scope: configField(config?.scope, (v) => typeof v === 'string'),
-  };
-  const settings = callNative(native.builtinConfig, kind, described);
+  const { settings, layer } = builtinLayer(kind, config);
+  const { rules } = config;
   const hook = (name, params) => builtinHook(kind, name, params);
   const max = settings.maxLedgerEntries;
   // The harness's walk asks here for the predicates of a run of rules: one crossing, stopping after a deny.
@@ -334,12 +262,7 @@ function steering(config) {
     return state;
   };
   return {
-    id: kind,
-    name: 'Steering',
-    slot: Slot.STEERING,
-    scope: settings.scope,
-    budget: { min: 0, max: 500 },
-    timeouts: { beforeToolCall: 5e3, afterModelCall: 1e4 },
+    ...layer,
     hooks: {
       init: async ({ storage }) => ({ state: hook('initState', { saved: (await storage.get('state')) ?? null }) }),
       recall: async ({ state }) => {
@@ -360,7 +283,7 @@ function steering(config) {
       onSpawn: async ({ parentState }) => ({ childState: hook('spawned', { state: parentState ?? null }) }),
       onComplete: async ({ state, outcome }) => ({ state: record(state, 'recordOutcome', { outcome: String(outcome) }) }),
     },
-    [NATIVE]: { kind, config: { ...described, predicates: rules.some((r) => isFunction(r?.predicate)) }, callbacks: { predicates } },
+    [NATIVE]: { kind, config: settings, callbacks: { predicates } },
   };
 }
 
@@ -377,16 +300,7 @@ function clockReader(now) {
 
 function temporalMemory(config = {}) {
   const kind = 'temporal';
-  const settings = callNative(native.builtinConfig, kind, {
-    scope: configField(config?.scope, (v) => typeof v === 'string'),
-    bufferThreshold: numberField(config?.bufferThreshold),
-    maxFacts: numberField(config?.maxFacts),
-    groundDateTime: configField(config?.groundDateTime, (v) => typeof v === 'boolean'),
-    injectLedger: configField(config?.injectLedger, (v) => typeof v === 'boolean'),
-    now: callbackField(config?.now),
-    extract: callbackField(config?.extract),
-    search: callbackField(config?.search),
-  });
+  const { settings, layer } = builtinLayer(kind, config);
   const { extract, search } = config;
   const readClock = clockReader(settings.now ? config.now : () => new Date());
   const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
@@ -401,12 +315,7 @@ function temporalMemory(config = {}) {
     return state === null ? undefined : { state };
   };
   return {
-    id: kind,
-    name: 'Temporal Memory',
-    slot: Slot.REMINDER,
-    scope: settings.scope,
-    budget: { min: 0, max: settings.injectLedger ? 800 : 200 },
-    timeouts: { store: 60_000, onItemAppend: 60_000 },
+    ...layer,
     provides: {
       searchMemory: layerFn({
         description: 'Search remembered facts about the user by topic or fact, and resolve relative time. Returns matching facts and, when the query implies a time, a resolved date (which may be approximate).',
@@ -459,28 +368,10 @@ const workingDirectory = () => (typeof process !== 'undefined' && typeof process
 
 function fileReference(opts) {
   const kind = 'file-reference';
-  const given = opts ?? {};
-  const isString = (v) => typeof v === 'string';
-  const cwd = workingDirectory();
-  // A relative baseDir is taken from the working directory (upstream would read it from the root).
-  const baseDir = given.baseDir === undefined || given.baseDir === null ? cwd : isString(given.baseDir) && given.baseDir !== '' && !given.baseDir.startsWith('/') ? `${cwd}/${given.baseDir}` : given.baseDir;
-  const settings = callNative(native.builtinConfig, kind, {
-    baseDir: configField(baseDir, isString),
-    slot: numberField(given.slot),
-    scoringModel: configField(given.scoringModel, isString),
-    maxFileSize: numberField(given.maxFileSize),
-    followSymlinks: configField(given.followSymlinks, (v) => typeof v === 'boolean'),
-    allowedExtensions: configField(given.allowedExtensions, (v) => Array.isArray(v) && v.every(isString)),
-  });
+  const { settings, layer } = builtinLayer(kind, opts, workingDirectory());
   const hook = (name, params) => builtinHook(kind, name, { ...params, config: settings });
   return {
-    id: kind,
-    name: 'File Reference',
-    slot: settings.slot,
-    scope: 'thread',
-    budget: 'auto',
-    rerenderTiming: 'immediate',
-    timeouts: { onItemAppend: 30_000 },
+    ...layer,
     hooks: {
       init: async (params) => ({ state: withFilesMap(hook('initState', { saved: (await params?.storage?.get('state')) ?? null })) }),
       // The same three native steps as in a harness, with the reads through `ctx.fs` and the scores through

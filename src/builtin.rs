@@ -5,73 +5,32 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
-use noetic_runtime::error::ConfigError;
 use noetic_runtime::host::SteeringDecision;
 use noetic_runtime::items::Pairing;
 use noetic_runtime::items::extract_assistant_text;
+use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::memory::builtin::durable_task_state as dts;
+use noetic_runtime::memory::builtin::faces;
 use noetic_runtime::memory::builtin::file_reference as fr;
 use noetic_runtime::memory::builtin::history_window::{self as hw, Described, Role};
 use noetic_runtime::memory::builtin::observational_memory::{self as om, ObservationalState};
 use noetic_runtime::memory::builtin::plan_memory::{self as plan, Ask, FnStep};
-use noetic_runtime::memory::builtin::static_content::{self as sc, StaticContentConfig};
+use noetic_runtime::memory::builtin::static_content as sc;
 use noetic_runtime::memory::builtin::steering as st;
 use noetic_runtime::memory::builtin::temporal_memory::{self as tm, TemporalState};
 use noetic_runtime::memory::builtin::working_memory as wm;
 use noetic_runtime::memory::lifecycle::most_restrictive;
 
-use crate::describe::{om_config, text, wm_config};
 use crate::protocol::{config_json, number, to_napi};
 
-/// A built-in layer's config, checked and normalized: what its native layer is built from. A bad one throws the
-/// NoeticConfigError upstream's factory throws.
+/// A built-in layer's factory call: its config, sketched by JS, checked, and answered as `{settings, layer}` (the
+/// settings JS holds, the metadata of upstream's layer object). A bad config throws the NoeticConfigError
+/// upstream's factory throws. `cwd` is the working directory fileReference takes a relative `baseDir` from.
 #[napi(catch_unwind, skip_typescript)]
-pub fn builtin_config(kind: String, config: Value) -> Result<Value> {
-  let given = |key: &str| config.get(key).filter(|value| !value.is_null());
-  let shown = |key: &str| config.get("shown").and_then(|shown| shown.get(key)).and_then(Value::as_str).unwrap_or("");
-  match kind.as_str() {
-    "history-window" => {
-      let max_items = given("maxItems").map(|value| number(value).unwrap_or(f64::NAN));
-      let max_items = hw::validate_max_items(max_items, shown("maxItems")).map_err(|e| to_napi(config_json(&e)))?;
-      Ok(json!({ "maxItems": max_items }))
-    }
-    "static-content" => {
-      if config.get("load").and_then(Value::as_bool) != Some(true) {
-        let error = ConfigError::new(
-          "INVALID_STATIC_CONTENT_LOAD",
-          format!("staticContent: load must be a function returning the text, got {}", shown("load")),
-          "Pass load: async () => text (read a file, fetch a prompt); it runs when each execution starts.",
-        );
-        return Err(to_napi(config_json(&error)));
-      }
-      let scope =
-        config.get("scope").filter(|value| !value.is_null()).map(|value| value.as_str().unwrap_or(shown("scope")));
-      let slot = given("slot").map(|value| number(value).unwrap_or(f64::NAN));
-      let checked = StaticContentConfig::new(text(&config, "id"), slot, scope, text(&config, "tag"))
-        .map_err(|e| to_napi(config_json(&e)))?;
-      Ok(
-        json!({ "id": checked.id, "slot": checked.slot, "scope": checked.scope.as_str(), "tag": checked.tag, "load": true }),
-      )
-    }
-    "plan" => {
-      let checked = plan::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
-      Ok(plan::config_json(&checked))
-    }
-    "steering" => {
-      let checked = st::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
-      Ok(
-        json!({ "scope": checked.scope.as_str(), "maxLedgerEntries": checked.max_ledger_entries, "maxRetries": checked.max_retries }),
-      )
-    }
-    "temporal" => {
-      let checked = tm::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
-      Ok(tm::config_json(&checked))
-    }
-    "file-reference" => {
-      let checked = fr::config_from(&config).map_err(|e| to_napi(config_json(&e)))?;
-      Ok(fr::config_json(&checked))
-    }
-    _ => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
+pub fn builtin_layer(kind: String, config: Value, cwd: Option<String>) -> Result<Value> {
+  match faces::builtin_layer(&kind, Sketch::of(&config), cwd.as_deref().unwrap_or("")) {
+    Some(answer) => answer.map_err(|e| to_napi(config_json(&e))),
+    None => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
 }
 
@@ -106,16 +65,16 @@ pub fn builtin_hook(
   Ok(match (kind.as_str(), hook.as_str()) {
     ("working-memory", "initState") => wm::init_state(params.get("saved").cloned().filter(|v| !v.is_null()), check),
     ("working-memory", "recall") => wm::recall(&state).map_or(Value::Null, recall_json),
-    ("working-memory", "store") => {
-      wm::store(&state, &maps(&items), &wm_config(&config), check).map_err(fail)?.unwrap_or(Value::Null)
-    }
+    ("working-memory", "store") => wm::store(&state, &maps(&items), &wm::config_from(Sketch::of(&config)), check)
+      .map_err(fail)?
+      .unwrap_or(Value::Null),
     ("working-memory", "update") => {
       let update = params.get("args").and_then(Value::as_object).cloned().unwrap_or_default();
       wm::apply_update(&state, &update, check).map_err(fail)?
     }
     ("observational-memory", hook) => {
       let current = ObservationalState::from_value(&state).map_err(|e| fail(e.to_string()))?;
-      let config = om_config(&config);
+      let config = om::config_from(Sketch::of(&config));
       let settle = |acc: om::Accumulated| match acc {
         om::Accumulated::Kept(next) => next.to_value(),
         om::Accumulated::Distill { new_buffer } => json!({ "distill": new_buffer }),
@@ -271,7 +230,7 @@ fn described_history(params: &Value) -> Described {
 /// planMemory's hooks and functions for its JS face. A function that needs a host callback answers
 /// `{ask: "onEnterSession" | "onExit"}`; JS awaits the callback and calls again with `{answered: true, answer}`.
 fn plan_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<Value, String> {
-  let config = plan::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let config = plan::config_from(Sketch::of(params.get("config").unwrap_or(&Value::Null))).map_err(|e| e.message)?;
   let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
   Ok(match hook {
     "initState" => plan::init_state(params.get("saved").cloned()),
@@ -311,7 +270,7 @@ fn plan_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<V
 /// extractor and calls `applyExtracted`. `search` answers the searcher's input when the layer has one, else the
 /// result itself.
 fn temporal_hook(hook: &str, params: &Value, state: &Value) -> std::result::Result<Value, String> {
-  let config = tm::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let config = tm::config_from(Sketch::of(params.get("config").unwrap_or(&Value::Null))).map_err(|e| e.message)?;
   let now = || tm::local_time_from(params.get("now").unwrap_or(&Value::Null)).map(|time| tm::format_now(&time));
   let settle = |accumulated: tm::Accumulated| match accumulated {
     tm::Accumulated::Kept(next) => next.to_value(),
@@ -351,7 +310,7 @@ fn temporal_hook(hook: &str, params: &Value, state: &Value) -> std::result::Resu
 /// and whether anything changed; `appendScores` takes the state, the asks and the model's replies (`null` for a
 /// failed call), or `heuristic: true` without a model, and gives the state.
 fn file_reference_hook(hook: &str, params: &Value) -> std::result::Result<Value, String> {
-  let config = fr::config_from(params.get("config").unwrap_or(&Value::Null)).map_err(|e| e.message)?;
+  let config = fr::config_from(Sketch::of(params.get("config").unwrap_or(&Value::Null)), "").map_err(|e| e.message)?;
   let value = |key: &str| params.get(key).filter(|value| !value.is_null());
   let state = || fr::FileRefState::from_json(value("state"), &config.base_dir);
   let parsed = |key: &str| value(key).cloned().unwrap_or(Value::Null);

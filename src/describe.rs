@@ -6,24 +6,25 @@ use std::sync::Arc;
 use noetic_runtime::error::ConfigError;
 use noetic_runtime::harness::{ModelRequest, ScriptedToolCall, ScriptedTurn, ToolDef, ToolImpl};
 use noetic_runtime::items::Item;
+use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::memory::builtin::file_reference;
 use noetic_runtime::memory::builtin::history_window;
 use noetic_runtime::memory::builtin::layers::{
   durable_task_state_layer, file_reference_layer, history_window_layer, observational_memory_layer, plan_memory_layer,
   static_content_layer, temporal_memory_layer, working_memory_layer,
 };
-use noetic_runtime::memory::builtin::observational_memory::ObservationalConfig;
+use noetic_runtime::memory::builtin::observational_memory;
 use noetic_runtime::memory::builtin::plan_memory;
-use noetic_runtime::memory::builtin::static_content::StaticContentConfig;
+use noetic_runtime::memory::builtin::static_content;
 use noetic_runtime::memory::builtin::steering;
 use noetic_runtime::memory::builtin::steering_layer::steering_layer;
 use noetic_runtime::memory::builtin::temporal_memory;
-use noetic_runtime::memory::builtin::working_memory::WorkingMemoryConfig;
+use noetic_runtime::memory::builtin::working_memory;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{
   Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts, override_builtin,
 };
-use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode, Scope};
+use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::{
   Backoff, ContextIn, ContextOut, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams,
@@ -75,72 +76,35 @@ fn raw_timeouts(value: Option<&Value>) -> RawTimeouts {
   }
 }
 
-fn scope_or(config: &Value, default: Scope) -> Scope {
-  text(config, "scope").as_deref().and_then(Scope::parse).unwrap_or(default)
-}
-
-/// `workingMemory(config)`'s settings as JS sends them.
-pub fn wm_config(config: &Value) -> WorkingMemoryConfig {
-  WorkingMemoryConfig {
-    scope: scope_or(config, Scope::Thread),
-    has_schema: config.get("schema").and_then(Value::as_bool) == Some(true),
-    read_only: config.get("readOnly").and_then(Value::as_bool).unwrap_or(false),
-  }
-}
-
-/// `observationalMemory(config)`'s settings as JS sends them.
-pub fn om_config(config: &Value) -> ObservationalConfig {
-  let defaults = ObservationalConfig::default();
-  ObservationalConfig {
-    scope: scope_or(config, Scope::Resource),
-    buffer_threshold: config.get("bufferThreshold").and_then(number).unwrap_or(defaults.buffer_threshold),
-    max_observations: config
-      .get("maxObservations")
-      .and_then(Value::as_u64)
-      .map_or(defaults.max_observations, |n| n as usize),
-    has_observer: config.get("observer").and_then(Value::as_bool) == Some(true),
-  }
-}
-
-/// `staticContent(opts)`'s settings as `builtinConfig` normalized them.
-pub fn static_content_config(config: &Value) -> StaticContentConfig {
-  StaticContentConfig::new(
-    text(config, "id"),
-    config.get("slot").and_then(number),
-    config.get("scope").and_then(Value::as_str),
-    text(config, "tag"),
-  )
-  .unwrap_or_default()
-}
-
 /// A built-in layer. Its host functions (a schema, an observer) are called through `host`; without one (when
 /// layers are only validated) it is built without them.
 fn native_layer(native: &Value, handle: Option<u64>, host: Option<&Dispatch>) -> Option<Layer> {
   let config = native.get("config").unwrap_or(&Value::Null);
   let callback = |name: &'static str| -> Option<Arc<dyn HostCallback>> {
-    let wanted = config.get(name).and_then(Value::as_bool) == Some(true);
+    let wanted = Sketch::of(config).field(name).is_function();
     match (wanted, host, handle) {
       (true, Some(dispatch), Some(layer)) => Some(Arc::new(JsCallback { dispatch: dispatch.clone(), layer, name })),
       _ => None,
     }
   };
+  let given = Sketch::of(config);
   let mut layer = match native.get("kind").and_then(Value::as_str)? {
-    "working-memory" => working_memory_layer(wm_config(config), callback("schema")),
-    "observational-memory" => observational_memory_layer(om_config(config), callback("observer")),
+    "working-memory" => working_memory_layer(working_memory::config_from(given), callback("schema")),
+    "observational-memory" => {
+      observational_memory_layer(observational_memory::config_from(given), callback("observer"))
+    }
     "durable-task-state" => durable_task_state_layer(),
-    "static-content" => static_content_layer(static_content_config(config), callback("load")),
-    "plan" => plan_memory_layer(plan_memory::config_from(config).ok()?, callback("onEnterSession"), callback("onExit")),
-    "steering" => steering_layer(steering::config_from(config).ok()?, callback("predicates")),
+    "static-content" => static_content_layer(static_content::config_from(given).ok()?, callback("load")),
+    "plan" => plan_memory_layer(plan_memory::config_from(given).ok()?, callback("onEnterSession"), callback("onExit")),
+    "steering" => steering_layer(steering::config_from(given).ok()?, callback("predicates")),
     "temporal" => temporal_memory_layer(
-      temporal_memory::config_from(config).ok()?,
+      temporal_memory::config_from(given).ok()?,
       callback("now"),
       callback("extract"),
       callback("search"),
     ),
-    "file-reference" => file_reference_layer(file_reference::config_from(config).ok()?),
-    "history-window" => history_window_layer(
-      config.get("maxItems").and_then(Value::as_u64).map_or(history_window::DEFAULT_MAX_ITEMS, |n| n as usize),
-    ),
+    "file-reference" => file_reference_layer(file_reference::config_from(given, "").ok()?),
+    "history-window" => history_window_layer(history_window::max_items_from(given).ok()?),
     _ => return None,
   };
   layer.handle = handle;

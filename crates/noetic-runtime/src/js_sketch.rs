@@ -125,6 +125,22 @@ impl<'a> Sketch<'a> {
 }
 
 impl Sketch<'_> {
+  /// What JS's `if (value)` takes as true.
+  pub fn is_truthy(&self) -> bool {
+    match self.0 {
+      None | Some(Value::Null) => false,
+      Some(Value::Bool(b)) => *b,
+      Some(Value::String(s)) => !s.is_empty(),
+      Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+      _ => !self.is_undefined() && self.as_number().is_none_or(|n| n != 0.0 && !n.is_nan()),
+    }
+  }
+
+  /// The value itself when it is plain JSON (not a tagged sketch): what a layer object can show as it was given.
+  pub fn plain(&self) -> Option<&Value> {
+    self.0.filter(|_| !self.is_tagged())
+  }
+
   /// The value as JS's `String(value)` prints it (a function as its description: its source never crosses).
   pub fn js_string(&self) -> String {
     if let Some(text) = self.as_str() {
@@ -142,6 +158,17 @@ impl Sketch<'_> {
     }
     self.described()
   }
+}
+
+/// A number as a sketch carries it: JSON for a finite one, tagged for `NaN` and the infinities.
+pub fn number_sketch(n: f64) -> Value {
+  if n.is_finite() { serde_json::json!(n) } else { serde_json::json!({ TAG: js_number(n), "type": "number" }) }
+}
+
+/// How settings the runtime answered record that a callback was given: a sketch of a function, so that reading the
+/// settings back as a sketch finds one.
+pub fn function_sketch() -> Value {
+  serde_json::json!({ TAG: "a function", "type": "function" })
 }
 
 /// `'a', 'b'` and whether the list has more than one name: the missing-methods part of a message.

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::error::ConfigError;
 use crate::host::{RerenderRequest, RerenderScope};
-use crate::js_text::described_number;
+use crate::js_sketch::{Sketch, number_sketch};
 use crate::memory::{HookKind, HookSet, LayerSpec, Scope};
 
 mod append;
@@ -114,82 +114,75 @@ impl FileReferenceConfig {
   }
 }
 
-/// The options as JS describes them (a value of the wrong kind as `{invalid: description}`, numbers JSON cannot
-/// carry as strings), checked: upstream checks none, and a wrong kind there fails much later or never (a string
-/// `maxFileSize` compares as NaN and lets every size through). `baseDir` is required: JS fills in the process's
-/// working directory at factory time, as upstream does.
-pub fn config_from(described: &Value) -> Result<FileReferenceConfig, ConfigError> {
-  let given = |key: &str| described.get(key).filter(|value| !value.is_null());
-  let base_dir = match given("baseDir") {
-    Some(Value::String(dir)) if !dir.is_empty() => dir.clone(),
-    Some(other) => return Err(bad("baseDir", "must be a non-empty path", other)),
-    None => return Err(bad("baseDir", "must be a non-empty path", &Value::String("undefined".into()))),
+/// The options from a sketch of what was given (or of settings answered before), checked: upstream checks none,
+/// and a wrong kind there fails much later or never (a string `maxFileSize` compares as NaN and lets every size
+/// through). `baseDir` defaults to `cwd`, the process's working directory when the factory is called, and a
+/// relative one is taken from there (upstream would read it from the root).
+pub fn config_from(given: Sketch<'_>, cwd: &str) -> Result<FileReferenceConfig, ConfigError> {
+  let field = |key: &str| Some(given.field(key)).filter(|value| !value.is_nullish());
+  let base_dir = match field("baseDir") {
+    None if !cwd.is_empty() => cwd.to_owned(),
+    None => return Err(bad("baseDir", "must be a non-empty path", "undefined".into())),
+    Some(dir) => match dir.as_str() {
+      Some(dir) if !dir.is_empty() && !dir.starts_with('/') => format!("{cwd}/{dir}"),
+      Some(dir) if !dir.is_empty() => dir.to_owned(),
+      _ => return Err(bad("baseDir", "must be a non-empty path", dir.described())),
+    },
   };
   let mut config = FileReferenceConfig::with_base_dir(base_dir);
-  if let Some(value) = given("slot") {
-    match described_number(value) {
+  if let Some(value) = field("slot") {
+    match value.as_number() {
       Some(slot) if slot.is_finite() => config.slot = slot,
       _ => {
         return Err(ConfigError::new(
           "INVALID_LAYER_SLOT",
-          format!("fileReference: slot must be a finite number, got {}", shown(value)),
+          format!("fileReference: slot must be a finite number, got {}", value.described()),
           "Pass a slot such as Slot.RAG, or leave it out.",
         ));
       }
     }
   }
-  match given("scoringModel") {
-    None => {}
-    Some(Value::String(model)) if !model.trim().is_empty() => config.scoring_model = model.clone(),
-    Some(other) => return Err(bad("scoringModel", "must be a model name", other)),
+  if let Some(value) = field("scoringModel") {
+    match value.as_str() {
+      Some(model) if !model.trim().is_empty() => config.scoring_model = model.to_owned(),
+      _ => return Err(bad("scoringModel", "must be a model name", value.described())),
+    }
   }
-  if let Some(value) = given("maxFileSize") {
-    match described_number(value) {
+  if let Some(value) = field("maxFileSize") {
+    match value.as_number() {
       Some(size) if size >= 0.0 => config.max_file_size = size,
-      _ => return Err(bad("maxFileSize", "must be a number of bytes, at least 0", value)),
+      _ => return Err(bad("maxFileSize", "must be a number of bytes, at least 0", value.described())),
     }
   }
-  match given("followSymlinks") {
-    None => {}
-    Some(Value::Bool(follow)) => config.follow_symlinks = *follow,
-    Some(other) => return Err(bad("followSymlinks", "must be true or false", other)),
+  if let Some(value) = field("followSymlinks") {
+    config.follow_symlinks =
+      value.as_bool().ok_or_else(|| bad("followSymlinks", "must be true or false", value.described()))?;
   }
-  match given("allowedExtensions") {
-    None => {}
-    Some(Value::Array(list)) if list.iter().all(Value::is_string) => {
-      config.allowed_extensions = list.iter().filter_map(Value::as_str).map(str::to_owned).collect();
-    }
-    Some(other) => return Err(bad("allowedExtensions", "must be a list of extensions such as '.ts'", other)),
+  if let Some(value) = field("allowedExtensions") {
+    let list: Option<Vec<String>> =
+      value.as_array().and_then(|list| list.iter().map(|ext| ext.as_str().map(str::to_owned)).collect());
+    config.allowed_extensions =
+      list.ok_or_else(|| bad("allowedExtensions", "must be a list of extensions such as '.ts'", value.described()))?;
   }
   Ok(config)
 }
 
-/// The config as JS holds it, which [`config_from`] reads back.
+/// The settings the JS face holds, which [`config_from`] reads back.
 pub fn config_json(config: &FileReferenceConfig) -> Value {
-  let size = config.max_file_size;
   json!({
     "baseDir": config.base_dir,
     "slot": config.slot,
     "scoringModel": config.scoring_model,
-    "maxFileSize": if size.is_finite() { json!(size) } else { json!(crate::js_number(size)) },
+    "maxFileSize": number_sketch(config.max_file_size),
     "followSymlinks": config.follow_symlinks,
     "allowedExtensions": config.allowed_extensions,
   })
 }
 
-fn shown(value: &Value) -> String {
-  match (value.get("invalid").and_then(Value::as_str), value) {
-    (Some(description), _) => description.to_owned(),
-    (None, Value::String(text)) if described_number(value).is_some() || text == "undefined" => text.clone(),
-    (None, Value::String(text)) => format!("\"{text}\""),
-    (None, other) => other.to_string(),
-  }
-}
-
-fn bad(key: &str, rule: &str, value: &Value) -> ConfigError {
+fn bad(key: &str, rule: &str, shown: String) -> ConfigError {
   ConfigError::new(
     CONFIG_ERROR,
-    format!("fileReference: {key} {rule}, got {}", shown(value)),
+    format!("fileReference: {key} {rule}, got {shown}"),
     "Pass baseDir and scoringModel as strings, maxFileSize as bytes, followSymlinks as a boolean and \
      allowedExtensions as a list such as ['.ts', '.md'].",
   )

@@ -11,6 +11,7 @@ use std::hash::Hash;
 
 use crate::error::ConfigError;
 use crate::items::{Item, Pairing, strip_unresolved_mask};
+use crate::js_sketch::Sketch;
 use crate::memory::history::{History, Projected};
 use crate::memory::{HookKind, HookSet, LayerSpec, Scope};
 
@@ -70,6 +71,16 @@ pub fn validate_max_items(value: Option<f64>, shown: &str) -> Result<usize, Conf
     ));
   }
   Ok(value as usize)
+}
+
+/// `historyWindow(config)`'s `maxItems` from a sketch of the config, checked; the message names it as `String()`
+/// prints it (a function as its description: its source never crosses).
+pub fn max_items_from(given: Sketch<'_>) -> Result<usize, ConfigError> {
+  let value = given.field("maxItems");
+  if value.is_nullish() {
+    return Ok(DEFAULT_MAX_ITEMS);
+  }
+  validate_max_items(Some(value.as_number().unwrap_or(f64::NAN)), &value.js_string())
 }
 
 /// The layer as the runtime sees it: an execution-scoped init (state `null`) and projectHistory.

@@ -2,6 +2,7 @@
 //! directly (no JS crossing) and the JS-facing `hooks` objects call the same functions.
 
 pub mod durable_task_state;
+pub mod faces;
 pub mod file_reference;
 pub mod flow_schema;
 pub mod history_window;

@@ -5,9 +5,10 @@
 //! [`accumulate`] says whether the observer must run, and [`apply_distilled`] folds its answer in.
 
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::items::{collect_input_text, collect_output_text};
+use crate::js_sketch::{Sketch, function_sketch, number_sketch};
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, tokens_for_units, utf16_len};
 
@@ -43,6 +44,33 @@ impl Default for ObservationalConfig {
       has_observer: false,
     }
   }
+}
+
+/// `observationalMemory(config)`'s settings from a sketch of the config (or of settings answered before). Upstream
+/// checks none: what is not a number (or not a whole one, for the cap) or a known scope is the default, and only a
+/// function is an observer.
+pub fn config_from(given: Sketch<'_>) -> ObservationalConfig {
+  let defaults = ObservationalConfig::default();
+  let cap = given.field("maxObservations").as_number().filter(|n| *n >= 0.0 && n.fract() == 0.0);
+  ObservationalConfig {
+    buffer_threshold: given.field("bufferThreshold").as_number().unwrap_or(defaults.buffer_threshold),
+    max_observations: cap.map_or(defaults.max_observations, |n| n as usize),
+    scope: given.field("scope").as_str().and_then(Scope::parse).unwrap_or(defaults.scope),
+    has_observer: given.field("observer").is_function(),
+  }
+}
+
+/// The settings the JS face holds, which [`config_from`] reads back.
+pub fn config_json(config: &ObservationalConfig) -> Value {
+  let mut settings = json!({
+    "scope": config.scope.as_str(),
+    "bufferThreshold": number_sketch(config.buffer_threshold),
+    "maxObservations": config.max_observations,
+  });
+  if config.has_observer {
+    settings["observer"] = function_sketch();
+  }
+  settings
 }
 
 /// The layer's state, shaped like upstream's JSON (`bufferTokens` camelCase). Missing fields read as their defaults.

@@ -13,7 +13,7 @@ use super::js_json::number_value;
 use super::js_json::stringify_pretty;
 use crate::error::ConfigError;
 use crate::items::js_number_string;
-use crate::js_text::described_number;
+use crate::js_sketch::{Sketch, function_sketch, number_sketch};
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, utf16_len};
 
@@ -92,81 +92,73 @@ pub fn layer_spec(config: &PlanConfig) -> LayerSpec {
 
 // ---- config ----
 
-/// The config as JS describes it: each field absent (or `null`), a JSON value, or `{invalid: "<what it is>"}`
-/// when JS found a value of the wrong kind; the callbacks are `true` when they are functions. Numbers may be the
-/// strings `"Infinity"`, `"-Infinity"` and `"NaN"`, which JSON cannot carry. Upstream checks nothing here; a bad
-/// value would silently disable a limit or the allow-list, so it is refused when the layer is built.
-pub fn config_from(described: &Value) -> Result<PlanConfig, ConfigError> {
-  let given = |key: &str| described.get(key).filter(|value| !value.is_null());
+/// The config from a sketch of what was given (or of settings answered before), checked. Upstream checks nothing
+/// here; a bad value would silently disable a limit or the allow-list, so it is refused when the layer is built.
+pub fn config_from(given: Sketch<'_>) -> Result<PlanConfig, ConfigError> {
+  let field = |key: &str| Some(given.field(key)).filter(|value| !value.is_nullish());
   let defaults = PlanConfig::default();
-  let scope = match given("scope") {
+  let scope = match field("scope") {
     None => defaults.scope,
     Some(value) => value
       .as_str()
       .and_then(Scope::parse)
       .ok_or_else(|| bad("scope", "must be 'thread', 'resource', 'global' or 'execution'", value))?,
   };
-  let additional_allowed_tools = match given("additionalAllowedTools") {
+  let additional_allowed_tools = match field("additionalAllowedTools") {
     None => Vec::new(),
-    Some(Value::Array(names)) if names.iter().all(Value::is_string) => {
-      names.iter().filter_map(Value::as_str).map(str::to_owned).collect()
-    }
-    Some(other) => return Err(bad("additionalAllowedTools", "must be a list of tool names", other)),
+    Some(value) => value
+      .as_array()
+      .and_then(|names| names.iter().map(|name| name.as_str().map(str::to_owned)).collect())
+      .ok_or_else(|| bad("additionalAllowedTools", "must be a list of tool names", value))?,
   };
-  let limit = |key: &str, default: f64| match given(key) {
+  let limit = |key: &str, default: f64| match field(key) {
     None => Ok(default),
-    Some(value) => match described_number(value) {
+    Some(value) => match value.as_number() {
       Some(n) if n >= 0.0 => Ok(n),
       _ => Err(bad(key, "must be a number of at least 0", value)),
     },
   };
-  let additional_plan_instructions = match given("additionalPlanInstructions") {
+  let additional_plan_instructions = match field("additionalPlanInstructions") {
     None => None,
-    Some(Value::String(text)) => Some(text.clone()),
-    Some(other) => return Err(bad("additionalPlanInstructions", "must be a string", other)),
+    Some(value) => Some(value.as_str().ok_or_else(|| bad("additionalPlanInstructions", "must be a string", value))?),
   };
-  let callback = |key: &str| match given(key) {
-    None | Some(Value::Bool(false)) => Ok(false),
-    Some(Value::Bool(true)) => Ok(true),
-    Some(other) => Err(bad(key, "must be a function", other)),
+  let callback = |key: &str| match field(key) {
+    None => Ok(false),
+    Some(value) if value.is_function() => Ok(true),
+    Some(value) => Err(bad(key, "must be a function", value)),
   };
   Ok(PlanConfig {
     scope,
     additional_allowed_tools,
     max_prd_length: limit("maxPrdLength", defaults.max_prd_length)?,
     max_tree_depth: limit("maxTreeDepth", defaults.max_tree_depth)?,
-    additional_plan_instructions,
+    additional_plan_instructions: additional_plan_instructions.map(str::to_owned),
     has_on_enter_session: callback("onEnterSession")?,
     has_on_exit: callback("onExit")?,
   })
 }
 
-/// The config as JS holds it (numbers JSON cannot carry as strings), which [`config_from`] reads back.
+/// The settings the JS face holds, which [`config_from`] reads back.
 pub fn config_json(config: &PlanConfig) -> Value {
-  let number = |n: f64| if n.is_finite() { number_value(n) } else { Value::String(js_number_string(n)) };
-  json!({
+  let mut settings = json!({
     "scope": config.scope.as_str(),
     "additionalAllowedTools": config.additional_allowed_tools,
-    "maxPrdLength": number(config.max_prd_length),
-    "maxTreeDepth": number(config.max_tree_depth),
+    "maxPrdLength": number_sketch(config.max_prd_length),
+    "maxTreeDepth": number_sketch(config.max_tree_depth),
     "additionalPlanInstructions": config.additional_plan_instructions,
-    "onEnterSession": config.has_on_enter_session,
-    "onExit": config.has_on_exit,
-  })
+  });
+  for (key, given) in [("onEnterSession", config.has_on_enter_session), ("onExit", config.has_on_exit)] {
+    if given {
+      settings[key] = function_sketch();
+    }
+  }
+  settings
 }
 
-fn bad(key: &str, rule: &str, value: &Value) -> ConfigError {
-  let shown = match value.get("invalid").and_then(Value::as_str) {
-    Some(description) => description.to_owned(),
-    None => match value {
-      Value::String(text) if described_number(value).is_some() => text.clone(),
-      Value::String(text) => format!("\"{text}\""),
-      other => other.to_string(),
-    },
-  };
+fn bad(key: &str, rule: &str, value: Sketch<'_>) -> ConfigError {
   ConfigError::new(
     CONFIG_ERROR,
-    format!("planMemory: {key} {rule}, got {shown}"),
+    format!("planMemory: {key} {rule}, got {}", value.described()),
     "Pass limits as numbers, additionalAllowedTools as tool names, and onEnterSession / onExit as functions.",
   )
 }
@@ -691,25 +683,31 @@ mod tests {
 
   #[test]
   fn config_is_read_and_bad_values_are_named() {
-    let config = config_from(&json!({
-      "scope": "execution", "additionalAllowedTools": ["Custom"], "maxPrdLength": "Infinity", "maxTreeDepth": 2,
-      "additionalPlanInstructions": "rule", "onExit": true
-    }))
+    let function = json!({ "$sketch": "a function", "type": "function" });
+    let config = config_from(Sketch::of(&json!({
+      "scope": "execution", "additionalAllowedTools": ["Custom"], "maxPrdLength": { "$sketch": "Infinity", "type": "number" },
+      "maxTreeDepth": 2, "additionalPlanInstructions": "rule", "onExit": function, "onEnterSession": null
+    })))
     .expect("valid");
     assert_eq!(config.scope, Scope::Execution);
     assert_eq!(config.max_prd_length, f64::INFINITY);
     assert!(config.has_on_exit && !config.has_on_enter_session);
-    assert_eq!(config_from(&config_json(&config)), Ok(config));
-    assert_eq!(config_from(&json!({})), Ok(PlanConfig::default()));
+    assert_eq!(config_from(Sketch::of(&config_json(&config))), Ok(config));
+    assert_eq!(config_from(Sketch::of(&json!({}))), Ok(PlanConfig::default()));
     let cases = [
-      (json!({ "maxPrdLength": "NaN" }), "planMemory: maxPrdLength must be a number of at least 0, got NaN"),
+      (
+        json!({ "maxPrdLength": { "$sketch": "NaN", "type": "number" } }),
+        "planMemory: maxPrdLength must be a number of at least 0, got NaN",
+      ),
+      (json!({ "maxPrdLength": "big" }), "planMemory: maxPrdLength must be a number of at least 0, got \"big\""),
       (json!({ "maxTreeDepth": -1 }), "planMemory: maxTreeDepth must be a number of at least 0, got -1"),
       (json!({ "additionalAllowedTools": ["a", 1] }), "planMemory: additionalAllowedTools must be a list"),
-      (json!({ "onExit": { "invalid": "an object" } }), "planMemory: onExit must be a function, got an object"),
+      (json!({ "onExit": {} }), "planMemory: onExit must be a function, got an object"),
+      (json!({ "onExit": true }), "planMemory: onExit must be a function, got true"),
       (json!({ "scope": "session" }), "planMemory: scope must be"),
     ];
     for (described, expected) in cases {
-      let error = config_from(&described).expect_err("invalid");
+      let error = config_from(Sketch::of(&described)).expect_err("invalid");
       assert_eq!(error.code, "INVALID_PLAN_MEMORY_CONFIG");
       assert!(error.message.starts_with(expected), "{}", error.message);
     }

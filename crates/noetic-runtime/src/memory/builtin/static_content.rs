@@ -1,7 +1,10 @@
 //! `staticContent({load, ...})`: text loaded once per execution (the user's `load`, through the host) and recalled
 //! in an XML tag, cut to the budget with the closing tag kept (spec §20.9).
 
+use serde_json::{Value, json};
+
 use crate::error::ConfigError;
+use crate::js_sketch::{Sketch, function_sketch};
 use crate::memory::{HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, utf16_len, utf16_prefix};
 
@@ -54,6 +57,36 @@ impl StaticContentConfig {
     let defaults = Self::default();
     Ok(Self { id: id.unwrap_or(defaults.id), slot, scope, tag: tag.unwrap_or(defaults.tag) })
   }
+}
+
+/// `staticContent(opts)`'s settings from a sketch of the options (or of settings answered before), checked: `load`
+/// must be a function; a slot that is not a number is NaN; a scope is named as `String()` prints it.
+pub fn config_from(given: Sketch<'_>) -> Result<StaticContentConfig, ConfigError> {
+  let load = given.field("load");
+  if !load.is_function() {
+    return Err(ConfigError::new(
+      "INVALID_STATIC_CONTENT_LOAD",
+      format!("staticContent: load must be a function returning the text, got {}", load.described()),
+      "Pass load: async () => text (read a file, fetch a prompt); it runs when each execution starts.",
+    ));
+  }
+  let text = |key: &str| given.field(key).as_str().map(str::to_owned);
+  let slot = given.field("slot");
+  let slot = if slot.is_undefined() { None } else { Some(slot.as_number().unwrap_or(f64::NAN)) };
+  let scope = given.field("scope");
+  let scope = (!scope.is_nullish()).then(|| scope.js_string());
+  StaticContentConfig::new(text("id"), slot, scope.as_deref(), text("tag"))
+}
+
+/// The settings the JS face holds, which [`config_from`] reads back.
+pub fn config_json(config: &StaticContentConfig) -> Value {
+  json!({
+    "id": config.id,
+    "slot": config.slot,
+    "scope": config.scope.as_str(),
+    "tag": config.tag,
+    "load": function_sketch(),
+  })
 }
 
 /// The layer as the runtime sees it: init and recall, no budget (auto).

@@ -6,10 +6,12 @@ use serde_json::{Map, Value, json};
 use crate::error::ConfigError;
 use crate::host::{SteeringAction, SteeringDecision};
 use crate::items::to_js_json;
+use crate::js_sketch::{Sketch, function_sketch};
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::estimate_tokens;
 
 pub const ID: &str = "steering";
+pub const NAME: &str = "Steering";
 /// Slot.STEERING.
 pub const SLOT: f64 = 90.0;
 pub const DEFAULT_MODEL: &str = "openai/gpt-4o-mini";
@@ -57,11 +59,9 @@ pub struct SteeringConfig {
   pub scope: Scope,
 }
 
-fn bad(what: &str, expected: &str, given: &Value) -> ConfigError {
-  let shown = match given {
-    Value::Object(map) if map.contains_key("invalid") => map["invalid"].as_str().unwrap_or("invalid").to_owned(),
-    other => to_js_json(other),
-  };
+/// A value as the messages name it; an absent one as `null`, as the check has always named it.
+fn bad(what: &str, expected: &str, given: Sketch<'_>) -> ConfigError {
+  let shown = if given.is_nullish() { "null".to_owned() } else { given.described() };
   ConfigError::new(
     CODE,
     format!("steering: {what} {expected}, got {shown}"),
@@ -69,24 +69,22 @@ fn bad(what: &str, expected: &str, given: &Value) -> ConfigError {
   )
 }
 
-/// The config as the JS face describes it: `rules` with `predicate` as a flag, other fields as given (a value of
-/// the wrong kind arrives as `{invalid: description}`).
-pub fn config_from(described: &Value) -> Result<SteeringConfig, ConfigError> {
-  let given = |key: &str| described.get(key).filter(|value| !value.is_null());
-  let rules = match given("rules") {
-    Some(Value::Array(rules)) => {
-      rules.iter().enumerate().map(|(i, rule)| rule_from(i, rule)).collect::<Result<_, _>>()?
-    }
-    other => return Err(bad("rules", "must be an array of rules", other.unwrap_or(&Value::Null))),
+/// The config from a sketch of what was given (or of settings answered before), checked rule by rule.
+pub fn config_from(given: Sketch<'_>) -> Result<SteeringConfig, ConfigError> {
+  let field = |key: &str| Some(given.field(key)).filter(|value| !value.is_nullish());
+  let rules = given.field("rules");
+  let rules = match rules.as_array() {
+    Some(rules) => rules.into_iter().enumerate().map(|(i, rule)| rule_from(i, rule)).collect::<Result<_, _>>()?,
+    None => return Err(bad("rules", "must be an array of rules", rules)),
   };
-  let count = |key: &str, default: u64| match given(key) {
+  let count = |key: &str, default: u64| match field(key) {
     None => Ok(default),
-    Some(value) => match value.as_f64() {
+    Some(value) => match value.as_number() {
       Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= u32::MAX as f64 => Ok(n as u64),
       _ => Err(bad(key, "must be a whole number of at least 0", value)),
     },
   };
-  let scope = match given("scope") {
+  let scope = match field("scope") {
     None => Scope::Execution,
     Some(value) => value
       .as_str()
@@ -101,24 +99,19 @@ pub fn config_from(described: &Value) -> Result<SteeringConfig, ConfigError> {
   })
 }
 
-fn rule_from(index: usize, rule: &Value) -> Result<Rule, ConfigError> {
+/// A rule is any object (an array too: its fields are then missing); `llmEval`'s fields are read whatever it is.
+fn rule_from(index: usize, rule: Sketch<'_>) -> Result<Rule, ConfigError> {
   let at = |field: &str| format!("rules[{index}]{field}");
-  let Some(map) = rule.as_object().filter(|map| !map.contains_key("invalid")) else {
+  if rule.type_of() != "object" || rule.is_nullish() {
     return Err(bad(&at(""), "must be a rule object", rule));
+  }
+  let id = match rule.field("id").as_str() {
+    Some(id) if !id.is_empty() => id.to_owned(),
+    _ => return Err(bad(&at(".id"), "must be a non-empty string", rule.field("id"))),
   };
-  let id = match map.get("id") {
-    Some(Value::String(id)) if !id.is_empty() => id.clone(),
-    other => return Err(bad(&at(".id"), "must be a non-empty string", other.unwrap_or(&Value::Null))),
-  };
-  let hooks = match map.get("appliesTo") {
-    Some(Value::Array(hooks)) => hooks,
-    other => {
-      return Err(bad(
-        &at(".appliesTo"),
-        "must list 'beforeToolCall' and/or 'afterModelCall'",
-        other.unwrap_or(&Value::Null),
-      ));
-    }
+  let listed = rule.field("appliesTo");
+  let Some(hooks) = listed.as_array() else {
+    return Err(bad(&at(".appliesTo"), "must list 'beforeToolCall' and/or 'afterModelCall'", listed));
   };
   let (mut before_tool_call, mut after_model_call) = (false, false);
   for hook in hooks {
@@ -128,34 +121,65 @@ fn rule_from(index: usize, rule: &Value) -> Result<Rule, ConfigError> {
       _ => return Err(bad(&at(".appliesTo"), "may hold only 'beforeToolCall' and 'afterModelCall'", hook)),
     }
   }
-  let predicate = match map.get("predicate") {
-    None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-    Some(Value::Bool(true)) => true,
-    Some(other) => return Err(bad(&at(".predicate"), "must be a function", other)),
-  };
-  let llm = match map.get("llmEval") {
-    None | Some(Value::Null) => None,
-    Some(eval) => Some(llm_eval_from(&at(".llmEval"), eval)?),
-  };
-  Ok(Rule { id, before_tool_call, after_model_call, predicate, llm })
+  let predicate = rule.field("predicate");
+  if !predicate.is_nullish() && !predicate.is_function() {
+    return Err(bad(&at(".predicate"), "must be a function", predicate));
+  }
+  let eval = rule.field("llmEval");
+  let llm = if eval.is_nullish() { None } else { Some(llm_eval_from(&at(".llmEval"), eval)?) };
+  Ok(Rule { id, before_tool_call, after_model_call, predicate: predicate.is_function(), llm })
 }
 
-fn llm_eval_from(at: &str, eval: &Value) -> Result<LlmEval, ConfigError> {
-  let sync = match eval.get("mode").and_then(Value::as_str) {
+fn llm_eval_from(at: &str, eval: Sketch<'_>) -> Result<LlmEval, ConfigError> {
+  let sync = match eval.field("mode").as_str() {
     Some("sync") => true,
     Some("async") => false,
-    _ => return Err(bad(&format!("{at}.mode"), "must be 'sync' or 'async'", eval.get("mode").unwrap_or(&Value::Null))),
+    _ => return Err(bad(&format!("{at}.mode"), "must be 'sync' or 'async'", eval.field("mode"))),
   };
-  let prompt = match eval.get("prompt") {
-    Some(Value::String(prompt)) => prompt.clone(),
-    other => return Err(bad(&format!("{at}.prompt"), "must be a string", other.unwrap_or(&Value::Null))),
+  let Some(prompt) = eval.field("prompt").as_str() else {
+    return Err(bad(&format!("{at}.prompt"), "must be a string", eval.field("prompt")));
   };
-  let model = match eval.get("model") {
-    None | Some(Value::Null) => DEFAULT_MODEL.to_owned(),
-    Some(Value::String(model)) => model.clone(),
-    Some(other) => return Err(bad(&format!("{at}.model"), "must be a model name", other)),
+  let model = eval.field("model");
+  let model = match model.as_str() {
+    _ if model.is_nullish() => DEFAULT_MODEL,
+    Some(model) => model,
+    None => return Err(bad(&format!("{at}.model"), "must be a model name", model)),
   };
-  Ok(LlmEval { prompt, model, sync })
+  Ok(LlmEval { prompt: prompt.to_owned(), model: model.to_owned(), sync })
+}
+
+/// The settings the JS face holds, which [`config_from`] reads back; `predicates` marks a config with a rule that
+/// has one, for which the harness calls the host.
+pub fn config_json(config: &SteeringConfig) -> Value {
+  let rules: Vec<Value> = config
+    .rules
+    .iter()
+    .map(|rule| {
+      let hooks: Vec<&str> = [(rule.before_tool_call, "beforeToolCall"), (rule.after_model_call, "afterModelCall")]
+        .into_iter()
+        .filter_map(|(applies, hook)| applies.then_some(hook))
+        .collect();
+      let mut out = json!({ "id": rule.id, "appliesTo": hooks });
+      if rule.predicate {
+        out["predicate"] = function_sketch();
+      }
+      if let Some(eval) = &rule.llm {
+        out["llmEval"] =
+          json!({ "mode": if eval.sync { "sync" } else { "async" }, "prompt": eval.prompt, "model": eval.model });
+      }
+      out
+    })
+    .collect();
+  let mut settings = json!({
+    "rules": rules,
+    "maxLedgerEntries": config.max_ledger_entries,
+    "maxRetries": config.max_retries,
+    "scope": config.scope.as_str(),
+  });
+  if config.rules.iter().any(|rule| rule.predicate) {
+    settings["predicates"] = function_sketch();
+  }
+  settings
 }
 
 /// The layer as the runtime sees it: every hook but onItemAppend, projectHistory and onReturn.
@@ -440,10 +464,11 @@ mod tests {
 
   #[test]
   fn config_is_checked_rule_by_rule() {
-    let ok = config_from(&json!({ "rules": [
-      { "id": "r1", "appliesTo": ["beforeToolCall"], "predicate": true },
+    let function = json!({ "$sketch": "a function", "type": "function" });
+    let ok = config_from(Sketch::of(&json!({ "rules": [
+      { "id": "r1", "appliesTo": ["beforeToolCall"], "predicate": function },
       { "id": "r2", "appliesTo": ["afterModelCall", "beforeToolCall"], "llmEval": { "mode": "async", "prompt": "p" } },
-    ], "maxLedgerEntries": 5 }))
+    ], "maxLedgerEntries": 5 })))
     .unwrap();
     assert_eq!(ok.max_ledger_entries, 5);
     assert_eq!(ok.max_retries, 1);
@@ -451,18 +476,32 @@ mod tests {
     assert!(ok.rules[0].predicate && ok.rules[0].applies_to(Hook::BeforeToolCall));
     assert!(!ok.rules[0].applies_to(Hook::AfterModelCall));
     assert_eq!(ok.rules[1].llm, Some(LlmEval { prompt: "p".into(), model: DEFAULT_MODEL.into(), sync: false }));
+    assert_eq!(config_from(Sketch::of(&config_json(&ok))), Ok(ok));
     let refused = [
-      (json!({}), "rules must be an array"),
+      (json!({}), "rules must be an array of rules, got null"),
+      (json!({ "rules": [[]] }), "rules[0].id must be a non-empty string, got null"),
+      (
+        json!({ "rules": [{ "id": "a", "appliesTo": [], "predicate": true }] }),
+        "predicate must be a function, got true",
+      ),
+      (
+        json!({ "rules": [{ "id": "a", "appliesTo": [], "llmEval": "x" }] }),
+        ".mode must be 'sync' or 'async', got null",
+      ),
+      (
+        json!({ "rules": [], "maxRetries": { "$sketch": "NaN", "type": "number" } }),
+        "maxRetries must be a whole number of at least 0, got NaN",
+      ),
       (json!({ "rules": [{ "appliesTo": [] }] }), "rules[0].id"),
       (json!({ "rules": [{ "id": "a", "appliesTo": ["onStore"] }] }), "rules[0].appliesTo"),
-      (json!({ "rules": [{ "id": "a", "appliesTo": [], "predicate": { "invalid": "string 'x'" } }] }), "string 'x'"),
+      (json!({ "rules": [{ "id": "a", "appliesTo": [], "predicate": "x" }] }), "got \"x\""),
       (json!({ "rules": [{ "id": "a", "appliesTo": [], "llmEval": { "mode": "later", "prompt": "p" } }] }), ".mode"),
       (json!({ "rules": [], "maxLedgerEntries": -1 }), "maxLedgerEntries"),
       (json!({ "rules": [], "maxRetries": 1.5 }), "maxRetries"),
       (json!({ "rules": [], "scope": "session" }), "scope"),
     ];
     for (config, names) in refused {
-      let error = config_from(&config).unwrap_err();
+      let error = config_from(Sketch::of(&config)).unwrap_err();
       assert_eq!(error.code, CODE);
       assert!(error.message.contains(names), "{} should name {names}", error.message);
     }

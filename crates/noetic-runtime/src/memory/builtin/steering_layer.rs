@@ -249,6 +249,7 @@ mod tests {
 
   use super::*;
   use crate::host::TokenCounts;
+  use crate::js_sketch::{Sketch, function_sketch};
 
   /// A model that answers from a list and records the questions.
   #[derive(Default)]
@@ -315,7 +316,7 @@ mod tests {
 
   fn layer(config: Value, predicates: Option<Arc<Predicates>>) -> Steering {
     let predicates = predicates.map(|p| p as Arc<dyn HostCallback>);
-    Steering { config: st::config_from(&config).unwrap(), predicates, late: Arc::default() }
+    Steering { config: st::config_from(Sketch::of(&config)).unwrap(), predicates, late: Arc::default() }
   }
 
   fn action(vote: &NativeVote) -> (SteeringAction, Option<String>) {
@@ -333,8 +334,8 @@ mod tests {
       crossings: Mutex::default(),
     });
     let config = json!({ "rules": [
-      { "id": "a", "appliesTo": ["beforeToolCall"], "predicate": true },
-      { "id": "b", "appliesTo": ["beforeToolCall"], "predicate": true },
+      { "id": "a", "appliesTo": ["beforeToolCall"], "predicate": function_sketch() },
+      { "id": "b", "appliesTo": ["beforeToolCall"], "predicate": function_sketch() },
       { "id": "c", "appliesTo": ["beforeToolCall"], "llmEval": { "mode": "sync", "prompt": "never asked" } },
     ] });
     let steering = layer(config, Some(Arc::clone(&predicates)));

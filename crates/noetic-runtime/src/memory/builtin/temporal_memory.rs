@@ -11,8 +11,8 @@ use serde_json::{Map, Value, json};
 use super::js_json::number_value;
 use super::js_json::reorder_like_js;
 use crate::error::ConfigError;
-use crate::items::{collect_input_text, collect_output_text, js_number_string};
-use crate::js_text::described_number;
+use crate::items::{collect_input_text, collect_output_text};
+use crate::js_sketch::{Sketch, function_sketch, number_sketch};
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, tokens_for_units, utf16_len};
 
@@ -80,40 +80,39 @@ pub fn layer_spec(config: &TemporalConfig) -> LayerSpec {
 
 // ---- config ----
 
-/// The config as JS describes it: each field absent (or `null`), a JSON value, or `{invalid: "<what it is>"}`;
-/// callbacks are `true` when they are functions; numbers JSON cannot carry are strings (`"Infinity"`). Upstream
-/// checks nothing: a threshold of `'500'` would compare as text and a fractional cap keeps everything.
-pub fn config_from(described: &Value) -> Result<TemporalConfig, ConfigError> {
-  let given = |key: &str| described.get(key).filter(|value| !value.is_null());
+/// The config from a sketch of what was given (or of settings answered before), checked. Upstream checks nothing:
+/// a threshold of `'500'` would compare as text and a fractional cap keeps everything.
+pub fn config_from(given: Sketch<'_>) -> Result<TemporalConfig, ConfigError> {
+  let field = |key: &str| Some(given.field(key)).filter(|value| !value.is_nullish());
   let defaults = TemporalConfig::default();
-  let scope = match given("scope") {
+  let scope = match field("scope") {
     None => defaults.scope,
     Some(value) => value
       .as_str()
       .and_then(Scope::parse)
       .ok_or_else(|| bad("scope", "must be 'thread', 'resource', 'global' or 'execution'", value))?,
   };
-  let buffer_threshold = match given("bufferThreshold") {
+  let buffer_threshold = match field("bufferThreshold") {
     None => defaults.buffer_threshold,
-    Some(value) => described_number(value).filter(|n| *n >= 0.0).ok_or_else(|| {
+    Some(value) => value.as_number().filter(|n| *n >= 0.0).ok_or_else(|| {
       bad("bufferThreshold", "must be a number of at least 0 (tokens; Infinity never extracts)", value)
     })?,
   };
-  let max_facts = match given("maxFacts") {
+  let max_facts = match field("maxFacts") {
     None => defaults.max_facts,
-    Some(value) => described_number(value)
+    Some(value) => value
+      .as_number()
       .filter(|n| *n >= 0.0 && (n.fract() == 0.0 || n.is_infinite()))
       .ok_or_else(|| bad("maxFacts", "must be a whole number of at least 0 (or Infinity)", value))?,
   };
-  let flag = |key: &str, default: bool| match given(key) {
+  let flag = |key: &str, default: bool| match field(key) {
     None => Ok(default),
-    Some(Value::Bool(b)) => Ok(*b),
-    Some(other) => Err(bad(key, "must be a boolean", other)),
+    Some(value) => value.as_bool().ok_or_else(|| bad(key, "must be a boolean", value)),
   };
-  let callback = |key: &str| match given(key) {
-    None | Some(Value::Bool(false)) => Ok(false),
-    Some(Value::Bool(true)) => Ok(true),
-    Some(other) => Err(bad(key, "must be a function", other)),
+  let callback = |key: &str| match field(key) {
+    None => Ok(false),
+    Some(value) if value.is_function() => Ok(true),
+    Some(value) => Err(bad(key, "must be a function", value)),
   };
   Ok(TemporalConfig {
     scope,
@@ -127,30 +126,27 @@ pub fn config_from(described: &Value) -> Result<TemporalConfig, ConfigError> {
   })
 }
 
-/// The config as JS holds it, which [`config_from`] reads back.
+/// The settings the JS face holds, which [`config_from`] reads back.
 pub fn config_json(config: &TemporalConfig) -> Value {
-  let number = |n: f64| if n.is_finite() { json!(n) } else { Value::String(js_number_string(n)) };
-  json!({
+  let mut settings = json!({
     "scope": config.scope.as_str(),
-    "bufferThreshold": number(config.buffer_threshold),
-    "maxFacts": number(config.max_facts),
+    "bufferThreshold": number_sketch(config.buffer_threshold),
+    "maxFacts": number_sketch(config.max_facts),
     "groundDateTime": config.ground_date_time,
     "injectLedger": config.inject_ledger,
-    "now": config.has_now,
-    "extract": config.has_extract,
-    "search": config.has_search,
-  })
+  });
+  for (key, given) in [("now", config.has_now), ("extract", config.has_extract), ("search", config.has_search)] {
+    if given {
+      settings[key] = function_sketch();
+    }
+  }
+  settings
 }
 
-fn bad(key: &str, rule: &str, value: &Value) -> ConfigError {
-  let shown = match (value.get("invalid").and_then(Value::as_str), value) {
-    (Some(description), _) => description.to_owned(),
-    (None, Value::String(text)) if described_number(value).is_some() => text.clone(),
-    (None, other) => other.to_string(),
-  };
+fn bad(key: &str, rule: &str, value: Sketch<'_>) -> ConfigError {
   ConfigError::new(
     CONFIG_ERROR,
-    format!("temporalMemory: {key} {rule}, got {shown}"),
+    format!("temporalMemory: {key} {rule}, got {}", value.described()),
     "Pass bufferThreshold and maxFacts as numbers, groundDateTime / injectLedger as booleans, and now / extract / search as functions.",
   )
 }
@@ -565,13 +561,16 @@ mod tests {
 
   #[test]
   fn config_is_checked_and_round_trips() {
-    let config =
-      config_from(&json!({"maxFacts": "Infinity", "bufferThreshold": 0, "extract": true, "scope": "thread"}));
+    let function = json!({ "$sketch": "a function", "type": "function" });
+    let infinity = json!({ "$sketch": "Infinity", "type": "number" });
+    let config = config_from(Sketch::of(
+      &json!({"maxFacts": infinity, "bufferThreshold": 0, "extract": function, "scope": "thread", "now": null}),
+    ));
     let config = config.unwrap_or_default();
     assert_eq!((config.max_facts, config.buffer_threshold, config.scope), (f64::INFINITY, 0.0, Scope::Thread));
     assert!(config.has_extract && !config.has_search && config.ground_date_time && !config.inject_ledger);
-    assert_eq!(config_from(&config_json(&config)).ok(), Some(config));
-    assert_eq!(config_from(&Value::Null).ok(), Some(TemporalConfig::default()));
+    assert_eq!(config_from(Sketch::of(&config_json(&config))).ok(), Some(config));
+    assert_eq!(config_from(Sketch::of(&Value::Null)).ok(), Some(TemporalConfig::default()));
     for (described, message) in [
       (
         json!({"maxFacts": 2.5}),
@@ -579,16 +578,17 @@ mod tests {
       ),
       (json!({"maxFacts": -1}), "maxFacts must be"),
       (
-        json!({"bufferThreshold": "NaN"}),
+        json!({"bufferThreshold": {"$sketch": "NaN", "type": "number"}}),
         "bufferThreshold must be a number of at least 0 (tokens; Infinity never extracts), got NaN",
       ),
-      (json!({"bufferThreshold": {"invalid": "string \"500\""}}), "got string \"500\""),
+      (json!({"bufferThreshold": "500"}), "got \"500\""),
       (json!({"groundDateTime": "yes"}), "groundDateTime must be a boolean, got \"yes\""),
       (json!({"injectLedger": 1}), "injectLedger must be a boolean"),
-      (json!({"extract": {"invalid": "an object"}}), "extract must be a function, got an object"),
+      (json!({"extract": {}}), "extract must be a function, got an object"),
+      (json!({"now": {"$sketch": "a Date", "type": "object", "methods": []}}), "now must be a function, got a Date"),
       (json!({"scope": "forever"}), "scope must be"),
     ] {
-      let error = config_from(&described).err();
+      let error = config_from(Sketch::of(&described)).err();
       assert_eq!(error.as_ref().map(|e| e.code.as_str()), Some(CONFIG_ERROR), "{described}");
       assert!(error.is_some_and(|e| e.message.contains(message)), "{described}");
     }

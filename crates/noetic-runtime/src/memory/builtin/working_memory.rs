@@ -3,10 +3,11 @@
 //! The state is a free-form string or a JSON object. The optional zod schema lives in JS, so it reaches these
 //! functions as a [`SchemaCheck`]; it gates the merged state and never reshapes it.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::js_json::{reorder_like_js, stringify_pretty};
 use crate::items::text_find_function_call as find_function_call;
+use crate::js_sketch::{Sketch, function_sketch};
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::estimate_tokens;
 
@@ -39,6 +40,25 @@ impl Default for WorkingMemoryConfig {
   fn default() -> Self {
     Self { scope: Scope::Thread, has_schema: false, read_only: false }
   }
+}
+
+/// `workingMemory(config)`'s settings from a sketch of the config (or of settings answered before). Upstream checks
+/// none: a scope the runtime does not know is the default, a schema is any truthy value, `readOnly` only when `true`.
+pub fn config_from(given: Sketch<'_>) -> WorkingMemoryConfig {
+  WorkingMemoryConfig {
+    scope: given.field("scope").as_str().and_then(Scope::parse).unwrap_or(Scope::Thread),
+    has_schema: given.field("schema").is_truthy(),
+    read_only: given.field("readOnly").as_bool().unwrap_or(false),
+  }
+}
+
+/// The settings the JS face holds, which [`config_from`] reads back; a schema as the callback the host gives for it.
+pub fn config_json(config: &WorkingMemoryConfig) -> Value {
+  let mut settings = json!({ "scope": config.scope.as_str(), "readOnly": config.read_only });
+  if config.has_schema {
+    settings["schema"] = function_sketch();
+  }
+  settings
 }
 
 /// The layer as the runtime sees it: init, recall, store and onSpawn, default timeouts.

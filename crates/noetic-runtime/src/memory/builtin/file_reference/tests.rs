@@ -282,29 +282,33 @@ fn reads_a_score_as_parse_int_does() {
 
 #[test]
 fn checks_the_config() {
-  let ok = config_from(&json!({ "baseDir": "/repo" })).expect("defaults");
+  let read = |given: Value| config_from(Sketch::of(&given), "/cwd");
+  let ok = read(json!({ "baseDir": "/repo" })).expect("defaults");
   assert_eq!(ok, config("/repo"));
-  assert_eq!(config_from(&config_json(&ok)).expect("round trip"), ok);
-  let unlimited =
-    config_from(&json!({ "baseDir": "/r", "maxFileSize": "Infinity", "allowedExtensions": [] })).expect("ok");
+  assert_eq!(config_from(Sketch::of(&config_json(&ok)), "").expect("round trip"), ok);
+  assert_eq!(read(json!({})).map(|c| c.base_dir), Ok("/cwd".into()), "the working directory by default");
+  assert_eq!(read(json!({ "baseDir": "sub" })).map(|c| c.base_dir), Ok("/cwd/sub".into()), "relative to it");
+  let infinity = json!({ "$sketch": "Infinity", "type": "number" });
+  let unlimited = read(json!({ "baseDir": "/r", "maxFileSize": infinity, "allowedExtensions": [] })).expect("ok");
   assert_eq!((unlimited.max_file_size, unlimited.allowed_extensions.len()), (f64::INFINITY, 0));
-  let code = |described: Value| config_from(&described).expect_err("refused").code;
-  assert_eq!(code(json!({ "baseDir": "/r", "slot": "NaN" })), "INVALID_LAYER_SLOT");
+  assert_eq!(config_from(Sketch::of(&config_json(&unlimited)), "").expect("round trip"), unlimited);
+  let code = |given: Value| read(given).expect_err("refused").code;
+  assert_eq!(code(json!({ "baseDir": "/r", "slot": { "$sketch": "NaN", "type": "number" } })), "INVALID_LAYER_SLOT");
+  assert_eq!(code(json!({ "baseDir": "/r", "slot": "7" })), "INVALID_LAYER_SLOT");
   for bad in [
-    json!({}),
     json!({ "baseDir": "" }),
-    json!({ "baseDir": { "invalid": "a number (3)" } }),
+    json!({ "baseDir": 3 }),
     json!({ "baseDir": "/r", "maxFileSize": -1 }),
-    json!({ "baseDir": "/r", "maxFileSize": { "invalid": "a string \"1mb\"" } }),
+    json!({ "baseDir": "/r", "maxFileSize": "1mb" }),
     json!({ "baseDir": "/r", "followSymlinks": "yes" }),
     json!({ "baseDir": "/r", "allowedExtensions": [".ts", 3] }),
     json!({ "baseDir": "/r", "scoringModel": " " }),
   ] {
     assert_eq!(code(bad.clone()), "INVALID_FILE_REFERENCE_CONFIG", "{bad}");
   }
-  let message =
-    config_from(&json!({ "baseDir": "/r", "maxFileSize": { "invalid": "a string \"1mb\"" } })).expect_err("no").message;
-  assert_eq!(message, "fileReference: maxFileSize must be a number of bytes, at least 0, got a string \"1mb\"");
+  let message = read(json!({ "baseDir": "/r", "maxFileSize": "1mb" })).expect_err("no").message;
+  assert_eq!(message, "fileReference: maxFileSize must be a number of bytes, at least 0, got \"1mb\"");
+  assert_eq!(config_from(Sketch::of(&json!({})), "").expect_err("no base").code, "INVALID_FILE_REFERENCE_CONFIG");
 }
 
 #[test]
