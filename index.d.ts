@@ -3327,16 +3327,17 @@ declare class NativeHarness {
   run(run: number, step: string, input: string, options: string): string | null
   /**
    * Opens a context that outlives runs (`harness.createContext()`); returns its id.
-   * `options`: `{threadId?, resourceId?, memory?, checked?}`; `checked`: JS put the items to the context's item
-   * schemas. `items`: its first items, as one JSON array of their texts.
+   * `options`: `{threadId?, resourceId?, memory?, checked?, held?}`; `checked`: JS put the items to the context's
+   * item schemas; `held`: how many first items JS holds (DECISIONS L1). `items`: its first items otherwise, as one
+   * JSON array of their texts.
    */
   createContext(options: string, items: string): string
   /**
    * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
-   * outcome is returned or arrives as for `run`. `held`: JS holds items of the log it has not sent (DECISIONS L1),
-   * which the first step that reads the log natively asks for.
+   * outcome is returned or arrives as for `run`. Items JS holds of the log (DECISIONS L1) are asked for by the
+   * first step that reads the log natively.
    */
-  runInContext(run: number, context: string, step: string, input: string, held?: boolean | undefined | null): string | null
+  runInContext(run: number, context: string, step: string, input: string): string | null
   /**
    * The harness's model for `callModel`: `request` is `{model, instructions?, params?, outputSchema?, tools?,
    * context?}` JSON (tools described as a step's, run in context `context`), `items` the items' JSON texts.
@@ -3362,7 +3363,15 @@ declare class NativeHarness {
    * encoding (`JSON.stringify` writes no lone surrogate, so the encoding loses nothing).
    */
   appendItemsUtf8(context: string, items: Uint8Array, checked?: boolean | undefined | null, origin?: string | undefined | null): number
+  /** The log's length as user code sees it: the items JS holds included. */
   logLength(context: string): number
+  /**
+   * JS holds `count` more items of the log, appended while no run was in flight (DECISIONS L1), to be sent when a
+   * run first reads the log; answers the position of the first.
+   */
+  holdItems(context: string, count: number): number
+  /** `[from, count]`: the items JS holds, which it is about to send; the log then holds none. */
+  takeHeld(context: string): Array<number>
   /** JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust). */
   itemsJson(context: string, from: number, to: number): Array<string>
   /** The fixed fields of a context, as JSON: ids, depth, and its layers' ids and handles. */
@@ -3419,10 +3428,10 @@ declare class NativeHarness {
   /** Drops `thread`'s session from memory when it is idle (`harness.evictSession`). */
   evictSession(thread: string): boolean
   /**
-   * Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
-   * returns the id of the context that holds it.
+   * Replaces `thread`'s history with `held` items JS holds, to be sent when a turn first reads the log (DECISIONS
+   * I3, L1); returns the id of the context that holds it.
    */
-  seedSession(thread: string): string
+  seedSession(thread: string, held: number): string
   /** Stores `thread`'s seed if one waits (with `persistSessions`); its outcome arrives as `settled` for `run`. */
   sessionStoreSeed(thread: string, run: number): void
   /** The items the next turn's model would be sent as far as memory decides (JSON texts, `previewRequestItems`). */

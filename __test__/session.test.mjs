@@ -286,10 +286,12 @@ test('a seeded history stays in JS until a turn or a preview reads it, then arri
   const seed = Array.from({ length: 300 }, (_, i) => i % 2 ? reply(`seeded ${i}`).items[0] : createMessage(`seeded ${i}`, 'user'));
   h.seedSessionHistory('T', seed);
   const ctx = seededContext(h, 'T');
-  assert.equal(h._runtime.native.logLength(ctx.id), 0, 'seeding converted nothing');
+  const converted = () => h._runtime.native.itemsJson(ctx.id, 0, 2 ** 31).length;
+  assert.equal(converted(), 0, 'seeding converted nothing');
+  assert.equal(h._runtime.native.logLength(ctx.id), 300, 'the runtime counts the held items');
   const preview = await h.previewRequestItems({ threadId: 'T' });
   assert.deepEqual(preview, seed);
-  assert.equal(h._runtime.native.logLength(ctx.id), 300);
+  assert.equal(converted(), 300);
   assert.equal(ctx.itemLog.items[299], seed[299], 'the caller\'s objects stand for the history');
   await h.execute('now', { threadId: 'T' });
   const response = await h.getAgentResponse({ threadId: 'T' });

@@ -80,9 +80,8 @@ class ItemLogImpl {
     this._objects = [];
     this._filled = 0;
     this._view = undefined;
-    // The held items are `_objects[_known .. _known + _heldCount]`; `_known`: the native log's length, when known.
-    this._heldCount = 0;
-    this._known = undefined;
+    // Whether it has held items since it last sent them: where and how many the runtime says (DECISIONS L1).
+    this._holding = false;
   }
 
   // Items the caller already holds keep their identity; `owned`: the array is already a copy.
@@ -92,11 +91,11 @@ class ItemLogImpl {
     this._filled = items.length;
   }
 
-  // Held like appends between runs; `check` (a seeded history's, DECISIONS I3) is put to them when they are sent.
+  // Held like appends between runs (the caller told the runtime how many); `check` (a seeded history's, DECISIONS
+  // I3) is put to them when they are sent.
   _hold(items, owned = false, check = undefined) {
     this._adopt(items, owned);
-    this._heldCount = items.length;
-    this._known = 0;
+    this._holding = items.length > 0;
     this._check = check;
   }
 
@@ -112,11 +111,9 @@ class ItemLogImpl {
   _takeHistory(other) {
     this._objects = other._objects;
     this._filled = other._filled;
-    this._known = undefined;
     this._view = undefined;
     other._objects = [];
     other._filled = 0;
-    other._known = undefined;
     other._view = undefined;
   }
 
@@ -151,21 +148,15 @@ class ItemLogImpl {
 
   _cut(length) {
     this._dropFrom(length);
-    this._known = undefined;
     this._view = undefined;
-  }
-
-  _nativeLength() {
-    this._known ??= this._rt.native.logLength(this._id);
-    return this._known;
   }
 
   // An item JSON cannot carry (a BigInt, a cycle) is taken out with those held after it, and the error names it.
   _flush() {
-    const count = this._heldCount;
+    if (!this._holding) return;
+    this._holding = false;
+    const [base, count] = this._rt.native.takeHeld(this._id);
     if (count === 0) return;
-    this._heldCount = 0;
-    const base = this._nativeLength();
     const held = base === 0 && count === this._objects.length ? this._objects : this._objects.slice(base, base + count);
     const check = this._check;
     this._check = undefined;
@@ -189,7 +180,7 @@ class ItemLogImpl {
     }
     if (batch !== undefined) {
       try {
-        this._known = callNative(() => sendBatch(this._rt.native, this._id, batch, checked, origin));
+        callNative(() => sendBatch(this._rt.native, this._id, batch, checked, origin));
       } catch (e) {
         // The native check refused one (an object whose toJSON is not an item): none of them entered.
         this._dropFrom(base);
@@ -213,7 +204,7 @@ class ItemLogImpl {
       this._dropFrom(base);
       throw new TypeError(`${origin}: items[${texts.length}] has no JSON form (${failure?.message ?? failure}); the history was refused.`);
     }
-    if (texts.length > 0) this._known = callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`, checked));
+    if (texts.length > 0) callNative(() => this._rt.native.appendItems(this._id, `[${texts.join(',')}]`, checked));
     if (failure !== undefined) {
       const at = base + texts.length;
       this._dropFrom(at);
@@ -223,21 +214,10 @@ class ItemLogImpl {
     }
   }
 
-  // Before JS reads this log while a run may be changing it natively.
-  _sync() {
-    this._flush();
-    this._known = undefined;
-  }
-
-  // Only a run that took the held items can have changed the native log.
-  _ranNatively() {
-    if (this._heldCount === 0) this._known = undefined;
-  }
-
   append(item) {
     if (this._idle() && isHoldable(item)) {
-      this._put(this._nativeLength() + this._heldCount, item);
-      this._heldCount++;
+      this._put(this._rt.native.holdItems(this._id, 1), item);
+      this._holding = true;
       return;
     }
     this._flush();
@@ -252,22 +232,19 @@ class ItemLogImpl {
     } catch (e) {
       throw new NoeticConfigError({ code: 'INVALID_ITEM', message: `ctx.itemLog.append: the item has no JSON form (${e?.message ?? e}).`, hint });
     }
-    const pos = callNative(() => this._rt.native.appendItem(this._id, text, checked));
-    this._known = undefined;
-    this._put(pos, item);
+    this._put(callNative(() => this._rt.native.appendItem(this._id, text, checked)), item);
   }
 
   // Positions past the log's length may hold items appended since; callers read up to a length they know.
   _all() {
-    const idle = this._idle();
-    if (!idle) this._sync();
-    const native = idle ? this._nativeLength() : this._rt.native.logLength(this._id);
-    const length = native + this._heldCount;
+    if (!this._idle()) this._flush();
+    const length = this._rt.native.logLength(this._id);
     const objects = this._objects;
-    if (this._filled < native) {
+    if (this._filled < length) {
+      // Texts of the runtime's items up to its log's end; the held ones past it are JS's own objects.
       const from = this._filled;
-      const texts = this._rt.native.itemsJson(this._id, from, native);
-      for (let i = from; i < native; i++) if (objects[i] === undefined) objects[i] = JSON.parse(texts[i - from]);
+      const texts = this._rt.native.itemsJson(this._id, from, length);
+      for (let i = 0; i < texts.length; i++) if (objects[from + i] === undefined) objects[from + i] = JSON.parse(texts[i]);
       this._filled = length;
     }
     this._length = length;
@@ -276,7 +253,7 @@ class ItemLogImpl {
 
   // No native call when JS already holds them (a session's history and turn input usually are JS's own objects).
   _upTo(length) {
-    return this._heldCount === 0 && this._filled >= length ? this._objects : this._all();
+    return !this._holding && this._filled >= length ? this._objects : this._all();
   }
 
   get items() {

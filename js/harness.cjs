@@ -234,6 +234,10 @@ class AgentHarness {
     const checked = admit(gateOf(this.itemSchemas, layers ?? this._layers), items, (i) => `createContext items[${i}]`);
     const handles = runtime.scope();
     const keep = handles.keep;
+    // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
+    // context converts nothing. Others go now, so that the native check names a bad one at once (an item with no
+    // JSON form goes as null, which it names as not an item).
+    const hold = items.every(isHoldable);
     const options = {
       threadId: opts.threadId,
       resourceId: opts.resourceId,
@@ -241,11 +245,8 @@ class AgentHarness {
       checked,
       id: lineage.id,
       parent: lineage.parent,
+      held: hold ? items.length : 0,
     };
-    // Items of known types are held in JS until a run needs the log (as appends between runs are): making the
-    // context converts nothing. Others go now, so that the native check names a bad one at once (an item with no
-    // JSON form goes as null, which it names as not an item).
-    const hold = items.every(isHoldable);
     let id;
     try {
       id = callNative(() => runtime.native.createContext(JSON.stringify(options), hold ? '[]' : JSON.stringify(items)));
@@ -281,8 +282,8 @@ class AgentHarness {
     const inputRef = JSON.stringify(runtime.toRef(input));
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
       const ctx = contextOrOptions;
-      const held = runtime.enterContext(ctx);
-      const settled = this._settle((run) => runtime.native.runInContext(run, ctx.id, JSON.stringify(description), inputRef, held));
+      runtime.enterContext(ctx);
+      const settled = this._settle((run) => runtime.native.runInContext(run, ctx.id, JSON.stringify(description), inputRef));
       return settled.finally(() => runtime.leaveContext(ctx));
     }
     const options = runOptionsOf(contextOrOptions, contextOrOptions instanceof ContextImpl);

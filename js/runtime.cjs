@@ -120,18 +120,16 @@ class Runtime {
     this.forgetContext(ctx.id);
   }
 
-  // Holds a kept context while a run names it; true when its log holds items the run has yet to read.
+  // Holds a kept context while a run names it.
   enterContext(ctx) {
     const entry = this.active.get(ctx.id);
     if (entry) entry.runs++;
     else this.active.set(ctx.id, { ctx, runs: 1 });
-    return ctx.itemLog._heldCount > 0;
   }
 
   leaveContext(ctx) {
     const entry = this.active.get(ctx.id);
     if (entry && --entry.runs === 0) this.active.delete(ctx.id);
-    ctx.itemLog._ranNatively();
   }
 
   forgetContext(id) {

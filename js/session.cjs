@@ -207,7 +207,7 @@ function seedSessionHistory(harness, threadId, items) {
   }
   // A copy, checked when a turn first reads the history: a bad item fails that turn (DECISIONS I3).
   const runtime = harness._runtime;
-  const id = callNative(() => runtime.native.seedSession(threadId));
+  const id = callNative(() => runtime.native.seedSession(threadId, items.length));
   runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
   // Held busy so an unreferenced harness still stores it; a failed store is retried next turn: no unhandled rejection.
   runtime.beginRun();

@@ -361,8 +361,9 @@ impl NativeHarness {
   }
 
   /// Opens a context that outlives runs (`harness.createContext()`); returns its id.
-  /// `options`: `{threadId?, resourceId?, memory?, checked?}`; `checked`: JS put the items to the context's item
-  /// schemas. `items`: its first items, as one JSON array of their texts.
+  /// `options`: `{threadId?, resourceId?, memory?, checked?, held?}`; `checked`: JS put the items to the context's
+  /// item schemas; `held`: how many first items JS holds (DECISIONS L1). `items`: its first items otherwise, as one
+  /// JSON array of their texts.
   #[napi(catch_unwind)]
   pub fn create_context(&self, options: String, #[napi(ts_arg_type = "string")] items: JsText) -> Result<String> {
     let options = parse(&options)?;
@@ -398,6 +399,9 @@ impl NativeHarness {
         for item in items {
           state.log.push(item);
         }
+        drop(state);
+        // Its first items JS holds instead (`held`), when they need no check here.
+        ctx.hold_items(options.get("held").and_then(Value::as_u64).unwrap_or(0) as u32);
       }
       Err(error) => {
         self.inner.drop_context(&ctx.id);
@@ -408,25 +412,15 @@ impl NativeHarness {
   }
 
   /// Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
-  /// outcome is returned or arrives as for `run`. `held`: JS holds items of the log it has not sent (DECISIONS L1),
-  /// which the first step that reads the log natively asks for.
+  /// outcome is returned or arrives as for `run`. Items JS holds of the log (DECISIONS L1) are asked for by the
+  /// first step that reads the log natively.
   #[napi(catch_unwind)]
-  pub fn run_in_context(
-    &self,
-    run: u32,
-    context: String,
-    step: String,
-    input: String,
-    held: Option<bool>,
-  ) -> Result<Option<String>> {
+  pub fn run_in_context(&self, run: u32, context: String, step: String, input: String) -> Result<Option<String>> {
     let (step, input, _) = match parse_run(&self.dispatch, &step, &input, "{}")? {
       Ok(parsed) => parsed,
       Err(error) => return Ok(Some(failed(&error))),
     };
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    if held == Some(true) {
-      ctx.set_held_by_host(true);
-    }
     let harness = Arc::clone(&self.inner);
     self.start_run(run, async move { harness.run_existing(&ctx, &step, input).await });
     Ok(None)
@@ -531,7 +525,6 @@ impl NativeHarness {
     let ctx = self.inner.context(context).ok_or_else(|| missing_context(context))?;
     let types = self.inner.item_types.unless_checked(checked == Some(true));
     let items = parse_item_batch(items, types, origin.as_deref().unwrap_or("itemLog.append"))?;
-    ctx.set_held_by_host(false);
     let mut state = ctx.state();
     let (from, count) = (state.log.len(), items.len());
     for item in items {
@@ -541,10 +534,27 @@ impl NativeHarness {
     Ok(state.log.len() as u32)
   }
 
+  /// The log's length as user code sees it: the items JS holds included.
   #[napi(catch_unwind)]
   pub fn log_length(&self, context: String) -> Result<u32> {
     let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
-    Ok(ctx.state().log.len() as u32)
+    Ok(ctx.length_with_held())
+  }
+
+  /// JS holds `count` more items of the log, appended while no run was in flight (DECISIONS L1), to be sent when a
+  /// run first reads the log; answers the position of the first.
+  #[napi(catch_unwind)]
+  pub fn hold_items(&self, context: String, count: u32) -> Result<u32> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    Ok(ctx.hold_items(count))
+  }
+
+  /// `[from, count]`: the items JS holds, which it is about to send; the log then holds none.
+  #[napi(catch_unwind)]
+  pub fn take_held(&self, context: String) -> Result<Vec<u32>> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    let (from, count) = ctx.take_held();
+    Ok(vec![from, count])
   }
 
   /// JSON texts of the log items in `[from, to)`, for the ones JS has not seen (made in Rust).

@@ -271,13 +271,13 @@ impl NativeHarness {
     self.inner.evict_session(&thread)
   }
 
-  /// Replaces `thread`'s history with one JS holds, to be sent when a turn first reads the log (DECISIONS I3, L1);
-  /// returns the id of the context that holds it.
+  /// Replaces `thread`'s history with `held` items JS holds, to be sent when a turn first reads the log (DECISIONS
+  /// I3, L1); returns the id of the context that holds it.
   #[napi(catch_unwind)]
-  pub fn seed_session(&self, thread: String) -> Result<String> {
+  pub fn seed_session(&self, thread: String, held: u32) -> Result<String> {
     let id = self.inner.seed_session(&thread, Vec::new()).map_err(|e| to_napi(config_json(&e)))?;
     if let Some(ctx) = self.inner.context(&id) {
-      ctx.set_held_by_host(true);
+      ctx.hold_items(held);
     }
     Ok(id)
   }

@@ -1,5 +1,6 @@
 //! An execution context: the log, counters and results of one execution (a run, or a spawn child).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -130,10 +131,12 @@ pub struct ExecContext {
   /// Whether its tool rounds take in the messages `io` holds for it (a session turn's own context only, not its
   /// children's, as upstream).
   receives_input: bool,
-  /// Whether the host still holds items of this log that the native side has not been sent (DECISIONS L1): a run
-  /// that reads the log natively asks for them first. An async lock, so that a second run waits for the items the
-  /// first asked for instead of reading the log before they arrive.
-  held_by_host: tokio::sync::Mutex<bool>,
+  /// How many items past the log's end the host holds and has not sent (DECISIONS L1): appended while no run was
+  /// in flight, they are the log's next positions, and a run that reads the log natively asks for them first.
+  held_by_host: AtomicU32,
+  /// Taken while a run asks for the held items, so that a second run waits for them instead of reading the log
+  /// before they arrive.
+  taking_held: tokio::sync::Mutex<()>,
   /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
   abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
   /// Runs in flight in this context, which share one execution: the first starts it, the last ends it (a turn, a
@@ -163,28 +166,36 @@ impl ExecContext {
       abort_signal: watch::Sender::new(false),
       io: None,
       receives_input: false,
-      held_by_host: tokio::sync::Mutex::new(false),
+      held_by_host: AtomicU32::new(0),
+      taking_held: tokio::sync::Mutex::new(()),
       abort_listener: std::sync::OnceLock::new(),
       runs_in_flight: tokio::sync::Mutex::new(0),
     }
   }
 
-  /// Whether the host holds items of this log that it has not sent yet: it does when a run starts with some, and
-  /// does not once it has sent them.
-  pub fn set_held_by_host(&self, held_now: bool) {
-    // Locked only while a run is asking for the held items: the host has not answered yet, and sends every item it
-    // holds when it does.
-    if let Ok(mut held) = self.held_by_host.try_lock() {
-      *held = held_now;
-    }
+  /// The host holds `count` more items past the log's end (appended while no run was in flight); answers the
+  /// position of the first.
+  pub fn hold_items(&self, count: u32) -> u32 {
+    let log_len = self.state().log.len() as u32;
+    log_len + self.held_by_host.fetch_add(count, Ordering::AcqRel)
+  }
+
+  /// Where the items the host holds start (the log's length) and how many there are, as the host takes them to send
+  /// them: from then on the log holds none (one the host cannot send, it drops).
+  pub fn take_held(&self) -> (u32, u32) {
+    (self.state().log.len() as u32, self.held_by_host.swap(0, Ordering::AcqRel))
+  }
+
+  /// The log's length with the items the host holds: what user code sees of it.
+  pub fn length_with_held(&self) -> u32 {
+    self.state().log.len() as u32 + self.held_by_host.load(Ordering::Acquire)
   }
 
   /// Has the host send the items it holds of this log, if it holds any: before a step reads the log natively.
   pub async fn take_held_items(&self, host: &dyn Host) -> Result<(), HostError> {
-    let mut held = self.held_by_host.lock().await;
-    if *held {
+    let _taking = self.taking_held.lock().await;
+    if self.held_by_host.load(Ordering::Acquire) > 0 {
       host.send_held_items(&self.id).await?;
-      *held = false;
     }
     Ok(())
   }
