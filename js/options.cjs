@@ -1,7 +1,9 @@
 'use strict';
-// Checks of the options users pass to AgentHarness's methods (its constructor's are native: harness/options.rs):
-// every option is applied or rejected with a NoeticConfigError that names what was passed.
-const { NoeticConfigError, describeValue } = require('./errors.cjs');
+// The options users pass to AgentHarness's methods, checked natively (harness/options.rs); a model request's and a
+// test model's reply's shape are still checked here, before they are converted.
+const native = require('./native.cjs');
+const { NoeticConfigError, describeValue, callNative } = require('./errors.cjs');
+const { sketch } = require('./sketch.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
 
 function fail(code, message, hint) {
@@ -14,35 +16,23 @@ function checkObject(value, what, code, hint) {
   }
 }
 
-// threadId and resourceId key layer state; one that is not a string would be dropped.
-function checkIds(options, where, code, hint) {
-  for (const field of ['threadId', 'resourceId']) {
-    const value = options[field];
-    if (value != null && typeof value !== 'string') fail(code, `${where} ${field} is ${describeValue(value)}; expected a string.`, hint);
-  }
-  noteThreadId(options.threadId);
+// createContext's options (undefined or null mean none, as upstream) and run's third argument, checked natively
+// (harness/options.rs); their thread ids are noted as given.
+function callOptionsOf(call, options) {
+  if (options !== undefined) callNative(() => native.checkCallOptions(call, sketch(options, [], 1)));
+  noteThreadId(options?.threadId);
+  return options ?? {};
 }
 
-// createContext's options: undefined or null mean none, as upstream.
-function contextOptionsOf(opts) {
-  if (opts == null) return {};
-  const hint = 'Pass { threadId?, resourceId?, memory?, items?, state?, parent?, cwdInit? } or nothing.';
-  checkObject(opts, 'createContext(options)', 'INVALID_CONTEXT_OPTIONS', hint);
-  checkIds(opts, 'createContext', 'INVALID_CONTEXT_OPTIONS', hint);
-  if (opts.items != null && !Array.isArray(opts.items)) {
-    fail('INVALID_CONTEXT_OPTIONS', `createContext items is ${describeValue(opts.items)}; expected an array of items.`, 'Pass `items: [createMessage(text, role), ...]`.');
-  }
-  return opts;
-}
+const contextOptionsOf = (opts) => callOptionsOf('createContext', opts);
 
 // run's third argument, when it is not a context of this harness.
 function runOptionsOf(options, isContext) {
-  const hint = 'Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.';
-  if (isContext) fail('INVALID_RUN_OPTIONS', 'harness.run was given a context made by another harness.', hint);
-  if (options === undefined) return {};
-  checkObject(options, "harness.run's third argument", 'INVALID_RUN_OPTIONS', hint);
-  checkIds(options, 'harness.run', 'INVALID_RUN_OPTIONS', hint);
-  return options;
+  if (isContext) {
+    const hint = 'Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.';
+    fail('INVALID_RUN_OPTIONS', 'harness.run was given a context made by another harness.', hint);
+  }
+  return callOptionsOf('run', options);
 }
 
 // harness.callModel / ctx.callModel's request.

@@ -38,3 +38,9 @@ pub fn inspector_options(sketch: Value) -> Result<Value> {
   let options = inspect::options::checked(Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))?;
   serde_json::to_value(options).map_err(|e| Error::from_reason(e.to_string()))
 }
+
+/// The options of `createContext` or `harness.run` (`call`: `"createContext"` or `"run"`), checked.
+#[napi(catch_unwind, skip_typescript)]
+pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
+  options::check_call_options(&call, Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
+}

@@ -485,6 +485,47 @@ fn check_delivery_mode<'a>(mode: Sketch<'a>) -> Result<&'a str, ConfigError> {
   }
 }
 
+/// The options of a call that takes some (`createContext(options)`, `harness.run(step, input, options)`): an object
+/// or nothing, whose ids key layer state (one that is not a string would be dropped).
+pub fn check_call_options(call: &str, options: Sketch) -> Result<(), ConfigError> {
+  let (code, what, place, hint) = match call {
+    "createContext" => (
+      "INVALID_CONTEXT_OPTIONS",
+      "createContext(options)",
+      "createContext",
+      "Pass { threadId?, resourceId?, memory?, items?, state?, parent?, cwdInit? } or nothing.",
+    ),
+    _ => (
+      "INVALID_RUN_OPTIONS",
+      "harness.run's third argument",
+      "harness.run",
+      "Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.",
+    ),
+  };
+  // createContext takes null for none too, as upstream; run only undefined.
+  if options.is_undefined() || (call == "createContext" && options.is_nullish()) {
+    return Ok(());
+  }
+  if !options.is_record() {
+    return fail(code, format!("{what} is {}; expected an object.", options.described()), hint);
+  }
+  for field in ["threadId", "resourceId"] {
+    let value = options.field(field);
+    if !value.is_nullish() && value.as_str().is_none() {
+      return fail(code, format!("{place} {field} is {}; expected a string.", value.described()), hint);
+    }
+  }
+  let items = options.field("items");
+  if call == "createContext" && !items.is_nullish() && items.as_array().is_none() && items.described() != "an array" {
+    return fail(
+      code,
+      format!("createContext items is {}; expected an array of items.", items.described()),
+      "Pass `items: [createMessage(text, role), ...]`.",
+    );
+  }
+  Ok(())
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -528,6 +569,18 @@ mod tests {
     assert_eq!(error.message, "AgentHarness storage has no 'set', 'delete', 'list' methods.");
     let error = error_of(json!({ "shell": 3 }));
     assert_eq!(error.message, "AgentHarness shell is 3; expected a ShellAdapter.");
+  }
+
+  #[test]
+  fn call_options_are_an_object_with_string_ids() {
+    assert!(check_call_options("createContext", Sketch::of(&Value::Null)).is_ok());
+    assert_eq!(check_call_options("run", Sketch::of(&Value::Null)).unwrap_err().code, "INVALID_RUN_OPTIONS");
+    let error = check_call_options("createContext", Sketch::of(&json!({ "threadId": 5 }))).unwrap_err();
+    assert_eq!(error.message, "createContext threadId is 5; expected a string.");
+    let error = check_call_options("createContext", Sketch::of(&json!({ "items": "x" }))).unwrap_err();
+    assert_eq!(error.message, "createContext items is \"x\"; expected an array of items.");
+    let truncated = json!({ "items": { "$sketch": "an array", "type": "object", "methods": [] } });
+    assert!(check_call_options("createContext", Sketch::of(&truncated)).is_ok());
   }
 
   #[test]
