@@ -1,6 +1,8 @@
 'use strict';
 // Node and Bun fire a `setTimeout` of more than 2^31 - 1 ms (Infinity included) at once, so long waits are chained.
-const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const native = require('./native.cjs');
+const { callNative } = require('./errors.cjs');
+const { sketch } = require('./sketch.cjs');
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -20,14 +22,10 @@ function clearLongTimeout(timer) {
   if (timer) clearTimeout(timer.id);
 }
 
-// `null` is none too, as upstream takes it.
+// A timeout a caller gave, checked natively as a spawn's is (steps/builders.rs): none, or milliseconds, 0 or more.
 function checkedTimeout(value, what) {
-  if (value == null || (typeof value === 'number' && value >= 0)) return value;
-  throw new NoeticConfigError({
-    code: 'INVALID_TIMEOUT',
-    message: `${what}: the timeout is ${describeValue(value)}; expected a number of milliseconds, 0 or more.`,
-    hint: 'Pass a number of milliseconds, Infinity (or 0) to wait without a limit, or nothing for the default.',
-  });
+  callNative(() => native.checkTimeout(sketch(value, [], 0), what));
+  return value;
 }
 
 module.exports = { MAX_TIMER_MS, setLongTimeout, clearLongTimeout, checkedTimeout };
