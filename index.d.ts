@@ -3235,6 +3235,15 @@ export {};
  */
 declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+declare class InspectorGate {
+  /** For a server bound to `address` and `port`, with a fresh token. */
+  constructor(address: string, port: number)
+  get origin(): string
+  get url(): string
+  /** `[status, text]` when the request is refused; `null` when it may be answered. */
+  refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
+}
+
 declare class NativeEmbedder {
   constructor(apiKey: string, model?: string | undefined | null, baseUrl?: string | undefined | null)
   /** One vector per text, in order. */

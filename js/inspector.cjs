@@ -2,7 +2,6 @@
 // @noetic-tools/core/inspector: a local page showing what each model call of a harness saw, served over node:http
 // (Node and Bun both have it); read-only, on 127.0.0.1 by default, every request carrying the URL's random token.
 const http = require('node:http');
-const { randomBytes, timingSafeEqual } = require('node:crypto');
 const { readFileSync } = require('node:fs');
 const { join } = require('node:path');
 const native = require('./native.cjs');
@@ -49,7 +48,6 @@ class Inspector {
   constructor(harness, o) {
     this.harness = harness;
     this.native = harness._runtime.native;
-    this.token = randomBytes(24).toString('hex');
     this.feeds = new Set();
     this.heartbeat = undefined;
     this.options = o;
@@ -65,26 +63,16 @@ class Inspector {
         resolve();
       });
     });
-    const address = this.server.address();
-    const shownHost = address.family === 'IPv6' || address.family === 6 ? `[${address.address}]` : address.address;
-    this.origin = `http://${shownHost}:${address.port}`;
-    this.hosts = new Set([`${shownHost}:${address.port}`, `localhost:${address.port}`]);
-    // On loopback any other Host is a page elsewhere that rebound a name of its own here (DNS rebinding).
-    this.loopback = /^(127\.|::1$|::ffff:127\.)/.test(address.address);
-    this.url = `${this.origin}/?token=${this.token}`;
+    const bound = this.server.address();
+    // Which requests are answered is the runtime's to say (inspect/gate.rs), with the token it made.
+    this.gate = new native.InspectorGate(bound.address, bound.port);
+    this.origin = this.gate.origin;
+    this.url = this.gate.url;
   }
 
   refuse(req, url) {
-    if (req.method !== 'GET' && req.method !== 'HEAD') return [405, 'The inspector is read-only.'];
-    if (this.loopback && !this.hosts.has(String(req.headers.host ?? '').toLowerCase())) return [403, 'Unknown host.'];
-    const origin = req.headers.origin;
-    if (origin !== undefined && origin !== this.origin) return [403, 'Other origins are refused.'];
-    const fetchSite = req.headers['sec-fetch-site'];
-    if (fetchSite !== undefined && fetchSite !== 'same-origin' && fetchSite !== 'none') return [403, 'Other sites are refused.'];
-    const given = Buffer.from(String(url.searchParams.get('token') ?? ''));
-    const wanted = Buffer.from(this.token);
-    if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) return [401, 'This URL needs the token startInspector gave.'];
-    return null;
+    const { method, headers } = req;
+    return this.gate.refusal(method ?? '', String(headers.host ?? ''), headers.origin, headers['sec-fetch-site'], url.searchParams.get('token') ?? '');
   }
 
   serve(req, res) {
@@ -94,9 +82,9 @@ class Inspector {
     } catch {
       return this.send(res, 400, 'text/plain', 'Bad request.');
     }
-    const refused = this.refuse(req, url);
-    if (refused) return this.send(res, refused[0], 'text/plain', refused[1]);
     try {
+      const refused = this.refuse(req, url);
+      if (refused) return this.send(res, refused[0], 'text/plain', refused[1]);
       switch (url.pathname) {
         case '/':
           return this.send(res, 200, 'text/html', pageHtml(), {

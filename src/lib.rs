@@ -13,6 +13,7 @@ mod embed;
 mod fs;
 mod guard;
 mod harness;
+mod inspector;
 mod js_callback;
 mod js_host;
 mod js_string;

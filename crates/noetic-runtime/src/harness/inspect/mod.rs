@@ -3,6 +3,7 @@
 //! call one atomic load and records nothing.
 
 mod capture;
+pub mod gate;
 pub mod options;
 mod read;
 mod record;
