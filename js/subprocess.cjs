@@ -1,8 +1,10 @@
 'use strict';
 // `createInMemorySubprocessAdapter`, upstream's default SubprocessAdapter: handle states are native
 // (NativeSubprocessRegistry); JS keeps what is JS values or calls (metadata, handles, user functions, manifests).
-const { NativeSubprocessRegistry } = require('./native.cjs');
-const { NoeticConfigError, describeValue, messageOf } = require('./errors.cjs');
+const native = require('./native.cjs');
+const { NativeSubprocessRegistry } = native;
+const { NoeticConfigError, describeValue, messageOf, callNative } = require('./errors.cjs');
+const { sketch } = require('./sketch.cjs');
 
 // Upstream's key layout, so that a storage shared with upstream's adapter reads the same.
 const MANIFEST_PREFIX = 'inMemorySubprocess:manifest:';
@@ -83,22 +85,9 @@ const handleOf = (state, metadata) => ({
   metadata,
 });
 
-const OPTIONS_HINT = 'Pass { run?, stepRunner?, metadataInjector?, storage? }: functions, and a StorageAdapter (get, set, delete, list).';
-
-function checkOptions(options) {
-  const fail = (message) => {
-    throw new NoeticConfigError({ code: 'INVALID_SUBPROCESS_OPTIONS', message, hint: OPTIONS_HINT });
-  };
-  if (!isRecord(options)) fail(`createInMemorySubprocessAdapter options are ${describeValue(options)}; expected an object.`);
-  for (const name of ['run', 'stepRunner', 'metadataInjector']) {
-    const value = options[name];
-    if (value != null && typeof value !== 'function') fail(`createInMemorySubprocessAdapter ${name} is ${describeValue(value)}; expected a function.`);
-  }
-  const { storage } = options;
-  if (storage == null) return;
-  const missing = ['get', 'set', 'delete', 'list'].filter((name) => typeof storage?.[name] !== 'function');
-  if (missing.length > 0) fail(`createInMemorySubprocessAdapter storage has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`);
-}
+// Checked natively (adapters/subprocess.rs); a storage adapter's methods are the ones looked up.
+const STORAGE_METHODS = ['get', 'set', 'delete', 'list'];
+const checkOptions = (options) => callNative(() => native.checkSubprocessOptions(sketch(options, STORAGE_METHODS, 2)));
 
 function createInMemorySubprocessAdapter(options = {}) {
   checkOptions(options);

@@ -5,6 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::ConfigError;
+use crate::js_sketch::Sketch;
+
 /// Upstream's `SubprocessStatus`. This adapter moves handles between `running`, `completed`, `failed` and
 /// `stopped` only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +173,37 @@ impl LiveSet {
   }
 }
 
+/// `createInMemorySubprocessAdapter(options)`: an object whose `run`, `stepRunner` and `metadataInjector` are
+/// functions when given, and whose `storage`, when given, has a StorageAdapter's methods.
+pub fn check_options(options: Sketch) -> Result<(), ConfigError> {
+  let fail = |message: String| {
+    Err(ConfigError::new(
+      "INVALID_SUBPROCESS_OPTIONS",
+      message,
+      "Pass { run?, stepRunner?, metadataInjector?, storage? }: functions, and a StorageAdapter (get, set, delete, list).",
+    ))
+  };
+  if !(options.is_record() || options.as_array().is_some() || options.described() == "an array") {
+    return fail(format!("createInMemorySubprocessAdapter options are {}; expected an object.", options.described()));
+  }
+  for name in ["run", "stepRunner", "metadataInjector"] {
+    let value = options.field(name);
+    if !value.is_nullish() && !value.is_function() {
+      return fail(format!("createInMemorySubprocessAdapter {name} is {}; expected a function.", value.described()));
+    }
+  }
+  let storage = options.field("storage");
+  let missing = if storage.is_nullish() { Vec::new() } else { storage.lacking(&STORAGE_METHODS) };
+  if missing.is_empty() {
+    return Ok(());
+  }
+  let s = if missing.len() > 1 { "s" } else { "" };
+  fail(format!("createInMemorySubprocessAdapter storage has no {} method{s}.", missing.join(", ")))
+}
+
+/// The methods of a storage adapter the adapter keeps its manifests in.
+pub const STORAGE_METHODS: [&str; 4] = ["get", "set", "delete", "list"];
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -258,5 +292,16 @@ mod tests {
     let names: Vec<_> =
       [Starting, Running, Paused, Completed, Failed, Stopped, Stale].map(SubprocessStatus::as_str).into();
     assert_eq!(names, ["starting", "running", "paused", "completed", "failed", "stopped", "stale"]);
+  }
+
+  #[test]
+  fn options_name_what_is_wrong() {
+    use serde_json::json;
+    let error = |value| check_options(Sketch::of(&value)).unwrap_err().message;
+    assert_eq!(error(json!(3)), "createInMemorySubprocessAdapter options are 3; expected an object.");
+    assert_eq!(error(json!({ "run": 1 })), "createInMemorySubprocessAdapter run is 1; expected a function.");
+    let storage = json!({ "storage": { "$sketch": "a Store", "type": "object", "methods": ["get", "list"] } });
+    assert_eq!(error(storage), "createInMemorySubprocessAdapter storage has no set, delete methods.");
+    assert!(check_options(Sketch::of(&json!({}))).is_ok());
   }
 }
