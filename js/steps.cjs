@@ -253,20 +253,12 @@ function describeCandidates(s, keep, describeLayer) {
   return Array.isArray(s._optimizable) ? s._optimizable.map((c) => describeStep(c, keep, describeLayer)) : undefined;
 }
 
-// `step.run`'s retry policy, checked where a wrong one would otherwise retry forever or never.
-function describeRetry(retry) {
-  if (retry == null) return undefined;
-  need(typeof retry === 'object', 'INVALID_RETRY_POLICY', `retry must be { maxAttempts, backoff, initialDelay, maxDelay? }, got ${describeValue(retry)}.`, "Pass retry: { maxAttempts: 3, backoff: 'exponential', initialDelay: 100 }.");
-  need(typeof retry.maxAttempts === 'number' && !Number.isNaN(retry.maxAttempts), 'INVALID_RETRY_POLICY', `retry.maxAttempts must be a number, got ${describeValue(retry.maxAttempts)}.`, 'Pass the total number of attempts, the first included.');
-  return { maxAttempts: num(retry.maxAttempts), backoff: retry.backoff, initialDelay: num(retry.initialDelay ?? 0), maxDelay: retry.maxDelay === undefined ? undefined : num(retry.maxDelay) };
-}
-
 // The step tree as the native interpreter reads it; user functions become handles.
 function describeStep(s, keep, describeLayer) {
   const base = { kind: s?.kind, id: s?.id };
   switch (s?.kind) {
     case 'run':
-      return { ...base, execute: typeof s.execute === 'function' ? keep(routedExecute(s)) : undefined, retry: describeRetry(s.retry) };
+      return { ...base, execute: typeof s.execute === 'function' ? keep(routedExecute(s)) : undefined, retry: s.retry == null ? undefined : sketch(s.retry, [], 1) };
     case 'tool':
       return { ...base, tool: s.tool ? keep(s.tool) : undefined, args: s.args ? keep(s.args) : undefined };
     case 'branch':

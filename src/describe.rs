@@ -26,9 +26,10 @@ use noetic_runtime::memory::registry::{
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
+use noetic_runtime::steps::builders;
 use noetic_runtime::steps::{
-  Backoff, ContextIn, ContextOut, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams,
-  RetryPolicy, Step, StructuredOutput, Until,
+  ContextIn, ContextOut, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams, Step,
+  StructuredOutput, Until,
 };
 use serde_json::Value;
 
@@ -225,7 +226,7 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
   Ok(match value.get("kind").and_then(Value::as_str) {
     Some("run") => Step::Run {
       execute: handle("execute").ok_or_else(|| describe_error(format!("step.run '{id}' has no execute function.")))?,
-      retry: value.get("retry").and_then(retry_policy),
+      retry: builders::retry_policy(value.get("retry").map_or(Sketch::undefined(), Sketch::of))?,
       id,
     },
     Some("tool") => Step::Tool {
@@ -353,21 +354,6 @@ fn context_out(value: &Value) -> ContextOut {
 fn candidates(value: &Value, host: Option<&Dispatch>) -> Result<Vec<Arc<Step>>, ConfigError> {
   let listed = value.get("optimizable").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
   listed.iter().map(|s| step(s, host).map(Arc::new)).collect()
-}
-
-/// `step.run`'s `retry`; anything unreadable is no retry.
-fn retry_policy(value: &Value) -> Option<RetryPolicy> {
-  let backoff = match value.get("backoff").and_then(Value::as_str) {
-    Some("linear") => Backoff::Linear,
-    Some("exponential") => Backoff::Exponential,
-    _ => Backoff::Fixed,
-  };
-  Some(RetryPolicy {
-    max_attempts: value.get("maxAttempts").and_then(number)?,
-    backoff,
-    initial_delay_ms: value.get("initialDelay").and_then(number).unwrap_or(0.0).max(0.0),
-    max_delay_ms: value.get("maxDelay").and_then(number).unwrap_or(30_000.0).max(0.0),
-  })
 }
 
 /// `step.params`: the sampling settings a provider is sent; anything not a finite number is left unset.

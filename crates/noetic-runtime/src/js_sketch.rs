@@ -23,6 +23,11 @@ impl<'a> Sketch<'a> {
     Self(Some(value))
   }
 
+  /// A field that is absent.
+  pub fn undefined() -> Self {
+    Self(None)
+  }
+
   fn tag(&self) -> Option<&'a str> {
     self.0?.get(TAG)?.as_str()
   }

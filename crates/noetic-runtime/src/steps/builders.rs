@@ -2,6 +2,7 @@
 //! its codes and texts: the id first, then what the step cannot run without. JS sends the builder's name and a
 //! [`Sketch`] of its options.
 
+use super::{Backoff, RetryPolicy};
 use crate::ConfigError;
 use crate::js_sketch::Sketch;
 
@@ -317,6 +318,40 @@ fn check_fork(opts: Sketch) -> Result<(), ConfigError> {
   )
 }
 
+/// `step.run`'s retry policy, read where a wrong one would otherwise retry forever or never: an object whose
+/// `maxAttempts` is a number; a backoff other than `linear` or `exponential` is fixed, delays default to none and 30 s.
+pub fn retry_policy(retry: Sketch) -> Result<Option<RetryPolicy>, ConfigError> {
+  if retry.is_nullish() {
+    return Ok(None);
+  }
+  if !(retry.is_record() || retry.as_array().is_some() || retry.described() == "an array") {
+    return fail(
+      "INVALID_RETRY_POLICY",
+      format!("retry must be {{ maxAttempts, backoff, initialDelay, maxDelay? }}, got {}.", retry.described()),
+      "Pass retry: { maxAttempts: 3, backoff: 'exponential', initialDelay: 100 }.",
+    );
+  }
+  let attempts = retry.field("maxAttempts");
+  let Some(max_attempts) = attempts.as_number().filter(|n| !n.is_nan()) else {
+    return fail(
+      "INVALID_RETRY_POLICY",
+      format!("retry.maxAttempts must be a number, got {}.", attempts.described()),
+      "Pass the total number of attempts, the first included.",
+    );
+  };
+  let delay = |key: &str, default: f64| retry.field(key).as_number().unwrap_or(default).max(0.0);
+  Ok(Some(RetryPolicy {
+    max_attempts,
+    backoff: match retry.field("backoff").as_str() {
+      Some("linear") => Backoff::Linear,
+      Some("exponential") => Backoff::Exponential,
+      _ => Backoff::Fixed,
+    },
+    initial_delay_ms: delay("initialDelay", 0.0),
+    max_delay_ms: delay("maxDelay", 30_000.0),
+  }))
+}
+
 #[cfg(test)]
 mod tests {
   use serde_json::{Value, json};
@@ -354,6 +389,26 @@ mod tests {
     );
     assert_eq!(refused("tool", json!({ "name": "t" })).message, "tool() requires an execute function.");
     assert!(check("fork", Sketch::of(&json!({ "id": "a", "mode": "race", "paths": function() }))).is_ok());
+  }
+
+  #[test]
+  fn a_retry_policy_needs_a_number_of_attempts() {
+    let policy = |value: Value| retry_policy(Sketch::of(&value));
+    assert_eq!(
+      policy(json!("x")).unwrap_err().message,
+      "retry must be { maxAttempts, backoff, initialDelay, maxDelay? }, got \"x\"."
+    );
+    assert_eq!(
+      policy(json!({ "maxAttempts": "three" })).unwrap_err().message,
+      "retry.maxAttempts must be a number, got \"three\"."
+    );
+    let nan = json!({ "maxAttempts": { "$sketch": "NaN", "type": "number" } });
+    assert_eq!(policy(nan).unwrap_err().code, "INVALID_RETRY_POLICY");
+    let read = policy(json!({ "maxAttempts": 3, "backoff": "linear", "initialDelay": -5 })).unwrap().unwrap();
+    assert_eq!(
+      (read.max_attempts, read.backoff, read.initial_delay_ms, read.max_delay_ms),
+      (3.0, Backoff::Linear, 0.0, 30_000.0)
+    );
   }
 
   #[test]
