@@ -96,6 +96,16 @@ impl<'a> Sketch<'a> {
     self.type_of() == "function"
   }
 
+  /// An array, the elements of one sketched too deep to list included.
+  pub fn is_array(&self) -> bool {
+    self.as_array().is_some() || self.tag() == Some("an array")
+  }
+
+  /// `typeof value === 'object' && value !== null`: a record or an array.
+  pub fn is_object(&self) -> bool {
+    self.is_record() || self.is_array()
+  }
+
   /// `typeof value === 'object'` and not `null` or an array: a plain object or an instance of a class.
   pub fn is_record(&self) -> bool {
     matches!(self.0, Some(Value::Object(_))) && self.type_of() == "object" && self.tag() != Some("an array")
@@ -127,9 +137,6 @@ impl<'a> Sketch<'a> {
       Some(Value::Object(_)) => "an object".to_owned(),
     }
   }
-}
-
-impl Sketch<'_> {
   /// What JS's `if (value)` takes as true.
   pub fn is_truthy(&self) -> bool {
     match self.0 {

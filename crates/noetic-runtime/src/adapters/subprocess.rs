@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::ConfigError;
 use crate::js_sketch::Sketch;
+use crate::storage::STORAGE_METHODS;
 
 /// Upstream's `SubprocessStatus`. This adapter moves handles between `running`, `completed`, `failed` and
 /// `stopped` only.
@@ -183,7 +184,7 @@ pub fn check_options(options: Sketch) -> Result<(), ConfigError> {
       "Pass { run?, stepRunner?, metadataInjector?, storage? }: functions, and a StorageAdapter (get, set, delete, list).",
     ))
   };
-  if !(options.is_record() || options.as_array().is_some() || options.described() == "an array") {
+  if !options.is_object() {
     return fail(format!("createInMemorySubprocessAdapter options are {}; expected an object.", options.described()));
   }
   for name in ["run", "stepRunner", "metadataInjector"] {
@@ -200,9 +201,6 @@ pub fn check_options(options: Sketch) -> Result<(), ConfigError> {
   let s = if missing.len() > 1 { "s" } else { "" };
   fail(format!("createInMemorySubprocessAdapter storage has no {} method{s}.", missing.join(", ")))
 }
-
-/// The methods of a storage adapter the adapter keeps its manifests in.
-pub const STORAGE_METHODS: [&str; 4] = ["get", "set", "delete", "list"];
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@ use super::session::DeliveryMode;
 use crate::ConfigError;
 use crate::js_sketch::{Sketch, quoted_list};
 use crate::steps::builders::{check_projection, fail};
+use crate::storage::STORAGE_METHODS;
 
 /// The options the checks read. The others (`memory`, `hooks`, `params`, the initial step) are converted where the
 /// harness registers them.
@@ -64,7 +65,6 @@ pub const METHOD_NAMES: &[&str] = &[
   "readdir",
 ];
 
-const STORAGE_METHODS: &[&str] = &["get", "set", "delete", "list"];
 const FS_METHODS: &[&str] = &[
   "readFile",
   "readFileText",
@@ -185,7 +185,7 @@ fn check_storage(storage: Sketch) -> Result<(), ConfigError> {
     Adapter {
       option: "storage",
       kind: "a storage adapter",
-      methods: STORAGE_METHODS,
+      methods: &STORAGE_METHODS,
       code: "INVALID_STORAGE",
       hint: "Pass createInMemoryStorage(), createSqliteStorage(path), createPostgresStorage(url), or an object with get, set, delete and list(prefix) methods.",
     },
@@ -516,7 +516,7 @@ pub fn check_call_options(call: &str, options: Sketch) -> Result<(), ConfigError
     }
   }
   let items = options.field("items");
-  if call == "createContext" && !items.is_nullish() && items.as_array().is_none() && items.described() != "an array" {
+  if call == "createContext" && !items.is_nullish() && !items.is_array() {
     return fail(
       code,
       format!("createContext items is {}; expected an array of items.", items.described()),

@@ -35,7 +35,7 @@ pub fn check(builder: &str, opts: Sketch) -> Result<(), ConfigError> {
       check_projection(opts.field("projection"), &format!("step.llm '{id}'"))
     }
     "step.tool" => need(
-      is_object(opts.field("tool")),
+      opts.field("tool").is_object(),
       "MISSING_TOOL",
       "step.tool() requires a tool.".into(),
       "Provide a tool definition created with the tool() builder.",
@@ -56,7 +56,7 @@ pub fn check(builder: &str, opts: Sketch) -> Result<(), ConfigError> {
     }
     "spawn" => {
       need(
-        is_object(opts.field("child")),
+        opts.field("child").is_object(),
         "MISSING_CHILD_STEP",
         "spawn() requires a child step.".into(),
         "Provide a child step to execute in the isolated child context.",
@@ -72,7 +72,7 @@ pub fn check(builder: &str, opts: Sketch) -> Result<(), ConfigError> {
       "Provide a route function that selects the next step at runtime.",
     ),
     "provide" => need(
-      is_object(opts.field("child")),
+      opts.field("child").is_object(),
       "MISSING_CHILD_STEP",
       "provide() requires a child step.".into(),
       "Provide a child step to execute with the provided memory layers.",
@@ -94,11 +94,6 @@ fn need(condition: bool, code: &str, message: String, hint: &str) -> Result<(), 
 /// JS's `String.prototype.trim`: Unicode white space and the byte-order mark.
 fn js_trim(text: &str) -> &str {
   text.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
-}
-
-/// `typeof value === 'object' && value !== null` (an array too).
-fn is_object(value: Sketch) -> bool {
-  value.is_record() || value.as_array().is_some()
 }
 
 /// Each builder's example id in its hint.
@@ -193,7 +188,7 @@ fn strategy<'a>(
     return Ok(None);
   }
   let name = if value.as_str().is_some() { value.as_str() } else { value.field("strategy").as_str() };
-  let is_spec = value.as_str().is_some() || is_object(value);
+  let is_spec = value.as_str().is_some() || value.is_object();
   match name.filter(|name| is_spec && names.contains(name)) {
     Some(name) => Ok(Some((name, value))),
     None => {
@@ -263,7 +258,7 @@ fn check_context_out(value: Sketch, id: &str) -> Result<(), ConfigError> {
 /// `every`'s body, interval and jitter.
 fn check_every(opts: Sketch) -> Result<(), ConfigError> {
   need(
-    is_object(opts.field("step")),
+    opts.field("step").is_object(),
     "MISSING_BODY_STEP",
     "every() requires a body step.".into(),
     "Provide the step to execute on each scheduled iteration.",
@@ -324,7 +319,7 @@ pub fn retry_policy(retry: Sketch) -> Result<Option<RetryPolicy>, ConfigError> {
   if retry.is_nullish() {
     return Ok(None);
   }
-  if !(retry.is_record() || retry.as_array().is_some() || retry.described() == "an array") {
+  if !retry.is_object() {
     return fail(
       "INVALID_RETRY_POLICY",
       format!("retry must be {{ maxAttempts, backoff, initialDelay, maxDelay? }}, got {}.", retry.described()),

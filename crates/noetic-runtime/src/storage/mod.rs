@@ -16,6 +16,9 @@ pub use self::postgres::{PostgresOptions, PostgresStorage};
 pub use self::scoped::{ScopedStorage, scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};
 pub use self::sqlite::SqliteStorage;
 
+/// The methods of upstream's StorageAdapter, which a user's storage must have.
+pub const STORAGE_METHODS: [&str; 4] = ["get", "set", "delete", "list"];
+
 /// Why a storage call failed; reported as a `persist` diagnostic by the state mirror, never thrown at the agent.
 /// A store that knows what its failure means says so with a code and a hint (`STORAGE_FULL`, a write whose outcome
 /// is unknown, an adapter that answered what the contract does not allow); one without is a store that could not

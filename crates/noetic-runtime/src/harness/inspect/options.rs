@@ -30,7 +30,7 @@ fn whole(value: Sketch, default: u32, min: f64, max: f64) -> Option<f64> {
 }
 
 pub fn checked(options: Sketch) -> Result<InspectorOptions, ConfigError> {
-  if !(options.is_undefined() || options.is_record() || options.as_array().is_some()) {
+  if !(options.is_undefined() || options.is_object()) {
     return Err(ConfigError::new(
       CODE,
       "startInspector(harness, options): options must be an object.",
