@@ -3521,23 +3521,6 @@ declare class NativeSubprocessRegistry {
   liveIds(): Array<string>
 }
 
-interface BudgetCheck {
-  cost: number
-  steps: number
-  duration: number
-  maxCost?: number
-  maxSteps?: number
-  maxDuration?: number
-}
-
-interface BudgetInput {
-  /** `number`, `range` or `auto` (anything else counts as auto, as upstream). */
-  kind: string
-  value?: number
-  min?: number
-  max?: number
-}
-
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
@@ -3555,13 +3538,6 @@ interface NativeSubprocessHandleState {
   status: string
   startedAt: string
   updatedAt: string
-}
-
-interface PolicyInput {
-  tokenBudget: number
-  responseReserve: number
-  overflow?: string
-  windowSize?: number
 }
 
 interface ViewOutput {

@@ -180,6 +180,13 @@ test('numbers where the native side needs them are checked at the boundary', asy
   await rejects(() => allocateBudgets({ layers: [], totalBudget: '100', systemPromptTokens: 0, responseReserve: 0 }), 'INVALID_BUDGET_INPUT', 'totalBudget', '"100"');
   await rejects(() => allocateBudgets({ layers: [{ id: 'a', budget: { min: '1', max: 5 } }], totalBudget: 100, systemPromptTokens: 0, responseReserve: 0 }), 'INVALID_LAYER_BUDGET', "'a'", 'budget.min');
   await rejects(() => assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: [], policy: { tokenBudget: '9', responseReserve: 0 } }), 'INVALID_PROJECTION_POLICY', 'policy.tokenBudget');
+  // Checked before any arithmetic: a BigInt budget is named, not a TypeError about mixing types.
+  await rejects(() => assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: [createMessage('a', 'user')], policy: { tokenBudget: 10n, responseReserve: 0 } }), 'INVALID_PROJECTION_POLICY', 'policy.tokenBudget', '10n');
+  await rejects(() => allocateBudgets({ totalBudget: 100, systemPromptTokens: 0, responseReserve: 0 }), 'INVALID_BUDGET_INPUT', 'layers is undefined');
+  // An overflow the runtime does not know is the sliding window, for the view as for the policy JS measured.
+  const history = ['a', 'b', 'c'].map((text) => createMessage(text, 'user'));
+  const view = assembleView({ systemPromptItems: [], layerOutputItems: [], historyItems: history, policy: { tokenBudget: 1e6, responseReserve: 0, overflow: 7, windowSize: 2 } });
+  assert.deepEqual(view, history.slice(1));
 });
 
 test('a built-in hook called directly names a value that is not JSON', async () => {

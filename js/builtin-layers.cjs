@@ -5,7 +5,7 @@ const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { readFiles } = require('./file-reads.cjs');
-const { sketch } = require('./sketch.cjs');
+const { sketch, checkArgs } = require('./sketch.cjs');
 const { NATIVE, Slot, SteeringAction, layerData, layerFn, z, builtinHook, recalled, num } = require('./memory.cjs');
 
 // One crossing per factory: the runtime checks a sketch of the config (four levels: a steering rule's llmEval) and
@@ -405,18 +405,9 @@ function fileReference(opts) {
 // One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
 // upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
-  if (!Array.isArray(tools)) {
-    throw new NoeticConfigError({ code: 'INVALID_TOOLS', message: `toolMemoryLayer(tools): tools is ${describeValue(tools)}; expected an array of tools.`, hint: 'Pass the tools whose `memory` declarations should become layers.' });
-  }
+  checkArgs('toolMemoryLayer', [tools], 4);
   const declarations = new Map();
-  for (const t of tools) {
-    if (!t?.memory) continue;
-    const id = t.memory.id ?? t.name;
-    if (typeof t.memory.init !== 'function' || typeof t.memory.recall !== 'function') {
-      throw new NoeticConfigError({ code: 'INVALID_TOOL_MEMORY', message: `toolMemoryLayer: the memory of tool '${t.name}' needs init() and recall(state) functions.`, hint: 'Declare memory: { id?, init: () => state, recall: (state) => text | null }.' });
-    }
-    if (!declarations.has(id)) declarations.set(id, t.memory);
-  }
+  for (const t of tools) if (t?.memory && !declarations.has(t.memory.id ?? t.name)) declarations.set(t.memory.id ?? t.name, t.memory);
   const slot = opts?.slot ?? Slot.WORKING_MEMORY + 10;
   return [...declarations].map(([id, declaration]) => ({
     id,

@@ -2,7 +2,8 @@
 // Checkpoints: snapshot schemas, the store (upstream's key layout), and `checkpoint(ctx)` / `restore(executionId)`.
 const zod = require('zod');
 const z = zod.z ?? zod;
-const { NoeticConfigError, callNative, describeValue, messageOf } = require('./errors.cjs');
+const { NoeticConfigError, callNative, messageOf } = require('./errors.cjs');
+const { checkArgs } = require('./sketch.cjs');
 
 const { NATIVE } = require('./memory.cjs');
 
@@ -89,28 +90,12 @@ function firstIssue(error) {
   return `${path}: ${issue.message}`;
 }
 
-function checkStoreOptions(options) {
-  const fail = (message) => {
-    throw new NoeticConfigError({ code: 'INVALID_CHECKPOINT_STORE', message, hint: 'Pass { storage }: a StorageAdapter (get, set, delete, list), such as createSqliteStorage(path).' });
-  };
-  if (typeof options !== 'object' || options === null) fail(`createCheckpointStore options are ${describeValue(options)}; expected { storage }.`);
-  const { storage } = options;
-  const missing = ['get', 'set', 'delete', 'list'].filter((name) => typeof storage?.[name] !== 'function');
-  if (missing.length > 0) fail(`createCheckpointStore storage has no ${missing.join(', ')} method${missing.length > 1 ? 's' : ''}.`);
-}
-
 function createCheckpointStore(options) {
-  checkStoreOptions(options);
+  checkArgs('createCheckpointStore', [options], 3);
   const { storage } = options;
   return {
     async save(snapshot) {
-      if (typeof snapshot?.executionId !== 'string') {
-        throw new NoeticConfigError({
-          code: 'INVALID_CHECKPOINT_SNAPSHOT',
-          message: `CheckpointStore.save: the snapshot's executionId is ${describeValue(snapshot?.executionId)}; expected a string.`,
-          hint: 'Save what harness.checkpoint(ctx) builds, or an object CheckpointSnapshotSchema accepts.',
-        });
-      }
+      checkArgs('checkpointSave', [snapshot?.executionId], 1);
       await storage.set(snapshotKey(snapshot.executionId), snapshot);
     },
     async load(executionId) {

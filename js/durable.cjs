@@ -1,6 +1,6 @@
 'use strict';
 // Helpers for runners that drive a harness from outside a run: a one-shot signal, the session loop, a stall nudge.
-const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const { checkArgs } = require('./sketch.cjs');
 
 // Settled at most once; a rejection before anyone reads `done` is not unhandled, yet whoever awaits it still sees it.
 function createDetachedSignal() {
@@ -18,27 +18,6 @@ function createDetachedSignal() {
   return { done, resolve: once('resolve'), reject: once('reject') };
 }
 
-function requireFunctions(what, value, names) {
-  const missing = names.filter((name) => typeof value?.[name] !== 'function');
-  if (missing.length === 0) return;
-  throw new NoeticConfigError({
-    code: 'INVALID_RUNNABLE_OPTIONS',
-    message: `${what} is ${typeof value === 'object' && value !== null ? `missing ${missing.join(', ')}` : describeValue(value)}.`,
-    hint: `Pass an object with ${names.join(', ')} (an AgentHarness has them all).`,
-  });
-}
-
-function checkLoopOptions(opts) {
-  if (typeof opts !== 'object' || opts === null) {
-    throw new NoeticConfigError({ code: 'INVALID_RUNNABLE_OPTIONS', message: `runnableLoop options are ${describeValue(opts)}.`, hint: 'Pass { harness, threadId, signal, priorItems?, initialMessage?, afterFirstTurn? }.' });
-  }
-  requireFunctions('runnableLoop harness', opts.harness, ['seedSessionHistory', 'execute', 'getAgentResponse']);
-  requireFunctions('runnableLoop signal', opts.signal, ['resolve', 'reject']);
-  if (typeof opts.threadId !== 'string') {
-    throw new NoeticConfigError({ code: 'INVALID_RUNNABLE_OPTIONS', message: `runnableLoop threadId is ${describeValue(opts.threadId)}; expected a string.`, hint: 'Name the session the runner drives.' });
-  }
-}
-
 // Neither failing fails the wait.
 function turnOrSignal(harness, threadId, signal) {
   const ignore = () => undefined;
@@ -47,7 +26,7 @@ function turnOrSignal(harness, threadId, signal) {
 
 // With prior items the next turn comes from outside; the first turn is waited for, as execute only queues it.
 async function runnableLoop(opts) {
-  checkLoopOptions(opts);
+  checkArgs('runnableLoop', [opts], 3);
   const { harness, threadId, signal, priorItems, initialMessage, afterFirstTurn } = opts;
   if (priorItems !== undefined && priorItems.length > 0) {
     harness.seedSessionHistory(threadId, priorItems);
@@ -70,9 +49,7 @@ const DEFAULT_NUDGE_MESSAGE_TEXT =
   'You finished a turn without calling a terminal tool or AskUserQuestion. If you need user input or instruction to continue, call AskUserQuestion now. Otherwise call your terminal tool to complete this phase.';
 
 function createNudgeMessage(opts) {
-  if (typeof opts?.id !== 'string') {
-    throw new NoeticConfigError({ code: 'INVALID_NUDGE_MESSAGE', message: `createNudgeMessage id is ${describeValue(opts?.id)}; expected a string.`, hint: 'Pass { id, text? }: a unique id tells re-spawns apart in the log.' });
-  }
+  checkArgs('createNudgeMessage', [opts?.id], 1);
   return {
     id: opts.id,
     type: 'message',
@@ -84,8 +61,7 @@ function createNudgeMessage(opts) {
 
 // An `afterFirstTurn` hook: one nudge, and if that turn too ends without an outcome, the stalled outcome.
 function createStallNudgeHook(opts) {
-  requireFunctions('createStallNudgeHook options', opts, ['hasPendingExternal', 'onStall', 'buildStalledOutcome']);
-  requireFunctions('createStallNudgeHook harness', opts.harness, ['execute', 'getAgentResponse']);
+  checkArgs('createStallNudgeHook', [opts], 3);
   const { harness, threadId, signal, nudgeMessage } = opts;
   const waiting = (ctx) => ctx.signalSettled() || opts.hasPendingExternal();
   return async (ctx) => {

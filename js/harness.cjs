@@ -10,7 +10,7 @@ const session = require('./session.cjs');
 const { createInMemorySubprocessAdapter, REPLAYER } = require('./subprocess.cjs');
 const detached = require('./detached.cjs');
 const { contextOptionsOf, runOptionsOf } = require('./options.cjs');
-const { sketchOptions } = require('./sketch.cjs');
+const { sketchOptions, checkArgs } = require('./sketch.cjs');
 const { createInMemoryFsAdapter, createInMemoryShellAdapter, nativeFsOf } = require('./adapters.cjs');
 const { ItemSchemaRegistry, gateOf, admit } = require('./item-schemas.cjs');
 const { SpanImpl, NoopExporter, isTracing } = require('./observability.cjs');
@@ -20,22 +20,14 @@ const checkpoints = require('./checkpoint.cjs');
 
 // The embedded durable store (DECISIONS, Storage): one SQLite file, safe for several processes.
 function createSqliteStorage(path) {
-  if (typeof path !== 'string' || path.length === 0) {
-    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: 'createSqliteStorage(path) needs a file path.', hint: "Pass a path such as './agent.db', or ':memory:'." });
-  }
+  checkArgs('createSqliteStorage', [path]);
   return callNative(() => openSqliteStore(path));
 }
 
 // The store shared by many processes on many machines (DECISIONS M19): one PostgreSQL table. Connects on first use;
 // closes connections left idle, and all of them on `close()`.
 function createPostgresStorage(url, options) {
-  const hint = "Pass a URL such as 'postgres://user:password@host:5432/database', and optionally { table, maxConnections, connectTimeoutMs, timeoutMs, idleTimeoutMs }.";
-  if (typeof url !== 'string' || url.length === 0) {
-    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: `createPostgresStorage(url) needs a connection URL; got ${describeValue(url)}.`, hint });
-  }
-  if (options !== undefined && (options === null || typeof options !== 'object' || Array.isArray(options))) {
-    throw new NoeticConfigError({ code: 'STORAGE_OPEN_FAILED', message: `createPostgresStorage: the options are ${describeValue(options)}; expected an object.`, hint });
-  }
+  checkArgs('createPostgresStorage', [url, options], 1);
   return callNative(() => openPostgresStore(url, options === undefined ? undefined : JSON.stringify(options)));
 }
 
@@ -339,9 +331,7 @@ class AgentHarness {
   // Drops an idle session from memory (not in upstream): with persistSessions its next turn reads its history back;
   // without, it starts afresh. False while a turn is running or queued, or a stream of it is open.
   evictSession(threadId) {
-    if (typeof threadId !== 'string') {
-      throw new NoeticConfigError({ code: 'INVALID_THREAD_ID', message: `evictSession: threadId must be a string, got ${typeof threadId}.`, hint: 'Pass the thread to drop from memory.' });
-    }
+    checkArgs('evictSession', [threadId], 1);
     return callNative(() => this._runtime.native.evictSession(threadId));
   }
 

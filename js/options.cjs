@@ -3,17 +3,11 @@
 // test model's reply's shape are still checked here, before they are converted.
 const native = require('./native.cjs');
 const { NoeticConfigError, describeValue, callNative } = require('./errors.cjs');
-const { sketch } = require('./sketch.cjs');
+const { sketch, checkArgs } = require('./sketch.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
 
 function fail(code, message, hint) {
   throw new NoeticConfigError({ code, message, hint });
-}
-
-function checkObject(value, what, code, hint) {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    fail(code, `${what} is ${describeValue(value)}; expected an object.`, hint);
-  }
 }
 
 // createContext's options (undefined or null mean none, as upstream) and run's third argument, checked natively
@@ -36,13 +30,7 @@ function runOptionsOf(options, isContext) {
 }
 
 // harness.callModel / ctx.callModel's request.
-function checkModelRequest(request) {
-  const hint = "Pass { model: 'provider/model', items: Item[], instructions?, params? }.";
-  checkObject(request, 'callModel(request)', 'INVALID_MODEL_REQUEST', hint);
-  if (request.items != null && !Array.isArray(request.items)) {
-    fail('INVALID_MODEL_REQUEST', `callModel request.items is ${describeValue(request.items)}; expected an array of items.`, hint);
-  }
-}
+const checkModelRequest = (request) => checkArgs('callModel', [request]);
 
 const USAGE_COUNTS = ['inputTokens', 'outputTokens', 'cachedTokens'];
 

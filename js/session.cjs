@@ -5,6 +5,7 @@ const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
+const { checkArgs } = require('./sketch.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 
@@ -200,11 +201,8 @@ function getQueueSize(harness, scope) {
 }
 
 function seedSessionHistory(harness, threadId, items) {
-  if (typeof threadId !== 'string') throw fail('INVALID_THREAD_ID', `seedSessionHistory: threadId must be a string, got ${typeof threadId}.`, 'Pass the thread to seed.');
+  checkArgs('seedSessionHistory', [threadId, items], 1);
   noteThreadId(threadId);
-  if (!Array.isArray(items)) {
-    throw fail('INVALID_SEED_ITEMS', 'seedSessionHistory(threadId, items): items must be an array of items.', 'Pass items such as createMessage(text, role).');
-  }
   // A copy, checked when a turn first reads the history: a bad item fails that turn (DECISIONS I3).
   const runtime = harness._runtime;
   const id = callNative(() => runtime.native.seedSession(threadId, items.length));

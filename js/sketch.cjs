@@ -1,7 +1,8 @@
 'use strict';
 // A user's value described for the runtime's checks (crates/noetic-runtime/src/js_sketch.rs reads it): JSON where
 // JSON can say it, a tagged description where it cannot. Nothing here decides whether a value is right.
-const { describeValue } = require('./errors.cjs');
+const native = require('./native.cjs');
+const { describeValue, callNative } = require('./errors.cjs');
 
 const TAG = '$sketch';
 const isPlain = (value) => {
@@ -44,4 +45,8 @@ function sketchOptions(options, keys, methods) {
   return sketch(picked, methods);
 }
 
-module.exports = { sketch, sketchOptions };
+// A public call's arguments, checked by the runtime (harness/api_checks.rs); `depth` bounds how far they are sketched.
+const ARG_METHODS = native.harnessOptionNames().argMethods;
+const checkArgs = (call, args, depth = 2) => callNative(() => native.checkArgs(call, sketch(args, ARG_METHODS, depth)));
+
+module.exports = { sketch, sketchOptions, checkArgs };

@@ -1,31 +1,13 @@
 'use strict';
 // @noetic-tools/core/unstable: the budget and projection functions the runtime itself uses.
 const native = require('./native.cjs');
-const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
+const { callNative } = require('./errors.cjs');
+const { sketch, checkArgs } = require('./sketch.cjs');
 const { estimateTokens } = require('./items.cjs');
 
-// Named here, not in the binding's conversion terms.
-function needNumber(value, what, code, optional = false) {
-  if (typeof value === 'number' || (optional && value === undefined)) return;
-  throw new NoeticConfigError({ code, message: `${what} is ${describeValue(value)}; expected a number.`, hint: 'Pass a number (Infinity is allowed).' });
-}
-
-function budgetOf(budget, id) {
-  if (typeof budget === 'number') return { kind: 'number', value: budget };
-  if (typeof budget === 'object' && budget !== null) {
-    needNumber(budget.min, `allocateBudgets: layer '${id}' budget.min`, 'INVALID_LAYER_BUDGET', true);
-    needNumber(budget.max, `allocateBudgets: layer '${id}' budget.max`, 'INVALID_LAYER_BUDGET', true);
-    return { kind: 'range', min: budget.min, max: budget.max };
-  }
-  return { kind: 'auto' };
-}
-
+// The arguments are sketched: the runtime checks them (memory/unstable.rs) with the messages users see.
 function allocateBudgets({ layers, totalBudget, systemPromptTokens, responseReserve }) {
-  const inputs = { totalBudget, systemPromptTokens, responseReserve };
-  for (const [name, value] of Object.entries(inputs)) needNumber(value, `allocateBudgets: ${name}`, 'INVALID_BUDGET_INPUT');
-  const out = callNative(() =>
-    native.allocateBudgetsNative(layers.map((l) => l.id), layers.map((l) => budgetOf(l.budget, l.id)), totalBudget, systemPromptTokens, responseReserve),
-  );
+  const out = callNative(() => native.allocateBudgetsNative(sketch({ layers, totalBudget, systemPromptTokens, responseReserve }, [], 5)));
   return { allocations: layers.map((l, i) => ({ layerId: l.id, allocated: out.allocated[i] })), historyBudget: out.historyBudget };
 }
 
@@ -47,10 +29,8 @@ const linkOf = (item) =>
 // History is measured newest first only as far as could fit (tokenBudget - responseReserve), once per item (issue 8).
 function assembleView({ systemPromptItems, layerOutputItems, historyItems, policy }) {
   if (!policy) return [...systemPromptItems, ...layerOutputItems, ...historyItems];
-  needNumber(policy.tokenBudget, 'assembleView: policy.tokenBudget', 'INVALID_PROJECTION_POLICY');
-  needNumber(policy.responseReserve, 'assembleView: policy.responseReserve', 'INVALID_PROJECTION_POLICY');
-  needNumber(policy.windowSize, 'assembleView: policy.windowSize', 'INVALID_PROJECTION_POLICY', true);
-  const bound = Math.max(0, policy.tokenBudget - policy.responseReserve);
+  // Numbers the runtime has not checked yet measure nothing: its call below refuses them.
+  const bound = typeof policy.tokenBudget === 'number' && typeof policy.responseReserve === 'number' ? Math.max(0, policy.tokenBudget - policy.responseReserve) : 0;
   // Only sliding_window (the default) keeps to windowSize (D10).
   const sliding = policy.overflow !== 'truncate' && policy.overflow !== 'summarize';
   const window = sliding && policy.windowSize > 0 ? Math.min(policy.windowSize, historyItems.length) : historyItems.length;
@@ -73,24 +53,15 @@ function assembleView({ systemPromptItems, layerOutputItems, historyItems, polic
       costs,
       kinds,
       callIds.join('\0'),
-      { tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize },
+      sketch({ tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize }, []),
     ),
   );
   return [...systemPromptItems, ...kept.layers.map((i) => layerOutputItems[i]), ...kept.history.map((i) => historyItems[first + i])];
 }
 
 function checkBudget(ctx, limits) {
-  for (const name of ['maxCost', 'maxSteps', 'maxDuration']) needNumber(limits[name], `checkBudget: limits.${name}`, 'INVALID_BUDGET_INPUT', true);
-  callNative(() =>
-    native.checkBudgetNative({
-      cost: ctx.cost,
-      steps: ctx.stepCount,
-      duration: ctx.elapsed,
-      maxCost: limits.maxCost,
-      maxSteps: limits.maxSteps,
-      maxDuration: limits.maxDuration,
-    }),
-  );
+  const { maxCost, maxSteps, maxDuration } = limits;
+  callNative(() => native.checkBudgetNative(sketch({ cost: ctx.cost, steps: ctx.stepCount, duration: ctx.elapsed, maxCost, maxSteps, maxDuration }, [])));
 }
 
 // Upstream's typed cast at framework boundaries.
@@ -102,13 +73,7 @@ const { createLayerStateStore } = require('./layer-state.cjs');
 
 // Keys are not escaped, as upstream's: a layer `a/b` in scope `c` and a layer `a` in scope `b/c` share a prefix.
 function createScopedStorage(storage, layerId, scopeKey) {
-  const methods = ['get', 'set', 'delete', 'list'];
-  if (typeof storage !== 'object' || storage === null || methods.some((m) => typeof storage[m] !== 'function')) {
-    throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: storage is ${describeValue(storage)}; expected a StorageAdapter.`, hint: 'Pass createInMemoryStorage(), createSqliteStorage(path) or an object with get, set, delete and list.' });
-  }
-  for (const [name, value] of [['layerId', layerId], ['scopeKey', scopeKey]]) {
-    if (typeof value !== 'string') throw new NoeticConfigError({ code: 'INVALID_STORAGE', message: `createScopedStorage: ${name} is ${describeValue(value)}; expected a string.`, hint: 'Pass the layer id and the scope key (for example the thread id) as strings.' });
-  }
+  checkArgs('createScopedStorage', [storage, layerId, scopeKey]);
   return scopedView(storage, layerPrefix(layerId, scopeKey));
 }
 

@@ -5,8 +5,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use noetic_runtime::harness::inspect;
 use noetic_runtime::harness::options::{self, METHOD_NAMES, ModelEnv, OPTION_KEYS};
+use noetic_runtime::harness::{api_checks, inspect};
 use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::steps::builders;
 
@@ -15,7 +15,12 @@ use crate::protocol::{config_json, to_napi};
 /// The option keys the checks read, and the method names they ask adapters about: what JS puts in the sketch.
 #[napi(skip_typescript)]
 pub fn harness_option_names() -> Value {
-  serde_json::json!({ "keys": OPTION_KEYS, "methods": METHOD_NAMES, "stepMethods": builders::METHOD_NAMES })
+  serde_json::json!({
+    "keys": OPTION_KEYS,
+    "methods": METHOD_NAMES,
+    "stepMethods": builders::METHOD_NAMES,
+    "argMethods": api_checks::ARG_METHODS,
+  })
 }
 
 /// `env_api_key` and `env_base_url`: OPENROUTER_API_KEY and OPENROUTER_BASE_URL as JS's environment has them.
@@ -55,4 +60,11 @@ pub fn check_timeout(sketch: Value, what: String) -> Result<()> {
 #[napi(catch_unwind, skip_typescript)]
 pub fn check_subprocess_options(sketch: Value) -> Result<()> {
   noetic_runtime::adapters::subprocess::check_options(Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
+}
+
+/// A public call's arguments (`call` names it: `"createSqliteStorage"`, `"seedSessionHistory"`, ...), sketched as an
+/// array, checked (`harness/api_checks.rs`).
+#[napi(catch_unwind, skip_typescript)]
+pub fn check_args(call: String, args: Value) -> Result<()> {
+  api_checks::check(&call, Sketch::of(&args)).map_err(|e| to_napi(config_json(&e)))
 }

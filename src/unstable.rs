@@ -6,20 +6,11 @@ use napi_derive::napi;
 use std::collections::HashMap;
 
 use noetic_runtime::items::Pairing;
-use noetic_runtime::memory::{
-  BudgetConfig, BudgetLimits, BudgetUsage, Overflow, ProjectionPolicy, allocate_budgets, assemble_view, check_budget,
-};
+use noetic_runtime::js_sketch::Sketch;
+use noetic_runtime::memory::{assemble_view, check_budget, unstable};
+use serde_json::Value;
 
 use crate::protocol::{config_json, noetic_json, to_napi};
-
-#[napi(object)]
-pub struct BudgetInput {
-  /// `number`, `range` or `auto` (anything else counts as auto, as upstream).
-  pub kind: String,
-  pub value: Option<f64>,
-  pub min: Option<f64>,
-  pub max: Option<f64>,
-}
 
 #[napi(object)]
 pub struct BudgetOutput {
@@ -27,37 +18,14 @@ pub struct BudgetOutput {
   pub history_budget: f64,
 }
 
+/// `allocateBudgets`'s argument, sketched (`js/sketch.cjs`): checked and split by the runtime's allocation.
 #[napi(catch_unwind, skip_typescript)]
-pub fn allocate_budgets_native(
-  ids: Vec<String>,
-  budgets: Vec<BudgetInput>,
-  total_budget: f64,
-  system_prompt_tokens: f64,
-  response_reserve: f64,
-) -> Result<BudgetOutput> {
-  let configs: Vec<BudgetConfig> = budgets
-    .iter()
-    .map(|b| match b.kind.as_str() {
-      "number" => BudgetConfig::Fixed(b.value.unwrap_or(f64::NAN)),
-      "range" => BudgetConfig::Range { min: b.min.unwrap_or(0.0), max: b.max.unwrap_or(0.0) },
-      _ => BudgetConfig::Auto,
-    })
-    .collect();
-  let layers: Vec<(&str, BudgetConfig)> = ids.iter().map(String::as_str).zip(configs).collect();
-  let allocation = allocate_budgets(&layers, total_budget, system_prompt_tokens, response_reserve)
-    .map_err(|e| to_napi(config_json(&e)))?;
+pub fn allocate_budgets_native(args: Value) -> Result<BudgetOutput> {
+  let allocation = unstable::allocate(Sketch::of(&args)).map_err(|e| to_napi(config_json(&e)))?;
   Ok(BudgetOutput {
     allocated: allocation.allocations.iter().map(|a| a.allocated).collect(),
     history_budget: allocation.history_budget,
   })
-}
-
-#[napi(object)]
-pub struct PolicyInput {
-  pub token_budget: f64,
-  pub response_reserve: f64,
-  pub overflow: Option<String>,
-  pub window_size: Option<f64>,
 }
 
 #[napi(object)]
@@ -95,39 +63,26 @@ pub fn assemble_view_costs(
   history: Uint32Array,
   history_kinds: Uint8Array,
   history_call_ids: String,
-  policy: Option<PolicyInput>,
-) -> ViewOutput {
+  policy: Option<Value>,
+) -> Result<ViewOutput> {
   let system: Vec<u64> = system.iter().map(|&c| u64::from(c)).collect();
   let layers: Vec<u64> = layers.iter().map(|&c| u64::from(c)).collect();
   let history: Vec<(u64, Pairing<u32>)> =
     history.iter().map(|&c| u64::from(c)).zip(links(&history_kinds, &history_call_ids)).collect();
-  let policy = policy.map(|p| ProjectionPolicy {
-    token_budget: p.token_budget,
-    response_reserve: p.response_reserve,
-    overflow: p.overflow.as_deref().and_then(Overflow::parse).unwrap_or(Overflow::SlidingWindow),
-    overflow_model: None,
-    window_size: p.window_size,
-  });
+  let policy = match policy {
+    Some(given) => Some(unstable::projection_policy(Sketch::of(&given)).map_err(|e| to_napi(config_json(&e)))?),
+    None => None,
+  };
   let plan = assemble_view(&system, &layers, history.as_slice(), policy.as_ref());
-  ViewOutput {
+  Ok(ViewOutput {
     layers: plan.layers_kept.iter().map(|&i| i as u32).collect(),
     history: plan.history_kept.iter().map(|&i| i as u32).collect(),
-  }
+  })
 }
 
-#[napi(object)]
-pub struct BudgetCheck {
-  pub cost: f64,
-  pub steps: f64,
-  pub duration: f64,
-  pub max_cost: Option<f64>,
-  pub max_steps: Option<f64>,
-  pub max_duration: Option<f64>,
-}
-
+/// `checkBudget`'s usage and limits, sketched: the limits checked, then the usage held to them.
 #[napi(catch_unwind, skip_typescript)]
-pub fn check_budget_native(check: BudgetCheck) -> Result<()> {
-  let usage = BudgetUsage { cost: check.cost, steps: check.steps, duration: check.duration };
-  let limits = BudgetLimits { max_cost: check.max_cost, max_steps: check.max_steps, max_duration: check.max_duration };
+pub fn check_budget_native(args: Value) -> Result<()> {
+  let (usage, limits) = unstable::budget_check(Sketch::of(&args)).map_err(|e| to_napi(config_json(&e)))?;
   check_budget(usage, limits).map_err(|e| to_napi(noetic_json(&e)))
 }

@@ -1,6 +1,7 @@
 //! The harness: a [`Runner`] (what steps run with: the memory environment, the model, the projection, the live
 //! contexts) and, beside it, the sessions of its threads. `run.rs` is one execution from init to dispose.
 
+pub mod api_checks;
 mod aside;
 pub mod checkpoint;
 mod context;

@@ -12,6 +12,7 @@ pub mod registry;
 mod scope;
 pub mod state;
 pub mod trace;
+pub mod unstable;
 
 pub use self::budget::{BudgetAllocation, BudgetLimits, BudgetUsage, LayerAllocation, allocate_budgets, check_budget};
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};

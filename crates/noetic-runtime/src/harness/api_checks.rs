@@ -1,0 +1,320 @@
+//! The checks of public functions' arguments that are not an options object of the harness or a step builder
+//! (those are `options.rs` and `steps/builders.rs`): storage factories, session calls, checkpoint stores, the
+//! durable-runner helpers, `toolMemoryLayer` and a one-off model request. JS sends the call's name and a sketch of
+//! its arguments (`js/sketch.cjs` `checkArgs`); each check answers the first NoeticConfigError, as the call's own
+//! code used to throw it.
+
+use crate::error::ConfigError;
+use crate::js_sketch::Sketch;
+use crate::storage::STORAGE_METHODS;
+
+/// Methods the checks ask objects about: JS lists those a sketched instance has.
+pub const ARG_METHODS: [&str; 12] = [
+  "get",
+  "set",
+  "delete",
+  "list",
+  "seedSessionHistory",
+  "execute",
+  "getAgentResponse",
+  "resolve",
+  "reject",
+  "hasPendingExternal",
+  "onStall",
+  "buildStalledOutcome",
+];
+
+const RUNNABLE_HARNESS: [&str; 3] = ["seedSessionHistory", "execute", "getAgentResponse"];
+const SIGNAL: [&str; 2] = ["resolve", "reject"];
+const STALL_HOOKS: [&str; 3] = ["hasPendingExternal", "onStall", "buildStalledOutcome"];
+
+fn fail(code: &str, message: String, hint: &str) -> Result<(), ConfigError> {
+  Err(ConfigError::new(code, message, hint))
+}
+
+/// `call`'s arguments (`args`, a sketched array), checked.
+pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
+  let given = args.as_array().unwrap_or_default();
+  let arg = |i: usize| given.get(i).copied().unwrap_or_else(Sketch::undefined);
+  match call {
+    "createSqliteStorage" => sqlite_path(arg(0)),
+    "createPostgresStorage" => postgres(arg(0), arg(1)),
+    "createScopedStorage" => scoped_storage(arg(0), arg(1), arg(2)),
+    "createCheckpointStore" => checkpoint_store(arg(0)),
+    "checkpointSave" => checkpoint_snapshot_id(arg(0)),
+    "evictSession" => thread_id(arg(0), "evictSession", "Pass the thread to drop from memory."),
+    "seedSessionHistory" => seed(arg(0), arg(1)),
+    "runnableLoop" => runnable_loop(arg(0)),
+    "createStallNudgeHook" => stall_nudge(arg(0)),
+    "createNudgeMessage" => nudge_id(arg(0)),
+    "toolMemoryLayer" => tool_memory(arg(0)),
+    "callModel" => model_request(arg(0)),
+    _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
+  }
+}
+
+const SQLITE_HINT: &str = "Pass a path such as './agent.db', or ':memory:'.";
+const POSTGRES_HINT: &str = "Pass a URL such as 'postgres://user:password@host:5432/database', and optionally { table, maxConnections, connectTimeoutMs, timeoutMs, idleTimeoutMs }.";
+
+fn non_empty(text: Sketch) -> bool {
+  text.as_str().is_some_and(|s| !s.is_empty())
+}
+
+fn sqlite_path(path: Sketch) -> Result<(), ConfigError> {
+  if non_empty(path) {
+    return Ok(());
+  }
+  fail("STORAGE_OPEN_FAILED", "createSqliteStorage(path) needs a file path.".to_owned(), SQLITE_HINT)
+}
+
+fn postgres(url: Sketch, options: Sketch) -> Result<(), ConfigError> {
+  if !non_empty(url) {
+    let message = format!("createPostgresStorage(url) needs a connection URL; got {}.", url.described());
+    return fail("STORAGE_OPEN_FAILED", message, POSTGRES_HINT);
+  }
+  if !options.is_undefined() && !options.is_record() {
+    let message = format!("createPostgresStorage: the options are {}; expected an object.", options.described());
+    return fail("STORAGE_OPEN_FAILED", message, POSTGRES_HINT);
+  }
+  Ok(())
+}
+
+fn scoped_storage(storage: Sketch, layer_id: Sketch, scope_key: Sketch) -> Result<(), ConfigError> {
+  if !storage.is_object() || !storage.lacking(&STORAGE_METHODS).is_empty() {
+    let message = format!("createScopedStorage: storage is {}; expected a StorageAdapter.", storage.described());
+    let hint = "Pass createInMemoryStorage(), createSqliteStorage(path) or an object with get, set, delete and list.";
+    return fail("INVALID_STORAGE", message, hint);
+  }
+  for (name, value) in [("layerId", layer_id), ("scopeKey", scope_key)] {
+    if value.as_str().is_none() {
+      let message = format!("createScopedStorage: {name} is {}; expected a string.", value.described());
+      return fail(
+        "INVALID_STORAGE",
+        message,
+        "Pass the layer id and the scope key (for example the thread id) as strings.",
+      );
+    }
+  }
+  Ok(())
+}
+
+fn checkpoint_store(options: Sketch) -> Result<(), ConfigError> {
+  let hint = "Pass { storage }: a StorageAdapter (get, set, delete, list), such as createSqliteStorage(path).";
+  if !options.is_object() {
+    let message = format!("createCheckpointStore options are {}; expected {{ storage }}.", options.described());
+    return fail("INVALID_CHECKPOINT_STORE", message, hint);
+  }
+  let missing = options.field("storage").lacking(&STORAGE_METHODS);
+  if missing.is_empty() {
+    return Ok(());
+  }
+  let plural = if missing.len() > 1 { "s" } else { "" };
+  let message = format!("createCheckpointStore storage has no {} method{plural}.", missing.join(", "));
+  fail("INVALID_CHECKPOINT_STORE", message, hint)
+}
+
+fn checkpoint_snapshot_id(id: Sketch) -> Result<(), ConfigError> {
+  if id.as_str().is_some() {
+    return Ok(());
+  }
+  let message = format!("CheckpointStore.save: the snapshot's executionId is {}; expected a string.", id.described());
+  fail(
+    "INVALID_CHECKPOINT_SNAPSHOT",
+    message,
+    "Save what harness.checkpoint(ctx) builds, or an object CheckpointSnapshotSchema accepts.",
+  )
+}
+
+fn thread_id(thread: Sketch, call: &str, hint: &str) -> Result<(), ConfigError> {
+  if thread.as_str().is_some() {
+    return Ok(());
+  }
+  fail("INVALID_THREAD_ID", format!("{call}: threadId must be a string, got {}.", thread.type_of()), hint)
+}
+
+fn seed(thread: Sketch, items: Sketch) -> Result<(), ConfigError> {
+  thread_id(thread, "seedSessionHistory", "Pass the thread to seed.")?;
+  if items.is_array() {
+    return Ok(());
+  }
+  let message = "seedSessionHistory(threadId, items): items must be an array of items.".to_owned();
+  fail("INVALID_SEED_ITEMS", message, "Pass items such as createMessage(text, role).")
+}
+
+/// `what` must be an object with every one of `names` a function.
+fn has_functions(what: &str, value: Sketch, names: &[&str]) -> Result<(), ConfigError> {
+  let missing = value.lacking(names);
+  if missing.is_empty() {
+    return Ok(());
+  }
+  let problem = if value.is_object() { format!("missing {}", missing.join(", ")) } else { value.described() };
+  let hint = format!("Pass an object with {} (an AgentHarness has them all).", names.join(", "));
+  fail("INVALID_RUNNABLE_OPTIONS", format!("{what} is {problem}."), &hint)
+}
+
+fn runnable_loop(options: Sketch) -> Result<(), ConfigError> {
+  if !options.is_object() {
+    let hint = "Pass { harness, threadId, signal, priorItems?, initialMessage?, afterFirstTurn? }.";
+    return fail("INVALID_RUNNABLE_OPTIONS", format!("runnableLoop options are {}.", options.described()), hint);
+  }
+  has_functions("runnableLoop harness", options.field("harness"), &RUNNABLE_HARNESS)?;
+  has_functions("runnableLoop signal", options.field("signal"), &SIGNAL)?;
+  let thread = options.field("threadId");
+  if thread.as_str().is_some() {
+    return Ok(());
+  }
+  let message = format!("runnableLoop threadId is {}; expected a string.", thread.described());
+  fail("INVALID_RUNNABLE_OPTIONS", message, "Name the session the runner drives.")
+}
+
+fn stall_nudge(options: Sketch) -> Result<(), ConfigError> {
+  has_functions("createStallNudgeHook options", options, &STALL_HOOKS)?;
+  has_functions("createStallNudgeHook harness", options.field("harness"), &RUNNABLE_HARNESS[1..])
+}
+
+fn nudge_id(id: Sketch) -> Result<(), ConfigError> {
+  if id.as_str().is_some() {
+    return Ok(());
+  }
+  let hint = "Pass { id, text? }: a unique id tells re-spawns apart in the log.";
+  fail("INVALID_NUDGE_MESSAGE", format!("createNudgeMessage id is {}; expected a string.", id.described()), hint)
+}
+
+/// Each tool that declares a `memory` must give it `init` and `recall` functions.
+fn tool_memory(tools: Sketch) -> Result<(), ConfigError> {
+  let Some(tools) = tools.as_array() else {
+    let message = format!("toolMemoryLayer(tools): tools is {}; expected an array of tools.", tools.described());
+    return fail("INVALID_TOOLS", message, "Pass the tools whose `memory` declarations should become layers.");
+  };
+  for tool in tools {
+    let memory = tool.field("memory");
+    if !memory.is_truthy() || (memory.field("init").is_function() && memory.field("recall").is_function()) {
+      continue;
+    }
+    let message = format!(
+      "toolMemoryLayer: the memory of tool '{}' needs init() and recall(state) functions.",
+      tool.field("name").js_string()
+    );
+    return fail(
+      "INVALID_TOOL_MEMORY",
+      message,
+      "Declare memory: { id?, init: () => state, recall: (state) => text | null }.",
+    );
+  }
+  Ok(())
+}
+
+fn model_request(request: Sketch) -> Result<(), ConfigError> {
+  let hint = "Pass { model: 'provider/model', items: Item[], instructions?, params? }.";
+  if !request.is_record() {
+    return fail(
+      "INVALID_MODEL_REQUEST",
+      format!("callModel(request) is {}; expected an object.", request.described()),
+      hint,
+    );
+  }
+  let items = request.field("items");
+  if items.is_nullish() || items.is_array() {
+    return Ok(());
+  }
+  let message = format!("callModel request.items is {}; expected an array of items.", items.described());
+  fail("INVALID_MODEL_REQUEST", message, hint)
+}
+
+#[cfg(test)]
+mod tests {
+  use serde_json::{Value, json};
+
+  use super::*;
+
+  fn refused(call: &str, args: Value) -> ConfigError {
+    check(call, Sketch::of(&args)).expect_err("the arguments are refused")
+  }
+
+  fn function() -> Value {
+    json!({ "$sketch": "a function", "type": "function" })
+  }
+
+  #[test]
+  fn storage_factories_need_a_path_or_url_and_object_options() {
+    assert_eq!(refused("createSqliteStorage", json!([""])).message, "createSqliteStorage(path) needs a file path.");
+    assert!(check("createSqliteStorage", Sketch::of(&json!(["./a.db"]))).is_ok());
+    let error = refused("createPostgresStorage", json!(["postgres://x", []]));
+    assert_eq!(error.message, "createPostgresStorage: the options are an array; expected an object.");
+    assert!(check("createPostgresStorage", Sketch::of(&json!(["postgres://x"]))).is_ok());
+  }
+
+  #[test]
+  fn a_scoped_storage_needs_an_adapter_and_string_keys() {
+    let adapter = json!({ "get": function(), "set": function(), "delete": function(), "list": function() });
+    assert!(check("createScopedStorage", Sketch::of(&json!([adapter, "layer", "thread"]))).is_ok());
+    let error = refused("createScopedStorage", json!([adapter, "layer", 7]));
+    assert_eq!(error.message, "createScopedStorage: scopeKey is 7; expected a string.");
+    let instance = json!({ "$sketch": "a Store", "type": "object", "methods": ["get", "set", "list"], "fields": {} });
+    assert_eq!(
+      refused("createScopedStorage", json!([instance, "l", "s"])).message,
+      "createScopedStorage: storage is a Store; expected a StorageAdapter."
+    );
+  }
+
+  #[test]
+  fn a_checkpoint_store_names_the_missing_methods() {
+    let error = refused("createCheckpointStore", json!([{ "storage": { "get": function(), "set": function() } }]));
+    assert_eq!(error.message, "createCheckpointStore storage has no delete, list methods.");
+    assert_eq!(
+      refused("createCheckpointStore", json!([null])).message,
+      "createCheckpointStore options are null; expected { storage }."
+    );
+  }
+
+  #[test]
+  fn session_calls_name_the_type_of_a_bad_thread_id() {
+    assert_eq!(refused("evictSession", json!([3])).message, "evictSession: threadId must be a string, got number.");
+    let undefined = json!({ "$sketch": "undefined", "type": "undefined" });
+    assert_eq!(
+      refused("seedSessionHistory", json!([undefined, []])).message,
+      "seedSessionHistory: threadId must be a string, got undefined."
+    );
+    let error = refused("seedSessionHistory", json!(["t", "hello"]));
+    assert_eq!(error.code, "INVALID_SEED_ITEMS");
+    let long = json!({ "$sketch": "an array", "type": "object" });
+    assert!(check("seedSessionHistory", Sketch::of(&json!(["t", long]))).is_ok());
+  }
+
+  #[test]
+  fn a_runnable_loop_needs_a_harness_a_signal_and_a_thread() {
+    let harness = json!({ "$sketch": "an AgentHarness", "type": "object", "methods": ["execute"], "fields": {} });
+    let error = refused("runnableLoop", json!([{ "harness": harness }]));
+    assert_eq!(error.message, "runnableLoop harness is missing seedSessionHistory, getAgentResponse.");
+    let harness = json!({ "$sketch": "an AgentHarness", "type": "object", "methods": RUNNABLE_HARNESS, "fields": {} });
+    let signal = json!({ "resolve": function(), "reject": function() });
+    let error = refused("runnableLoop", json!([{ "harness": harness, "signal": signal, "threadId": 1 }]));
+    assert_eq!(error.message, "runnableLoop threadId is 1; expected a string.");
+    assert!(
+      check("runnableLoop", Sketch::of(&json!([{ "harness": harness, "signal": signal, "threadId": "t" }]))).is_ok()
+    );
+    assert_eq!(refused("runnableLoop", json!([{ "harness": 5 }])).message, "runnableLoop harness is 5.");
+    let hooks = json!({ "hasPendingExternal": function(), "onStall": function(), "buildStalledOutcome": function() });
+    let error = refused("createStallNudgeHook", json!([hooks]));
+    assert_eq!(error.message, "createStallNudgeHook harness is undefined.");
+    assert_eq!(error.hint, "Pass an object with execute, getAgentResponse (an AgentHarness has them all).");
+  }
+
+  #[test]
+  fn tool_memory_declarations_need_both_functions() {
+    let tools = json!([{ "name": "plain" }, { "name": "notes", "memory": { "init": function() } }]);
+    let error = refused("toolMemoryLayer", json!([tools]));
+    assert_eq!(error.message, "toolMemoryLayer: the memory of tool 'notes' needs init() and recall(state) functions.");
+    assert_eq!(refused("toolMemoryLayer", json!([{}])).code, "INVALID_TOOLS");
+  }
+
+  #[test]
+  fn a_model_request_is_an_object_whose_items_are_an_array() {
+    assert_eq!(refused("callModel", json!([[]])).message, "callModel(request) is an array; expected an object.");
+    assert_eq!(
+      refused("callModel", json!([{ "items": "hi" }])).message,
+      "callModel request.items is \"hi\"; expected an array of items."
+    );
+    assert!(check("callModel", Sketch::of(&json!([{ "model": "m" }]))).is_ok());
+  }
+}
