@@ -190,7 +190,8 @@ test('numbers where the native side needs them are checked at the boundary', asy
 });
 
 test('a built-in hook called directly names a value that is not JSON', async () => {
-  await rejects(() => workingMemory().hooks.store({ state: '', newItems: [() => 1] }), 'INVALID_HOOK_PARAMS', 'working-memory', 'is a function');
+  await rejects(() => workingMemory().hooks.store({ state: '', newItems: [() => 1] }), 'INVALID_HOOK_PARAMS', 'working-memory', 'params.items[0] is a function');
+  await rejects(() => workingMemory().hooks.store({ state: '', newItems: [{ type: 'message', content: [{ at: () => 1 }] }] }), 'INVALID_HOOK_PARAMS', 'params.items[0].content[0].at is a function');
 });
 
 test('a loop written as a plain object without a steps array is named', async () => {

@@ -75,26 +75,6 @@ function describeValue(value) {
   return String(value);
 }
 
-// Where `value` holds something a native JSON value cannot (a function, a symbol, a bigint, or undefined other
-// than as a property, which is left out as JSON leaves it): the path to it and what it is, or null. Explains a
-// native conversion failure in the caller's terms.
-function nonJsonAt(value, path) {
-  const seen = new Set();
-  const walk = (v, at) => {
-    if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) return null;
-    if (typeof v !== 'object') return `${at} is ${describeValue(v)}`;
-    if (seen.has(v)) return null;
-    seen.add(v);
-    const entries = Array.isArray(v) ? v.map((x, i) => [`${at}[${i}]`, x]) : Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [`${at}.${k}`, x]);
-    for (const [where, x] of entries) {
-      const found = walk(x, where);
-      if (found) return found;
-    }
-    return null;
-  };
-  return walk(value, path);
-}
-
 function isNoeticError(e) {
   if (e instanceof NoeticErrorImpl) return true;
   // As upstream: only an Error carries one (a plain object shaped like one is not).
@@ -214,7 +194,6 @@ module.exports = {
   KEEP_IDENTITY,
   NoeticConfigError,
   describeValue,
-  nonJsonAt,
   NoeticErrorImpl,
   isNoeticError,
   isNoeticConfigError,

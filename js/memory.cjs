@@ -3,7 +3,8 @@
 // share (js/builtin-layers.cjs).
 const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
-const { callNative, describeValue, nonJsonAt, NoeticConfigError } = require('./errors.cjs');
+const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
+const { sketch } = require('./sketch.cjs');
 
 // Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
 const NATIVE = Symbol.for('noetic.nativeLayer');
@@ -137,9 +138,8 @@ function builtinHook(kind, name, params, schema) {
   try {
     return callNative(native.builtinHook, kind, name, params, schema);
   } catch (e) {
-    const problem = e?.code === 'InvalidArg' && nonJsonAt(params, 'params');
-    if (!problem) throw e;
-    throw new NoeticConfigError({ code: 'INVALID_HOOK_PARAMS', message: `${kind} hooks.${name}: ${problem}; built-in hooks take JSON values.`, hint: 'Pass items and state as plain JSON objects.' });
+    if (e?.code === 'InvalidArg') callNative(() => native.checkHookParams(kind, name, sketch(params, [], Infinity, Infinity)));
+    throw e;
   }
 }
 const recalled = (result) => (result ? { items: [createMessage(result[0], 'developer')], tokenCount: result[1] } : null);

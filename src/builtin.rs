@@ -34,6 +34,16 @@ pub fn builtin_layer(kind: String, config: Value, cwd: Option<String>) -> Result
   }
 }
 
+/// After a built-in hook's params failed to convert: the NoeticConfigError naming the value that is not JSON
+/// (`params` sketched with every level and instance), or nothing when none is found.
+#[napi(catch_unwind, skip_typescript)]
+pub fn check_hook_params(kind: String, hook: String, params: Value) -> Result<()> {
+  match faces::hook_params_error(&kind, &hook, Sketch::of(&params)) {
+    Some(error) => Err(to_napi(config_json(&error))),
+    None => Ok(()),
+  }
+}
+
 fn maps(items: &Value) -> Vec<&serde_json::Map<String, Value>> {
   items.as_array().into_iter().flatten().filter_map(Value::as_object).collect()
 }

@@ -148,6 +148,28 @@ impl<'a> Sketch<'a> {
     }
   }
 
+  /// Where the value holds something a JSON value cannot (a function, a symbol, a bigint, or `undefined` other than
+  /// as a property, which JS's sketch leaves out as JSON does), as `<path> is <what>`, `at` naming the value itself;
+  /// none when it is all JSON. A class instance's own fields count; a cycle does not.
+  pub fn first_non_json(&self, at: &str) -> Option<String> {
+    let Some(value) = self.0 else { return Some(format!("{at} is undefined")) };
+    if self.is_tagged() {
+      return match self.type_of() {
+        "object" | "number" => value.get("fields").and_then(|fields| Sketch::of(fields).first_non_json(at)),
+        _ => Some(format!("{at} is {}", self.described())),
+      };
+    }
+    match value {
+      Value::Array(items) => {
+        items.iter().enumerate().find_map(|(i, item)| Sketch::of(item).first_non_json(&format!("{at}[{i}]")))
+      }
+      Value::Object(fields) => {
+        fields.iter().find_map(|(key, field)| Sketch::of(field).first_non_json(&format!("{at}.{key}")))
+      }
+      _ => None,
+    }
+  }
+
   /// The value itself when it is plain JSON (not a tagged sketch): what a layer object can show as it was given.
   pub fn plain(&self) -> Option<&Value> {
     self.0.filter(|_| !self.is_tagged())
@@ -194,6 +216,19 @@ mod tests {
   use serde_json::json;
 
   use super::*;
+
+  #[test]
+  fn the_first_value_json_cannot_hold_is_named_by_its_path() {
+    let function = json!({ "$sketch": "a function", "type": "function" });
+    let params = json!({ "state": "", "items": [{ "type": "message" }, function] });
+    assert_eq!(Sketch::of(&params).first_non_json("params").as_deref(), Some("params.items[1] is a function"));
+    let instance =
+      json!({ "$sketch": "a Note", "type": "object", "fields": { "at": { "$sketch": "10n", "type": "bigint" } } });
+    assert_eq!(Sketch::of(&json!([instance])).first_non_json("p").as_deref(), Some("p[0].at is 10n"));
+    let fine =
+      json!({ "n": { "$sketch": "NaN", "type": "number" }, "cycle": { "$sketch": "an object", "type": "object" } });
+    assert_eq!(Sketch::of(&fine).first_non_json("p"), None);
+  }
 
   #[test]
   fn tagged_values_read_as_js_describes_them() {

@@ -64,6 +64,17 @@ fn given_scope(given: Sketch<'_>) -> Option<Value> {
 
 /// `{settings, layer}` for the built-in `kind` from a sketch of its config; `cwd` is where a relative
 /// fileReference `baseDir` is taken from. `None` for a kind that is not a built-in.
+/// A built-in hook called directly from JS with `params` the native call could not take: the error naming the
+/// first value that is not JSON, or none when every value is (the failure was something else).
+pub fn hook_params_error(kind: &str, hook: &str, params: Sketch<'_>) -> Option<ConfigError> {
+  let problem = params.first_non_json("params")?;
+  Some(ConfigError::new(
+    "INVALID_HOOK_PARAMS",
+    format!("{kind} hooks.{hook}: {problem}; built-in hooks take JSON values."),
+    "Pass items and state as plain JSON objects.",
+  ))
+}
+
 pub fn builtin_layer(kind: &str, given: Sketch<'_>, cwd: &str) -> Option<Result<Value, ConfigError>> {
   let named = |name| Shown { name: Some(name), budget: true, ..Shown::default() };
   let answer = |settings: Value, layer: Value| json!({ "settings": settings, "layer": layer });
