@@ -466,9 +466,6 @@ class Runtime {
       case 'everyFailed':
         this.everyFailed(message);
         return '';
-      case 'inspector':
-        this.inspector?.recorded();
-        return '';
       case 'traces':
         this.exportSpans(JSON.parse(this.native.takeTraces()).map(memorySpan));
         return '';

@@ -40,7 +40,6 @@ use crate::js_string::{JsOutText, JsText};
 use crate::protocol::{config_json, error_json, noetic_json, step_value_from, step_value_json, to_napi};
 use crate::storage::{DEFAULT_STORAGE_TIMEOUT, JsDiagnostics, JsStorage, NativeStorage};
 use crate::weak_runtime::{MaybeRuntime, WeakRuntime};
-use noetic_runtime::harness::inspect::InspectLimits;
 use noetic_runtime::memory::trace::TraceBuffer;
 
 /// Validates layer descriptions where they are registered (DECISIONS D1).
@@ -270,44 +269,10 @@ impl NativeHarness {
     serde_json::to_string(&spans).unwrap_or_else(|_| "[]".to_owned())
   }
 
-  /// Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
-  /// recorded.
-  #[napi(catch_unwind)]
-  pub fn inspector_open(&self, open: bool, turns_per_thread: u32, threads: u32) {
-    let defaults = InspectLimits::default();
-    let limits = InspectLimits { turns_per_thread: turns_per_thread as usize, threads: threads as usize, ..defaults };
-    self.inner.inspector.set_open(open, limits);
-  }
-
-  /// The summaries of the model calls recorded since the last call, as a JSON array.
-  #[napi(catch_unwind)]
-  pub fn inspector_feed(&self) -> String {
-    self.inner.inspector.take_feed()
-  }
-
-  /// Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
-  /// told of them.
-  #[napi(catch_unwind)]
-  pub fn inspector_listen(&self, listening: bool) {
-    self.inner.inspector.set_listening(listening);
-  }
-
-  /// The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON.
-  #[napi(catch_unwind)]
-  pub fn inspector_layers(&self, thread_id: String, resource_id: Option<String>) -> String {
-    serde_json::to_string(&self.inner.inspected_layers(&thread_id, resource_id.as_deref())).unwrap_or_default()
-  }
-
   /// Every thread the inspector keeps, with its turns and their calls' summaries, as JSON.
   #[napi(catch_unwind)]
   pub fn inspector_snapshot(&self) -> String {
     self.inner.inspector.snapshot()
-  }
-
-  /// One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept.
-  #[napi(catch_unwind)]
-  pub fn inspector_call(&self, id: f64) -> Option<String> {
-    (id.fract() == 0.0 && id >= 0.0).then(|| self.inner.inspected_call(id as u64)).flatten()
   }
 
   /// Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting

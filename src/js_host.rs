@@ -487,10 +487,6 @@ impl Host for JsHost {
     self.dispatch.notify(note);
   }
 
-  fn inspector_updated(&self) {
-    self.dispatch.notify(r#"{"op":"inspector"}"#.to_owned());
-  }
-
   fn turn_value(&self, context: &str, value: HostRef) {
     self.dispatch.notify(json!({ "op": "turnValue", "context": context, "value": value }).to_string());
   }

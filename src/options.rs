@@ -1,4 +1,4 @@
-//! The checks of a user's options as JS calls them (the harness's, a step builder's, the inspector's): a sketch of
+//! The checks of a user's options as JS calls them (the harness's, a step builder's): a sketch of
 //! the options in (`js/sketch.cjs`), the checked settings out, or the NoeticConfigError of the first bad option.
 
 use napi::bindgen_prelude::*;
@@ -35,13 +35,6 @@ pub fn harness_settings(sketch: Value, env_api_key: Option<String>, env_base_url
 #[napi(catch_unwind, skip_typescript)]
 pub fn check_step_options(builder: String, sketch: Value) -> Result<()> {
   builders::check(&builder, Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
-}
-
-/// `startInspector`'s options, checked, defaults filled in: `{host, port, turnsPerThread, threads}`.
-#[napi(catch_unwind, skip_typescript)]
-pub fn inspector_options(sketch: Value) -> Result<Value> {
-  let options = inspect::options::checked(Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))?;
-  serde_json::to_value(options).map_err(|e| Error::from_reason(e.to_string()))
 }
 
 /// The options of `createContext` or `harness.run` (`call`: `"createContext"` or `"run"`), checked.

@@ -241,9 +241,8 @@ impl Runner {
           at,
           duration_ms,
         });
-        if self.inspector.record(record) {
-          self.env.host.inspector_updated();
-        }
+        // The server's feed task is told, when a page listens.
+        self.inspector.record(record);
       }
       match decision.action {
         SteeringAction::Deny => return Err(NoeticError::steering_denied(decision.guidance.as_deref()).into()),

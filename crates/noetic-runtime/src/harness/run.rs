@@ -55,6 +55,13 @@ pub struct Runner {
   pub inspector: Arc<inspect::Inspector>,
 }
 
+/// An inspector's server runs until it is closed; a harness dropped with one open takes it down.
+impl Drop for Runner {
+  fn drop(&mut self) {
+    self.inspector.stop_serving();
+  }
+}
+
 impl Runner {
   /// The runner of a harness made with `config`: its model shared with built-in layers' asks, the inspector fed the
   /// environment's diagnostics, and the tools a turn's step is offered (the initial step tree's, then `tools`).

@@ -65,8 +65,6 @@ pub trait Host: Send + Sync {
   /// A session turn in `context` failed: its log is cut back to the `len` items it had when the turn began (the
   /// history the turn took), and the host cuts what it keeps of that log to match.
   fn history_cut(&self, _context: &str, _len: usize) {}
-  /// The inspector recorded a model call while its feed was empty: whoever shows it may take the feed.
-  fn inspector_updated(&self) {}
   /// A session turn in `context` ended with `value`, which the host holds: the host keeps it with the context, as
   /// what `getAgentResponse` answers for the turn (upstream passes the turn's value through, whatever it is).
   fn turn_value(&self, _context: &str, _value: HostRef) {}

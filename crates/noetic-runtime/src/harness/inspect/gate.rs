@@ -1,6 +1,6 @@
 //! Who the inspector's server answers: a read-only page on a random token, refusing other origins, other sites and,
 //! on loopback, other host names (a page elsewhere that rebound a name of its own to 127.0.0.1: DNS rebinding).
-//! The server itself is the host's (JS's `node:http`); every request is put to [`Gate::refusal`] first.
+//! The server (`server.rs`) puts every request to [`Gate::refusal`] first.
 
 /// What the server was bound to, and the token every request must carry.
 pub struct Gate {

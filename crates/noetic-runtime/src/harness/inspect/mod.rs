@@ -1,18 +1,24 @@
-//! The inspector's recorder (`startInspector`): while it is open, one record per model call and every hook span,
-//! filed by thread and turn, the newest turns of the most recently active threads only. Closed, it costs a model
-//! call one atomic load and records nothing.
+//! The inspector (`startInspector`): its recorder, here, which while it is open keeps one record per model call and
+//! every hook span, filed by thread and turn, the newest turns of the most recently active threads only (closed, it
+//! costs a model call one atomic load and records nothing); and the server of its page (`server.rs`).
 
 mod capture;
+mod feed;
 pub mod gate;
+pub mod given;
 pub mod options;
+mod page;
 mod read;
 mod record;
+mod routes;
+pub mod server;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
+use tokio::sync::{Notify, watch};
 
 pub use self::capture::{CallFacts, DROPPED_SHOWN, WindowShape, capture};
 pub use self::record::{
@@ -44,6 +50,22 @@ pub struct Inspector {
   open: AtomicBool,
   next_id: AtomicU64,
   kept: Mutex<Kept>,
+  /// Told when a call goes into an empty feed a page reads: the server's feed task takes it then.
+  fed: Notify,
+  /// Whether a server shows this recorder, so that a second `startInspector` is refused.
+  serving: Mutex<Serving>,
+}
+
+/// The server of an inspector, as its harness knows it.
+#[derive(Default)]
+enum Serving {
+  #[default]
+  Closed,
+  /// Listening is under way.
+  Opening,
+  /// Serving at `origin` until `stop` says so; each of the server's tasks holds a receiver, so that closing can wait
+  /// for all of them to end.
+  Open { origin: String, stop: watch::Sender<bool> },
 }
 
 #[derive(Default)]
@@ -126,7 +148,7 @@ impl Inspector {
     }
   }
 
-  /// Files a model call; true when it went into an empty feed a page reads (the moment to tell whoever shows it). Each layer
+  /// Files a model call; true when it went into an empty feed a page reads, and the feed's reader was told. Each layer
   /// with a recall hook takes its status from the last recall span of the call's context since the turn's previous
   /// call: a layer that failed, timed out or was skipped is marked so.
   pub fn record(&self, mut call: ModelCallRecord) -> bool {
@@ -162,7 +184,19 @@ impl Inspector {
     }
     let was_empty = kept.feed.is_empty();
     kept.feed.push(call);
+    drop(kept);
+    if was_empty {
+      self.fed.notify_one();
+    }
     was_empty
+  }
+
+  /// Stops the server, if one shows this recorder, without waiting for it: its harness is gone. (The server's tasks
+  /// hold the recorder, so the recorder's own drop would never come while they run.)
+  pub(crate) fn stop_serving(&self) {
+    if let Serving::Open { stop, .. } = &*self.serving.lock().unwrap_or_else(PoisonError::into_inner) {
+      stop.send_replace(true);
+    }
   }
 
   /// The layers' decision on a tool call, which the record of its model call will show.
