@@ -3507,18 +3507,24 @@ declare class NativeStorage {
 }
 
 declare class NativeSubprocessRegistry {
-  constructor()
-  spawn(): NativeSubprocessHandleState
-  get(id: string): NativeSubprocessHandleState | null
-  /** A run ended, well (`ok`) or not. */
-  settle(id: string, ok: boolean): NativeSubprocessHandleState | null
-  stop(id: string): NativeSubprocessHandleState | null
-  reattach(id: string, startedAt: string): NativeSubprocessHandleState
-  /** The state of a handle known only from a manifest, without taking it in. */
-  static fromManifest(id: string, startedAt: string): NativeSubprocessHandleState
+  /** `createInMemorySubprocessAdapter(options)`, from a sketch of the options (checked). */
+  constructor(options: any)
+  get runsInline(): boolean
+  /** `spawn(request)`, from a sketch of what it needs (`InMemorySubprocess::spawn`). */
+  spawn(facts: any): any
+  abandon(id: string): void
+  /** A run ended, well (`ok`) or not (with its serialized error's `code`); `null` when nothing changed. */
+  settle(id: string, ok: boolean, code?: string | undefined | null): any
+  stop(id: string): any
+  unsupported(what: string): string
+  /** Where `reattach(handleId)` reads (a sketch of the id); `null` without storage. */
+  manifestKey(handleId: any): string | null
+  reattach(facts: any): any
+  listing(): any
+  /** The handles of the manifests read (a sketch), those listed live by `listing` left out. */
+  listed(manifests: any, live: Array<string>): any
   isAlive(id: string): boolean
-  /** The live handles' ids, in the order they became live. */
-  liveIds(): Array<string>
+  hasEnded(id: string): boolean
 }
 
 interface BudgetCheck {
@@ -3547,14 +3553,6 @@ interface BudgetOutput {
 interface NativeFsStat {
   size: number
   isDirectory: boolean
-}
-
-/** A handle without its metadata, shaped as upstream's `SubprocessHandle` fields. */
-interface NativeSubprocessHandleState {
-  id: string
-  status: string
-  startedAt: string
-  updatedAt: string
 }
 
 interface PolicyInput {

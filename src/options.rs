@@ -50,9 +50,3 @@ pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
 pub fn check_timeout(sketch: Value, what: String) -> Result<()> {
   builders::check_timeout(Sketch::of(&sketch), &what).map_err(|e| to_napi(config_json(&e)))
 }
-
-/// `createInMemorySubprocessAdapter`'s options, checked (the storage's methods among `STORAGE_METHODS`).
-#[napi(catch_unwind, skip_typescript)]
-pub fn check_subprocess_options(sketch: Value) -> Result<()> {
-  noetic_runtime::adapters::subprocess::check_options(Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
-}

@@ -1,74 +1,94 @@
-//! The registry behind `createInMemorySubprocessAdapter()` as its JS wrapper (`js/subprocess.cjs`) sees it: one
-//! sync call per transition, answered with the handle's new state, or `null` when the transition does not apply.
-//! Internal: the wrapper is the public API.
+//! The in-memory subprocess adapter as its JS wrapper (`js/subprocess.cjs`) calls it: sketches in, the runtime's
+//! answers out as JSON, one sync call per adapter call. Internal: the wrapper is the public API.
+//! `adapters::subprocess` decides.
 
+use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use noetic_runtime::adapters::subprocess::{HandleRecord, Outcome, SubprocessRegistry};
-use noetic_runtime::js_date::iso_now;
+use serde::Serialize;
+use serde_json::{Value, json};
 
-/// A handle without its metadata, shaped as upstream's `SubprocessHandle` fields.
-#[napi(object, js_name = "NativeSubprocessHandleState")]
-pub struct HandleState {
-  pub id: String,
-  pub status: String,
-  pub started_at: String,
-  pub updated_at: String,
+use noetic_runtime::adapters::subprocess::{InMemorySubprocess, serialized_error, serialized_value};
+use noetic_runtime::js_date::iso_now;
+use noetic_runtime::js_sketch::Sketch;
+
+use crate::protocol::{config_json, to_napi};
+
+fn json<T: Serialize>(value: T) -> Result<Value> {
+  serde_json::to_value(value).map_err(|e| Error::from_reason(e.to_string()))
 }
 
-impl From<&HandleRecord> for HandleState {
-  fn from(record: &HandleRecord) -> Self {
-    Self {
-      id: record.id.clone(),
-      status: record.status.as_str().to_owned(),
-      started_at: record.started_at.clone(),
-      updated_at: record.updated_at.clone(),
-    }
-  }
+/// The layouts of upstream's `SerializedError`: `{ error, value }` for an `Error` and for anything else thrown.
+#[napi(catch_unwind, skip_typescript)]
+pub fn serialized_error_layouts() -> Result<Value> {
+  Ok(json!({ "error": json(serialized_error())?, "value": json(serialized_value())? }))
 }
 
 #[napi(js_name = "NativeSubprocessRegistry")]
 pub struct NativeSubprocessRegistry {
-  inner: SubprocessRegistry,
+  inner: InMemorySubprocess,
 }
 
 #[napi]
 impl NativeSubprocessRegistry {
+  /// `createInMemorySubprocessAdapter(options)`, from a sketch of the options (checked).
   #[napi(constructor, catch_unwind)]
-  pub fn new() -> Self {
-    Self { inner: SubprocessRegistry::new() }
+  pub fn new(options: Value) -> Result<Self> {
+    let inner = InMemorySubprocess::new(Sketch::of(&options)).map_err(|e| to_napi(config_json(&e)))?;
+    Ok(Self { inner })
+  }
+
+  #[napi(getter)]
+  pub fn runs_inline(&self) -> bool {
+    self.inner.runs_inline()
+  }
+
+  /// `spawn(request)`, from a sketch of what it needs (`InMemorySubprocess::spawn`).
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn spawn(&mut self, facts: Value) -> Result<Value> {
+    json(self.inner.spawn(Sketch::of(&facts), &iso_now()).map_err(|e| to_napi(config_json(&e)))?)
   }
 
   #[napi(catch_unwind)]
-  pub fn spawn(&mut self) -> HandleState {
-    (&self.inner.spawn(&iso_now())).into()
+  pub fn abandon(&mut self, id: String) {
+    self.inner.abandon(&id);
+  }
+
+  /// A run ended, well (`ok`) or not (with its serialized error's `code`); `null` when nothing changed.
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn settle(&mut self, id: String, ok: bool, code: Option<String>) -> Result<Value> {
+    json(self.inner.settle(&id, ok, code.as_deref(), &iso_now()))
+  }
+
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn stop(&mut self, id: String) -> Result<Value> {
+    json(self.inner.stop(&id, &iso_now()))
   }
 
   #[napi(catch_unwind)]
-  pub fn get(&self, id: String) -> Option<HandleState> {
-    self.inner.get(&id).map(Into::into)
+  pub fn unsupported(&self, what: String) -> String {
+    InMemorySubprocess::unsupported(&what)
   }
 
-  /// A run ended, well (`ok`) or not.
+  /// Where `reattach(handleId)` reads (a sketch of the id); `null` without storage.
   #[napi(catch_unwind)]
-  pub fn settle(&mut self, id: String, ok: bool) -> Option<HandleState> {
-    let outcome = if ok { Outcome::Completed } else { Outcome::Failed };
-    self.inner.settle(&id, outcome, &iso_now()).as_ref().map(Into::into)
+  pub fn manifest_key(&self, handle_id: Value) -> Option<String> {
+    self.inner.manifest_key(Sketch::of(&handle_id))
   }
 
-  #[napi(catch_unwind)]
-  pub fn stop(&mut self, id: String) -> Option<HandleState> {
-    self.inner.stop(&id, &iso_now()).as_ref().map(Into::into)
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn reattach(&mut self, facts: Value) -> Result<Value> {
+    json(self.inner.reattach(Sketch::of(&facts), &iso_now()))
   }
 
-  #[napi(catch_unwind)]
-  pub fn reattach(&mut self, id: String, started_at: String) -> HandleState {
-    (&self.inner.reattach(&id, &started_at, &iso_now())).into()
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn listing(&self) -> Result<Value> {
+    json(self.inner.listing())
   }
 
-  /// The state of a handle known only from a manifest, without taking it in.
-  #[napi(catch_unwind)]
-  pub fn from_manifest(id: String, started_at: String) -> HandleState {
-    (&HandleRecord::from_manifest(&id, &started_at, &iso_now())).into()
+  /// The handles of the manifests read (a sketch), those listed live by `listing` left out.
+  #[napi(catch_unwind, ts_return_type = "any")]
+  pub fn listed(&self, manifests: Value, live: Vec<String>) -> Result<Value> {
+    json(self.inner.listed(Sketch::of(&manifests), &live, &iso_now()))
   }
 
   #[napi(catch_unwind)]
@@ -76,9 +96,8 @@ impl NativeSubprocessRegistry {
     self.inner.is_alive(&id)
   }
 
-  /// The live handles' ids, in the order they became live.
   #[napi(catch_unwind)]
-  pub fn live_ids(&self) -> Vec<String> {
-    self.inner.live().into_iter().map(|record| record.id.clone()).collect()
+  pub fn has_ended(&self, id: String) -> bool {
+    self.inner.has_ended(&id)
   }
 }
