@@ -3244,6 +3244,25 @@ declare class InspectorGate {
   refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
 }
 
+declare class NativeDetachedWatch {
+  /** A handle for the step whose id is sketched, made at `now` (`Date.now()`). */
+  constructor(stepId: any, now: number)
+  /**
+   * How a handle reads, from a sketch of its facts: `{status: 'running' | 'completed'}`, or `{status: 'failed'}`
+   * with `rebuild` (the recorded error, rebuilt in JS) or `made` (an error as the native side reports one).
+   */
+  ending(facts: any): any
+  /**
+   * A look while polling: whether `get` answered a handle (`found`) and the sketch of its status, after `repeats`
+   * looks taken on the last answer. Throws `handle_evicted`.
+   */
+  observe(now: number, found: boolean, status: any, repeats: number): NativeDetachedNext
+  /** `await(timeout)` (sketched), checked: the error to reject with when it runs out; `null` for no timer. */
+  awaiting(timeout: any): any
+  /** `stop(reason)` (sketched), checked: the abort reason when none is given. */
+  stopping(reason: any): string
+}
+
 declare class NativeEmbedder {
   constructor(apiKey: string, model?: string | undefined | null, baseUrl?: string | undefined | null)
   /** One vector per text, in order. */
@@ -3547,6 +3566,16 @@ interface BudgetInput {
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
+}
+
+/**
+ * When to look at the adapter again: `ended`; or after a microtask turn, the answer holding for `turns` looks
+ * while the status stays the same; or after `sleepMs`.
+ */
+interface NativeDetachedNext {
+  ended: boolean
+  turns: number
+  sleepMs: number
 }
 
 /** `stat`'s answer; the JS wrapper turns it into upstream's `FsStats`. */

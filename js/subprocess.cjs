@@ -12,8 +12,6 @@ const INLINE = Symbol('noetic.subprocess.inline');
 const SETTLED = Symbol('noetic.subprocess.settled');
 const REPLAYER = Symbol('noetic.subprocess.replayer');
 const runsInline = (adapter) => adapter?.[INLINE] === true;
-// Upstream's terminal statuses, for the detached handle's polling.
-const TERMINAL = new Set(['completed', 'failed', 'stopped', 'stale']);
 
 // An object as a runtime layout says (js_layout.rs), key by key in order, out of `source`'s values.
 function shaped(layout, source) {
@@ -187,4 +185,4 @@ function createInMemorySubprocessAdapter(options = {}) {
   return adapter;
 }
 
-module.exports = { createInMemorySubprocessAdapter, serializeError, runsInline, SETTLED, REPLAYER, TERMINAL };
+module.exports = { createInMemorySubprocessAdapter, serializeError, shaped, runsInline, SETTLED, REPLAYER };

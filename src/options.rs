@@ -44,9 +44,3 @@ pub fn inspector_options(sketch: Value) -> Result<Value> {
 pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
   options::check_call_options(&call, Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
 }
-
-/// A timeout a caller gave (`what` names the call), checked as a spawn's is.
-#[napi(catch_unwind, skip_typescript)]
-pub fn check_timeout(sketch: Value, what: String) -> Result<()> {
-  builders::check_timeout(Sketch::of(&sketch), &what).map_err(|e| to_napi(config_json(&e)))
-}
