@@ -3246,21 +3246,24 @@ declare class InspectorGate {
 
 declare class NativeDetachedWatch {
   /** A handle for the step whose id is sketched, made at `now` (`Date.now()`). */
-  constructor(stepId: any, now: number)
+  constructor(stepId: string, now: number)
   /**
    * How a handle reads, from a sketch of its facts: `{status: 'running' | 'completed'}`, or `{status: 'failed'}`
    * with `rebuild` (the recorded error, rebuilt in JS) or `made` (an error as the native side reports one).
    */
-  ending(facts: any): any
+  ending(facts: string): string
   /**
    * A look while polling: whether `get` answered a handle (`found`) and the sketch of its status, after `repeats`
    * looks taken on the last answer. Throws `handle_evicted`.
    */
-  observe(now: number, found: boolean, status: any, repeats: number): NativeDetachedNext
-  /** `await(timeout)` (sketched), checked: the error to reject with when it runs out; `null` for no timer. */
-  awaiting(timeout: any): any
+  observe(now: number, found: boolean, status: string, repeats: number): NativeDetachedNext
+  /**
+   * `await(timeout)` (sketched), checked: the error to reject with when it runs out (JSON text); `null` for no
+   * timer.
+   */
+  awaiting(timeout: string): string | null
   /** `stop(reason)` (sketched), checked: the abort reason when none is given. */
-  stopping(reason: any): string
+  stopping(reason: string): string
 }
 
 declare class NativeEmbedder {
@@ -3527,21 +3530,21 @@ declare class NativeStorage {
 
 declare class NativeSubprocessRegistry {
   /** `createInMemorySubprocessAdapter(options)`, from a sketch of the options (checked). */
-  constructor(options: any)
+  constructor(options: string)
   get runsInline(): boolean
   /** `spawn(request)`, from a sketch of what it needs (`InMemorySubprocess::spawn`). */
-  spawn(facts: any): any
+  spawn(facts: string): string
   abandon(id: string): void
   /** A run ended, well (`ok`) or not (with its serialized error's `code`); `null` when nothing changed. */
-  settle(id: string, ok: boolean, code?: string | undefined | null): any
-  stop(id: string): any
+  settle(id: string, ok: boolean, code?: string | undefined | null): string
+  stop(id: string): string
   unsupported(what: string): string
   /** Where `reattach(handleId)` reads (a sketch of the id); `null` without storage. */
-  manifestKey(handleId: any): string | null
-  reattach(facts: any): any
-  listing(): any
+  manifestKey(handleId: string): string | null
+  reattach(facts: string): string
+  listing(): string
   /** The handles of the manifests read (a sketch), those listed live by `listing` left out. */
-  listed(manifests: any, live: Array<string>): any
+  listed(manifests: string, live: Array<string>): string
   isAlive(id: string): boolean
   hasEnded(id: string): boolean
 }

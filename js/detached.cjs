@@ -6,7 +6,7 @@ const native = require('./native.cjs');
 const { NoeticConfigError, NoeticErrorImpl, callNative, fromNative } = require('./errors.cjs');
 const { SETTLED, runsInline, shaped } = require('./subprocess.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
-const { sketch } = require('./sketch.cjs');
+const { sketchText } = require('./sketch.cjs');
 
 const DetachedStatus = Object.freeze({ Running: 'running', Completed: 'completed', Failed: 'failed' });
 const RUNNING = Symbol('running');
@@ -21,7 +21,7 @@ function factsOf(handle) {
   const error = handle.metadata?.error;
   const { message, name, stack, code, noeticError } = error ?? {};
   const stopReason = handle.metadata?.stopReason;
-  return sketch({ status, id: handle.id, stopReason, error, message, name, stack, code, noeticError, noeticKind: noeticError?.kind }, [], 1);
+  return sketchText({ status, id: handle.id, stopReason, error, message, name, stack, code, noeticError, noeticKind: noeticError?.kind }, [], 1);
 }
 
 // The error a failed handle gives: made natively, or rebuilt from the error its adapter recorded as the watch says.
@@ -38,7 +38,7 @@ class DetachedHandleImpl {
   constructor({ id, stepId, adapter, spawned, onStop }) {
     this.id = id;
     Object.defineProperties(this, {
-      _watch: { value: new native.NativeDetachedWatch(sketch(stepId, [], 0), Date.now()) },
+      _watch: { value: new native.NativeDetachedWatch(sketchText(stepId, [], 0), Date.now()) },
       _adapter: { value: adapter },
       _spawned: { value: spawned },
       _onStop: { value: onStop },
@@ -72,7 +72,7 @@ class DetachedHandleImpl {
 
   // A timeout leaves the run going: a later `await()` can still see it end.
   async await(timeout) {
-    const late = callNative(() => this._watch.awaiting(sketch(timeout, [], 0)));
+    const late = callNative(() => this._watch.awaiting(sketchText(timeout, [], 0)));
     this._waiting += 1;
     this._wake?.();
     this._settlement ??= this._follow().catch((err) => {
@@ -81,7 +81,7 @@ class DetachedHandleImpl {
     let timer;
     try {
       if (late == null) return await this._settlement;
-      const timedOut = new Promise((_, reject) => (timer = setLongTimeout(() => reject(fromNative(late, none)), timeout)));
+      const timedOut = new Promise((_, reject) => (timer = setLongTimeout(() => reject(fromNative(JSON.parse(late), none)), timeout)));
       return await Promise.race([this._settlement, timedOut]);
     } finally {
       clearLongTimeout(timer);
@@ -90,20 +90,20 @@ class DetachedHandleImpl {
   }
 
   async stop(reason) {
-    const fallback = callNative(() => this._watch.stopping(sketch(reason, [], 0)));
+    const fallback = callNative(() => this._watch.stopping(sketchText(reason, [], 0)));
     const handle = await this._spawned;
     const answer = await this._adapter.stop(handle.id, reason);
     this._onStop?.(reason ?? fallback);
     return answer;
   }
 
+  // Our in-memory adapter says when a handle ends; any other's handle is read, then asked about until it ends.
   async _follow() {
     const first = await this._spawned;
-    const now = this._finish(first);
-    if (now !== RUNNING) return now;
-    // Our in-memory adapter says when a handle ends; any other is asked until it does.
     const ended = typeof this._adapter[SETTLED] === 'function' ? await this._adapter[SETTLED](first.id) : null;
-    return this._finish(ended ?? (await this._poll(first.id)));
+    if (ended) return this._finish(ended);
+    const now = this._finish(first);
+    return now === RUNNING ? this._finish(await this._poll(first.id)) : now;
   }
 
   // Asks the adapter until the watch says the handle has ended, or throws that it is gone. An answer of the watch
@@ -115,7 +115,7 @@ class DetachedHandleImpl {
       const [found, seen] = [handle != null, handle?.status];
       if (found) this._last = handle;
       if (found && seen === status && repeats + 1 < next.turns) repeats += 1;
-      else [next, status, repeats] = [callNative(() => this._watch.observe(Date.now(), found, sketch(seen, [], 0), repeats)), seen, 0];
+      else [next, status, repeats] = [callNative(() => this._watch.observe(Date.now(), found, sketchText(seen, [], 0), repeats)), seen, 0];
       if (next.ended) return handle;
       if (next.turns > 0) await Promise.resolve();
       else {
@@ -130,7 +130,7 @@ class DetachedHandleImpl {
   // How `handle` reads to the watch: RUNNING, or its end, kept for the getters: the result, or the error thrown.
   _finish(handle) {
     this._last = handle;
-    const ending = this._watch.ending(factsOf(handle));
+    const ending = JSON.parse(this._watch.ending(factsOf(handle)));
     if (ending.status === DetachedStatus.Running) return RUNNING;
     this._status = ending.status;
     if (ending.status !== DetachedStatus.Completed) throw this._failed(errorOf(ending, handle.metadata?.error));

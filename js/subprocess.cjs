@@ -5,7 +5,7 @@
 const native = require('./native.cjs');
 const { NativeSubprocessRegistry } = native;
 const { messageOf, callNative } = require('./errors.cjs');
-const { sketch } = require('./sketch.cjs');
+const { sketchText } = require('./sketch.cjs');
 
 // Read by the harness out of users' sight: INLINE (no storage, so nothing another caller can observe), waiting, replaying.
 const INLINE = Symbol('noetic.subprocess.inline');
@@ -20,21 +20,22 @@ function shaped(layout, source) {
     if (op === 'spread') out = { ...out, ...source[from] };
     else if (op === 'value') out[key] = value;
     else if (op === 'text') out[key] = String(source);
-    else if (op === 'copyOr') out[key] = source[from] ?? value;
+    else if (op === 'copyOr') out[key] = source[from] ?? structuredClone(value);
     else if (op === 'copy' || (op === 'copyIfIn' ? from in source : typeof source[from] === 'string')) out[key] = source[from];
   }
   return out;
 }
 
-const ERROR_LAYOUTS = native.serializedErrorLayouts();
-const serializeError = (err) => shaped(err instanceof Error ? ERROR_LAYOUTS.error : ERROR_LAYOUTS.value, err);
+// The layouts that depend on nothing but their source (adapters/subprocess/shapes.rs, Layouts).
+const LAYOUTS = native.subprocessLayouts();
+const serializeError = (err) => shaped(err instanceof Error ? LAYOUTS.error : LAYOUTS.value, err);
 
 // As `serializeError`, for a value whose getters throw too: a run's failure must always be recorded (B6).
 function serializedOrDescribed(err) {
   try {
     return serializeError(err);
   } catch {
-    return shaped(ERROR_LAYOUTS.value, messageOf(err));
+    return shaped(LAYOUTS.value, messageOf(err));
   }
 }
 
@@ -42,7 +43,7 @@ function serializedOrDescribed(err) {
 const STORAGE_METHODS = ['get', 'set', 'delete', 'list'];
 
 function createInMemorySubprocessAdapter(options = {}) {
-  const registry = callNative(() => new NativeSubprocessRegistry(sketch(options, STORAGE_METHODS, 2)));
+  const registry = callNative(() => new NativeSubprocessRegistry(sketchText(options, STORAGE_METHODS, 2)));
   const storage = options.storage ?? undefined;
   // Each handle as `get` returns it, replaced (never mutated) at every transition, as upstream's are.
   const handles = new Map();
@@ -60,10 +61,10 @@ function createInMemorySubprocessAdapter(options = {}) {
 
   // A handle in the state an answer gives, `value` under the key it names. Async, like upstream's, so that a run's
   // steps take the same turns of the microtask queue.
-  async function save(answer, metadata, value) {
-    const handle = { ...answer.handle, metadata: answer.adds == null ? metadata : { ...metadata, [answer.adds]: value } };
+  async function save({ handle, adds, ended }, metadata, value) {
+    handle.metadata = adds == null ? metadata : { ...metadata, [adds]: value };
     handles.set(handle.id, handle);
-    if (answer.ended) {
+    if (ended) {
       for (const wake of waiting.get(handle.id) ?? []) wake(handle);
       waiting.delete(handle.id);
     }
@@ -97,7 +98,7 @@ function createInMemorySubprocessAdapter(options = {}) {
     } catch (err) {
       [ok, value] = [false, serializedOrDescribed(err)];
     }
-    const answer = registry.settle(handle.id, ok, ok ? undefined : value.code);
+    const answer = JSON.parse(registry.settle(handle.id, ok, ok ? undefined : value.code));
     if (answer == null) return;
     await save(answer, handles.get(handle.id).metadata, value);
     await forget(answer.forget);
@@ -112,10 +113,10 @@ function createInMemorySubprocessAdapter(options = {}) {
     // A process request launches nothing: it only runs the `run` option (upstream's test double).
     async spawn(request) {
       const facts = { request, kind: request?.kind, stepId: request?.stepId, ...runners(request?._localExecutor) };
-      const plan = callNative(() => registry.spawn(sketch(facts, [], 1)));
+      const plan = JSON.parse(callNative(() => registry.spawn(sketchText(facts, [], 1))));
       let metadata;
       try {
-        metadata = shaped(plan.metadata, request);
+        metadata = shaped(LAYOUTS[plan.kind], request);
         if (options.metadataInjector) metadata = { ...metadata, ...options.metadataInjector(request) };
       } catch (err) {
         registry.abandon(plan.handle.id);
@@ -135,7 +136,7 @@ function createInMemorySubprocessAdapter(options = {}) {
     async stop(handleId, reason) {
       const handle = handles.get(handleId);
       if (!handle) return { kind: 'not_found', handleId };
-      const answer = registry.stop(handleId);
+      const answer = JSON.parse(registry.stop(handleId));
       await forget(answer.forget);
       return { kind: 'stopped', handleId, handle: await save(answer, handle.metadata, reason) };
     },
@@ -150,24 +151,24 @@ function createInMemorySubprocessAdapter(options = {}) {
     },
     // Replayed from the manifest's input when someone can run it (`stepRunner`, else the harness); else the caller's.
     async reattach(handleId) {
-      const key = registry.manifestKey(sketch(handleId, [], 0));
+      const key = registry.manifestKey(sketchText(handleId, [], 0));
       if (key == null) return null;
       const manifest = await storage.get(key);
-      const plan = registry.reattach(sketch({ manifest, ...runners() }, [], 2));
+      const plan = JSON.parse(registry.reattach(sketchText({ manifest, ...runners() }, [], 2)));
       if (plan == null) return null;
-      const handle = await save(plan, shaped(plan.metadata, manifest));
-      if (plan.runs) void run(shaped(plan.request, manifest), handle, plan);
+      const handle = await save(plan, shaped(LAYOUTS.manifestMetadata, manifest));
+      if (plan.runs) void run(shaped(LAYOUTS.replayRequest, manifest), handle, plan);
       return handle;
     },
     // This adapter's live handles, then those of earlier adapters whose manifests are still in the storage.
     async listLive() {
-      const listing = registry.listing();
+      const listing = JSON.parse(registry.listing());
       const live = listing.live.map((id) => handles.get(id)).filter(Boolean);
       if (listing.prefix === undefined) return live;
       const manifests = [];
       for (const key of await storage.list(listing.prefix)) manifests.push(await storage.get(key));
-      const listed = registry.listed(sketch(manifests, [], 2), listing.live);
-      for (const { at, handle } of listed.found) live.push({ ...handle, metadata: shaped(listed.metadata, manifests[at]) });
+      const found = JSON.parse(registry.listed(sketchText(manifests, [], 2), listing.live));
+      for (const { at, handle } of found) live.push({ ...handle, metadata: shaped(LAYOUTS.manifestMetadata, manifests[at]) });
       return live;
     },
   };

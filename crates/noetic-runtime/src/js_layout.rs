@@ -19,7 +19,7 @@ pub enum Entry {
   Value { key: &'static str, value: Value },
   /// `key: source[from]`.
   Copy { key: &'static str, from: &'static str },
-  /// `key: source[from] ?? value`, `value` being fresh for each object built (an array is not shared).
+  /// `key: source[from] ?? value`, a copy of `value` for each object built (objects built never share an array).
   CopyOr { key: &'static str, from: &'static str, value: Value },
   /// `key: source[from]` when `from in source`, else no key.
   CopyIfIn { key: &'static str, from: &'static str },

@@ -11,10 +11,8 @@ use std::collections::HashSet;
 use serde::Serialize;
 
 pub use self::registry::{HANDLE_ID_PREFIX, HandleKind, HandleRecord, Outcome, SubprocessRegistry, SubprocessStatus};
-pub use self::shapes::{MANIFEST_PREFIX, manifest_key, serialized_error, serialized_value};
-use self::shapes::{
-  manifest, manifest_metadata, process_metadata, replay_request, step_manifest, step_metadata, storage_warning,
-};
+pub use self::shapes::{Layouts, MANIFEST_PREFIX, manifest_key};
+use self::shapes::{manifest, step_manifest, storage_warning};
 use crate::ConfigError;
 use crate::js_layout::Layout;
 use crate::js_sketch::Sketch;
@@ -55,12 +53,12 @@ pub struct ManifestWrite {
   pub layout: Layout,
 }
 
-/// `spawn(request)` answered: the handle, its metadata's layout (source: the request), the manifest to write before
-/// the run starts, and what runs the request.
+/// `spawn(request)` answered: the handle, its kind (whose layout its metadata has, source: the request), the manifest
+/// to write before the run starts, and what runs the request.
 #[derive(Debug, PartialEq, Serialize)]
 pub struct Spawned {
   pub handle: HandleRecord,
-  pub metadata: Layout,
+  pub kind: HandleKind,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub manifest: Option<ManifestWrite>,
   pub runs: Runner,
@@ -81,17 +79,16 @@ pub struct Transition {
   pub forget: Option<StorageWrite>,
 }
 
-/// `reattach(handleId)` answered: the handle (metadata source: the manifest) and, when someone here can run the
-/// step, how it is replayed and the request the replay runs (source: the manifest).
+/// `reattach(handleId)` answered: the handle (its metadata laid out as `Layouts::manifest_metadata`, source: the
+/// manifest) and, when someone here can run the step, how the replay runs (its request laid out as
+/// `Layouts::replay_request`).
 #[derive(Debug, PartialEq, Serialize)]
 pub struct Reattached {
   pub handle: HandleRecord,
-  pub metadata: Layout,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub runs: Option<Runner>,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub fails: Option<String>,
-  pub request: Layout,
 }
 
 /// `listLive()`'s first half: this adapter's live handles, and the prefix of the manifests to read (none without
@@ -103,14 +100,8 @@ pub struct Listing {
   pub prefix: Option<&'static str>,
 }
 
-/// `listLive()`'s second half: the handles of the manifests read (each by its position among them) that were not
-/// live here, and their metadata's layout (source: the manifest).
-#[derive(Debug, PartialEq, Serialize)]
-pub struct Listed {
-  pub metadata: Layout,
-  pub found: Vec<Found>,
-}
-
+/// `listLive()`'s second half: a handle of a manifest read (`at`, its position among them) that was not live here;
+/// its metadata is laid out as `Layouts::manifest_metadata` (source: the manifest).
 #[derive(Debug, PartialEq, Serialize)]
 pub struct Found {
   pub at: usize,
@@ -152,17 +143,14 @@ impl InMemorySubprocess {
     }
     let kind = if facts.field("kind").as_str() == Some("step") { HandleKind::Step } else { HandleKind::Process };
     let handle = self.registry.spawn(kind, now);
-    let (metadata, runs) = match kind {
-      HandleKind::Step => (step_metadata(), step_runner(facts)),
-      HandleKind::Process => (process_metadata(), Runner::Run),
-    };
+    let runs = if kind == HandleKind::Step { step_runner(facts) } else { Runner::Run };
     let manifest = (self.durable && kind == HandleKind::Step).then(|| ManifestWrite {
       key: manifest_key(&handle.id),
       warning: storage_warning("persist", &handle.id),
       layout: manifest(&handle.id, &handle.started_at),
     });
     let fails = (runs == Runner::Nothing).then(|| no_runner(facts.field("stepId")));
-    Ok(Spawned { handle, metadata, manifest, runs, fails })
+    Ok(Spawned { handle, kind, manifest, runs, fails })
   }
 
   /// Forgets a handle whose spawn failed after `spawn` answered (its metadata could not be built).
@@ -216,7 +204,7 @@ impl InMemorySubprocess {
     let replays = facts.field("stepRunner").is_truthy() || facts.field("replayer").is_truthy();
     let runs = replays.then(|| step_runner(facts));
     let fails = (runs == Some(Runner::Nothing)).then(|| no_runner(manifest.field("stepId")));
-    Some(Reattached { handle, metadata: manifest_metadata(), runs, fails, request: replay_request() })
+    Some(Reattached { handle, runs, fails })
   }
 
   /// This adapter's live handles, in the order they became live, then where the earlier adapters' manifests are.
@@ -228,15 +216,14 @@ impl InMemorySubprocess {
   /// The handles of `manifests` (a sketch two levels deep of the values read under the prefix, in the order of
   /// their keys) that are not among `live`: each once, the first manifest of an id winning. Listing takes no handle
   /// in.
-  pub fn listed(&self, manifests: Sketch, live: &[String], now: &str) -> Listed {
+  pub fn listed(&self, manifests: Sketch, live: &[String], now: &str) -> Vec<Found> {
     let mut seen: HashSet<String> = live.iter().cloned().collect();
-    let found = (manifests.as_array().unwrap_or_default().into_iter().enumerate())
+    (manifests.as_array().unwrap_or_default().into_iter().enumerate())
       .filter_map(|(at, value)| {
         let (id, started_at) = step_manifest(value)?;
         seen.insert(id.to_owned()).then(|| Found { at, handle: HandleRecord::from_manifest(id, started_at, now) })
       })
-      .collect();
-    Listed { metadata: manifest_metadata(), found }
+      .collect()
   }
 
   pub fn is_alive(&self, id: &str) -> bool {

@@ -47,7 +47,8 @@ impl SubprocessStatus {
 }
 
 /// What a handle runs: a step request (`kind: 'step'`) or a process request (anything else, as upstream reads it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum HandleKind {
   Step,
   Process,

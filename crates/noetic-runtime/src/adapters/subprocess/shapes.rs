@@ -3,10 +3,44 @@
 //! from one, the request a replay runs, and upstream's `SerializedError`. Also the storage keys, which are
 //! upstream's, so that a storage shared with upstream's adapter reads the same.
 
+use serde::Serialize;
 use serde_json::json;
 
 use crate::js_layout::{Entry, Layout, copy, value};
 use crate::js_sketch::Sketch;
+
+/// The layouts that depend on nothing but their source, which JS asks for once: a step's and a process's metadata
+/// (source: the request), a manifest's handle metadata and its replay request (source: the manifest), and upstream's
+/// `SerializedError` of an `Error` and of anything else thrown (source: what was thrown).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Layouts {
+  pub step: Layout,
+  pub process: Layout,
+  pub manifest_metadata: Layout,
+  pub replay_request: Layout,
+  pub error: Layout,
+  pub value: Layout,
+}
+
+impl Layouts {
+  pub fn new() -> Self {
+    Self {
+      step: step_metadata(),
+      process: process_metadata(),
+      manifest_metadata: manifest_metadata(),
+      replay_request: replay_request(),
+      error: serialized_error(),
+      value: serialized_value(),
+    }
+  }
+}
+
+impl Default for Layouts {
+  fn default() -> Self {
+    Self::new()
+  }
+}
 
 /// Where every manifest is kept: this prefix and the handle's id.
 pub const MANIFEST_PREFIX: &str = "inMemorySubprocess:manifest:";

@@ -55,7 +55,7 @@ fn a_spawn_answers_the_handle_its_metadata_and_with_storage_a_steps_manifest() {
   let step_plan = spawn(&mut plain, step(json!({ "executor": function() })));
   assert_eq!(step_plan.handle.status, SubprocessStatus::Running);
   assert_eq!((step_plan.handle.started_at.as_str(), step_plan.handle.updated_at.as_str()), (T0, T0));
-  assert_eq!(step_plan.metadata, shapes::step_metadata());
+  assert_eq!(step_plan.kind, HandleKind::Step);
   assert_eq!(step_plan.manifest, None);
   assert!(plain.is_alive(&step_plan.handle.id));
 
@@ -69,9 +69,9 @@ fn a_spawn_answers_the_handle_its_metadata_and_with_storage_a_steps_manifest() {
 
   // Anything but `kind: 'step'` is a process: its `run` option runs it, and it leaves no manifest.
   let process = spawn(&mut durable, json!({ "request": object(), "kind": "process" }));
-  assert_eq!((process.runs, process.metadata, process.manifest), (Runner::Run, shapes::process_metadata(), None));
+  assert_eq!((process.runs, process.kind, process.manifest), (Runner::Run, HandleKind::Process, None));
   let shown = serde_json::to_value(spawn(&mut durable, json!({ "request": [] }))).unwrap();
-  assert_eq!(shown["runs"], "run");
+  assert_eq!((&shown["runs"], &shown["kind"]), (&json!("run"), &json!("process")));
   assert_eq!(shown.get("fails"), None);
 }
 
@@ -152,11 +152,11 @@ fn reattach_reads_a_step_manifest_and_replays_it_when_someone_can_run_it() {
   assert_eq!(a.manifest_key(Sketch::of(&json!(7))).as_deref(), Some("inMemorySubprocess:manifest:7"));
   let kept = a.reattach(Sketch::of(&json!({ "manifest": manifest })), T1).unwrap();
   assert_eq!((kept.handle.id.as_str(), kept.handle.started_at.as_str()), ("subprocess-old", T0));
-  assert_eq!((kept.runs, kept.metadata), (None, shapes::manifest_metadata()));
+  assert_eq!(kept.runs, None);
   assert!(a.is_alive("subprocess-old"));
 
   let replayed = a.reattach(Sketch::of(&json!({ "manifest": manifest, "replayer": function() })), T1).unwrap();
-  assert_eq!((replayed.runs, replayed.request), (Some(Runner::Replayer), shapes::replay_request()));
+  assert_eq!(replayed.runs, Some(Runner::Replayer));
   // A stepRunner that is not truthy still makes a replay, which then has nothing to run.
   let odd = a.reattach(Sketch::of(&json!({ "manifest": manifest, "stepRunner": 0, "replayer": function() })), T1);
   assert_eq!(odd.unwrap().runs, Some(Runner::Nothing));
@@ -175,10 +175,9 @@ fn list_live_gives_live_handles_then_each_other_manifest_once() {
   let read =
     json!([manifest(&live), "junk", manifest("subprocess-b"), manifest("subprocess-b"), manifest("subprocess-c")]);
   let listed = a.listed(Sketch::of(&read), &listing.live, T1);
-  let found: Vec<_> = listed.found.iter().map(|f| (f.at, f.handle.id.as_str(), f.handle.status)).collect();
+  let found: Vec<_> = listed.iter().map(|f| (f.at, f.handle.id.as_str(), f.handle.status)).collect();
   assert_eq!(found, [(2, "subprocess-b", SubprocessStatus::Running), (4, "subprocess-c", SubprocessStatus::Running)]);
-  assert_eq!(listed.found[0].handle.updated_at, T1);
-  assert_eq!(listed.metadata, shapes::manifest_metadata());
+  assert_eq!(listed[0].handle.updated_at, T1);
   assert!(!a.is_alive("subprocess-b"), "listing takes no handle in");
   assert_eq!(adapter(false).listing().prefix, None);
 }
@@ -196,8 +195,10 @@ fn options_name_what_is_wrong() {
 }
 
 #[test]
-fn errors_serialize_as_upstreams_with_a_config_errors_code_and_hint() {
-  let error = serde_json::to_value(serialized_error()).unwrap();
-  assert_eq!(error[3], json!({ "op": "copyIfIn", "key": "noeticError", "from": "noeticError" }));
-  assert_eq!(serialized_value(), vec![Entry::Text { key: "message" }]);
+fn the_fixed_layouts_cross_once_by_name() {
+  let layouts = serde_json::to_value(Layouts::new()).unwrap();
+  let names: Vec<_> = layouts.as_object().unwrap().keys().cloned().collect();
+  assert_eq!(names, ["step", "process", "manifestMetadata", "replayRequest", "error", "value"]);
+  assert_eq!(layouts["error"][3], json!({ "op": "copyIfIn", "key": "noeticError", "from": "noeticError" }));
+  assert_eq!(Layouts::new().value, vec![Entry::Text { key: "message" }]);
 }
