@@ -1,42 +1,36 @@
 'use strict';
-// Detached runs (upstream's `detachedSpawn` and `DetachedHandle`): promise plumbing around a JS adapter (DECISIONS M21).
-const { NoeticConfigError, NoeticErrorImpl, describeValue } = require('./errors.cjs');
-const { SETTLED, TERMINAL, runsInline } = require('./subprocess.cjs');
-const { checkedTimeout, clearLongTimeout, setLongTimeout } = require('./timers.cjs');
+// Detached runs (upstream's `detachedSpawn` and `DetachedHandle`). The runtime's watch (adapters/detached.rs) says how
+// an adapter's handle reads, when to ask the adapter again, and what an await or a stop gives; JS awaits, calls the
+// adapter and keeps what user code reads (DECISIONS M21).
+const native = require('./native.cjs');
+const { NoeticConfigError, NoeticErrorImpl, callNative, fromNative } = require('./errors.cjs');
+const { SETTLED, runsInline, shaped } = require('./subprocess.cjs');
+const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
+const { sketchText } = require('./sketch.cjs');
 
 const DetachedStatus = Object.freeze({ Running: 'running', Completed: 'completed', Failed: 'failed' });
+const RUNNING = Symbol('running');
 
-// Upstream's polling cadence: microtask turns first (an in-process step often ends within a few), then timers.
-const MICROTASK_TURNS = 64;
-const FIRST_POLL_MS = 10;
-const LATER_POLL_MS = 100;
-const RAMP_AFTER_MS = 1_000;
-// How long an adapter may answer `get` with null before the handle counts as evicted.
-const EVICTED_AFTER_MS = 500;
-
-const isRecord = (value) => typeof value === 'object' && value !== null;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const none = () => undefined;
+const textOf = (err) => (err instanceof Error ? err.message : String(err));
 
-function stepFailed(stepId, message) {
-  return new NoeticErrorImpl({ kind: 'step_failed', stepId, cause: new Error(message), retriesExhausted: false });
+// What the watch reads of an adapter's handle, read as JS reads properties (an Error's message is no own key).
+function factsOf(handle) {
+  const status = handle.status;
+  const error = handle.metadata?.error;
+  const { message, name, stack, code, noeticError } = error ?? {};
+  const stopReason = handle.metadata?.stopReason;
+  return sketchText({ status, id: handle.id, stopReason, error, message, name, stack, code, noeticError, noeticKind: noeticError?.kind }, [], 1);
 }
 
-function errorOf(handle, stepId) {
-  const payload = handle.metadata?.error;
-  if (payload === undefined) {
-    const reason = handle.metadata?.stopReason;
-    if (handle.status === 'stopped') return stepFailed(stepId, `Detached spawn was stopped${reason ? `: ${reason}` : ''}`);
-    return stepFailed(stepId, 'Detached spawn failed without an error payload');
-  }
-  if (!isRecord(payload)) return new Error(String(payload));
-  if (isRecord(payload.noeticError) && typeof payload.noeticError.kind === 'string') return new NoeticErrorImpl(payload.noeticError);
-  if (payload.name === 'NoeticConfigError' && typeof payload.code === 'string') {
-    return new NoeticConfigError({ code: payload.code, message: String(payload.message), hint: payload.hint });
-  }
-  const err = new Error(typeof payload.message === 'string' ? payload.message : 'unknown error');
-  if (typeof payload.name === 'string') err.name = payload.name;
-  if (typeof payload.stack === 'string') err.stack = payload.stack;
-  return err;
+// The error a failed handle gives: made natively, or rebuilt from the error its adapter recorded as the watch says.
+function errorOf({ made, rebuild }, payload) {
+  if (made) return fromNative(made, none);
+  if (rebuild.from === 'noeticError') return new NoeticErrorImpl(payload.noeticError);
+  if (rebuild.from === 'configError') return new NoeticConfigError({ code: payload.code, message: String(payload.message), hint: payload.hint });
+  if (rebuild.from === 'text') return new Error(String(payload));
+  return Object.assign(new Error(rebuild.message ?? payload.message), shaped(rebuild.fields, payload));
 }
 
 class DetachedHandleImpl {
@@ -44,11 +38,10 @@ class DetachedHandleImpl {
   constructor({ id, stepId, adapter, spawned, onStop }) {
     this.id = id;
     Object.defineProperties(this, {
-      _stepId: { value: stepId },
+      _watch: { value: new native.NativeDetachedWatch(sketchText(stepId, [], 0), Date.now()) },
       _adapter: { value: adapter },
       _spawned: { value: spawned },
       _onStop: { value: onStop },
-      _startedAt: { value: Date.now() },
       _settlement: { value: undefined, writable: true },
       _status: { value: DetachedStatus.Running, writable: true },
       _result: { value: undefined, writable: true },
@@ -58,15 +51,7 @@ class DetachedHandleImpl {
       _wake: { value: undefined, writable: true },
     });
     // A spawn that fails shows as failed even to a caller who never awaits; `await()` throws it.
-    spawned.then(
-      (handle) => {
-        this._last ??= handle;
-      },
-      (err) => {
-        this._status = DetachedStatus.Failed;
-        this._error = err instanceof Error ? err.message : String(err);
-      },
-    );
+    spawned.then((handle) => void (this._last ??= handle), (err) => this._failed(err));
   }
 
   get status() {
@@ -87,22 +72,17 @@ class DetachedHandleImpl {
 
   // A timeout leaves the run going: a later `await()` can still see it end.
   async await(timeout) {
-    checkedTimeout(timeout, 'DetachedHandle.await');
+    const late = callNative(() => this._watch.awaiting(sketchText(timeout, [], 0)));
     this._waiting += 1;
     this._wake?.();
     this._settlement ??= this._follow().catch((err) => {
-      this._status = DetachedStatus.Failed;
-      this._error ??= err instanceof Error ? err.message : String(err);
-      throw err;
+      throw this._failed(err);
     });
     let timer;
     try {
-      // As upstream, 0 (like no timeout) waits as long as the run takes; so does Infinity.
-      if (timeout == null || timeout === 0 || timeout === Infinity) return await this._settlement;
-      const late = new Promise((_, reject) => {
-        timer = setLongTimeout(() => reject(stepFailed(this._stepId, `Detached spawn timed out after ${timeout}ms`)), timeout);
-      });
-      return await Promise.race([this._settlement, late]);
+      if (late == null) return await this._settlement;
+      const timedOut = new Promise((_, reject) => (timer = setLongTimeout(() => reject(fromNative(JSON.parse(late), none)), timeout)));
+      return await Promise.race([this._settlement, timedOut]);
     } finally {
       clearLongTimeout(timer);
       this._waiting -= 1;
@@ -110,68 +90,58 @@ class DetachedHandleImpl {
   }
 
   async stop(reason) {
-    if (reason !== undefined && typeof reason !== 'string') {
-      throw new NoeticConfigError({ code: 'INVALID_STOP_REASON', message: `DetachedHandle.stop(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'no longer needed', or nothing." });
-    }
+    const fallback = callNative(() => this._watch.stopping(sketchText(reason, [], 0)));
     const handle = await this._spawned;
     const answer = await this._adapter.stop(handle.id, reason);
-    this._onStop?.(reason ?? 'detached spawn stopped');
+    this._onStop?.(reason ?? fallback);
     return answer;
   }
 
+  // Our in-memory adapter says when a handle ends; any other's handle is read, then asked about until it ends.
   async _follow() {
     const first = await this._spawned;
-    if (TERMINAL.has(first.status)) return this._finish(first);
-    // Our in-memory adapter says when a handle ends; any other is asked until it does.
-    if (typeof this._adapter[SETTLED] === 'function') {
-      const ended = await this._adapter[SETTLED](first.id);
-      if (ended) return this._finish(ended);
-    }
-    return this._finish(await this._poll(first.id));
+    const ended = typeof this._adapter[SETTLED] === 'function' ? await this._adapter[SETTLED](first.id) : null;
+    if (ended) return this._finish(ended);
+    const now = this._finish(first);
+    return now === RUNNING ? this._finish(await this._poll(first.id)) : now;
   }
 
+  // Asks the adapter until the watch says the handle has ended, or throws that it is gone. An answer of the watch
+  // holds for the turns it gives while the adapter answers the same status, so the microtask turns ask it once.
   async _poll(handleId) {
-    let nullSince = null;
-    const look = async () => {
+    let [next, status, repeats] = [{ turns: 0 }, undefined, 0];
+    for (;;) {
       const handle = await this._adapter.get(handleId);
-      if (handle == null) {
-        nullSince ??= Date.now();
-        if (Date.now() - nullSince >= EVICTED_AFTER_MS) {
-          throw new NoeticErrorImpl({ kind: 'handle_evicted', handleId, stepId: this._stepId, gracePeriodMs: EVICTED_AFTER_MS });
-        }
-        return null;
+      const [found, seen] = [handle != null, handle?.status];
+      if (found) this._last = handle;
+      if (found && seen === status && repeats + 1 < next.turns) repeats += 1;
+      else [next, status, repeats] = [callNative(() => this._watch.observe(Date.now(), found, sketchText(seen, [], 0), repeats)), seen, 0];
+      if (next.ended) return handle;
+      if (next.turns > 0) await Promise.resolve();
+      else {
+        // Nobody waits any more (their awaits timed out): asking again would only keep the process alive.
+        if (this._waiting === 0) await new Promise((resolve) => (this._wake = resolve));
+        this._wake = undefined;
+        await sleep(next.sleepMs);
       }
-      nullSince = null;
-      this._last = handle;
-      return TERMINAL.has(handle.status) ? handle : null;
-    };
-    for (let turn = 0; turn < MICROTASK_TURNS; turn++) {
-      const ended = await look();
-      if (ended) return ended;
-      await Promise.resolve();
-    }
-    for (let delay = FIRST_POLL_MS; ; ) {
-      const ended = await look();
-      if (ended) return ended;
-      // Nobody waits any more (their awaits timed out): asking again would only keep the process alive.
-      if (this._waiting === 0) await new Promise((resolve) => (this._wake = resolve));
-      this._wake = undefined;
-      await sleep(delay);
-      if (Date.now() - this._startedAt >= RAMP_AFTER_MS) delay = LATER_POLL_MS;
     }
   }
 
+  // How `handle` reads to the watch: RUNNING, or its end, kept for the getters: the result, or the error thrown.
   _finish(handle) {
     this._last = handle;
-    if (handle.status === 'completed') {
-      this._status = DetachedStatus.Completed;
-      this._result = handle.metadata?.result;
-      return this._result;
-    }
-    const err = errorOf(handle, this._stepId);
+    const ending = JSON.parse(this._watch.ending(factsOf(handle)));
+    if (ending.status === DetachedStatus.Running) return RUNNING;
+    this._status = ending.status;
+    if (ending.status !== DetachedStatus.Completed) throw this._failed(errorOf(ending, handle.metadata?.error));
+    return (this._result = handle.metadata?.result);
+  }
+
+  // A failed spawn, wait or run reads failed, with the first error's message.
+  _failed(err) {
     this._status = DetachedStatus.Failed;
-    this._error = err.message;
-    throw err;
+    this._error ??= textOf(err);
+    return err;
   }
 }
 

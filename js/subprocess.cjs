@@ -1,257 +1,144 @@
 'use strict';
-// `createInMemorySubprocessAdapter`, upstream's default SubprocessAdapter: handle states are native
-// (NativeSubprocessRegistry); JS keeps what is JS values or calls (metadata, handles, user functions, manifests).
+// `createInMemorySubprocessAdapter`, upstream's default SubprocessAdapter. The runtime decides what each call does
+// (adapters/subprocess/): handle states, what runs a request, the layout of handles, metadata, manifests and errors,
+// the storage keys. JS holds the JS values, calls the user's functions and storage, and builds what it is told to.
 const native = require('./native.cjs');
 const { NativeSubprocessRegistry } = native;
-const { NoeticConfigError, describeValue, messageOf, callNative } = require('./errors.cjs');
-const { sketch } = require('./sketch.cjs');
-
-// Upstream's key layout, so that a storage shared with upstream's adapter reads the same.
-const MANIFEST_PREFIX = 'inMemorySubprocess:manifest:';
-const manifestKey = (handleId) => `${MANIFEST_PREFIX}${handleId}`;
+const { messageOf, callNative } = require('./errors.cjs');
+const { sketchText } = require('./sketch.cjs');
 
 // Read by the harness out of users' sight: INLINE (no storage, so nothing another caller can observe), waiting, replaying.
 const INLINE = Symbol('noetic.subprocess.inline');
 const SETTLED = Symbol('noetic.subprocess.settled');
 const REPLAYER = Symbol('noetic.subprocess.replayer');
 const runsInline = (adapter) => adapter?.[INLINE] === true;
-const TERMINAL = new Set(['completed', 'failed', 'stopped', 'stale']);
 
-const isRecord = (value) => typeof value === 'object' && value !== null;
-
-// A NoeticError keeps its structured payload so that it can be rebuilt with its kind.
-function serializeError(err) {
-  if (err instanceof Error) {
-    const payload = { message: err.message, name: err.name, stack: err.stack };
-    if ('noeticError' in err) payload.noeticError = err.noeticError;
-    if (typeof err.code === 'string') payload.code = err.code;
-    if (typeof err.hint === 'string') payload.hint = err.hint;
-    return payload;
+// An object as a runtime layout says (js_layout.rs), key by key in order, out of `source`'s values.
+function shaped(layout, source) {
+  let out = {};
+  for (const { op, key, from, value } of layout) {
+    if (op === 'spread') out = { ...out, ...source[from] };
+    else if (op === 'value') out[key] = value;
+    else if (op === 'text') out[key] = String(source);
+    else if (op === 'copyOr') out[key] = source[from] ?? structuredClone(value);
+    else if (op === 'copy' || (op === 'copyIfIn' ? from in source : typeof source[from] === 'string')) out[key] = source[from];
   }
-  return { message: typeof err === 'string' ? err : String(err) };
+  return out;
 }
+
+// The layouts that depend on nothing but their source (adapters/subprocess/shapes.rs, Layouts).
+const LAYOUTS = native.subprocessLayouts();
+const serializeError = (err) => shaped(err instanceof Error ? LAYOUTS.error : LAYOUTS.value, err);
 
 // As `serializeError`, for a value whose getters throw too: a run's failure must always be recorded (B6).
 function serializedOrDescribed(err) {
   try {
     return serializeError(err);
   } catch {
-    return { message: messageOf(err) };
+    return shaped(LAYOUTS.value, messageOf(err));
   }
 }
 
-const stepMetadata = (request) => ({
-  ...(request.metadata ?? {}),
-  runtime: 'in-memory',
-  kind: 'step',
-  stepId: request.stepId,
-  executionId: request.executionId,
-});
-
-const processMetadata = (request) => ({
-  ...(request.metadata ?? {}),
-  runtime: 'in-memory',
-  command: request.command,
-  args: request.args ?? [],
-  cwd: request.cwd,
-});
-
-const manifestMetadata = (manifest) => ({
-  runtime: 'in-memory',
-  kind: 'step',
-  stepId: manifest.stepId,
-  executionId: manifest.executionId,
-  reattachMode: manifest.reattachMode,
-});
-
-// What a manifest must hold to be read back; anything else under the prefix is ignored.
-function isStepManifest(value) {
-  return (
-    isRecord(value) &&
-    value.kind === 'step' &&
-    typeof value.handleId === 'string' &&
-    typeof value.stepId === 'string' &&
-    typeof value.executionId === 'string' &&
-    typeof value.startedAt === 'string' &&
-    isRecord(value.overrides)
-  );
-}
-
-const handleOf = (state, metadata) => ({
-  id: state.id,
-  status: state.status,
-  startedAt: state.startedAt,
-  updatedAt: state.updatedAt,
-  metadata,
-});
-
-// Checked natively (adapters/subprocess.rs); a storage adapter's methods are the ones looked up.
-const STORAGE_METHODS = ['get', 'set', 'delete', 'list'];
-const checkOptions = (options) => callNative(() => native.checkSubprocessOptions(sketch(options, STORAGE_METHODS, 2)));
+// The methods of a storage the options check asks about, as the runtime lists them.
+const STORAGE_METHODS = native.harnessOptionNames().storageMethods;
 
 function createInMemorySubprocessAdapter(options = {}) {
-  checkOptions(options);
-  const registry = new NativeSubprocessRegistry();
+  const registry = callNative(() => new NativeSubprocessRegistry(sketchText(options, STORAGE_METHODS, 2)));
+  const storage = options.storage ?? undefined;
   // Each handle as `get` returns it, replaced (never mutated) at every transition, as upstream's are.
   const handles = new Map();
   const waiting = new Map();
-  const storage = options.storage ?? undefined;
   let replayer;
+  // What could run a step, for the registry to choose from; and each choice, called.
+  const runners = (executor) => ({ executor, stepRunner: options.stepRunner, replayer });
+  const RUNS = {
+    executor: (request) => request._localExecutor(),
+    stepRunner: (request, handle) => options.stepRunner(request, handle),
+    replayer: (request, handle) => replayer(request, handle),
+    run: (request, handle) => options.run?.(request, handle),
+    nothing: (request, handle, message) => Promise.reject(new Error(message)),
+  };
 
-  // Async, like upstream's, so that a run's steps take the same turns of the microtask queue.
-  async function save(handle) {
+  // A handle in the state an answer gives, `value` under the key it names. Async, like upstream's, so that a run's
+  // steps take the same turns of the microtask queue.
+  async function save({ handle, adds, ended }, metadata, value) {
+    handle.metadata = adds == null ? metadata : { ...metadata, [adds]: value };
     handles.set(handle.id, handle);
-    if (TERMINAL.has(handle.status)) {
+    if (ended) {
       for (const wake of waiting.get(handle.id) ?? []) wake(handle);
       waiting.delete(handle.id);
     }
     return handle;
   }
 
+  // A handle of this adapter once it has ended (SETTLED); null for one it does not know.
   function settled(handleId) {
     const handle = handles.get(handleId);
-    if (!handle) return Promise.resolve(null);
-    if (TERMINAL.has(handle.status)) return Promise.resolve(handle);
-    return new Promise((resolve) => {
-      if (!waiting.has(handleId)) waiting.set(handleId, []);
-      waiting.get(handleId).push(resolve);
-    });
+    if (!handle || registry.hasEnded(handleId)) return Promise.resolve(handle ?? null);
+    return new Promise((resolve) => waiting.set(handleId, [...(waiting.get(handleId) ?? []), resolve]));
   }
 
-  function withInjected(request, intrinsic) {
-    return options.metadataInjector ? { ...intrinsic, ...options.metadataInjector(request) } : intrinsic;
-  }
-
-  // A manifest that cannot be written must not fail the spawn: the step still runs, only not durably.
-  async function persist(request, handle) {
-    if (!storage) return;
-    const manifest = {
-      kind: 'step',
-      handleId: handle.id,
-      stepId: request.stepId,
-      executionId: request.executionId,
-      serializedInput: request.serializedInput,
-      overrides: request.overrides,
-      startedAt: handle.startedAt,
-      // A reattached in-memory handle can only be run again from its input; there is no process to rebind to.
-      reattachMode: 'replay',
-    };
+  // A manifest that cannot be written or cleared must not fail the run: it is warned of, as the runtime words it.
+  async function guarded(write, warning) {
     try {
-      await storage.set(manifestKey(handle.id), manifest);
+      await write();
     } catch (err) {
-      console.warn(`createInMemorySubprocessAdapter: failed to persist manifest for "${handle.id}":`, err);
+      console.warn(warning, err);
     }
   }
 
-  // Once a handle has ended its manifest goes, or every later adapter would list it as live.
-  async function forget(handleId) {
-    if (!storage) return;
+  const forget = async (plan) => plan && guarded(() => storage.delete(plan.key), plan.warning);
+
+  // Runs a request as the registry chose (`plan.runs`); its end settles the handle, the run's value (a step's result,
+  // or the serialized error) under the key the registry names.
+  async function run(request, handle, plan) {
+    let [ok, value] = [true, undefined];
     try {
-      await storage.delete(manifestKey(handleId));
+      value = await RUNS[plan.runs](request, handle, plan.fails);
     } catch (err) {
-      console.warn(`createInMemorySubprocessAdapter: failed to clear manifest for "${handleId}":`, err);
+      [ok, value] = [false, serializedOrDescribed(err)];
     }
+    const answer = JSON.parse(registry.settle(handle.id, ok, ok ? undefined : value.code));
+    if (answer == null) return;
+    await save(answer, handles.get(handle.id).metadata, value);
+    await forget(answer.forget);
   }
-
-  async function loadManifest(handleId) {
-    const raw = await storage.get(manifestKey(handleId));
-    return isStepManifest(raw) ? raw : null;
-  }
-
-  async function listManifests() {
-    const manifests = [];
-    for (const key of await storage.list(MANIFEST_PREFIX)) {
-      const raw = await storage.get(key);
-      if (isStepManifest(raw)) manifests.push(raw);
-    }
-    return manifests;
-  }
-
-  // `outcome` is `{ result }` for a step; a process has none, and its metadata object is then kept as it is.
-  async function succeed(handle, outcome) {
-    const state = registry.settle(handle.id, true);
-    if (state == null) return;
-    const { metadata } = handles.get(handle.id);
-    await save(handleOf(state, outcome === undefined ? metadata : { ...(metadata ?? {}), ...outcome }));
-    await forget(handle.id);
-  }
-
-  // A replay whose step is not registered here keeps its manifest, so another process or a later reattach can run it.
-  async function fail(handle, err, { keepManifest = false } = {}) {
-    const state = registry.settle(handle.id, false);
-    if (state == null) return;
-    const { metadata } = handles.get(handle.id) ?? handle;
-    await save(handleOf(state, { ...(metadata ?? {}), error: serializedOrDescribed(err) }));
-    if (!keepManifest) await forget(handle.id);
-  }
-
-  async function runStep(request, handle) {
-    const runner = options.stepRunner ?? replayer;
-    try {
-      let result;
-      if (request._localExecutor) result = await request._localExecutor();
-      else if (runner) result = await runner(request, handle);
-      else {
-        throw new Error(
-          `In-memory subprocess adapter has no executor for step "${request.stepId}". ` +
-            'Provide a stepRunner option or dispatch via AgentHarness.',
-        );
-      }
-      await succeed(handle, { result });
-    } catch (err) {
-      await fail(handle, err, { keepManifest: err?.code === 'STEP_NOT_REGISTERED' });
-    }
-  }
-
-  async function runProcess(request, handle) {
-    try {
-      await options.run?.(request, handle);
-      await succeed(handle);
-    } catch (err) {
-      await fail(handle, err);
-    }
-  }
-
-  // A process request launches nothing: it only runs the `run` option (upstream's test double).
-  async function spawnAs(request, intrinsic, run) {
-    const metadata = withInjected(request, intrinsic);
-    const handle = handleOf(registry.spawn(), metadata);
-    await save(handle);
-    if (run === runStep) await persist(request, handle);
-    void run(request, handle);
-    return handle;
-  }
-
-  const notFound = (handleId) => ({ kind: 'not_found', handleId });
 
   function unsupported(handleId, what) {
     const handle = handles.get(handleId);
-    if (!handle) return notFound(handleId);
-    return { kind: 'unsupported', handle, message: `In-memory subprocess adapter does not support ${what}.` };
+    return handle ? { kind: 'unsupported', handle, message: registry.unsupported(what) } : { kind: 'not_found', handleId };
   }
 
   const adapter = {
+    // A process request launches nothing: it only runs the `run` option (upstream's test double).
     async spawn(request) {
-      if (!isRecord(request)) {
-        throw new NoeticConfigError({
-          code: 'INVALID_SUBPROCESS_REQUEST',
-          message: `subprocess.spawn(request): the request is ${describeValue(request)}; expected an object.`,
-          hint: "Pass { kind: 'step', stepId, serializedInput, executionId, overrides } or { command, args?, cwd? }.",
-        });
+      const facts = { request, kind: request?.kind, stepId: request?.stepId, ...runners(request?._localExecutor) };
+      const plan = JSON.parse(callNative(() => registry.spawn(sketchText(facts, [], 1))));
+      let metadata;
+      try {
+        metadata = shaped(LAYOUTS[plan.kind], request);
+        if (options.metadataInjector) metadata = { ...metadata, ...options.metadataInjector(request) };
+      } catch (err) {
+        registry.abandon(plan.handle.id);
+        throw err;
       }
-      // Anything but a step request is a process request, as upstream reads `kind`.
-      return request.kind === 'step' ? spawnAs(request, stepMetadata(request), runStep) : spawnAs(request, processMetadata(request), runProcess);
+      const handle = await save(plan, metadata);
+      if (plan.manifest) {
+        const manifest = shaped(plan.manifest.layout, request);
+        await guarded(() => storage.set(plan.manifest.key, manifest), plan.manifest.warning);
+      }
+      void run(request, handle, plan);
+      return handle;
     },
     async get(handleId) {
       return handles.get(handleId) ?? null;
     },
     async stop(handleId, reason) {
       const handle = handles.get(handleId);
-      if (!handle) return notFound(handleId);
-      const state = registry.stop(handleId);
-      await forget(handleId);
-      const next = await save(handleOf(state, { ...(handle.metadata ?? {}), stopReason: reason }));
-      return { kind: 'stopped', handleId, handle: next };
+      if (!handle) return { kind: 'not_found', handleId };
+      const answer = JSON.parse(registry.stop(handleId));
+      await forget(answer.forget);
+      return { kind: 'stopped', handleId, handle: await save(answer, handle.metadata, reason) };
     },
     async pause(handleId) {
       return unsupported(handleId, 'pause');
@@ -264,36 +151,29 @@ function createInMemorySubprocessAdapter(options = {}) {
     },
     // Replayed from the manifest's input when someone can run it (`stepRunner`, else the harness); else the caller's.
     async reattach(handleId) {
-      if (!storage) return null;
-      const manifest = await loadManifest(handleId);
-      if (!manifest) return null;
-      const handle = handleOf(registry.reattach(manifest.handleId, manifest.startedAt), manifestMetadata(manifest));
-      await save(handle);
-      if (options.stepRunner || replayer) {
-        const { stepId, serializedInput, executionId, overrides } = manifest;
-        void runStep({ kind: 'step', stepId, serializedInput, executionId, overrides }, handle);
-      }
+      const key = registry.manifestKey(sketchText(handleId, [], 0));
+      if (key == null) return null;
+      const manifest = await storage.get(key);
+      const plan = JSON.parse(registry.reattach(sketchText({ manifest, ...runners() }, [], 2)));
+      if (plan == null) return null;
+      const handle = await save(plan, shaped(LAYOUTS.manifestMetadata, manifest));
+      if (plan.runs) void run(shaped(LAYOUTS.replayRequest, manifest), handle, plan);
       return handle;
     },
     // This adapter's live handles, then those of earlier adapters whose manifests are still in the storage.
     async listLive() {
-      const live = new Map();
-      for (const id of registry.liveIds()) {
-        const handle = handles.get(id);
-        if (handle) live.set(id, handle);
-      }
-      if (storage) {
-        for (const manifest of await listManifests()) {
-          if (live.has(manifest.handleId)) continue;
-          const state = NativeSubprocessRegistry.fromManifest(manifest.handleId, manifest.startedAt);
-          live.set(manifest.handleId, handleOf(state, manifestMetadata(manifest)));
-        }
-      }
-      return [...live.values()];
+      const listing = JSON.parse(registry.listing());
+      const live = listing.live.map((id) => handles.get(id)).filter(Boolean);
+      if (listing.prefix === undefined) return live;
+      const manifests = [];
+      for (const key of await storage.list(listing.prefix)) manifests.push(await storage.get(key));
+      const found = JSON.parse(registry.listed(sketchText(manifests, [], 2), listing.live));
+      for (const { at, handle } of found) live.push({ ...handle, metadata: shaped(LAYOUTS.manifestMetadata, manifests[at]) });
+      return live;
     },
   };
   Object.defineProperties(adapter, {
-    [INLINE]: { value: !storage },
+    [INLINE]: { value: registry.runsInline },
     [SETTLED]: { value: settled },
     // The first harness given this adapter replays its reattached steps, unless a `stepRunner` does.
     [REPLAYER]: {
@@ -306,4 +186,4 @@ function createInMemorySubprocessAdapter(options = {}) {
   return adapter;
 }
 
-module.exports = { createInMemorySubprocessAdapter, serializeError, runsInline, SETTLED, REPLAYER, TERMINAL };
+module.exports = { createInMemorySubprocessAdapter, serializeError, shaped, runsInline, SETTLED, REPLAYER };

@@ -1,9 +1,5 @@
 'use strict';
 // Node and Bun fire a `setTimeout` of more than 2^31 - 1 ms (Infinity included) at once, so long waits are chained.
-const native = require('./native.cjs');
-const { callNative } = require('./errors.cjs');
-const { sketch } = require('./sketch.cjs');
-
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function setLongTimeout(fire, ms) {
@@ -22,10 +18,4 @@ function clearLongTimeout(timer) {
   if (timer) clearTimeout(timer.id);
 }
 
-// A timeout a caller gave, checked natively as a spawn's is (steps/builders.rs): none, or milliseconds, 0 or more.
-function checkedTimeout(value, what) {
-  callNative(() => native.checkTimeout(sketch(value, [], 0), what));
-  return value;
-}
-
-module.exports = { MAX_TIMER_MS, setLongTimeout, clearLongTimeout, checkedTimeout };
+module.exports = { MAX_TIMER_MS, setLongTimeout, clearLongTimeout };

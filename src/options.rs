@@ -6,7 +6,7 @@ use napi_derive::napi;
 use serde_json::Value;
 
 use noetic_runtime::harness::options::{self, METHOD_NAMES, ModelEnv, OPTION_KEYS};
-use noetic_runtime::harness::{api_checks, inspect};
+use noetic_runtime::harness::api_checks;
 use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::steps::builders;
 
@@ -20,6 +20,7 @@ pub fn harness_option_names() -> Value {
     "methods": METHOD_NAMES,
     "stepMethods": builders::METHOD_NAMES,
     "argMethods": api_checks::ARG_METHODS,
+    "storageMethods": noetic_runtime::storage::STORAGE_METHODS,
   })
 }
 
@@ -41,18 +42,6 @@ pub fn check_step_options(builder: String, sketch: Value) -> Result<()> {
 #[napi(catch_unwind, skip_typescript)]
 pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
   options::check_call_options(&call, Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
-}
-
-/// A timeout a caller gave (`what` names the call), checked as a spawn's is.
-#[napi(catch_unwind, skip_typescript)]
-pub fn check_timeout(sketch: Value, what: String) -> Result<()> {
-  builders::check_timeout(Sketch::of(&sketch), &what).map_err(|e| to_napi(config_json(&e)))
-}
-
-/// `createInMemorySubprocessAdapter`'s options, checked (the storage's methods among `STORAGE_METHODS`).
-#[napi(catch_unwind, skip_typescript)]
-pub fn check_subprocess_options(sketch: Value) -> Result<()> {
-  noetic_runtime::adapters::subprocess::check_options(Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
 }
 
 /// A public call's arguments (`call` names it: `"createSqliteStorage"`, `"seedSessionHistory"`, ...), sketched as an

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { random } from './shared.mjs';
 
-const PROGRAMS = ['memory', 'steps', 'queue', 'provider', 'workflow', 'builtins', 'patterns', 'channels', 'conditions', 'spawn', 'session', 'persisted', 'tools', 'detached', 'every', 'durable', 'llm', 'until', 'pure', 'schemas', 'race', 'shapes', 'builders'];
+const PROGRAMS = ['memory', 'steps', 'queue', 'provider', 'workflow', 'builtins', 'patterns', 'channels', 'conditions', 'spawn', 'session', 'persisted', 'tools', 'detached', 'every', 'durable', 'llm', 'until', 'pure', 'schemas', 'race', 'shapes', 'builders', 'subprocess'];
 
 function run(impl, program, seed) {
   const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--one', impl, program, String(seed)], { encoding: 'utf8', env: process.env });

@@ -175,6 +175,11 @@ impl<'a> Sketch<'a> {
     self.0.filter(|_| !self.is_tagged())
   }
 
+  /// The sketch as it crossed, to be kept and read again (`Sketch::of`); `None` for a field that is absent.
+  pub fn sketched(&self) -> Option<&'a Value> {
+    self.0
+  }
+
   /// The value as JS's `String(value)` prints it (a function as its description: its source never crosses).
   pub fn js_string(&self) -> String {
     if let Some(text) = self.as_str() {

@@ -10,6 +10,7 @@ pub mod harness;
 pub mod host;
 pub mod items;
 pub mod js_date;
+pub mod js_layout;
 pub mod js_sketch;
 pub mod js_text;
 pub mod js_time;

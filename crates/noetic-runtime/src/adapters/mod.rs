@@ -1,8 +1,9 @@
-//! The state behind the harness's default adapters that Rust owns: the in-memory filesystem behind
-//! `createInMemoryFsAdapter()` and the subprocess adapter's handle registry. (The default shell is a stub with no
-//! state, so it stays JS glue; the adapters' user-facing functions and the JS values they carry stay with their
-//! JS wrappers, A2.)
+//! The harness's default adapters as Rust decides them: the in-memory filesystem behind `createInMemoryFsAdapter()`,
+//! the in-memory subprocess adapter, and how a detached run's handle follows whichever adapter runs it. (The default
+//! shell is a stub with no state, so it stays JS glue; the adapters' user-facing functions and the JS values they
+//! carry stay with their JS wrappers, A2.)
 
+pub mod detached;
 mod file_read;
 mod fs_path;
 mod memory_fs;

@@ -1,17 +1,15 @@
-//! The handles of the in-memory subprocess adapter (upstream's `createInMemorySubprocessAdapter`): their ids,
-//! statuses and timestamps, which of them are live, and the rules of every transition. A handle's metadata holds
-//! JS values (a step's result, the request's own metadata) and stays with the JS wrapper, which applies each
-//! transition answered here to it.
+//! The handles of the in-memory subprocess adapter: their ids, kinds, statuses and timestamps, which of them are
+//! live, and the rules of every transition. A handle's metadata holds JS values (a step's result, the request's own
+//! metadata) and stays with the JS wrapper, which builds it as `shapes.rs` lays it out.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::ConfigError;
-use crate::js_sketch::Sketch;
-use crate::storage::STORAGE_METHODS;
+use serde::Serialize;
 
 /// Upstream's `SubprocessStatus`. This adapter moves handles between `running`, `completed`, `failed` and
 /// `stopped` only.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SubprocessStatus {
   Starting,
   Running,
@@ -34,25 +32,51 @@ impl SubprocessStatus {
       Self::Stale => "stale",
     }
   }
+
+  /// Upstream's `isTerminalStatus`: a handle in one of these has ended and will not change by itself.
+  pub fn is_terminal(self) -> bool {
+    matches!(self, Self::Completed | Self::Failed | Self::Stopped | Self::Stale)
+  }
+
+  /// The status a JS handle shows, if it is one of upstream's.
+  pub fn parse(text: &str) -> Option<Self> {
+    [Self::Starting, Self::Running, Self::Paused, Self::Completed, Self::Failed, Self::Stopped, Self::Stale]
+      .into_iter()
+      .find(|status| status.as_str() == text)
+  }
 }
 
-/// A handle without its metadata. Timestamps are JS ISO strings (`toISOString`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a handle runs: a step request (`kind: 'step'`) or a process request (anything else, as upstream reads it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandleKind {
+  Step,
+  Process,
+}
+
+/// A handle without its metadata: upstream's `SubprocessHandle` fields in its order, as JS shows them (the kind is
+/// the runtime's own). Timestamps are JS ISO strings (`toISOString`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HandleRecord {
   pub id: String,
   pub status: SubprocessStatus,
   pub started_at: String,
   pub updated_at: String,
+  #[serde(skip)]
+  pub kind: HandleKind,
 }
 
 impl HandleRecord {
-  /// A handle known from a persisted manifest: shown as running, since its manifest outlived its run.
+  /// A handle known from a persisted manifest (always a step's): shown as running, since its manifest outlived its
+  /// run.
   pub fn from_manifest(id: &str, started_at: &str, now: &str) -> Self {
     Self {
       id: id.to_owned(),
       status: SubprocessStatus::Running,
       started_at: started_at.to_owned(),
       updated_at: now.to_owned(),
+      kind: HandleKind::Step,
     }
   }
 }
@@ -80,13 +104,14 @@ impl SubprocessRegistry {
   }
 
   /// A new running, live handle with a fresh id.
-  pub fn spawn(&mut self, now: &str) -> HandleRecord {
+  pub fn spawn(&mut self, kind: HandleKind, now: &str) -> HandleRecord {
     let id = format!("{HANDLE_ID_PREFIX}{}", uuid::Uuid::new_v4());
     let record = HandleRecord {
       id: id.clone(),
       status: SubprocessStatus::Running,
       started_at: now.to_owned(),
       updated_at: now.to_owned(),
+      kind,
     };
     self.live.insert(&id);
     self.handles.insert(id, record.clone());
@@ -95,6 +120,17 @@ impl SubprocessRegistry {
 
   pub fn get(&self, id: &str) -> Option<&HandleRecord> {
     self.handles.get(id)
+  }
+
+  /// Forgets a handle whose spawn failed after it was made (its metadata could not be built): it never existed.
+  pub fn abandon(&mut self, id: &str) {
+    self.live.remove(id);
+    self.handles.remove(id);
+  }
+
+  /// Whether a known handle has ended.
+  pub fn has_ended(&self, id: &str) -> bool {
+    self.handles.get(id).is_some_and(|record| record.status.is_terminal())
   }
 
   /// A run ended. Success is recorded only while the handle still runs, so a stop is not undone by a late result;
@@ -174,34 +210,6 @@ impl LiveSet {
   }
 }
 
-/// `createInMemorySubprocessAdapter(options)`: an object whose `run`, `stepRunner` and `metadataInjector` are
-/// functions when given, and whose `storage`, when given, has a StorageAdapter's methods.
-pub fn check_options(options: Sketch) -> Result<(), ConfigError> {
-  let fail = |message: String| {
-    Err(ConfigError::new(
-      "INVALID_SUBPROCESS_OPTIONS",
-      message,
-      "Pass { run?, stepRunner?, metadataInjector?, storage? }: functions, and a StorageAdapter (get, set, delete, list).",
-    ))
-  };
-  if !options.is_object() {
-    return fail(format!("createInMemorySubprocessAdapter options are {}; expected an object.", options.described()));
-  }
-  for name in ["run", "stepRunner", "metadataInjector"] {
-    let value = options.field(name);
-    if !value.is_nullish() && !value.is_function() {
-      return fail(format!("createInMemorySubprocessAdapter {name} is {}; expected a function.", value.described()));
-    }
-  }
-  let storage = options.field("storage");
-  let missing = if storage.is_nullish() { Vec::new() } else { storage.lacking(&STORAGE_METHODS) };
-  if missing.is_empty() {
-    return Ok(());
-  }
-  let s = if missing.len() > 1 { "s" } else { "" };
-  fail(format!("createInMemorySubprocessAdapter storage has no {} method{s}.", missing.join(", ")))
-}
-
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -216,8 +224,8 @@ mod tests {
   #[test]
   fn spawn_hands_out_fresh_running_live_handles() {
     let mut registry = SubprocessRegistry::new();
-    let a = registry.spawn(T0);
-    let b = registry.spawn(T0);
+    let a = registry.spawn(HandleKind::Step, T0);
+    let b = registry.spawn(HandleKind::Step, T0);
     assert_ne!(a.id, b.id);
     // `subprocess-` and a v4 UUID, as `crypto.randomUUID()` prints one.
     let uuid = a.id.strip_prefix(HANDLE_ID_PREFIX).unwrap();
@@ -232,8 +240,8 @@ mod tests {
   #[test]
   fn a_run_that_ends_leaves_the_live_set() {
     let mut registry = SubprocessRegistry::new();
-    let done = registry.spawn(T0);
-    let broken = registry.spawn(T0);
+    let done = registry.spawn(HandleKind::Step, T0);
+    let broken = registry.spawn(HandleKind::Step, T0);
     let completed = registry.settle(&done.id, Outcome::Completed, T1).unwrap();
     assert_eq!(
       (completed.status, completed.started_at.as_str(), completed.updated_at.as_str()),
@@ -248,7 +256,7 @@ mod tests {
   #[test]
   fn a_late_result_does_not_undo_a_stop_but_a_late_failure_is_recorded() {
     let mut registry = SubprocessRegistry::new();
-    let a = registry.spawn(T0);
+    let a = registry.spawn(HandleKind::Step, T0);
     assert_eq!(registry.stop(&a.id, T1).unwrap().status, SubprocessStatus::Stopped);
     assert_eq!(registry.settle(&a.id, Outcome::Completed, T1), None);
     assert_eq!(registry.get(&a.id).unwrap().status, SubprocessStatus::Stopped);
@@ -259,7 +267,7 @@ mod tests {
   #[test]
   fn stop_works_on_any_known_handle_and_reports_unknown_ones() {
     let mut registry = SubprocessRegistry::new();
-    let a = registry.spawn(T0);
+    let a = registry.spawn(HandleKind::Step, T0);
     registry.settle(&a.id, Outcome::Completed, T0);
     assert_eq!(registry.stop(&a.id, T1).unwrap().status, SubprocessStatus::Stopped);
     assert_eq!(registry.stop("subprocess-unknown", T1), None);
@@ -269,8 +277,8 @@ mod tests {
   #[test]
   fn reattach_makes_a_running_live_handle_and_keeps_live_order() {
     let mut registry = SubprocessRegistry::new();
-    let a = registry.spawn(T0);
-    let b = registry.spawn(T0);
+    let a = registry.spawn(HandleKind::Step, T0);
+    let b = registry.spawn(HandleKind::Step, T0);
     let old = registry.reattach("subprocess-old", "2025-12-31T00:00:00.000Z", T1);
     assert_eq!(old, HandleRecord::from_manifest("subprocess-old", "2025-12-31T00:00:00.000Z", T1));
     assert!(registry.is_alive("subprocess-old"));
@@ -293,13 +301,37 @@ mod tests {
   }
 
   #[test]
-  fn options_name_what_is_wrong() {
-    use serde_json::json;
-    let error = |value| check_options(Sketch::of(&value)).unwrap_err().message;
-    assert_eq!(error(json!(3)), "createInMemorySubprocessAdapter options are 3; expected an object.");
-    assert_eq!(error(json!({ "run": 1 })), "createInMemorySubprocessAdapter run is 1; expected a function.");
-    let storage = json!({ "storage": { "$sketch": "a Store", "type": "object", "methods": ["get", "list"] } });
-    assert_eq!(error(storage), "createInMemorySubprocessAdapter storage has no set, delete methods.");
-    assert!(check_options(Sketch::of(&json!({}))).is_ok());
+  fn the_ended_statuses_are_upstreams_terminal_ones() {
+    use SubprocessStatus::*;
+    let ended: Vec<_> = [Starting, Running, Paused, Completed, Failed, Stopped, Stale]
+      .into_iter()
+      .filter(|status| status.is_terminal())
+      .map(SubprocessStatus::as_str)
+      .collect();
+    assert_eq!(ended, ["completed", "failed", "stopped", "stale"]);
+    assert_eq!(SubprocessStatus::parse("stale"), Some(Stale));
+    assert_eq!(SubprocessStatus::parse("Completed"), None);
+  }
+
+  #[test]
+  fn a_handle_shows_upstreams_fields_in_its_order() {
+    let mut registry = SubprocessRegistry::new();
+    let a = registry.spawn(HandleKind::Process, T0);
+    let shown = serde_json::to_string(&a).unwrap();
+    assert_eq!(shown, format!(r#"{{"id":"{}","status":"running","startedAt":"{T0}","updatedAt":"{T0}"}}"#, a.id));
+  }
+
+  #[test]
+  fn an_abandoned_handle_is_forgotten_and_ended_ones_say_so() {
+    let mut registry = SubprocessRegistry::new();
+    let a = registry.spawn(HandleKind::Step, T0);
+    let b = registry.spawn(HandleKind::Step, T0);
+    registry.abandon(&a.id);
+    assert_eq!(registry.get(&a.id), None);
+    assert_eq!(live_ids(&registry), [b.id.as_str()]);
+    assert!(!registry.has_ended(&b.id));
+    registry.stop(&b.id, T1);
+    assert!(registry.has_ended(&b.id));
+    assert!(!registry.has_ended("subprocess-unknown"));
   }
 }
