@@ -3235,15 +3235,6 @@ export {};
  */
 declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-declare class InspectorGate {
-  /** For a server bound to `address` and `port`, with a fresh token. */
-  constructor(address: string, port: number)
-  get origin(): string
-  get url(): string
-  /** `[status, text]` when the request is refused; `null` when it may be answered. */
-  refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
-}
-
 declare class NativeDetachedWatch {
   /** A handle for the step whose id is sketched, made at `now` (`Date.now()`). */
   constructor(stepId: string, now: number)
@@ -3320,24 +3311,8 @@ declare class NativeHarness {
   useFs(fs?: NativeFs | undefined | null): void
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
-  /**
-   * Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
-   * recorded.
-   */
-  inspectorOpen(open: boolean, turnsPerThread: number, threads: number): void
-  /** The summaries of the model calls recorded since the last call, as a JSON array. */
-  inspectorFeed(): string
-  /**
-   * Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
-   * told of them.
-   */
-  inspectorListen(listening: boolean): void
-  /** The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON. */
-  inspectorLayers(threadId: string, resourceId?: string | undefined | null): string
   /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
   inspectorSnapshot(): string
-  /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */
-  inspectorCall(id: number): string | null
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.
@@ -3432,6 +3407,13 @@ declare class NativeHarness {
   get liveExecutions(): number
   /** Number of contexts the native side holds (runs in flight, sessions' histories, createContext contexts). */
   get liveContexts(): number
+  /**
+   * Starts the inspector with `options` (a sketch of what JS was given); resolves to the page's URL. `names`:
+   * `[[layerId, name], ...]` as JSON, the names JS has for the layers.
+   */
+  inspectorStart(options: any, names: string): Promise<string>
+  /** Stops recording at once; resolves when the server has stopped. */
+  inspectorClose(): Promise<void>
   /**
    * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
    * until the notification `{op: 'drained'}` says they have ended.
@@ -3549,23 +3531,6 @@ declare class NativeSubprocessRegistry {
   hasEnded(id: string): boolean
 }
 
-interface BudgetCheck {
-  cost: number
-  steps: number
-  duration: number
-  maxCost?: number
-  maxSteps?: number
-  maxDuration?: number
-}
-
-interface BudgetInput {
-  /** `number`, `range` or `auto` (anything else counts as auto, as upstream). */
-  kind: string
-  value?: number
-  min?: number
-  max?: number
-}
-
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
@@ -3585,13 +3550,6 @@ interface NativeDetachedNext {
 interface NativeFsStat {
   size: number
   isDirectory: boolean
-}
-
-interface PolicyInput {
-  tokenBudget: number
-  responseReserve: number
-  overflow?: string
-  windowSize?: number
 }
 
 interface ViewOutput {

@@ -853,7 +853,6 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.InspectorGate = nativeBinding.InspectorGate
 module.exports.NativeDetachedWatch = nativeBinding.NativeDetachedWatch
 module.exports.NativeEmbedder = nativeBinding.NativeEmbedder
 module.exports.NativeFs = nativeBinding.NativeFs
