@@ -3244,6 +3244,25 @@ declare class InspectorGate {
   refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
 }
 
+/** A channel store of the runtime's (internal: use `ChannelStore`). */
+declare class NativeChannels {
+  constructor()
+  /**
+   * A send: a step's (back-pressured; `timeout`: the caller's, as a number) or, `external`, one from outside any
+   * run, a handle's when `execution` is given.
+   */
+  send(channel: JsChannel, timeout: number | undefined | null, aborted: boolean, external: boolean, execution?: string | number | undefined | null): ChannelPlan
+  recv(channel: JsChannel, timeout: number | undefined | null, aborted: boolean): ChannelPlan
+  tryRecv(channel: JsChannel): ChannelPlan
+  /** `callback`: JS's key for the function. */
+  subscribeWake(channel: JsChannel, callback: string | number): number
+  /** The values to let go when `id` was still pending; nothing when it had been settled. */
+  cancel(id: number): Array<number> | null
+  release(value: number): Array<number>
+  closeExecution(execution: string | number): void
+  isClosed(execution: string | number): boolean
+}
+
 declare class NativeEmbedder {
   constructor(apiKey: string, model?: string | undefined | null, baseUrl?: string | undefined | null)
   /** One vector per text, in order. */
@@ -3524,6 +3543,35 @@ declare class NativeSubprocessRegistry {
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number
+}
+
+/**
+ * What the store answered (`Plan` in harness/channels.rs): `timer` is the waiter's timeout in ms, or, with
+ * `timerGiven`, the caller's own.
+ */
+interface ChannelPlan {
+  kept?: number
+  value?: number
+  waiter?: number
+  timer?: number
+  timerGiven: boolean
+  cancelled: boolean
+  closed: boolean
+  resolve: Array<number>
+  wakes: Array<number>
+  release: Array<number>
+  warning?: string
+}
+
+/**
+ * A channel object as JS reads it: its name (a string, or the number JS keys another value by), `String(name)` for
+ * such a name, its mode when a string, and its capacity as a number.
+ */
+interface JsChannel {
+  name: string | number
+  label?: string
+  mode?: string
+  capacity?: number
 }
 
 /** `stat`'s answer; the JS wrapper turns it into upstream's `FsStats`. */

@@ -854,6 +854,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.InspectorGate = nativeBinding.InspectorGate
+module.exports.NativeChannels = nativeBinding.NativeChannels
 module.exports.NativeEmbedder = nativeBinding.NativeEmbedder
 module.exports.NativeFs = nativeBinding.NativeFs
 module.exports.NativeHarness = nativeBinding.NativeHarness

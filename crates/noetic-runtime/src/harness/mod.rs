@@ -3,6 +3,7 @@
 
 pub mod api_checks;
 mod aside;
+pub mod channels;
 pub mod checkpoint;
 mod context;
 mod error;
@@ -36,6 +37,7 @@ use crate::memory::registry::LayerSet;
 use crate::steps::{ModelParams, Step};
 use crate::tokens::Tokenizer;
 
+pub use self::channels::ChannelStore;
 pub use self::context::{ContextState, ExecContext, FrontierFrame, StepMeta, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::interpreter::{StepSource, execute};

@@ -2,6 +2,7 @@
 //! tools) are host references; the built-in predicates are evaluated here.
 
 pub mod builders;
+mod channel;
 pub(crate) mod until;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use crate::memory::ProjectionPolicy;
 use crate::memory::registry::LayerSet;
 use crate::tools::ToolDef;
 
+pub use self::channel::{ChannelMode, ChannelSpec, HostKey};
 pub use self::until::Until;
 pub use crate::host::protocol::LazyField;
 
