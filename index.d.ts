@@ -3309,7 +3309,7 @@ declare class NativeHarness {
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
    */
-  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null, fs?: NativeFs | undefined | null)
+  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage: NativeStorage | undefined | null, fs: NativeFs | undefined | null, channels: NativeChannels)
   /**
    * `harness.fs` was assigned: built-in layers read `fs` natively when it is an in-memory filesystem of ours, and
    * through JS otherwise.
@@ -3360,6 +3360,8 @@ declare class NativeHarness {
    * JSON array of their texts.
    */
   createContext(options: string, items: string): string
+  /** `/internal/test`'s ContextImpl: the context's loops read their inboxes from `channels` (none: no store). */
+  useChannels(context: string, channels?: NativeChannels | undefined | null): void
   /**
    * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
    * outcome is returned or arrives as for `run`. Items JS holds of the log (DECISIONS L1) are asked for by the

@@ -9,6 +9,7 @@ use napi_derive::napi;
 use noetic_runtime::harness::ChannelStore;
 use noetic_runtime::harness::channels::{Plan, SendBy, Timer};
 use noetic_runtime::steps::{ChannelMode, ChannelSpec, HostKey};
+use serde_json::Value;
 
 /// A channel store of the runtime's (internal: use `ChannelStore`).
 #[napi]
@@ -57,6 +58,20 @@ fn spec(channel: JsChannel) -> ChannelSpec {
     mode: ChannelMode::parse(channel.mode.as_deref()),
     capacity: channel.capacity,
   }
+}
+
+/// A channel of a step description (a loop's `inbox`, an `every`'s `wakeOn`), as `JsChannel` but in JSON.
+pub(crate) fn spec_of_json(value: &Value) -> Option<ChannelSpec> {
+  let name = match value.get("name")? {
+    Value::String(text) => HostKey::Text(text.clone()),
+    other => HostKey::Other(u32::try_from(other.as_u64()?).ok()?),
+  };
+  Some(ChannelSpec {
+    name,
+    label: value.get("label").and_then(Value::as_str).map(str::to_owned),
+    mode: ChannelMode::parse(value.get("mode").and_then(Value::as_str)),
+    capacity: value.get("capacity").and_then(crate::protocol::number),
+  })
 }
 
 fn plan(plan: Plan) -> ChannelPlan {
