@@ -3235,26 +3235,32 @@ export {};
  */
 declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-declare class NativeDetachedWatch {
-  /** A handle for the step whose id is sketched, made at `now` (`Date.now()`). */
-  constructor(stepId: string, now: number)
+declare class InspectorGate {
+  /** For a server bound to `address` and `port`, with a fresh token. */
+  constructor(address: string, port: number)
+  get origin(): string
+  get url(): string
+  /** `[status, text]` when the request is refused; `null` when it may be answered. */
+  refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
+}
+
+/** A channel store of the runtime's (internal: use `ChannelStore`). */
+declare class NativeChannels {
+  constructor()
   /**
-   * How a handle reads, from a sketch of its facts: `{status: 'running' | 'completed'}`, or `{status: 'failed'}`
-   * with `rebuild` (the recorded error, rebuilt in JS) or `made` (an error as the native side reports one).
+   * A send: a step's (back-pressured; `timeout`: the caller's, as a number) or, `external`, one from outside any
+   * run, a handle's when `execution` is given.
    */
-  ending(facts: string): string
-  /**
-   * A look while polling: whether `get` answered a handle (`found`) and the sketch of its status, after `repeats`
-   * looks taken on the last answer. Throws `handle_evicted`.
-   */
-  observe(now: number, found: boolean, status: string, repeats: number): NativeDetachedNext
-  /**
-   * `await(timeout)` (sketched), checked: the error to reject with when it runs out (JSON text); `null` for no
-   * timer.
-   */
-  awaiting(timeout: string): string | null
-  /** `stop(reason)` (sketched), checked: the abort reason when none is given. */
-  stopping(reason: string): string
+  send(channel: JsChannel, timeout: number | undefined | null, aborted: boolean, external: boolean, execution?: string | number | undefined | null): ChannelPlan
+  recv(channel: JsChannel, timeout: number | undefined | null, aborted: boolean): ChannelPlan
+  tryRecv(channel: JsChannel): ChannelPlan
+  /** `callback`: JS's key for the function. */
+  subscribeWake(channel: JsChannel, callback: string | number): number
+  /** The values to let go when `id` was still pending; nothing when it had been settled. */
+  cancel(id: number): Array<number> | null
+  release(value: number): Array<number>
+  closeExecution(execution: string | number): void
+  isClosed(execution: string | number): boolean
 }
 
 declare class NativeEmbedder {
@@ -3303,7 +3309,7 @@ declare class NativeHarness {
    * `config`: `{name, layers, projection?, model: {kind, script?}, jsStorage: bool, storageTimeoutMs?,
    * forceAtomicRecall: bool}`.
    */
-  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage?: NativeStorage | undefined | null, fs?: NativeFs | undefined | null)
+  constructor(config: string, runtime: object, dispatcher: (runtime: object | undefined, batch: string) => void, storage: NativeStorage | undefined | null, fs: NativeFs | undefined | null, channels: NativeChannels)
   /**
    * `harness.fs` was assigned: built-in layers read `fs` natively when it is an in-memory filesystem of ours, and
    * through JS otherwise.
@@ -3311,8 +3317,24 @@ declare class NativeHarness {
   useFs(fs?: NativeFs | undefined | null): void
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
+  /**
+   * Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
+   * recorded.
+   */
+  inspectorOpen(open: boolean, turnsPerThread: number, threads: number): void
+  /** The summaries of the model calls recorded since the last call, as a JSON array. */
+  inspectorFeed(): string
+  /**
+   * Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
+   * told of them.
+   */
+  inspectorListen(listening: boolean): void
+  /** The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON. */
+  inspectorLayers(threadId: string, resourceId?: string | undefined | null): string
   /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
   inspectorSnapshot(): string
+  /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */
+  inspectorCall(id: number): string | null
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.
@@ -3338,6 +3360,8 @@ declare class NativeHarness {
    * JSON array of their texts.
    */
   createContext(options: string, items: string): string
+  /** `/internal/test`'s ContextImpl: the context's loops read their inboxes from `channels` (none: no store). */
+  useChannels(context: string, channels?: NativeChannels | undefined | null): void
   /**
    * Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The
    * outcome is returned or arrives as for `run`. Items JS holds of the log (DECISIONS L1) are asked for by the
@@ -3407,13 +3431,6 @@ declare class NativeHarness {
   get liveExecutions(): number
   /** Number of contexts the native side holds (runs in flight, sessions' histories, createContext contexts). */
   get liveContexts(): number
-  /**
-   * Starts the inspector with `options` (a sketch of what JS was given); resolves to the page's URL. `names`:
-   * `[[layerId, name], ...]` as JSON, the names JS has for the layers.
-   */
-  inspectorStart(options: any, names: string): Promise<string>
-  /** Stops recording at once; resolves when the server has stopped. */
-  inspectorClose(): Promise<void>
   /**
    * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
    * until the notification `{op: 'drained'}` says they have ended.
@@ -3511,24 +3528,18 @@ declare class NativeStorage {
 }
 
 declare class NativeSubprocessRegistry {
-  /** `createInMemorySubprocessAdapter(options)`, from a sketch of the options (checked). */
-  constructor(options: string)
-  get runsInline(): boolean
-  /** `spawn(request)`, from a sketch of what it needs (`InMemorySubprocess::spawn`). */
-  spawn(facts: string): string
-  abandon(id: string): void
-  /** A run ended, well (`ok`) or not (with its serialized error's `code`); `null` when nothing changed. */
-  settle(id: string, ok: boolean, code?: string | undefined | null): string
-  stop(id: string): string
-  unsupported(what: string): string
-  /** Where `reattach(handleId)` reads (a sketch of the id); `null` without storage. */
-  manifestKey(handleId: string): string | null
-  reattach(facts: string): string
-  listing(): string
-  /** The handles of the manifests read (a sketch), those listed live by `listing` left out. */
-  listed(manifests: string, live: Array<string>): string
+  constructor()
+  spawn(): NativeSubprocessHandleState
+  get(id: string): NativeSubprocessHandleState | null
+  /** A run ended, well (`ok`) or not. */
+  settle(id: string, ok: boolean): NativeSubprocessHandleState | null
+  stop(id: string): NativeSubprocessHandleState | null
+  reattach(id: string, startedAt: string): NativeSubprocessHandleState
+  /** The state of a handle known only from a manifest, without taking it in. */
+  static fromManifest(id: string, startedAt: string): NativeSubprocessHandleState
   isAlive(id: string): boolean
-  hasEnded(id: string): boolean
+  /** The live handles' ids, in the order they became live. */
+  liveIds(): Array<string>
 }
 
 interface BudgetOutput {
@@ -3537,19 +3548,46 @@ interface BudgetOutput {
 }
 
 /**
- * When to look at the adapter again: `ended`; or after a microtask turn, the answer holding for `turns` looks
- * while the status stays the same; or after `sleepMs`.
+ * What the store answered (`Plan` in harness/channels.rs): `timer` is the waiter's timeout in ms, or, with
+ * `timerGiven`, the caller's own.
  */
-interface NativeDetachedNext {
-  ended: boolean
-  turns: number
-  sleepMs: number
+interface ChannelPlan {
+  kept?: number
+  value?: number
+  waiter?: number
+  timer?: number
+  timerGiven: boolean
+  cancelled: boolean
+  closed: boolean
+  resolve: Array<number>
+  wakes: Array<number>
+  release: Array<number>
+  warning?: string
+}
+
+/**
+ * A channel object as JS reads it: its name (a string, or the number JS keys another value by), `String(name)` for
+ * such a name, its mode when a string, and its capacity as a number.
+ */
+interface JsChannel {
+  name: string | number
+  label?: string
+  mode?: string
+  capacity?: number
 }
 
 /** `stat`'s answer; the JS wrapper turns it into upstream's `FsStats`. */
 interface NativeFsStat {
   size: number
   isDirectory: boolean
+}
+
+/** A handle without its metadata, shaped as upstream's `SubprocessHandle` fields. */
+interface NativeSubprocessHandleState {
+  id: string
+  status: string
+  startedAt: string
+  updatedAt: string
 }
 
 interface ViewOutput {

@@ -142,3 +142,32 @@ test('ItemLogImpl is a log of its own: identity kept, unknown items refused, its
   assert.throws(() => log.append({ type: 'no_such_item' }));
   assert.equal(log.items.length, 3);
 });
+
+test("a loop's inbox reads the store its context was given: a parked sender it lets through is resolved, a receive's value awaited; without one it has nothing to read", async () => {
+  const inbox = { name: 'inbox', schema: z.string(), mode: 'queue', capacity: 1 };
+  const store = new ChannelStore();
+  const ctx = new ContextImpl({ harness: standIn(), channelStore: store });
+  let runs = 0;
+  const body = step.run({ id: 'body', execute: async () => ++runs });
+  const once = (parkTimeout) => loop({ id: 'l', steps: [body], until: until.maxSteps(1), inbox, parkTimeout });
+  // The harness's own store is another: a message there is not this context's.
+  await new AgentHarness({ name: 'other', params: {} }).send(inbox, 'elsewhere', ctx);
+  await store.send(inbox, 'first');
+  const parked = store.send(inbox, 'second');
+  assert.equal(await execute(once(0), 0, ctx), 3);
+  await parked;
+  assert.deepEqual(ctx.itemLog.items.map((item) => item.content[0].text), ['first', 'second']);
+  // Parked, the loop takes what is sent meanwhile; a thenable is awaited as a receive's value is, not when read as is.
+  runs = 0;
+  setTimeout(() => store.send(inbox, { then: (resolve) => resolve('awaited') }), 5);
+  assert.equal(await execute(once(200), 0, ctx), 2);
+  await store.send(inbox, { then: (resolve) => resolve('never read') });
+  runs = 0;
+  assert.equal(await execute(once(0), 0, ctx), 2);
+  assert.deepEqual(ctx.itemLog.items.slice(2).map((item) => item.content[0].text), ['awaited', '[object Object]']);
+  // No store: a parked loop gets nothing, an unparked one fails as the store call would.
+  const bare = new ContextImpl({ harness: standIn() });
+  runs = 0;
+  assert.equal(await execute(once(20), 0, bare), 1);
+  await assert.rejects(execute(once(0), 0, bare), /No channel store configured/);
+});

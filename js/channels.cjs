@@ -1,33 +1,43 @@
 'use strict';
-// Channels (value, queue with back-pressure, topic): JS values handed over by identity, so the store is JS (DECISIONS C5).
+// Channels (value, queue with back-pressure, topic): the runtime's store decides (harness/channels.rs, DECISIONS R16).
+// JS keeps what only it can: the values (by identity, under ids the store hands out), the promises user code
+// awaits, their timers and abort listeners, and the wake callbacks.
+const native = require('./native.cjs');
 const { NoeticErrorImpl } = require('./errors.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
-const MAX_TOPIC_TIMEOUT = 300_000;
-const DEFAULT_TIMEOUT = 30_000;
-
 // A description only; as upstream's, the schema types the values and is not enforced.
 function channel(name, opts = {}) {
-  const built = { name, schema: opts.schema, mode: opts.mode, capacity: opts.capacity };
-  if (opts.external) built.external = true;
-  return built;
+  return { name, schema: opts.schema, mode: opts.mode, capacity: opts.capacity, ...(opts.external ? { external: true } : {}) };
 }
 
 const cancelled = (signal) => new NoeticErrorImpl({ kind: 'cancelled', reason: typeof signal?.reason === 'string' ? signal.reason : undefined });
 const timedOut = (name, timeout) => new NoeticErrorImpl({ kind: 'channel_timeout', channelName: name, timeout });
 
-// True when `entry` was still in `list`, so that each waiter settles once.
-function take(list, entry) {
-  const at = list.indexOf(entry);
-  if (at < 0) return false;
-  list.splice(at, 1);
-  return true;
+// Anything but a string (a channel's name, an execution id, a wake callback) is keyed by identity, as a Map keys it.
+const keys = { weak: new WeakMap(), strong: new Map(), last: 0 };
+function keyOf(value) {
+  if (typeof value === 'string') return value;
+  const map = Object(value) === value ? keys.weak : keys.strong;
+  if (!map.has(value)) map.set(value, (keys.last = (keys.last + 1) >>> 0));
+  return map.get(value);
 }
+// A number as JS's comparisons read it; undefined for the runtime's default.
+const numeric = (n) => (n === undefined ? undefined : Number(n));
+// A channel object as the runtime reads it (`JsChannel` in src/channels.rs).
+const describeChannel = (ch) => ({
+  name: keyOf(ch.name),
+  label: typeof ch.name === 'string' ? undefined : String(ch.name),
+  mode: typeof ch.mode === 'string' ? ch.mode : undefined,
+  capacity: numeric(ch.capacity ?? undefined),
+});
 
 class ChannelStore {
   constructor() {
-    this._channels = new Map();
-    this._closed = new Set();
+    this._native = new native.NativeChannels();
+    this._values = new Map();
+    // What settles each waiter the runtime registered, and each wake callback, by the runtime's ids.
+    this._pending = new Map();
   }
 
   // What upstream's store writes of itself (a Map and a Set, which JSON writes as empty objects).
@@ -35,163 +45,102 @@ class ChannelStore {
     return { channels: {}, closedExecutions: {} };
   }
 
-  // The first channel object seen under a name fixes its mode and capacity.
-  _state(ch) {
-    let state = this._channels.get(ch.name);
-    if (!state) {
-      state = { mode: ch.mode, hasValue: false, value: undefined, waiters: [], queue: [], capacity: ch.capacity ?? 1000, senders: [], subscribers: new Set(), wakes: new Set() };
-      this._channels.set(ch.name, state);
+  // Lets go of the values the runtime released, then settles the waiters it named; false if it released nothing.
+  _apply(release, settled = [], ...value) {
+    if (release == null) return false;
+    for (const id of release) this._values.delete(id);
+    for (const id of settled) {
+      const settle = this._pending.get(id);
+      if (this._pending.delete(id)) settle(...value);
     }
-    return state;
+    return true;
   }
 
-  // A one-shot callback on the next send to `ch`; returns the unsubscribe.
+  // A one-shot callback on the next send to `ch`; returns the unsubscribe, true while the callback is in the set of
+  // its send (the same function twice before a send is one subscription; it stays in that set after the send).
   subscribeWake(ch, callback) {
-    const wakes = this._state(ch).wakes;
-    wakes.add(callback);
-    return () => wakes.delete(callback);
-  }
-
-  _fireWakes(state) {
-    const wakes = state.wakes;
-    state.wakes = new Set();
-    for (const wake of wakes) wake();
+    const id = this._native.subscribeWake(describeChannel(ch), keyOf(callback));
+    const entry = this._pending.get(id) ?? { wake: callback, subscribed: true };
+    this._pending.set(id, entry);
+    return () => {
+      if (this._pending.get(id) === entry && this._pending.delete(id)) this._apply(this._native.cancel(id));
+      return entry.subscribed && !(entry.subscribed = false);
+    };
   }
 
   send(ch, value, opts = {}) {
-    const state = this._state(ch);
-    let result = Promise.resolve();
-    if (state.mode === 'value') {
-      state.value = value;
-      state.hasValue = true;
-      for (const waiter of state.waiters.splice(0)) waiter.resolve(value);
-    } else if (state.mode === 'queue') {
-      const waiter = state.waiters.shift();
-      if (waiter) waiter.resolve(value);
-      else if (state.queue.length < state.capacity) state.queue.push(value);
-      else result = this._park(ch.name, state, value, opts);
-    } else {
-      for (const subscriber of [...state.subscribers]) subscriber(value);
-    }
-    this._fireWakes(state);
-    return result;
-  }
-
-  _park(name, state, value, { timeout = DEFAULT_TIMEOUT, signal } = {}) {
-    if (signal?.aborted) return Promise.reject(cancelled(signal));
-    return this._enqueue(state.senders, { value }, name, timeout, signal);
-  }
-
-  // Until `resolve`, `timeout` ms (0: no limit) or `signal`, whichever is first.
-  _enqueue(list, entry, name, timeout, signal) {
-    return new Promise((resolve, reject) => {
-      let timer;
-      const done = () => {
-        clearLongTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const onAbort = () => take(list, entry) && (done(), reject(cancelled(signal)));
-      entry.resolve = (value) => (done(), resolve(value));
-      list.push(entry);
-      if (timeout > 0) timer = setLongTimeout(() => take(list, entry) && (done(), reject(timedOut(name, timeout))), timeout);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  _promote(state) {
-    if (state.senders.length > 0 && state.queue.length < state.capacity) {
-      const sender = state.senders.shift();
-      state.queue.push(sender.value);
-      sender.resolve();
-    }
-  }
-
-  // Registered at call time, so a send right after counts; a topic waits at most 300 s even for timeout 0.
-  async recv(ch, timeout = DEFAULT_TIMEOUT, signal) {
-    if (signal?.aborted) throw cancelled(signal);
-    const state = this._state(ch);
-    if (state.mode === 'value') {
-      if (state.hasValue) return state.value;
-      return this._wait(ch.name, state, timeout, signal);
-    }
-    if (state.mode === 'queue') {
-      if (state.queue.length > 0) {
-        const head = state.queue.shift();
-        this._promote(state);
-        return head;
-      }
-      const sender = state.senders.shift();
-      if (sender) {
-        sender.resolve();
-        return sender.value;
-      }
-      return this._wait(ch.name, state, timeout, signal);
-    }
-    let limit = timeout;
-    if (!(limit > 0)) {
-      console.warn(`[noetic] Channel '${ch.name}': topic recv with non-positive timeout, clamping to ${MAX_TOPIC_TIMEOUT}ms`);
-      limit = MAX_TOPIC_TIMEOUT;
-    }
-    return new Promise((resolve, reject) => {
-      const done = () => {
-        clearLongTimeout(timer);
-        state.subscribers.delete(deliver);
-        signal?.removeEventListener('abort', onAbort);
-      };
-      const deliver = (value) => (done(), resolve(value));
-      const onAbort = () => (done(), reject(cancelled(signal)));
-      const timer = setLongTimeout(() => (done(), reject(timedOut(ch.name, limit))), limit);
-      state.subscribers.add(deliver);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-
-  _wait(name, state, timeout, signal) {
-    return this._enqueue(state.waiters, {}, name, timeout, signal);
-  }
-
-  // Never waits: a topic has nothing to give outside a recv.
-  tryRecv(ch) {
-    const state = this._state(ch);
-    if (state.mode === 'value') return state.hasValue ? state.value : null;
-    if (state.mode === 'queue' && state.queue.length > 0) {
-      const head = state.queue.shift();
-      this._promote(state);
-      return head;
-    }
-    return null;
+    return this._send(ch, value, opts?.timeout, opts?.signal, false);
   }
 
   // A sender outside any run: it never waits; a full queue drops its oldest value instead.
   sendExternal(ch, value) {
-    const state = this._state(ch);
-    if (state.mode === 'queue' && state.waiters.length === 0 && state.queue.length >= state.capacity) {
-      console.warn(`[noetic] Channel '${ch.name}': queue at capacity (${state.capacity}), dropping oldest message (external sender).`);
-      state.queue.shift();
-      state.queue.push(value);
-      this._fireWakes(state);
-      return;
+    void this._send(ch, value, undefined, undefined, true);
+  }
+
+  // Keeps the value if the runtime holds it, settles whom it chose, parks the sender, then calls the wakes.
+  _send(ch, value, timeout, signal, external, execution) {
+    const plan = this._native.send(describeChannel(ch), numeric(timeout), Boolean(signal?.aborted), external, execution);
+    if (plan.closed) throw new NoeticErrorImpl({ kind: 'channel_closed', channelName: ch.name });
+    if (plan.warning != null) console.warn(plan.warning);
+    if (plan.kept != null) this._values.set(plan.kept, value);
+    this._apply(plan.release, plan.resolve, value);
+    const result = plan.cancelled ? Promise.reject(cancelled(signal)) : plan.waiter == null ? Promise.resolve() : this._wait(plan, ch.name, timeout, signal);
+    for (const id of plan.wakes) {
+      const entry = this._pending.get(id);
+      this._pending.delete(id);
+      if (entry?.subscribed) entry.wake();
     }
-    void this.send(ch, value);
+    return result;
+  }
+
+  // Until the runtime settles it, or its timer or `signal` ends it while the runtime still has it pending.
+  _wait({ waiter, timer, timerGiven }, name, timeout, signal) {
+    return new Promise((resolve, reject) => {
+      const limit = timerGiven ? timeout : (timer ?? undefined);
+      const drop = (error) => this._apply(this._native.cancel(waiter)) && this._pending.delete(waiter) && (done(), reject(error()));
+      const onAbort = () => drop(() => cancelled(signal));
+      const clock = limit === undefined ? undefined : setLongTimeout(() => drop(() => timedOut(name, limit)), limit);
+      const done = () => (clearLongTimeout(clock), signal?.removeEventListener('abort', onAbort));
+      this._pending.set(waiter, (value) => (done(), resolve(value)));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  // Registered at call time, so a send right after counts.
+  async recv(ch, timeout, signal) {
+    const plan = this._native.recv(describeChannel(ch), numeric(timeout), Boolean(signal?.aborted));
+    if (plan.cancelled) throw cancelled(signal);
+    if (plan.warning != null) console.warn(plan.warning);
+    const taken = this._took(plan);
+    return plan.waiter == null ? taken : this._wait(plan, ch.name, timeout, signal);
+  }
+
+  tryRecv(ch) {
+    return this._took(this._native.tryRecv(describeChannel(ch)));
+  }
+
+  // The value a receive took (null for none), read before its release; then the parked senders it let through are
+  // resolved. Without `release`: a value the runtime took for a loop's inbox.
+  _took({ value, release = this._native.release(value), resolve }) {
+    const taken = value == null ? null : this._values.get(value);
+    this._apply(release, resolve);
+    return taken;
   }
 
   getHandle(ch, executionId) {
     const store = this;
     return {
       get closed() {
-        return store._closed.has(executionId);
+        return store._native.isClosed(keyOf(executionId));
       },
       channel: ch,
-      send(value) {
-        if (store._closed.has(executionId)) throw new NoeticErrorImpl({ kind: 'channel_closed', channelName: ch.name });
-        store.sendExternal(ch, value);
-      },
+      send: (value) => void store._send(ch, value, undefined, undefined, true, keyOf(executionId)),
     };
   }
 
   closeExecution(executionId) {
-    this._closed.add(executionId);
+    this._native.closeExecution(keyOf(executionId));
   }
 }
 
-module.exports = { channel, ChannelStore };
+module.exports = { channel, ChannelStore, describeChannel };

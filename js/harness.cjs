@@ -100,7 +100,7 @@ class AgentHarness {
     Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
     Object.defineProperty(this, '_layers', { value: memory });
     runtime.native = callNative(
-      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(fs) ?? null),
+      () => new native.NativeHarness(JSON.stringify(config), runtime, dispatchTo, nativeStoreOf(storage) ?? null, nativeFsOf(fs) ?? null, runtime.channels._native),
     );
     Object.defineProperty(this, '_runtime', { value: runtime });
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.

@@ -33,8 +33,9 @@ function contextFrom(opts) {
   );
   if (parent !== undefined) ctx._parent = parent;
   if (!own) ctx._face = opts.harness;
-  // Upstream's ContextImpl has no channel store unless given one.
+  // Upstream's ContextImpl has no channel store unless given one (a loop's inbox reads only a store of ours).
   ctx._store = opts.channelStore ?? null;
+  harness._runtime.native.useChannels(ctx.id, ctx._store instanceof ChannelStore ? ctx._store._native : null);
   if (opts.cwdState !== undefined) ctx.cwdState = opts.cwdState;
   if (opts.itemSchemas != null) {
     ctx._itemSchemas = opts.itemSchemas;

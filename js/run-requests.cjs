@@ -6,7 +6,6 @@ const { runToolStep, runTool } = require('./tool-calls.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { readFiles } = require('./file-reads.cjs');
-const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 
 // As upstream's predicates see it.
 function textOfOutput(output) {
@@ -62,38 +61,11 @@ async function answerRequest(runtime, message) {
       return { value: runtime.toRef(checked.data) };
     }
     case 'inbox': {
-      // Only a cancellation of the context is an error; a timeout is no message.
-      const { channel, context, parkTimeout } = message.call;
-      const ch = runtime.handles.get(channel);
-      const ctx = runtime.context(context);
-      let received = null;
-      if (!(parkTimeout > 0)) received = ctx.tryRecv(ch);
-      else {
-        try {
-          received = await ctx.recv(ch, { timeout: parkTimeout });
-        } catch (e) {
-          if (e?.noeticError?.kind === 'cancelled') throw e;
-        }
-      }
+      // A value the runtime took from the context's store for a loop's inbox. A receive's is awaited, as its promise
+      // would be: a rejection other than a cancellation is no message.
+      let received = runtime.context(message.call.context).channelStore._took(message.call);
+      if (message.call.awaited) received = await Promise.resolve(received).catch((e) => (e?.noeticError?.kind === 'cancelled' ? Promise.reject(e) : null));
       return { message: received === null ? null : String(received) };
-    }
-    case 'wake': {
-      // Ends on an abort too, or its timer would keep Node alive for the rest of the interval.
-      const { channel, timeout, context } = message.call;
-      const signal = runtime.context(context)._signal;
-      await new Promise((resolve) => {
-        const done = () => {
-          clearLongTimeout(timer);
-          unsubscribe();
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setLongTimeout(done, Math.max(timeout, 0));
-        const unsubscribe = runtime.channels.subscribeWake(runtime.handles.get(channel), done);
-        if (signal.aborted) done();
-        else signal.addEventListener('abort', done, { once: true });
-      });
-      return {};
     }
     case 'toolStep':
       return { value: runtime.toRef(await runToolStep(runtime, message.call)) };

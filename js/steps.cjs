@@ -9,6 +9,7 @@ const { cosineSimilarity } = require('./conditions.cjs');
 const { routedExecute } = require('./detached.cjs');
 const { sketch } = require('./sketch.cjs');
 const native = require('./native.cjs');
+const { describeChannel } = require('./channels.cjs');
 
 const PREDICATE = Symbol.for('noetic.predicate');
 
@@ -248,6 +249,12 @@ function describeUntil(fn, keep) {
   return fn?.[PREDICATE] ?? { kind: 'host', handle: keep(fn) };
 }
 
+// A loop's inbox or an every's wakeOn, for the store the runtime reads it from (a capacity JSON cannot carry as text).
+function channelJson(ch) {
+  const described = describeChannel(ch);
+  return { ...described, capacity: num(described.capacity) };
+}
+
 // The steps a branch or fork may choose (`_optimizable`): a session offers their tools.
 function describeCandidates(s, keep, describeLayer) {
   return Array.isArray(s._optimizable) ? s._optimizable.map((c) => describeStep(c, keep, describeLayer)) : undefined;
@@ -301,7 +308,7 @@ function describeStep(s, keep, describeLayer) {
         maxHistorySize: num(s.maxHistorySize),
         prepareNext: typeof s.prepareNext === 'function' ? keep(s.prepareNext) : undefined,
         onError: typeof s.onError === 'function' ? keep(s.onError) : undefined,
-        inbox: s.inbox ? keep(s.inbox) : undefined,
+        inbox: s.inbox ? channelJson(s.inbox) : undefined,
         parkTimeout: s.parkTimeout === undefined ? undefined : num(s.parkTimeout),
       };
     case 'every':
@@ -310,7 +317,7 @@ function describeStep(s, keep, describeLayer) {
         step: describeStep(s.step, keep, describeLayer),
         ms: num(s.ms),
         jitter: num(s.jitter ?? 0),
-        wakeOn: s.wakeOn ? keep(s.wakeOn) : undefined,
+        wakeOn: s.wakeOn ? channelJson(s.wakeOn) : undefined,
         onError: s.onError,
       };
     case 'provide':

@@ -14,7 +14,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::session::DeliveryMode;
 use noetic_runtime::harness::{
-  ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel, StepMeta,
+  ContextChannels, ExecContext, Harness, HarnessConfig, Model, RunOptions, RunResult, ScriptedModel, StepMeta,
 };
 use noetic_runtime::host::StepValue;
 use noetic_runtime::items::{Item, ItemTypes, parse_js_item, parse_js_items};
@@ -30,6 +30,7 @@ use noetic_runtime::tokens::Tokenizer;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use crate::channels::NativeChannels;
 use crate::describe;
 use crate::dispatcher::{Dispatch, Dispatcher, batch_text, foreground, js_polls_next};
 use crate::driver::Driver;
@@ -182,6 +183,7 @@ impl NativeHarness {
     >,
     storage: Option<&NativeStorage>,
     fs: Option<&NativeFs>,
+    channels: &NativeChannels,
   ) -> Result<Self> {
     // The config carries the initial step, a step tree.
     let config: Value = crate::protocol::step_text(&config).map_err(|e| to_napi(config_json(&e)))?;
@@ -241,6 +243,7 @@ impl NativeHarness {
     .with_files(Arc::clone(&files) as Arc<dyn LayerFiles>)
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse))
+    .with_channels(Arc::clone(&channels.inner))
     .with_default_delivery(
       config.get("deliveryMode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
     );
@@ -374,6 +377,14 @@ impl NativeHarness {
       }
     }
     Ok(id)
+  }
+
+  /// `/internal/test`'s ContextImpl: the context's loops read their inboxes from `channels` (none: no store).
+  #[napi(catch_unwind)]
+  pub fn use_channels(&self, context: String, channels: Option<&NativeChannels>) -> Result<()> {
+    let ctx = self.inner.context(&context).ok_or_else(|| missing_context(&context))?;
+    ctx.use_channels(channels.map_or(ContextChannels::None, |store| ContextChannels::Given(Arc::clone(&store.inner))));
+    Ok(())
   }
 
   /// Starts run `run` of a step in a context from `create_context`; its layers initialise on the first run. The

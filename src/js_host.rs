@@ -369,11 +369,6 @@ impl Host for JsHost {
     Ok(reply.get("message").and_then(Value::as_str).map(str::to_owned))
   }
 
-  async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
-    let text = self.request("wake", call).await?;
-    open::<Value>(&text).map(drop)
-  }
-
   fn context_aborted(&self, context: &ContextFacts<'_>, reason: &str) {
     let facts = ContextStatic::fixed(context);
     self

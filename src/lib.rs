@@ -6,6 +6,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod builtin;
+mod channels;
 mod describe;
 mod dispatcher;
 mod driver;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::channels::ChannelStore;
 use super::exec_io::ExecIo;
 use crate::host::{ExecInfo, Host, HostError, StepValue, StepValueRef, TokenCounts};
 use crate::items::{Item, ItemLog};
@@ -112,6 +113,17 @@ pub struct FrontierFrame {
   pub input: StepValueRef,
 }
 
+/// Which channel store a context's loops read their inboxes from.
+#[derive(Clone, Default)]
+pub enum ContextChannels {
+  /// Its runner's (the harness's).
+  #[default]
+  Runner,
+  Given(Arc<ChannelStore>),
+  /// None: an inbox that waits gets nothing, one that does not fails the loop (upstream's ContextImpl without one).
+  None,
+}
+
 pub struct ExecContext {
   pub id: String,
   pub thread_id: String,
@@ -139,6 +151,8 @@ pub struct ExecContext {
   taking_held: tokio::sync::Mutex<()>,
   /// Told when the context is aborted, so that what the host parked for it (a channel receive) ends too.
   abort_listener: std::sync::OnceLock<Arc<dyn Host>>,
+  /// The channel store its loops' inboxes read, when not the runner's.
+  channels: std::sync::OnceLock<ContextChannels>,
   /// Runs in flight in this context, which share one execution: the first starts it, the last ends it (a turn, a
   /// run, and the runs its steps start in it, `Runner::run_existing`).
   pub(crate) runs_in_flight: tokio::sync::Mutex<usize>,
@@ -169,6 +183,7 @@ impl ExecContext {
       held_by_host: AtomicU32::new(0),
       taking_held: tokio::sync::Mutex::new(()),
       abort_listener: std::sync::OnceLock::new(),
+      channels: std::sync::OnceLock::new(),
       runs_in_flight: tokio::sync::Mutex::new(0),
     }
   }
@@ -295,6 +310,15 @@ impl ExecContext {
       let layers = self.layers();
       host.context_aborted(&self.facts(&layers), &reason);
     }
+  }
+
+  /// Gives the context another channel store than its runner's, or none (`/internal/test`'s ContextImpl); once.
+  pub fn use_channels(&self, channels: ContextChannels) {
+    let _ = self.channels.set(channels);
+  }
+
+  pub fn channels(&self) -> ContextChannels {
+    self.channels.get().cloned().unwrap_or_default()
   }
 
   /// The host to tell when this context is aborted.

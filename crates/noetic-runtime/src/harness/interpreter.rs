@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::channels::Take;
 use super::context::StepMeta;
 use super::fork::run_fork;
 use super::model_events::emit_allows;
@@ -17,10 +18,10 @@ use super::{ExecContext, RunError, RunResult, Runner};
 use crate::error::{ConfigError, NoeticError};
 use crate::host::{
   FnArg, FnCall, HostError, HostRef, InboxCall, StepCall, StepFnCall, StepValue, StepValueRef, ToolStepCall, UntilCall,
-  Verdict, WakeCall,
+  Verdict,
 };
 use crate::steps::until::{LoopFacts, Until, evaluate_native};
-use crate::steps::{Emit, EveryStep, LoopStep, RetryPolicy, Step};
+use crate::steps::{ChannelSpec, Emit, EveryStep, LoopStep, RetryPolicy, Step};
 
 type StepFuture<'a> = Pin<Box<dyn Future<Output = RunResult<StepValue>> + Send + 'a>>;
 
@@ -384,8 +385,11 @@ async fn run_loop(
     };
     let verdict = verdict(runner, id, until, &facts, &output, &history, ctx).await;
     if verdict.stop {
-      // A message in the inbox keeps the loop going, as a developer message in the log.
-      let Some(message) = inbox_message(runner, looped, ctx).await? else { return Ok(output) };
+      // A message in the inbox keeps the loop going, as a developer message in the log. Polled through a `dyn`
+      // future, as a step kind's own work is (`frame_of`), so that its wait does not size every loop's frame.
+      let Some(channel) = &looped.inbox else { return Ok(output) };
+      let receive: InboxFuture<'_> = Box::pin(inbox_message(runner, channel, looped.park_timeout_ms, ctx));
+      let Some(message) = receive.await? else { return Ok(output) };
       let item = Arc::new(crate::items::create_message(&message, "developer")?);
       ctx.state().log.push(item);
     }
@@ -399,9 +403,38 @@ async fn run_loop(
   }
 }
 
-async fn inbox_message(runner: &Runner, looped: &LoopStep, ctx: &Arc<ExecContext>) -> RunResult<Option<String>> {
-  let Some(channel) = looped.inbox else { return Ok(None) };
-  let call = InboxCall { channel, context: ctx.id.clone(), park_timeout: looped.park_timeout_ms };
+type InboxFuture<'a> = Pin<Box<dyn Future<Output = RunResult<Option<String>>> + Send + 'a>>;
+
+/// What a loop's inbox has when the loop would stop: with a park timeout, a receive bounded by it (only a
+/// cancellation of the context is an error, a timeout is no message); without, what is there now. The store decides
+/// natively; the host turns a value taken into the message's text.
+async fn inbox_message(
+  runner: &Runner,
+  channel: &ChannelSpec,
+  park_timeout_ms: f64,
+  ctx: &Arc<ExecContext>,
+) -> RunResult<Option<String>> {
+  let wait = park_timeout_ms > 0.0;
+  let Some(store) = runner.channels_of(ctx) else {
+    return if wait {
+      Ok(None)
+    } else {
+      Err(HostError::Thrown { message: "No channel store configured".into(), error: None }.into())
+    };
+  };
+  if wait && let Some(reason) = ctx.aborted() {
+    return Err(NoeticError::cancelled(&reason).into());
+  }
+  let taken = match store.take(channel, wait) {
+    Take::Nothing => return Ok(None),
+    Take::Now(taken) => taken,
+    Take::Wait(mut receive) => tokio::select! {
+      taken = receive.value() => taken,
+      () = crate::js_time::sleep_ms(park_timeout_ms) => return Ok(None),
+      reason = ctx.until_aborted() => return Err(NoeticError::cancelled(&reason).into()),
+    },
+  };
+  let call = InboxCall { context: ctx.id.clone(), value: taken.value, resolve: taken.resolve, awaited: wait };
   Ok(runner.env.host.recv_inbox(call).await?)
 }
 
@@ -446,15 +479,10 @@ async fn park(runner: &Runner, every: &EveryStep, ctx: &Arc<ExecContext>) {
     every.ms.max(0.0)
   };
   let timer = crate::js_time::sleep_ms(ms);
+  // Subscribed natively, without taking anything: the body still sees what woke it.
   let wake = async {
-    match every.wake_on {
-      Some(channel) => {
-        let call = WakeCall { channel, context: ctx.id.clone(), timeout: ms };
-        // A wait that fails is as good as none: the timer still ends the park.
-        if runner.env.host.wait_wake(call).await.is_err() {
-          std::future::pending::<()>().await;
-        }
-      }
+    match &every.wake_on {
+      Some(channel) => runner.channels.wake(channel).fired().await,
       None => std::future::pending::<()>().await,
     }
   };

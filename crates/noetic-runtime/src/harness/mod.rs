@@ -3,6 +3,7 @@
 
 pub mod api_checks;
 mod aside;
+pub mod channels;
 pub mod checkpoint;
 mod context;
 mod error;
@@ -36,7 +37,8 @@ use crate::memory::registry::LayerSet;
 use crate::steps::{ModelParams, Step};
 use crate::tokens::Tokenizer;
 
-pub use self::context::{ContextState, ExecContext, FrontierFrame, StepMeta, Usage};
+pub use self::channels::ChannelStore;
+pub use self::context::{ContextChannels, ContextState, ExecContext, FrontierFrame, StepMeta, Usage};
 pub use self::error::{RunError, RunResult};
 pub use self::interpreter::{StepSource, execute};
 pub use self::layer_calls::{LayerCall, LayerCallResult, RecallSelect};
@@ -148,6 +150,12 @@ impl Harness {
 
   pub fn with_tokenizer(mut self, tokenizer: Option<Tokenizer>) -> Self {
     self.runner.tokenizer = tokenizer;
+    self
+  }
+
+  /// The channel store its contexts share (the host holds it too, for user code's sends and receives).
+  pub fn with_channels(mut self, channels: Arc<ChannelStore>) -> Self {
+    self.runner.channels = channels;
     self
   }
 }

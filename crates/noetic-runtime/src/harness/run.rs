@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::aside::LayerAsks;
 use super::round_model::RoundRequest;
 use super::{
-  ExecContext, HarnessConfig, Model, ModelRequest, RunOptions, RunResult, StepSource, ToolDef, collect_tools, execute,
-  inspect, llm, merge_tools,
+  ChannelStore, ContextChannels, ExecContext, HarnessConfig, Model, ModelRequest, RunOptions, RunResult, StepSource,
+  ToolDef, collect_tools, execute, inspect, llm, merge_tools,
 };
 use crate::host::StepValue;
 use crate::items::ItemTypes;
@@ -53,6 +53,8 @@ pub struct Runner {
   contexts: Mutex<HashMap<String, Arc<ExecContext>>>,
   /// What `startInspector` shows; records nothing until it is opened.
   pub inspector: Arc<inspect::Inspector>,
+  /// The channels its contexts share (a loop's inbox, an `every`'s wake), unless a context was given others.
+  pub channels: Arc<ChannelStore>,
 }
 
 /// An inspector's server runs until it is closed; a harness dropped with one open takes it down.
@@ -90,6 +92,7 @@ impl Runner {
       turn_tools,
       contexts: Mutex::default(),
       inspector,
+      channels: Arc::default(),
     }
   }
 
@@ -101,6 +104,15 @@ impl Runner {
   /// A live context by id, for the binding's reads and appends.
   pub fn context(&self, id: &str) -> Option<Arc<ExecContext>> {
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+  }
+
+  /// The store a loop's inbox in `ctx` reads: the runner's, unless the context was given another or none.
+  pub fn channels_of(&self, ctx: &ExecContext) -> Option<Arc<ChannelStore>> {
+    match ctx.channels() {
+      ContextChannels::Runner => Some(Arc::clone(&self.channels)),
+      ContextChannels::Given(store) => Some(store),
+      ContextChannels::None => None,
+    }
   }
 
   pub fn live_contexts(&self) -> usize {

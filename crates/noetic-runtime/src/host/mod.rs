@@ -90,14 +90,9 @@ pub trait Host: Send + Sync {
       error: None,
     })
   }
-  /// The next message of a loop's inbox, if one comes (a cancellation of the context fails it).
+  /// The message a value taken from a loop's inbox makes (its text), or none (a null). The host lets the value go.
   async fn recv_inbox(&self, _call: InboxCall) -> Result<Option<String>, HostError> {
     Ok(None)
-  }
-  /// Resolves on the next send to the channel, or once the timeout has passed, whichever is first.
-  async fn wait_wake(&self, call: WakeCall) -> Result<(), HostError> {
-    crate::js_time::sleep_ms(call.timeout).await;
-    Ok(())
   }
   /// `context` was aborted: what the host parked for it (a channel receive or send) ends as cancelled. Its fixed
   /// facts come along: code of its may run on after it ends (a race's loser), when they can no longer be asked for.

@@ -743,22 +743,16 @@ pub struct OutputCall {
   pub raw: String,
 }
 
-/// A loop's inbox read when it would stop: what is there, or (with a park timeout) what arrives within it.
+/// A value the store took for a loop's inbox (held for the host until it has read it), and the parked senders the
+/// taking let through, which the host resolves first. `awaited`: it came from a receive, whose result is awaited as
+/// a promise's (a rejection other than a cancellation is no message); otherwise it is read as it is.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InboxCall {
-  pub channel: HostRef,
   pub context: String,
-  pub park_timeout: f64,
-}
-
-/// An `every` parked between runs, woken by the next send on `channel` or after `timeout` ms.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WakeCall {
-  pub channel: HostRef,
-  pub context: String,
-  pub timeout: f64,
+  pub value: u32,
+  pub resolve: Vec<u32>,
+  pub awaited: bool,
 }
 
 /// A fork's `merge`, called with its paths' results in path order and the fork's context.

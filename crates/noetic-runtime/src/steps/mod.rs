@@ -2,6 +2,7 @@
 //! tools) are host references; the built-in predicates are evaluated here.
 
 pub mod builders;
+mod channel;
 pub(crate) mod until;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use crate::memory::ProjectionPolicy;
 use crate::memory::registry::LayerSet;
 use crate::tools::ToolDef;
 
+pub use self::channel::{ChannelMode, ChannelSpec, HostKey};
 pub use self::until::Until;
 pub use crate::host::protocol::LazyField;
 
@@ -133,9 +135,9 @@ pub struct LoopStep {
   pub prepare_next: Option<HostRef>,
   /// Answers a body failure with `retry`, `skip` or anything else (fail).
   pub on_error: Option<HostRef>,
-  /// A channel (kept by the host) read when the loop would stop: a message continues it, as a developer message in
-  /// the log. `park_timeout_ms`: how long to wait for one (0: only what is there).
-  pub inbox: Option<HostRef>,
+  /// A channel of the context's store read when the loop would stop: a message continues it, as a developer message
+  /// in the log. `park_timeout_ms`: how long to wait for one (0: only what is there).
+  pub inbox: Option<ChannelSpec>,
   pub park_timeout_ms: f64,
 }
 
@@ -145,7 +147,8 @@ pub struct EveryStep {
   pub body: Arc<Step>,
   pub ms: f64,
   pub jitter: f64,
-  pub wake_on: Option<HostRef>,
+  /// A channel of the harness's store whose next send ends a park early.
+  pub wake_on: Option<ChannelSpec>,
   pub fail_on_error: bool,
 }
 
