@@ -2,7 +2,6 @@
 // Memory builders, the description of a layer the native side registers, and what the built-in layers' JS faces
 // share (js/builtin-layers.cjs).
 const native = require('./native.cjs');
-const { createMessage } = require('./items.cjs');
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { sketch } = require('./sketch.cjs');
 
@@ -133,16 +132,16 @@ function validateLayers(layers, where) {
   callNative(native.validateLayers, JSON.stringify(descriptions));
 }
 
-// A built-in layer's hook, run natively; params it cannot take (a function in an item, say) are named.
-function builtinHook(kind, name, params, schema) {
+// A step of a built-in layer's hook, run natively with the face's settings; params it cannot take (a function in an
+// item, say) are named.
+function builtinHook(kind, name, params, settings, schema) {
   try {
-    return callNative(native.builtinHook, kind, name, params, schema);
+    return callNative(native.builtinHook, kind, name, params, settings, schema);
   } catch (e) {
     if (e?.code === 'InvalidArg') callNative(() => native.checkHookParams(kind, name, sketch(params, [], Infinity, Infinity)));
     throw e;
   }
 }
-const recalled = (result) => (result ? { items: [createMessage(result[0], 'developer')], tokenCount: result[1] } : null);
 
 module.exports = {
   NATIVE,
@@ -154,7 +153,6 @@ module.exports = {
   layerFn,
   z,
   builtinHook,
-  recalled,
   describeLayer,
   validateLayers,
   layersOf,

@@ -24,9 +24,9 @@ const MIN_MAX_ITEMS: f64 = 2.0;
 const MAX_MAX_ITEMS: f64 = 1e4;
 /// How far past the cap the search for a user / assistant message may grow the window, in multiples of the cap:
 /// a burst of tool calls must not pull the whole history back in.
-const MAX_EXPANSION: usize = 4;
+pub const MAX_EXPANSION: usize = 4;
 /// How many leading items may hold the system message kept at the head.
-const ANCHOR_SCAN: usize = 4;
+pub const ANCHOR_SCAN: usize = 4;
 
 /// What the window needs to know of an item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

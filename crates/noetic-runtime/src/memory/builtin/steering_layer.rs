@@ -41,7 +41,7 @@ pub fn steering_layer(config: SteeringConfig, predicates: Option<Arc<dyn HostCal
   }
 }
 
-fn missing_model(rule: &str) -> ConfigError {
+pub(crate) fn missing_model(rule: &str) -> ConfigError {
   ConfigError::new(
     "MISSING_CALL_MODEL",
     format!("LLM-evaluated steering rule \"{rule}\" requires a callModel but none is available."),

@@ -1,8 +1,15 @@
 //! What a built-in layer's factory (`workingMemory(config)`, `steering(config)`, ...) answers its JS face in one
 //! call: the config, read from a sketch of what the user gave and checked, as the settings JS holds and hands back
-//! to the hooks and the harness; and the metadata of upstream's layer object (`id`, `name`, `slot`, `scope`,
+//! to the hooks and the harness; the metadata of upstream's layer object (`id`, `name`, `slot`, `scope`,
 //! `budget`, `timeouts`, in upstream's key order and with only the keys upstream's object has), read from the same
-//! [`LayerSpec`] the harness runs the layer with.
+//! [`LayerSpec`] the harness runs the layer with; the object's `hooks` and `provides`, each described by its first
+//! step ([`steps`]); and which of the user's callbacks the harness may call. [`hook`] answers every further step
+//! of a hook called directly from JS.
+
+mod content;
+mod memories;
+pub mod steps;
+mod tasks;
 
 use serde_json::{Map, Value, json};
 
@@ -13,6 +20,7 @@ use super::{
 use crate::error::ConfigError;
 use crate::js_sketch::Sketch;
 use crate::memory::{BudgetConfig, HookKind, LayerSpec};
+use steps::{HookError, Params};
 
 /// Which of the metadata keys a layer object shows besides `id`, `slot` and `scope`.
 #[derive(Default)]
@@ -62,8 +70,6 @@ fn given_scope(given: Sketch<'_>) -> Option<Value> {
   scope.plain().filter(|_| !scope.is_nullish()).cloned()
 }
 
-/// `{settings, layer}` for the built-in `kind` from a sketch of its config; `cwd` is where a relative
-/// fileReference `baseDir` is taken from. `None` for a kind that is not a built-in.
 /// A built-in hook called directly from JS with `params` the native call could not take: the error naming the
 /// first value that is not JSON, or none when every value is (the failure was something else).
 pub fn hook_params_error(kind: &str, hook: &str, params: Sketch<'_>) -> Option<ConfigError> {
@@ -75,53 +81,82 @@ pub fn hook_params_error(kind: &str, hook: &str, params: Sketch<'_>) -> Option<C
   ))
 }
 
-pub fn builtin_layer(kind: &str, given: Sketch<'_>, cwd: &str) -> Option<Result<Value, ConfigError>> {
+/// One step of the built-in `kind`'s hook (or provided function, or step of one) `name`, called directly from JS
+/// with `params`: what user code passed as the face's description reads it, what earlier steps carried and the
+/// host answered; `config` the face's settings. `check` is workingMemory's schema, called synchronously.
+pub fn hook(
+  kind: &str,
+  name: &str,
+  params: &Value,
+  config: &Value,
+  check: Option<wm::SchemaCheck<'_>>,
+) -> Result<Value, HookError> {
+  let params = Params::new(params, config);
+  match kind {
+    wm::ID => memories::working_memory(name, params, check),
+    om::ID => memories::observational_memory(name, params),
+    tm::ID => memories::temporal_memory(name, params),
+    dts::ID => tasks::durable_task_state(name, params),
+    plan::ID => tasks::plan(name, params),
+    st::ID => tasks::steering(name, params),
+    sc::DEFAULT_ID => content::static_content(name, params),
+    hw::ID => content::history_window(name, params),
+    fr::ID => content::file_reference(name, params),
+    _ => Err(HookError::Failed(format!("{kind} has no hook '{name}'"))),
+  }
+}
+
+/// The user's functions the harness may call: the settings' callbacks (a given function, sketched), which is what
+/// the harness builds the native layer's host callbacks from.
+fn callbacks(settings: &Value) -> Value {
+  let given = |(name, _): &(&String, &Value)| Sketch::of(settings).field(name).is_function();
+  json!(settings.as_object().into_iter().flatten().filter(given).map(|(name, _)| name).collect::<Vec<_>>())
+}
+
+/// `{settings, layer, members, callbacks}` for the built-in `kind` from a sketch of its config: `members` the
+/// layer object's `hooks` and `provides` (in upstream's order) as [`steps`] describes them, `callbacks` the
+/// user's functions the harness may call. `cwd` is where a relative fileReference `baseDir` is taken from. `None`
+/// for a kind that is not a built-in.
+pub fn builtin_layer(kind: &str, sketch: Sketch<'_>, cwd: &str) -> Option<Result<Value, ConfigError>> {
   let named = |name| Shown { name: Some(name), budget: true, ..Shown::default() };
-  let answer = |settings: Value, layer: Value| json!({ "settings": settings, "layer": layer });
-  Some(Ok(match kind {
+  let answer = |settings: Value, layer: Value, members: Value| json!({ "callbacks": callbacks(&settings), "settings": settings, "layer": layer, "members": members });
+  Some(match kind {
     wm::ID => {
-      let config = wm::config_from(given);
-      let shown = Shown { scope: given_scope(given), ..named(wm::NAME) };
-      answer(wm::config_json(&config), metadata(&wm::layer_spec(&config), shown))
+      let config = wm::config_from(sketch);
+      let layer = metadata(&wm::layer_spec(&config), Shown { scope: given_scope(sketch), ..named(wm::NAME) });
+      Ok(answer(wm::config_json(&config), layer, memories::working_memory_face(&config)))
     }
     om::ID => {
-      let config = om::config_from(given);
-      let shown = Shown { scope: given_scope(given), ..named(om::NAME) };
-      answer(om::config_json(&config), metadata(&om::layer_spec(&config), shown))
+      let config = om::config_from(sketch);
+      let layer = metadata(&om::layer_spec(&config), Shown { scope: given_scope(sketch), ..named(om::NAME) });
+      Ok(answer(om::config_json(&config), layer, memories::observational_memory_face()))
     }
-    dts::ID => answer(json!({}), metadata(&dts::layer_spec(), named(dts::NAME))),
-    sc::DEFAULT_ID => match sc::config_from(given) {
-      Ok(config) => answer(sc::config_json(&config), metadata(&sc::layer_spec(&config), Shown::default())),
-      Err(error) => return Some(Err(error)),
-    },
-    hw::ID => match hw::max_items_from(given) {
-      Ok(max_items) => {
-        let shown = Shown { name: Some(hw::NAME), ..Shown::default() };
-        answer(json!({ "maxItems": max_items }), metadata(&hw::layer_spec(), shown))
-      }
-      Err(error) => return Some(Err(error)),
-    },
-    plan::ID => match plan::config_from(given) {
-      Ok(config) => answer(plan::config_json(&config), metadata(&plan::layer_spec(&config), named(plan::NAME))),
-      Err(error) => return Some(Err(error)),
-    },
-    st::ID => match st::config_from(given) {
-      Ok(config) => answer(st::config_json(&config), metadata(&st::layer_spec(&config), named(st::NAME))),
-      Err(error) => return Some(Err(error)),
-    },
-    tm::ID => match tm::config_from(given) {
-      Ok(config) => answer(tm::config_json(&config), metadata(&tm::layer_spec(&config), named(tm::NAME))),
-      Err(error) => return Some(Err(error)),
-    },
-    fr::ID => match fr::config_from(given, cwd) {
-      Ok(config) => {
-        let shown = Shown { rerender_timing: Some("immediate"), ..named(fr::NAME) };
-        answer(fr::config_json(&config), metadata(&fr::layer_spec(&config), shown))
-      }
-      Err(error) => return Some(Err(error)),
-    },
+    dts::ID => Ok(answer(json!({}), metadata(&dts::layer_spec(), named(dts::NAME)), tasks::durable_task_state_face())),
+    sc::DEFAULT_ID => sc::config_from(sketch).map(|config| {
+      let layer = metadata(&sc::layer_spec(&config), Shown::default());
+      answer(sc::config_json(&config), layer, content::static_content_face())
+    }),
+    hw::ID => hw::max_items_from(sketch).map(|max_items| {
+      let layer = metadata(&hw::layer_spec(), Shown { name: Some(hw::NAME), ..Shown::default() });
+      answer(json!({ "maxItems": max_items }), layer, content::history_window_face())
+    }),
+    plan::ID => plan::config_from(sketch).map(|config| {
+      let layer = metadata(&plan::layer_spec(&config), named(plan::NAME));
+      answer(plan::config_json(&config), layer, tasks::plan_face())
+    }),
+    st::ID => st::config_from(sketch).map(|config| {
+      answer(st::config_json(&config), metadata(&st::layer_spec(&config), named(st::NAME)), tasks::steering_face())
+    }),
+    tm::ID => tm::config_from(sketch).map(|config| {
+      let layer = metadata(&tm::layer_spec(&config), named(tm::NAME));
+      answer(tm::config_json(&config), layer, memories::temporal_memory_face(&config))
+    }),
+    fr::ID => fr::config_from(sketch, cwd).map(|config| {
+      let layer = metadata(&fr::layer_spec(&config), Shown { rerender_timing: Some("immediate"), ..named(fr::NAME) });
+      answer(fr::config_json(&config), layer, content::file_reference_face())
+    }),
     _ => return None,
-  }))
+  })
 }
 
 #[cfg(test)]
@@ -188,6 +223,34 @@ mod tests {
     assert_eq!(resource["layer"]["scope"], "thread");
     assert_eq!(resource["settings"]["bufferThreshold"], json!(10.0));
     assert_eq!(face("observational-memory", json!({}))["layer"]["scope"], "resource");
+  }
+
+  #[test]
+  fn the_callbacks_are_the_functions_given_and_each_member_a_first_step() {
+    let function = json!({ "$sketch": "a function", "type": "function" });
+    let callbacks = |kind: &str, given: Value| face(kind, given)["callbacks"].clone();
+    assert_eq!(callbacks("temporal", json!({ "search": function, "now": function })), json!(["now", "search"]));
+    assert_eq!(callbacks("observational-memory", json!({})), json!([]));
+    let rule = json!({ "id": "r", "appliesTo": ["beforeToolCall"], "predicate": function });
+    assert_eq!(callbacks("steering", json!({ "rules": [rule] })), json!(["predicates"]));
+    assert_eq!(callbacks("static-content", json!({ "load": function })), json!(["load"]));
+    for (kind, given, groups) in [
+      ("working-memory", json!({}), vec!["hooks", "provides"]),
+      ("plan", json!({}), vec!["provides", "hooks"]),
+      ("temporal", json!({}), vec!["provides", "hooks"]),
+      ("history-window", json!({}), vec!["hooks"]),
+    ] {
+      let members = face(kind, given)["members"].clone();
+      assert_eq!(keys(&members), groups, "{kind}");
+      for step in members
+        .as_object()
+        .into_iter()
+        .flat_map(|groups| groups.values())
+        .flat_map(|group| group.as_object().unwrap().values())
+      {
+        assert!(["call", "ask", "shape"].iter().any(|key| step.get(key).is_some()), "{kind}: {step}");
+      }
+    }
   }
 
   #[test]
