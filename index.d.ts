@@ -3235,15 +3235,6 @@ export {};
  */
 declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
-declare class InspectorGate {
-  /** For a server bound to `address` and `port`, with a fresh token. */
-  constructor(address: string, port: number)
-  get origin(): string
-  get url(): string
-  /** `[status, text]` when the request is refused; `null` when it may be answered. */
-  refusal(method: string, host: string, origin: string | undefined | null, fetchSite: string | undefined | null, token: string): [number, string] | null
-}
-
 /** A channel store of the runtime's (internal: use `ChannelStore`). */
 declare class NativeChannels {
   constructor()
@@ -3261,6 +3252,28 @@ declare class NativeChannels {
   release(value: number): Array<number>
   closeExecution(execution: string | number): void
   isClosed(execution: string | number): boolean
+}
+
+declare class NativeDetachedWatch {
+  /** A handle for the step whose id is sketched, made at `now` (`Date.now()`). */
+  constructor(stepId: string, now: number)
+  /**
+   * How a handle reads, from a sketch of its facts: `{status: 'running' | 'completed'}`, or `{status: 'failed'}`
+   * with `rebuild` (the recorded error, rebuilt in JS) or `made` (an error as the native side reports one).
+   */
+  ending(facts: string): string
+  /**
+   * A look while polling: whether `get` answered a handle (`found`) and the sketch of its status, after `repeats`
+   * looks taken on the last answer. Throws `handle_evicted`.
+   */
+  observe(now: number, found: boolean, status: string, repeats: number): NativeDetachedNext
+  /**
+   * `await(timeout)` (sketched), checked: the error to reject with when it runs out (JSON text); `null` for no
+   * timer.
+   */
+  awaiting(timeout: string): string | null
+  /** `stop(reason)` (sketched), checked: the abort reason when none is given. */
+  stopping(reason: string): string
 }
 
 declare class NativeEmbedder {
@@ -3317,24 +3330,8 @@ declare class NativeHarness {
   useFs(fs?: NativeFs | undefined | null): void
   /** The hook spans recorded since the last call, as a JSON array (D14). */
   takeTraces(): string
-  /**
-   * Opens the inspector's recorder with its limits (`turnsPerThread`, `threads`), or closes it and forgets what it
-   * recorded.
-   */
-  inspectorOpen(open: boolean, turnsPerThread: number, threads: number): void
-  /** The summaries of the model calls recorded since the last call, as a JSON array. */
-  inspectorFeed(): string
-  /**
-   * Whether a page reads the inspector's live feed: without one, recorded calls are not put in it and JS is not
-   * told of them.
-   */
-  inspectorListen(listening: boolean): void
-  /** The harness's layers for the inspector's state panel, with where each keeps its state for `thread_id`, as JSON. */
-  inspectorLayers(threadId: string, resourceId?: string | undefined | null): string
   /** Every thread the inspector keeps, with its turns and their calls' summaries, as JSON. */
   inspectorSnapshot(): string
-  /** One recorded model call whole (its layers' items and hook spans), as JSON; null when it is no longer kept. */
-  inspectorCall(id: number): string | null
   /**
    * Answers dispatcher request `id`: `ok` with the reply text, or not with the failure's message. The run waiting
    * on it goes on at once, here; returns what it asks of JS next.
@@ -3432,6 +3429,13 @@ declare class NativeHarness {
   /** Number of contexts the native side holds (runs in flight, sessions' histories, createContext contexts). */
   get liveContexts(): number
   /**
+   * Starts the inspector with `options` (a sketch of what JS was given); resolves to the page's URL. `names`:
+   * `[[layerId, name], ...]` as JSON, the names JS has for the layers.
+   */
+  inspectorStart(options: any, names: string): Promise<string>
+  /** Stops recording at once; resolves when the server has stopped. */
+  inspectorClose(): Promise<void>
+  /**
    * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
    * until the notification `{op: 'drained'}` says they have ended.
    */
@@ -3528,18 +3532,24 @@ declare class NativeStorage {
 }
 
 declare class NativeSubprocessRegistry {
-  constructor()
-  spawn(): NativeSubprocessHandleState
-  get(id: string): NativeSubprocessHandleState | null
-  /** A run ended, well (`ok`) or not. */
-  settle(id: string, ok: boolean): NativeSubprocessHandleState | null
-  stop(id: string): NativeSubprocessHandleState | null
-  reattach(id: string, startedAt: string): NativeSubprocessHandleState
-  /** The state of a handle known only from a manifest, without taking it in. */
-  static fromManifest(id: string, startedAt: string): NativeSubprocessHandleState
+  /** `createInMemorySubprocessAdapter(options)`, from a sketch of the options (checked). */
+  constructor(options: string)
+  get runsInline(): boolean
+  /** `spawn(request)`, from a sketch of what it needs (`InMemorySubprocess::spawn`). */
+  spawn(facts: string): string
+  abandon(id: string): void
+  /** A run ended, well (`ok`) or not (with its serialized error's `code`); `null` when nothing changed. */
+  settle(id: string, ok: boolean, code?: string | undefined | null): string
+  stop(id: string): string
+  unsupported(what: string): string
+  /** Where `reattach(handleId)` reads (a sketch of the id); `null` without storage. */
+  manifestKey(handleId: string): string | null
+  reattach(facts: string): string
+  listing(): string
+  /** The handles of the manifests read (a sketch), those listed live by `listing` left out. */
+  listed(manifests: string, live: Array<string>): string
   isAlive(id: string): boolean
-  /** The live handles' ids, in the order they became live. */
-  liveIds(): Array<string>
+  hasEnded(id: string): boolean
 }
 
 interface BudgetOutput {
@@ -3576,18 +3586,20 @@ interface JsChannel {
   capacity?: number
 }
 
+/**
+ * When to look at the adapter again: `ended`; or after a microtask turn, the answer holding for `turns` looks
+ * while the status stays the same; or after `sleepMs`.
+ */
+interface NativeDetachedNext {
+  ended: boolean
+  turns: number
+  sleepMs: number
+}
+
 /** `stat`'s answer; the JS wrapper turns it into upstream's `FsStats`. */
 interface NativeFsStat {
   size: number
   isDirectory: boolean
-}
-
-/** A handle without its metadata, shaped as upstream's `SubprocessHandle` fields. */
-interface NativeSubprocessHandleState {
-  id: string
-  status: string
-  startedAt: string
-  updatedAt: string
 }
 
 interface ViewOutput {

@@ -853,8 +853,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
-module.exports.InspectorGate = nativeBinding.InspectorGate
 module.exports.NativeChannels = nativeBinding.NativeChannels
+module.exports.NativeDetachedWatch = nativeBinding.NativeDetachedWatch
 module.exports.NativeEmbedder = nativeBinding.NativeEmbedder
 module.exports.NativeFs = nativeBinding.NativeFs
 module.exports.NativeHarness = nativeBinding.NativeHarness

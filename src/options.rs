@@ -5,8 +5,8 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::Value;
 
-use noetic_runtime::harness::options::{self, METHOD_NAMES, ModelEnv, OPTION_KEYS};
 use noetic_runtime::harness::api_checks;
+use noetic_runtime::harness::options::{self, METHOD_NAMES, ModelEnv, OPTION_KEYS};
 use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::steps::builders;
 
