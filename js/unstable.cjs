@@ -2,7 +2,7 @@
 // @noetic-tools/core/unstable: the budget and projection functions the runtime itself uses.
 const native = require('./native.cjs');
 const { callNative } = require('./errors.cjs');
-const { sketch, checkArgs } = require('./sketch.cjs');
+const { sketch, sketchText, checkArgs } = require('./sketch.cjs');
 const { estimateTokens } = require('./items.cjs');
 
 // The arguments are sketched: the runtime checks them (memory/unstable.rs) with the messages users see.
@@ -53,7 +53,7 @@ function assembleView({ systemPromptItems, layerOutputItems, historyItems, polic
       costs,
       kinds,
       callIds.join('\0'),
-      sketch({ tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize }, []),
+      sketchText({ tokenBudget: policy.tokenBudget, responseReserve: policy.responseReserve, overflow: policy.overflow, windowSize: policy.windowSize }, []),
     ),
   );
   return [...systemPromptItems, ...kept.layers.map((i) => layerOutputItems[i]), ...kept.history.map((i) => historyItems[first + i])];

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use noetic_runtime::items::Pairing;
 use noetic_runtime::js_sketch::Sketch;
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::{assemble_view, check_budget, unstable};
 use serde_json::Value;
 
@@ -63,14 +64,18 @@ pub fn assemble_view_costs(
   history: Uint32Array,
   history_kinds: Uint8Array,
   history_call_ids: String,
-  policy: Option<Value>,
+  policy: Option<String>,
 ) -> Result<ViewOutput> {
   let system: Vec<u64> = system.iter().map(|&c| u64::from(c)).collect();
   let layers: Vec<u64> = layers.iter().map(|&c| u64::from(c)).collect();
   let history: Vec<(u64, Pairing<u32>)> =
     history.iter().map(|&c| u64::from(c)).zip(links(&history_kinds, &history_call_ids)).collect();
+  // As JSON text: on this hot path napi's conversion of an object into a serde value cost twice the call.
   let policy = match policy {
-    Some(given) => Some(unstable::projection_policy(Sketch::of(&given)).map_err(|e| to_napi(config_json(&e)))?),
+    Some(text) => {
+      let given: Value = from_js_json(&text).map_err(|e| Error::from_reason(e.to_string()))?;
+      Some(unstable::projection_policy(Sketch::of(&given)).map_err(|e| to_napi(config_json(&e)))?)
+    }
     None => None,
   };
   let plan = assemble_view(&system, &layers, history.as_slice(), policy.as_ref());

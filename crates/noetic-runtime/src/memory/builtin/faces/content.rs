@@ -196,9 +196,7 @@ fn appended(plan: &AppendPlan, state: Value, changed: bool) -> Value {
 mod tests {
   use super::*;
 
-  fn step(hook: &str, params: Value, run: fn(&str, Params<'_>) -> Result<Value, HookError>) -> Value {
-    run(hook, Params::with_config(&params)).expect("a step")
-  }
+  use crate::memory::builtin::faces::steps::run_step as step;
 
   #[test]
   fn static_content_wraps_what_it_loaded_in_its_tag() {

@@ -186,9 +186,7 @@ pub(super) fn temporal_memory(hook: &str, params: Params<'_>) -> Result<Value, H
 mod tests {
   use super::*;
 
-  fn step(hook: &str, params: Value, run: fn(&str, Params<'_>) -> Result<Value, HookError>) -> Value {
-    run(hook, Params::with_config(&params)).expect("a step")
-  }
+  use crate::memory::builtin::faces::steps::run_step as step;
 
   #[test]
   fn working_memory_store_returns_nothing_without_an_update_and_checks_a_merge() {

@@ -200,6 +200,12 @@ pub fn merge(into: &mut Value, from: Value) {
   }
 }
 
+/// A face's hook run once on `params` (its settings among them), for the faces' tests.
+#[cfg(test)]
+pub fn run_step(hook: &str, params: Value, run: fn(&str, Params<'_>) -> Result<Value, HookError>) -> Value {
+  run(hook, Params::with_config(&params)).expect("a step")
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;

@@ -205,9 +205,7 @@ pub(super) fn steering(hook: &str, params: Params<'_>) -> Result<Value, HookErro
 mod tests {
   use super::*;
 
-  fn step(hook: &str, params: Value, run: fn(&str, Params<'_>) -> Result<Value, HookError>) -> Value {
-    run(hook, Params::with_config(&params)).expect("a step")
-  }
+  use crate::memory::builtin::faces::steps::run_step as step;
 
   #[test]
   fn durable_task_state_completes_only_a_state_it_has() {
