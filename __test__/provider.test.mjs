@@ -6,67 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { AgentHarness, createInMemoryStorage, createMessage, step, tool } from '../js/index.mjs';
 import { myCustomLayer, slow } from './helpers.mjs';
+import { fakeResponsesServer, sseText } from './fake-openrouter.mjs';
 
-// The server-sent events OpenRouter streams for `response`: a keep-alive comment, each output item added, its text
-// in deltas and done, then the terminal event carrying the response whole.
-function sseOf(response) {
-  const events = [{ type: 'response.created', response: { status: 'in_progress', output: [] } }];
-  (response.output ?? []).forEach((item, index) => {
-    events.push({ type: 'response.output_item.added', output_index: index, item });
-    for (const part of item.content ?? []) {
-      for (const delta of (part.text ?? '').split(/(?<= )/)) {
-        events.push({ type: 'response.output_text.delta', item_id: item.id, output_index: index, delta });
-      }
-    }
-    events.push({ type: 'response.output_item.done', output_index: index, item });
-  });
-  events.push({ type: `response.${response.status ?? 'completed'}`, response });
-  return sseText(events);
-}
-
-const sseText = (events) =>
-  ': OPENROUTER PROCESSING\n\n' + events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join('');
-
-// A stand-in for OpenRouter's Responses API on 127.0.0.1: each POST gets the next reply (the last one repeats) and
-// is recorded with its headers and parsed body. A successful reply is streamed when the request asks for it;
-// `stallAfterEvents: n` sends the first n events of the stream and then nothing, keeping the connection open.
-async function fakeOpenRouter(replies) {
-  const received = [];
-  const timers = new Set();
-  const server = http.createServer((req, res) => {
-    let text = '';
-    req.on('data', (chunk) => (text += chunk));
-    req.on('end', () => {
-      const body = JSON.parse(text);
-      received.push({ method: req.method, url: req.url, headers: req.headers, body });
-      const reply = replies[Math.min(received.length - 1, replies.length - 1)];
-      const send = () => {
-        const status = reply.status ?? 200;
-        if (status !== 200 || !body.stream) {
-          res.writeHead(status, { 'content-type': 'application/json', connection: 'close', ...reply.headers });
-          return res.end(JSON.stringify(reply.body ?? {}));
-        }
-        res.writeHead(status, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'close', ...reply.headers });
-        const stream = sseOf(reply.body ?? {});
-        if (reply.stallAfterEvents === undefined) return res.end(stream);
-        res.write(stream.split('\n\n').slice(0, reply.stallAfterEvents + 1).join('\n\n') + '\n\n');
-      };
-      if (!reply.delayMs) return send();
-      const timer = setTimeout(send, reply.delayMs);
-      timers.add(timer);
-    });
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    received,
-    baseUrl: `http://127.0.0.1:${server.address().port}/api/v1`,
-    close() {
-      for (const timer of timers) clearTimeout(timer);
-      server.closeAllConnections?.();
-      server.close();
-    },
-  };
-}
+// Each POST gets the next of `replies` (the last one repeats); see fake-openrouter.mjs for what a reply can say.
+const fakeOpenRouter = (replies) => fakeResponsesServer((_, n) => replies[Math.min(n - 1, replies.length - 1)]);
 
 const message = (text) => ({
   type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }],
