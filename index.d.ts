@@ -1118,7 +1118,44 @@ export interface MemoryLayer<TState = unknown> {
   provides?: LayerProvides;
   itemSchemas?: Pick<ItemSchemaExtensions, 'developerMessages' | 'items'>;
   rerenderTiming?: 'immediate' | 'batched';
+  /** Where the layer's output goes when the harness has `contextCache` (ignored without it). Default `'auto'`. */
+  placement?: LayerPlacement;
 }
+
+/**
+ * A layer's band with prompt-cache anchoring (`contextCache`): `'anchor'` is pinned before the history for an epoch
+ * (changes go to one updates message at the end of the request), `'live'` is rendered fresh after the history,
+ * `'auto'` starts anchored and moves between the two at epoch boundaries by how often its output changes.
+ */
+export type LayerPlacement = 'anchor' | 'live' | 'auto';
+
+/**
+ * Prompt-cache anchoring: layers' output held byte-stable at the start of each request, so that a provider serves
+ * the repeated start from its cache. Off unless given; `enabled: false` is off too.
+ */
+export interface ContextCacheConfig {
+  /** Default `true` once the option is given. */
+  enabled?: boolean;
+  /** A first round that reads fewer cached tokens (or half the cacheable start, when less) is a miss. Default 100. */
+  minCachedTokens?: number;
+  /** Assemblies an epoch serves before a miss counts (the first writes the cache). Default 2. */
+  minEpochAssemblies?: number;
+  /** Assemblies after which an epoch re-anchors anyway. Default 50. */
+  maxEpochAssemblies?: number;
+  /** The updates message may cost at most this share of the anchor band before the epoch re-anchors. Default 0.15. */
+  deltaBudgetFraction?: number;
+  /** An `'auto'` layer changing at least this often moves to the live band. Default 0.5. */
+  autoDemoteChurn?: number;
+  /** An `'auto'` layer changing at most this often moves back to the anchor band. Default 0.2. */
+  autoPromoteChurn?: number;
+  /** Assemblies a layer is watched before its band may move. Default 3. */
+  minChurnSamples?: number;
+  /** Share of the churn counts carried into a new epoch. Default 0.5. */
+  churnDecay?: number;
+}
+
+/** Why an epoch began. */
+export type ReanchorReason = 'cold-start' | 'instructions-changed' | 'cache-miss' | 'delta-overflow' | 'max-age';
 
 /**
  * What a layer exposes on `ctx.memory[layer.id]`: data entries as values, functions as
@@ -1604,6 +1641,28 @@ export interface LayerUsageEntry {
   /** As reported by the layer's recall. */
   readonly tokenCount: number;
   readonly items: ReadonlyArray<Item>;
+  /** With `contextCache`: the band the layer's items went to. */
+  readonly placement?: 'anchor' | 'live';
+  /** With `contextCache`: `'pinned'` when the items replay an earlier render. */
+  readonly served?: 'fresh' | 'pinned';
+  /** With `contextCache`: whether the layer's fresh output differed from what was served. */
+  readonly changed?: boolean;
+  /** With `contextCache`: the share of watched assemblies in which the layer's output changed. */
+  readonly churnRate?: number;
+}
+
+/** With `contextCache`: the epoch behind a model call. */
+export interface EpochUsage {
+  readonly id: string;
+  /** Assemblies served by the epoch, this one included. */
+  readonly age: number;
+  readonly anchorTokens: number;
+  readonly liveTokens: number;
+  readonly deltaTokens: number;
+  /** Tokens at the start of this request that repeat the previous request's start. */
+  readonly repeatedTokens: number;
+  /** Set only on the call that began the epoch. */
+  readonly reanchorReason?: ReanchorReason;
 }
 
 /** Context-window breakdown of the most recent model call. */
@@ -1616,6 +1675,8 @@ export interface LastLayerUsage {
   readonly toolsTokens: number;
   readonly historyTokens: number;
   readonly totalUsedTokens: number;
+  /** Present only with `contextCache`. */
+  readonly epoch?: EpochUsage;
 }
 
 /** Working directory shared by the tools of one context; children get a snapshot. */
@@ -3014,6 +3075,8 @@ export interface AgentHarnessOptions<TParams extends Record<string, unknown> = R
   projection?: ProjectionPolicy;
   /** Treat every layer as `recallMode: 'atomic'`. */
   forceAtomicRecall?: boolean;
+  /** Prompt-cache anchoring (off unless given). */
+  contextCache?: ContextCacheConfig;
   traceExporter?: TraceExporter;
   /**
    * Holds the state of the harness's JS layers (`get` / `set` on every hook); `disable` and `cleanup` are called as

@@ -84,8 +84,8 @@ function describeTimeouts(timeouts) {
 function describeLayer(layer, keep) {
   if (typeof layer !== 'object' || layer === null) return { id: null };
   if (layer[NATIVE]) {
-    const { timeouts, onInitError, recallMode } = layer;
-    return { native: layer[NATIVE], handle: keep(layer), recallMode, timeouts: describeTimeouts(timeouts), onInitError };
+    const { timeouts, onInitError, recallMode, placement } = layer;
+    return { native: layer[NATIVE], handle: keep(layer), recallMode, placement, timeouts: describeTimeouts(timeouts), onInitError };
   }
   const hooks = {};
   for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
@@ -102,6 +102,7 @@ function describeLayer(layer, keep) {
     timeouts: describeTimeouts(layer.timeouts),
     onInitError: layer.onInitError,
     recallMode: layer.recallMode,
+    placement: layer.placement,
     provides,
     handle: keep(layer),
   };

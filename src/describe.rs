@@ -22,7 +22,7 @@ use noetic_runtime::memory::builtin::temporal_memory;
 use noetic_runtime::memory::builtin::working_memory;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{
-  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts, override_builtin,
+  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts, override_builtin, placement_of,
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
@@ -121,6 +121,9 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
     if let Some(mut native) = layer.get("native").and_then(|native| native_layer(native, handle, host)) {
       // A built-in's recallMode can be set on its object (`{...workingMemory(), recallMode: 'eventual'}`).
       native.spec.recall_mode = RecallMode::parse(layer.get("recallMode").and_then(Value::as_str));
+      if let Some(placement) = placement_of(native.id(), text(layer, "placement").as_deref())? {
+        native.spec.placement = placement;
+      }
       let timeouts = layer.get("timeouts").filter(|value| !value.is_null()).map(|value| raw_timeouts(Some(value)));
       override_builtin(&mut native, timeouts, layer.get("onInitError").and_then(Value::as_str))?;
       natives.push((index, native));
@@ -138,6 +141,7 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
       timeouts: raw_timeouts(layer.get("timeouts")),
       on_init_error: text(layer, "onInitError"),
       recall_mode: text(layer, "recallMode"),
+      placement: text(layer, "placement"),
       provides: layer
         .get("provides")
         .and_then(Value::as_array)
@@ -146,7 +150,7 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
         .map(|p| ProvidedFn {
           name: text(p, "name").unwrap_or_default(),
           description: text(p, "description").unwrap_or_default(),
-          input_schema: p.get("inputSchema").cloned().unwrap_or(Value::Null),
+          input_schema: Arc::new(p.get("inputSchema").cloned().unwrap_or(Value::Null)),
         })
         .collect(),
       imp: LayerImpl::Host(layer.get("handle").and_then(Value::as_u64).unwrap_or(0)),
@@ -196,7 +200,7 @@ pub fn tool(value: &Value) -> ToolDef {
   ToolDef {
     name: text(value, "name").unwrap_or_default(),
     description: text(value, "description").unwrap_or_default(),
-    input_schema: value.get("inputSchema").cloned().unwrap_or(Value::Null),
+    input_schema: Arc::new(value.get("inputSchema").cloned().unwrap_or(Value::Null)),
     imp: ToolImpl::Host(value.get("handle").and_then(Value::as_u64).unwrap_or(0)),
   }
 }

@@ -18,7 +18,9 @@ use noetic_runtime::harness::{
 };
 use noetic_runtime::host::StepValue;
 use noetic_runtime::items::{Item, ItemTypes, parse_js_item, parse_js_items};
+use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::js_text::from_js_json;
+use noetic_runtime::memory::cache_anchor::CacheConfig;
 use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::{LayerFiles, NativeWrite};
 use noetic_runtime::memory::registry::LayerImpl;
@@ -244,6 +246,9 @@ impl NativeHarness {
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse))
     .with_channels(Arc::clone(&channels.inner))
+    .with_context_cache(
+      config.get("contextCache").and_then(|given| CacheConfig::from_option(Sketch::of(given)).ok().flatten()),
+    )
     .with_default_delivery(
       config.get("deliveryMode").and_then(Value::as_str).and_then(DeliveryMode::parse).unwrap_or_default(),
     );

@@ -270,6 +270,7 @@ struct JsUsage {
   input_tokens: Option<f64>,
   output_tokens: Option<f64>,
   cached_tokens: Option<f64>,
+  cache_write_tokens: Option<f64>,
 }
 
 impl JsUsage {
@@ -334,6 +335,7 @@ impl Host for JsHost {
       input_tokens: usage.input_tokens.unwrap_or(0.0),
       output_tokens: usage.output_tokens.unwrap_or(0.0),
       cached_tokens: usage.cached_tokens,
+      cache_write_tokens: usage.cache_write_tokens,
       cost: reply.cost,
     })
   }

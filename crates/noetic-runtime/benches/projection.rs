@@ -48,6 +48,7 @@ impl Host for InstantHost {
       input_tokens: 1.0,
       output_tokens: 1.0,
       cached_tokens: None,
+      cache_write_tokens: None,
       cost: None,
     })
   }
@@ -91,6 +92,7 @@ fn js_layer(id: &str, slot: f64, handle: u64) -> RawLayer {
     timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(handle),
   }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::host::protocol::HostRef;
+use crate::items::{write_js_json, write_js_string};
 use crate::memory::registry::Layer;
 
 #[derive(Debug, Clone)]
@@ -18,7 +19,8 @@ pub enum ToolImpl {
 pub struct ToolDef {
   pub name: String,
   pub description: String,
-  pub input_schema: Value,
+  /// Shared: each LLM step lists its layers' tools afresh, and a schema is never changed once described.
+  pub input_schema: Arc<Value>,
   pub imp: ToolImpl,
 }
 
@@ -28,9 +30,16 @@ impl ToolDef {
     wire_name(&self.name)
   }
 
-  /// The descriptor models see, also what `toolsTokens` counts.
-  pub fn descriptor(&self) -> Value {
-    serde_json::json!({ "name": self.name, "description": self.description, "parameters": self.input_schema })
+  /// Appends the JS JSON of the descriptor models see, `{name, description, parameters}`: what `toolsTokens`
+  /// counts. Written directly, as building it as a value would copy the schema on every step.
+  pub fn write_descriptor(&self, out: &mut String) {
+    out.push_str("{\"name\":");
+    write_js_string(out, &self.name);
+    out.push_str(",\"description\":");
+    write_js_string(out, &self.description);
+    out.push_str(",\"parameters\":");
+    write_js_json(out, &self.input_schema);
+    out.push('}');
   }
 }
 
@@ -38,4 +47,28 @@ impl ToolDef {
 /// as `notes_add`). The model answers with that name; the tool loop matches either form.
 pub fn wire_name(name: &str) -> String {
   name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+  use serde_json::json;
+
+  use super::*;
+  use crate::items::to_js_json;
+
+  #[test]
+  fn a_descriptor_is_written_as_js_stringifies_it() {
+    let tool = ToolDef {
+      name: "notes/add \"quoted\"".into(),
+      description: "adds\na note é".into(),
+      input_schema: Arc::new(json!({ "type": "object", "properties": { "2": { "type": "string" }, "a": {} } })),
+      imp: ToolImpl::Host(1),
+    };
+    let mut written = String::new();
+    tool.write_descriptor(&mut written);
+    let as_value = json!({ "name": tool.name, "description": tool.description, "parameters": *tool.input_schema });
+    assert_eq!(written, to_js_json(&as_value));
+    // Array-index keys first, as JS orders them.
+    assert!(written.contains(r#"{"2":{"type":"string"},"a":{}}"#));
+  }
 }

@@ -78,6 +78,7 @@ fn js_layer(id: &str, handle: u64) -> Arc<Layer> {
     timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(handle),
   };

@@ -118,6 +118,7 @@ impl Host for VersionHost {
       input_tokens: 1.0,
       output_tokens: 1.0,
       cached_tokens: None,
+      cache_write_tokens: None,
       cost: None,
     })
   }
@@ -159,6 +160,7 @@ fn js_layer(id: &str, slot: f64, scope: &str, mode: &str, hooks: &[&str]) -> Arc
     timeouts: RawTimeouts::ms(&[("recall", 10_000.0)]),
     on_init_error: None,
     recall_mode: Some(mode.into()),
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(1),
   };

@@ -77,6 +77,7 @@ impl Host for ScriptHost {
       input_tokens: 1.0,
       output_tokens: 1.0,
       cached_tokens: None,
+      cache_write_tokens: None,
       cost: None,
     })
   }
@@ -111,6 +112,7 @@ fn js_layer(id: &str, slot: f64, scope: &str, handle: u64, hooks: &[&str]) -> Ra
     timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(handle),
   }

@@ -63,6 +63,7 @@ impl Host for VectorHost {
       input_tokens: 0.0,
       output_tokens: 0.0,
       cached_tokens: None,
+      cache_write_tokens: None,
       cost: None,
     })
   }
@@ -91,6 +92,7 @@ async fn view_for(token_budget: f64) -> Vec<String> {
     timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(1),
   };

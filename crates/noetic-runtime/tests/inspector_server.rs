@@ -54,6 +54,7 @@ fn layer(id: &str, slot: f64, scope: &str) -> RawLayer {
     timeouts: RawTimeouts::default(),
     on_init_error: None,
     recall_mode: None,
+    placement: None,
     provides: vec![],
     imp: LayerImpl::Host(1),
   }

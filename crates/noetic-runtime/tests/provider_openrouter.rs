@@ -92,7 +92,7 @@ fn notes_tool() -> ToolDef {
   ToolDef {
     name: "notes/add".into(),
     description: "Remember a note.".into(),
-    input_schema: json!({ "type": "object", "properties": { "text": { "type": "string" } } }),
+    input_schema: std::sync::Arc::new(json!({ "type": "object", "properties": { "text": { "type": "string" } } })),
     imp: ToolImpl::Host(7),
   }
 }

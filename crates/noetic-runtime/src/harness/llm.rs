@@ -2,6 +2,7 @@
 //! cached costs, the model answers (running tools), the response enters the log, usage is recorded, layers store.
 //! `Model::Host` (`_testCallModel`) answers the whole step itself; every other model runs in the tool loop.
 
+use super::anchoring::Bands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use crate::items::{
 };
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
 use crate::memory::registry::LayerSet;
-use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view};
+use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view_from};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
 
@@ -106,6 +107,9 @@ struct View {
   shape: Option<WindowShape>,
   /// Log positions of the history the budget dropped beyond what an overflow summary covers: `[from, to)`.
   dropped: std::ops::Range<usize>,
+  /// Where the kept history began, as an index into the history: an anchored lineage holds it (see
+  /// [`assemble_view_from`]).
+  cut: usize,
 }
 
 impl Runner {
@@ -171,7 +175,7 @@ impl Runner {
       ProjectionPolicy { token_budget: (policy.token_budget - fixed.system_tokens as f64).max(0.0), ..policy.clone() };
 
     let mut budgets = HashMap::new();
-    let mut recalled = if has_layers {
+    let recalled = if has_layers {
       budgets = layer_budgets(&layers, &policy, fixed.system_tokens as f64)?;
       let cache = self.recall_cache_in_use().map(|cache| &**cache);
       // A JS model can be handed the recalled items JS still holds: JS keeps them until this step is done.
@@ -184,6 +188,18 @@ impl Runner {
     let _released = ReleaseRecalled {
       host: Arc::clone(&self.env.host),
       keys: recalled.iter().filter_map(|entry| entry.host_key).collect(),
+    };
+    // With `contextCache`, what the request carries of each layer: its pin or its fresh output, in its band.
+    let (mut recalled, mut bands) = if has_layers {
+      self.anchor_layers(
+        ctx,
+        step.instructions.as_deref(),
+        &layers,
+        recalled,
+        policy.token_budget - policy.response_reserve,
+      )
+    } else {
+      (recalled, None)
     };
     // A JS model reads the view as log positions and layer items; only a native one needs the items themselves.
     let with_items = !matches!(*self.model, Model::Host);
@@ -200,12 +216,16 @@ impl Runner {
       } else {
         None
       };
-      let mut view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
+      let mut view =
+        project(ctx, projected.as_deref(), &recalled, bands.as_ref(), &view_policy, with_items, inspecting);
       if policy.overflow == Overflow::Summarize
         && !view.dropped.is_empty()
         && Box::pin(self.summarize_overflow(ctx, step, &policy, view.dropped.clone())).await
       {
-        view = project(ctx, projected.as_deref(), &recalled, &view_policy, with_items, inspecting);
+        view = project(ctx, projected.as_deref(), &recalled, bands.as_ref(), &view_policy, with_items, inspecting);
+      }
+      if let Some(bands) = bands.as_mut() {
+        self.note_request(ctx, &view.entries, view.cut, bands);
       }
       let shape = view.shape.take();
       // The recall entries' order, before the tool loop may recall again.
@@ -218,6 +238,9 @@ impl Runner {
       let called = started.map(|(at, clock)| (at, clock.elapsed().as_secs_f64() * 1000.0));
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response);
+      if let Some(bands) = &bands {
+        self.judge_cache(bands, fixed.system_tokens, response.cache_read, response.cache_write);
+      }
       let decision = if has_layers {
         let usage = || json!({ "inputTokens": response.input_tokens, "outputTokens": response.output_tokens });
         Box::pin(lifecycle::after_model_call(&self.env, &self.scope(ctx), &response.items, usage)).await?
@@ -283,8 +306,14 @@ impl Runner {
       });
       (from, state.log.len(), state.log.total_cost())
     };
-    let usage =
-      LayerUsage::new(UsageInputs { execution_id: &ctx.id, model_id: &step.model, fixed, recalled, history_tokens });
+    let usage = LayerUsage::new(UsageInputs {
+      execution_id: &ctx.id,
+      model_id: &step.model,
+      fixed,
+      recalled,
+      history_tokens,
+      bands,
+    });
     ctx.state().last_layer_usage = Some(usage);
 
     if has_layers {
@@ -412,6 +441,8 @@ impl Runner {
       output_tokens: reply.output_tokens,
       cached_tokens: reply.cached_tokens.unwrap_or(0.0),
       cost: reply.cost.unwrap_or(0.0),
+      cache_read: reply.cached_tokens,
+      cache_write: reply.cache_write_tokens,
     })
   }
 }
@@ -456,6 +487,7 @@ fn project(
   ctx: &ExecContext,
   projected: Option<&[Projected]>,
   recalled: &[RecallEntry],
+  bands: Option<&Bands>,
   policy: &ProjectionPolicy,
   with_items: bool,
   inspecting: bool,
@@ -492,18 +524,29 @@ fn project(
   let system = log.system_positions();
   let floor = summary.map_or(0, |s| s.covers - system.partition_point(|&pos| pos < s.covers));
   let history = HistoryOfLog { log, system, floor };
-  // Each layer item, with where the host keeps it when it does.
-  let layer_items: Vec<(&Arc<Item>, Kept)> = recalled
-    .iter()
-    .flat_map(|entry| {
-      entry.items.iter().enumerate().map(|(index, item)| (item, entry.host_key.map(|key| (key, index))))
-    })
-    .chain(summary.map(|s| (&s.item, None)))
-    .collect();
+  // Each layer item, with where the host keeps it when it does. Anchored (`contextCache`): the anchor band and the
+  // summary go before the history, the live band and the changes message after it; else all go before it.
+  // Anchored (`contextCache`): the anchor band and the summary go before the history, the epoch's updates within it
+  // (each where its change was seen), the live band after it. Else every layer item goes before the history.
+  let live_from = bands.map_or(recalled.len(), |bands| bands.live_from);
+  let updates = bands.map_or(&[][..], |bands| &bands.updates[..]);
+  let mut layer_items = entry_items(&recalled[..live_from]);
+  layer_items.extend(summary.map(|s| (&s.item, None)));
+  let updates_from = layer_items.len();
+  layer_items.extend(updates.iter().map(|update| (&update.item, None)));
+  let live_start = layer_items.len();
+  layer_items.extend(entry_items(&recalled[live_from..]));
   let system_costs: Vec<u64> = system.iter().map(|&pos| log.cost_at(pos)).collect();
   // Layer items are costed as the log would cost them (with the harness's tokenizer, when it has one).
   let layer_costs: Vec<u64> = layer_items.iter().map(|(item, _)| log.cost_of(item)).collect();
-  let plan = assemble_view(&system_costs, &layer_costs, &history, Some(policy));
+  // Anchored, the history's cut is held while it fits, so that the request's start moves once per block of turns.
+  let (plan, cut) = assemble_view_from(
+    &system_costs,
+    &layer_costs,
+    &history,
+    Some(policy),
+    bands.and_then(|bands| bands.history_cut).filter(|_| projected.is_none()),
+  );
 
   let first = plan.history_kept.first().copied().unwrap_or(history.len());
   let dropped = if origin.is_some() || first <= floor {
@@ -547,7 +590,7 @@ fn project(
         .collect(),
     }
   });
-  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped, shape };
+  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped, shape, cut };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
       let pos = match origin.as_ref().map(|origin| origin[pos]) {
@@ -573,17 +616,40 @@ fn project(
   for &pos in system {
     push_log(pos, &mut view);
   }
-  for &i in &plan.layers_kept {
+  let push_layer = |i: usize, view: &mut View| {
     let (item, kept) = layer_items[i];
     view.entries.push(ViewEntry::Layer { item: Arc::clone(item), kept });
     if with_items {
       view.items.push(Arc::clone(item));
     }
+  };
+  let kept = |range: std::ops::Range<usize>| plan.layers_kept.iter().copied().filter(move |i| range.contains(i));
+  for i in kept(0..updates_from) {
+    push_layer(i, &mut view);
   }
+  // An update stands before the first kept log item at or after its place; a projected history has no places.
+  let mut pending = kept(updates_from..live_start).peekable();
   for &i in &plan.history_kept {
-    push_log(history.position(i), &mut view);
+    let pos = history.position(i);
+    while let Some(u) = pending.next_if(|&u| origin.is_none() && updates[u - updates_from].at <= pos) {
+      push_layer(u, &mut view);
+    }
+    push_log(pos, &mut view);
+  }
+  for i in pending.chain(kept(live_start..layer_items.len())) {
+    push_layer(i, &mut view);
   }
   view
+}
+
+/// Each of `entries`' items, with where the host keeps it when it does.
+fn entry_items(entries: &[RecallEntry]) -> Vec<(&Arc<Item>, Kept)> {
+  entries
+    .iter()
+    .flat_map(|entry| {
+      entry.items.iter().enumerate().map(|(index, item)| (item, entry.host_key.map(|key| (key, index))))
+    })
+    .collect()
 }
 
 /// The history kept as runs of the context's log (an item a layer's projection made stands alone): a window keeps

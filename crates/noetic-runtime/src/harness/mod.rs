@@ -1,6 +1,7 @@
 //! The harness: a [`Runner`] (what steps run with: the memory environment, the model, the projection, the live
 //! contexts) and, beside it, the sessions of its threads. `run.rs` is one execution from init to dispose.
 
+mod anchoring;
 pub mod api_checks;
 mod aside;
 pub mod channels;
@@ -26,6 +27,7 @@ mod tool_loop;
 mod tools;
 mod usage;
 
+use crate::memory::cache_anchor::CacheConfig;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -150,6 +152,12 @@ impl Harness {
 
   pub fn with_tokenizer(mut self, tokenizer: Option<Tokenizer>) -> Self {
     self.runner.tokenizer = tokenizer;
+    self
+  }
+
+  /// Prompt-cache anchoring (`contextCache`), `None` to assemble requests as 1.0.0 does.
+  pub fn with_context_cache(mut self, config: Option<CacheConfig>) -> Self {
+    self.runner.cache = config.map(|config| run::PromptCache { config, store: Mutex::default() });
     self
   }
 

@@ -4,6 +4,7 @@
 //! JS sends the options as a [`Sketch`] (only the keys [`OPTION_KEYS`] lists) and receives [`checked`]'s answer:
 //! the settings the native harness is built with, defaults filled in.
 
+use crate::memory::cache_anchor::CacheConfig;
 use serde_json::{Map, Value, json};
 
 use super::session::DeliveryMode;
@@ -35,6 +36,7 @@ pub const OPTION_KEYS: &[&str] = &[
   "_testCallModel",
   "forceAtomicRecall",
   "defaultDeliveryMode",
+  "contextCache",
 ];
 
 /// Every method name a check below asks about, so that JS looks up only these on an adapter.
@@ -139,6 +141,7 @@ pub fn checked(options: &Value, env: &ModelEnv) -> Result<Value, ConfigError> {
   let storage_timeout = storage_timeout(opts.field("storageTimeoutMs"))?;
   let delivery_mode = check_delivery_mode(opts.field("defaultDeliveryMode"))?;
   check_checkpoint_store(opts.field("checkpointStore"))?;
+  let context_cache = CacheConfig::from_option(opts.field("contextCache"))?;
 
   let mut out = Map::new();
   out.insert("model".into(), model);
@@ -156,6 +159,10 @@ pub fn checked(options: &Value, env: &ModelEnv) -> Result<Value, ConfigError> {
   // Truthy, as upstream tests it.
   out.insert("forceAtomicRecall".into(), truthy(opts.field("forceAtomicRecall")).into());
   out.insert("deliveryMode".into(), delivery_mode.into());
+  // Only when anchoring is on: absent, the harness assembles requests exactly as 1.0.0 does.
+  if let Some(cache) = context_cache {
+    out.insert("contextCache".into(), cache.to_json());
+  }
   Ok(Value::Object(out))
 }
 

@@ -2,6 +2,7 @@
 //! [`Runner`] it takes it with: everything a step runs with, and nothing of sessions. Steps are functions over a
 //! runner and a context; a session's turn is a run of this path in a context the session fills (`session/turns.rs`).
 
+use crate::memory::cache_anchor::{CacheConfig, CacheStore};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -55,6 +56,14 @@ pub struct Runner {
   pub inspector: Arc<inspect::Inspector>,
   /// The channels its contexts share (a loop's inbox, an `every`'s wake), unless a context was given others.
   pub channels: Arc<ChannelStore>,
+  /// Prompt-cache anchoring (`contextCache`) and its epochs; `None` assembles every request as 1.0.0 does.
+  pub cache: Option<PromptCache>,
+}
+
+/// A harness's anchoring: its settings and its lineages' epochs.
+pub struct PromptCache {
+  pub config: CacheConfig,
+  pub store: Mutex<CacheStore>,
 }
 
 /// An inspector's server runs until it is closed; a harness dropped with one open takes it down.
@@ -93,6 +102,7 @@ impl Runner {
       contexts: Mutex::default(),
       inspector,
       channels: Arc::default(),
+      cache: None,
     }
   }
 

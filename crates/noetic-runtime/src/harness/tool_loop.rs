@@ -50,6 +50,9 @@ impl Runner {
       }
       let round = self.answer_round(model, &request, &conversation, nudge, round_number, ctx).await?;
       response.add_usage(&round);
+      if round_number == 0 {
+        (response.cache_read, response.cache_write) = (round.cache_read, round.cache_write);
+      }
       let calls = round.items.iter().filter(|item| item.item_type() == "function_call").count();
       let round_data = json!({ "round": round_number, "toolCount": calls });
       if calls > 0 {

@@ -22,7 +22,7 @@ pub fn layer_tools(layers: &LayerSet) -> Vec<ToolDef> {
       tools.push(ToolDef {
         name: format!("{}/{}", layer.id(), provided.name),
         description: provided.description.clone(),
-        input_schema: provided.input_schema.clone(),
+        input_schema: Arc::clone(&provided.input_schema),
         imp: ToolImpl::LayerFn { layer: Arc::clone(layer), name: provided.name.clone() },
       });
     }

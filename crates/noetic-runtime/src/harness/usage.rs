@@ -1,9 +1,8 @@
 //! `LastLayerUsage`: the per-layer breakdown of the last model call's context window (§18, D17).
 
+use super::anchoring::{Bands, LayerBand};
 use std::cmp::Ordering;
 use std::fmt::Write as _;
-
-use serde_json::Value;
 
 use crate::items::{write_js_number, write_js_string};
 use crate::memory::lifecycle::RecallEntry;
@@ -59,8 +58,15 @@ impl FixedCosts {
     let tools_tokens = if tools.is_empty() {
       0
     } else {
-      let descriptors: Vec<Value> = tools.iter().map(ToolDef::descriptor).collect();
-      count_tokens(tokenizer, &crate::items::to_js_json(&Value::Array(descriptors)))
+      let mut descriptors = String::from("[");
+      for (i, tool) in tools.iter().enumerate() {
+        if i > 0 {
+          descriptors.push(',');
+        }
+        tool.write_descriptor(&mut descriptors);
+      }
+      descriptors.push(']');
+      count_tokens(tokenizer, &descriptors)
     };
     Self { system_tokens, tools_tokens }
   }
@@ -73,6 +79,8 @@ pub struct UsageInputs<'a> {
   pub recalled: Vec<RecallEntry>,
   /// Cost of the whole log: layer items never enter it, so this is exactly the non-layer history (D17).
   pub history_tokens: u64,
+  /// The request's bands, when prompt-cache anchoring is on.
+  pub bands: Option<Bands>,
 }
 
 /// The last model call's breakdown, kept as facts and rendered as upstream's JSON only when read: most steps'
@@ -86,12 +94,23 @@ pub struct LayerUsage {
   system_tokens: u64,
   tools_tokens: u64,
   history_tokens: u64,
+  /// With `contextCache`: each layer's band and the epoch; absent, the JSON is 1.0.0's exactly.
+  bands: Option<Bands>,
 }
 
 impl LayerUsage {
   pub fn new(inputs: UsageInputs<'_>) -> Self {
     let mut layers = inputs.recalled;
     layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
+    // A layer gone live mid-epoch is served twice, its old pin in the anchor and its fresh output live (the sort is
+    // stable, so the live one is second): it is shown once, as what it says now.
+    layers.dedup_by(|later, earlier| {
+      let same = later.layer_id == earlier.layer_id;
+      if same {
+        std::mem::swap(later, earlier);
+      }
+      same
+    });
     Self {
       execution_id: inputs.execution_id.to_owned(),
       model_id: inputs.model_id.to_owned(),
@@ -99,6 +118,7 @@ impl LayerUsage {
       system_tokens: inputs.fixed.system_tokens,
       tools_tokens: inputs.fixed.tools_tokens,
       history_tokens: inputs.history_tokens,
+      bands: inputs.bands,
     }
   }
 
@@ -143,7 +163,11 @@ impl LayerUsage {
         }
         out.push_str(item.json_text());
       }
-      out.push_str("]}");
+      out.push(']');
+      if let Some(band) = self.bands.as_ref().and_then(|b| b.layers.iter().rfind(|l| l.layer_id == entry.layer_id)) {
+        write_band(&mut out, band);
+      }
+      out.push('}');
     }
     let _ = write!(
       out,
@@ -151,9 +175,40 @@ impl LayerUsage {
       self.system_tokens, self.tools_tokens, self.history_tokens
     );
     number(&mut out, total);
+    if let Some(bands) = &self.bands {
+      write_epoch(&mut out, bands);
+    }
     out.push('}');
     out
   }
+}
+
+/// A layer's band fields (upstream 5.x's `placement`, `served`, `changed`, `churnRate`).
+fn write_band(out: &mut String, band: &LayerBand) {
+  let _ = write!(
+    out,
+    r#","placement":"{}","served":"{}","changed":{},"churnRate":"#,
+    band.band.as_str(),
+    if band.pinned { "pinned" } else { "fresh" },
+    band.changed
+  );
+  number(out, band.churn_rate);
+}
+
+/// `epoch`: the epoch behind this call, what each band cost, and how much of the request repeated the previous
+/// request's start (`repeatedTokens`, ours).
+fn write_epoch(out: &mut String, bands: &Bands) {
+  out.push_str(r#","epoch":{"id":"#);
+  write_js_string(out, &bands.epoch.id);
+  let _ = write!(
+    out,
+    r#","age":{},"anchorTokens":{},"liveTokens":{},"deltaTokens":{},"repeatedTokens":{}"#,
+    bands.epoch.age, bands.anchor_tokens, bands.live_tokens, bands.delta_tokens, bands.repeated_tokens
+  );
+  if let Some(reason) = bands.epoch.reanchor_reason {
+    let _ = write!(out, r#","reanchorReason":"{}""#, reason.as_str());
+  }
+  out.push('}');
 }
 
 fn number(out: &mut String, x: f64) {

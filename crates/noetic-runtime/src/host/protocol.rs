@@ -640,6 +640,8 @@ pub struct ModelReply {
   pub input_tokens: f64,
   pub output_tokens: f64,
   pub cached_tokens: Option<f64>,
+  /// Tokens the provider wrote to its prompt cache, when it said.
+  pub cache_write_tokens: Option<f64>,
   pub cost: Option<f64>,
 }
 

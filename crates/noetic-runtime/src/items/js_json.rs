@@ -19,6 +19,11 @@ pub fn to_js_json(v: &Value) -> String {
   out
 }
 
+/// Appends the compact JS JSON text of `v` to `out`.
+pub(crate) fn write_js_json(out: &mut String, v: &Value) {
+  write_value(out, v);
+}
+
 /// Compact JS JSON text of an object.
 pub fn object_to_js_json(map: &Map<String, Value>) -> String {
   let mut out = String::new();

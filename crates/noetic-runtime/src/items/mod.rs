@@ -14,7 +14,7 @@ pub use self::item::{
 pub use self::js_json::{
   js_json_utf16_len, js_number_string, object_js_json_utf16_len, object_to_js_json, to_js_json, write_js_number,
 };
-pub(crate) use self::js_json::{write_joined_string, write_string as write_js_string};
+pub(crate) use self::js_json::{write_joined_string, write_js_json, write_string as write_js_string};
 pub use self::link::{Pairing, strip_unresolved_mask};
 pub use self::log::ItemLog;
 pub use self::message::{

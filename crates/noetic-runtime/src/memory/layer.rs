@@ -1,6 +1,7 @@
 //! What the runtime knows about a memory layer: its slot, scope, budget, which hooks it has and their timeouts.
 //! The hooks themselves live with whoever implements the layer (JS, through the host, or a built-in in Rust).
 
+use super::cache_anchor::Placement;
 use std::fmt;
 
 /// Persistence boundary of a layer's state.
@@ -217,6 +218,8 @@ pub struct LayerSpec {
   pub timeouts: [Option<f64>; 11],
   pub on_init_error: OnInitError,
   pub recall_mode: RecallMode,
+  /// Which band of the request the layer's output takes when prompt-cache anchoring is on (`placement`).
+  pub placement: Placement,
 }
 
 impl LayerSpec {
@@ -230,6 +233,7 @@ impl LayerSpec {
       timeouts: [None; 11],
       on_init_error: OnInitError::Throw,
       recall_mode: RecallMode::Atomic,
+      placement: Placement::Auto,
     }
   }
 

@@ -3,6 +3,7 @@
 
 mod budget;
 pub mod builtin;
+pub mod cache_anchor;
 pub mod history;
 mod layer;
 pub mod lifecycle;
@@ -16,7 +17,9 @@ pub mod unstable;
 
 pub use self::budget::{BudgetAllocation, BudgetLimits, BudgetUsage, LayerAllocation, allocate_budgets, check_budget};
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
-pub use self::projection::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, ViewPlan, assemble_view};
+pub use self::projection::{
+  DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, ViewPlan, assemble_view, assemble_view_from,
+};
 pub use self::scope::{GLOBAL_SCOPE_KEY, STATE_KEY, resolve_scope_key};
 pub use self::state::StateWrite;
 pub use crate::storage::{scoped_key, scoped_list_prefix, scoped_prefix, unscope_listed_key};

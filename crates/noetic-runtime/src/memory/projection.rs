@@ -121,8 +121,26 @@ pub fn assemble_view<H: HistoryView + ?Sized>(
   history: &H,
   policy: Option<&ProjectionPolicy>,
 ) -> ViewPlan {
+  assemble_view_from(system_costs, layer_costs, history, policy, None).0
+}
+
+/// Share of the history's budget left free when a cut must move (prompt-cache anchoring): the next turns grow into
+/// it, so the cut, and with it the start of every request, moves once per block of turns rather than every turn.
+pub const CUT_SLACK: f64 = 0.25;
+
+/// [`assemble_view`], with the history's first kept item held at `cut` (an index into the history) while the history
+/// from there still fits; when it no longer does, the cut moves to where the history takes at most `1 - CUT_SLACK`
+/// of what is left for it. The view fits its budget either way. Also returns where the kept history began (before
+/// tool calls cut from their partners were dropped): the next call's `cut`.
+pub fn assemble_view_from<H: HistoryView + ?Sized>(
+  system_costs: &[u64],
+  layer_costs: &[u64],
+  history: &H,
+  policy: Option<&ProjectionPolicy>,
+  cut: Option<usize>,
+) -> (ViewPlan, usize) {
   let Some(policy) = policy else {
-    return ViewPlan { layers_kept: (0..layer_costs.len()).collect(), history_kept: (0..history.len()).collect() };
+    return (ViewPlan { layers_kept: (0..layer_costs.len()).collect(), history_kept: (0..history.len()).collect() }, 0);
   };
 
   // Comparisons are `used + cost > budget` in doubles, as upstream, so a NaN budget keeps everything.
@@ -147,13 +165,20 @@ pub fn assemble_view<H: HistoryView + ?Sized>(
     Overflow::SlidingWindow => window_start(history.len(), policy.window_size),
     Overflow::Truncate | Overflow::Summarize => 0,
   };
-  let first = history.newest_run_within(start, after_layers);
+  let fitting = history.newest_run_within(start, after_layers);
+  let first = match cut {
+    None => fitting,
+    Some(cut) if cut >= fitting && cut <= history.len() => cut,
+    // Nothing was cut before, or nothing need be: keep what fits.
+    Some(_) if fitting == start => fitting,
+    Some(_) => fitting.max(history.newest_run_within(start, after_layers * (1.0 - CUT_SLACK))),
+  };
   let len = history.len();
   let pairings: Vec<Pairing<u32>> = (first..len).map(|i| history.link(i)).collect();
   let mask = strip_unresolved_mask(&pairings);
   let history_kept = (first..len).zip(mask).filter_map(|(i, keep)| keep.then_some(i)).collect();
 
-  ViewPlan { layers_kept, history_kept }
+  (ViewPlan { layers_kept, history_kept }, first)
 }
 
 fn sum(costs: &[u64]) -> f64 {
@@ -305,6 +330,27 @@ mod tests {
   fn nan_budget_keeps_everything() {
     let p = policy(f64::INFINITY, f64::INFINITY, None);
     assert_eq!(assemble_view(&SYSTEM, &LAYERS, history().as_slice(), Some(&p)), plan(&[0, 1], &[0, 1, 2, 3, 4]));
+  }
+
+  #[test]
+  fn a_held_cut_moves_once_per_block_of_turns_and_the_view_still_fits() {
+    let p = policy(1000.0, 0.0, None);
+    let mut cut = None;
+    let mut cuts = Vec::new();
+    // A history of 100-token items, one more each turn: 10 fit.
+    for len in 1..=40 {
+      let history: Vec<(u64, Pairing<u32>)> = vec![(100, Pairing::Unlinked); len];
+      let (plan, first) = assemble_view_from(&[], &[], history.as_slice(), Some(&p), cut);
+      let used: u64 = plan.history_kept.iter().map(|&i| history[i].0).sum();
+      assert!(used <= 1000, "fits its budget");
+      assert_eq!(plan.history_kept.first().copied().unwrap_or(len), first);
+      cut = Some(first);
+      cuts.push(first);
+    }
+    let moves = cuts.windows(2).filter(|pair| pair[0] != pair[1]).count();
+    // Without a held cut it would move on each of the 30 turns after the 10th; with one, every third turn or so.
+    assert!(moves <= 12, "the cut moved {moves} times: {cuts:?}");
+    assert_eq!(assemble_view_from(&[], &[], vec![(100, Pairing::Unlinked); 5].as_slice(), Some(&p), Some(3)).1, 3);
   }
 
   /// A log far too long to walk, counting how many costs are read.

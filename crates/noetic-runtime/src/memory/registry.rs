@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::cache_anchor::Placement;
 use super::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
 use super::native::NativeLayer;
 use crate::error::ConfigError;
@@ -17,7 +18,7 @@ pub struct ProvidedFn {
   pub name: String,
   pub description: String,
   /// JSON Schema of the input, as sent to the model.
-  pub input_schema: Value,
+  pub input_schema: Arc<Value>,
 }
 
 /// Who runs a layer's hooks.
@@ -83,6 +84,8 @@ pub struct RawLayer {
   pub timeouts: RawTimeouts,
   pub on_init_error: Option<String>,
   pub recall_mode: Option<String>,
+  /// `placement` as given: `None` when absent.
+  pub placement: Option<String>,
   pub provides: Vec<ProvidedFn>,
   pub imp: LayerImpl,
 }
@@ -226,11 +229,24 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
   spec.timeouts = timeouts;
   spec.on_init_error = OnInitError::parse(raw.on_init_error.as_deref());
   spec.recall_mode = RecallMode::parse(raw.recall_mode.as_deref());
+  spec.placement = placement_of(&spec.id, raw.placement.as_deref())?.unwrap_or_default();
   let handle = match raw.imp {
     LayerImpl::Host(handle) => Some(handle),
     LayerImpl::Native(_) => None,
   };
   Ok(Layer { spec, imp: raw.imp, provides: raw.provides, handle })
+}
+
+/// A layer's `placement`: `None` when absent; anything but upstream 5.x's three words is an error.
+pub fn placement_of(id: &str, given: Option<&str>) -> Result<Option<Placement>, ConfigError> {
+  let Some(given) = given else { return Ok(None) };
+  Placement::parse(given).map(Some).ok_or_else(|| {
+    invalid(
+      "INVALID_LAYER_PLACEMENT",
+      format!("Memory layer '{id}' has an invalid placement ({}).", Value::from(given)),
+      "Use 'anchor' (pinned before the history), 'live' (after it) or 'auto' (the runtime chooses), or leave it out.",
+    )
+  })
 }
 
 /// What a user may override on a built-in layer's object (`{...staticContent(opts), timeouts, onInitError}`), checked
@@ -335,6 +351,7 @@ mod tests {
       timeouts: RawTimeouts::default(),
       on_init_error: None,
       recall_mode: None,
+      placement: None,
       provides: vec![],
       imp: LayerImpl::Host(0),
     }

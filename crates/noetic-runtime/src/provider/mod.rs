@@ -54,6 +54,10 @@ pub struct Round {
   pub output_tokens: f64,
   pub cached_tokens: f64,
   pub cost: f64,
+  /// The first round's prompt-cache report, `None` where the provider said nothing (distinct from a reported 0):
+  /// what anchoring judges a request by. Later rounds replay the same start and say nothing new.
+  pub cache_read: Option<f64>,
+  pub cache_write: Option<f64>,
 }
 
 impl Round {

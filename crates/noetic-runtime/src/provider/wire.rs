@@ -27,8 +27,8 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
   }
   if !request.tools.is_empty() {
     let tools = request.tools.iter().map(|tool| {
-      let parameters = match &tool.input_schema {
-        Value::Object(_) => tool.input_schema.clone(),
+      let parameters = match &*tool.input_schema {
+        schema @ Value::Object(_) => schema.clone(),
         _ => json!({ "type": "object", "properties": {} }),
       };
       // As upstream's SDK sends a tool: a blank description as null, and `strict` unset (null).
@@ -186,13 +186,16 @@ pub(super) fn read_response(body: &Value) -> Result<Reply, super::ProviderError>
     return Ok(Reply::Unusable(Unusable { status: "completed".into(), message }));
   }
   let usage = body.get("usage");
-  let count = |path: &str| usage.and_then(|usage| usage.pointer(path)).and_then(Value::as_f64).unwrap_or(0.0);
+  let reported = |path: &str| usage.and_then(|usage| usage.pointer(path)).and_then(Value::as_f64);
+  let count = |path: &str| reported(path).unwrap_or(0.0);
   Ok(Reply::Usable(Round {
     items,
     input_tokens: count("/input_tokens"),
     output_tokens: count("/output_tokens"),
     cached_tokens: count("/input_tokens_details/cached_tokens"),
     cost: count("/cost"),
+    cache_read: reported("/input_tokens_details/cached_tokens"),
+    cache_write: reported("/input_tokens_details/cache_write_tokens"),
   }))
 }
 
@@ -313,7 +316,7 @@ mod tests {
     let tool = |description: &str| crate::tools::ToolDef {
       name: "notes/add".into(),
       description: description.into(),
-      input_schema: schema.clone(),
+      input_schema: std::sync::Arc::new(schema.clone()),
       imp: crate::tools::ToolImpl::Host(1),
     };
     let tools = [tool(""), tool("adds a note")];

@@ -60,9 +60,9 @@ pub fn working_memory_layer(config: WorkingMemoryConfig, schema: Option<Arc<dyn 
     name: "update".into(),
     description: wm::UPDATE_DESCRIPTION.into(),
     // A record of any values, as zod writes `z.record(z.string(), z.unknown())`.
-    input_schema: draft_07(
+    input_schema: Arc::new(draft_07(
       json!({ "type": "object", "propertyNames": { "type": "string" }, "additionalProperties": {} }),
-    ),
+    )),
   }];
   let config = WorkingMemoryConfig { has_schema: schema.is_some(), ..config };
   Layer {
@@ -360,7 +360,7 @@ pub fn plan_memory_layer(
     .map(|(name, description, input_schema)| ProvidedFn {
       name: name.into(),
       description: description.into(),
-      input_schema: draft_07(input_schema),
+      input_schema: Arc::new(draft_07(input_schema)),
     })
     .collect();
   Layer {
@@ -458,7 +458,7 @@ pub fn temporal_memory_layer(
   let provides = vec![ProvidedFn {
     name: tm::SEARCH_FUNCTION.into(),
     description: tm::SEARCH_DESCRIPTION.into(),
-    input_schema: draft_07(tm::search_input_schema()),
+    input_schema: Arc::new(draft_07(tm::search_input_schema())),
   }];
   Layer {
     spec: tm::layer_spec(&config),

@@ -93,6 +93,8 @@ pub fn config_json(config: &StaticContentConfig) -> Value {
 pub fn layer_spec(config: &StaticContentConfig) -> LayerSpec {
   let mut spec = LayerSpec::new(config.id.clone(), config.slot, config.scope);
   spec.hooks = [HookKind::Init, HookKind::Recall].into_iter().collect::<HookSet>();
+  // Loaded once per execution and the same every turn: the first thing to pin for a prompt cache.
+  spec.placement = crate::memory::cache_anchor::Placement::Anchor;
   spec
 }
 

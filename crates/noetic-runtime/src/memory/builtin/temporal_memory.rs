@@ -75,6 +75,8 @@ pub fn layer_spec(config: &TemporalConfig) -> LayerSpec {
     .collect::<HookSet>();
   spec.timeouts[HookKind::Store as usize] = Some(EXTRACTING_HOOK_TIMEOUT_MS);
   spec.timeouts[HookKind::OnItemAppend as usize] = Some(EXTRACTING_HOOK_TIMEOUT_MS);
+  // It shows the current time, which changes every turn: pinning it would only fill the changes message.
+  spec.placement = crate::memory::cache_anchor::Placement::Live;
   spec
 }
 

@@ -1,0 +1,155 @@
+// Prompt-cache anchoring (`contextCache`, issue 55): what a model is sent, turn by turn, with the option and without.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AgentHarness, NoeticConfigError, createMessage, step } from '../js/index.mjs';
+
+const THREAD = { threadId: 'cache-thread' };
+
+// A layer whose recall is `render(turn)` (a string, or null for nothing), counting its own turns from its store.
+function layer(id, slot, render, extra = {}) {
+  return {
+    id,
+    slot,
+    scope: 'thread',
+    hooks: {
+      init: async ({ storage }) => ({ state: (await storage.get('state')) ?? { turn: 0 } }),
+      recall: async ({ state }) => {
+        const text = render(state.turn);
+        return text == null ? null : { items: [createMessage(text, 'developer')], tokenCount: Math.ceil(text.length / 4) };
+      },
+      store: async ({ state }) => ({ state: { turn: state.turn + 1 } }),
+    },
+    ...extra,
+  };
+}
+
+// Each request's items as `role:text` (or the item type), and the usage the model reports.
+function recordingModel(usage = () => ({ inputTokens: 10, outputTokens: 2 })) {
+  const requests = [];
+  const model = async (request) => {
+    requests.push(request.items);
+    const n = requests.length;
+    return {
+      items: [{ id: `a${n}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: `answer ${n}` }] }],
+      usage: usage(n),
+    };
+  };
+  return { model, requests };
+}
+
+// Long enough that a few small changes stay within their share of the anchor (deltaBudgetFraction).
+const RULES = `RULES: ${'answer in one line and cite the order number. '.repeat(20).trim()}`;
+
+const said = (item) => (item.type === 'message' ? `${item.role}:${item.content.map((p) => p.text).join('')}` : item.type);
+
+function harness(model, extra = {}) {
+  return new AgentHarness({
+    name: 'cache',
+    params: {},
+    initialStep: step.llm({ id: 'chat', model: 'm', instructions: 'Be brief.' }),
+    memory: [
+      layer('rules', 100, () => RULES),
+      layer('clock', 110, (turn) => `CLOCK: ${turn}`, { placement: 'live' }),
+      layer('profile', 120, (turn) => `PROFILE v${Math.floor(turn / 3)}`),
+      layer('late', 130, (turn) => (turn >= 2 ? `LATE ${turn}` : null), { placement: 'anchor' }),
+    ],
+    _testCallModel: model,
+    ...extra,
+  });
+}
+
+async function turns(h, n) {
+  const usages = [];
+  for (let t = 0; t < n; t++) {
+    await h.execute(`question ${t}`, THREAD);
+    usages.push((await h.getAgentResponse(THREAD)).lastLayerUsage);
+  }
+  return usages;
+}
+
+test('without contextCache the layers come before the history and the usage has no epoch', async () => {
+  const { model, requests } = recordingModel();
+  const usages = await turns(harness(model), 2);
+  assert.deepEqual(requests[1].map(said), [
+    `developer:${RULES}`,
+    'developer:CLOCK: 1',
+    'developer:PROFILE v0',
+    'user:question 0',
+    'assistant:answer 1',
+    'user:question 1',
+  ]);
+  assert.equal('epoch' in usages[1], false);
+  assert.equal('placement' in usages[1].layers[0], false);
+});
+
+test('with contextCache pinned layers repeat byte for byte, live ones follow the history, updates stay where they were seen', async () => {
+  const { model, requests } = recordingModel();
+  const usages = await turns(harness(model, { contextCache: { enabled: true } }), 4);
+
+  // Turn 1: everything is fresh; the clock, live, follows the history.
+  assert.deepEqual(requests[0].map(said), [`developer:${RULES}`, 'developer:PROFILE v0', 'user:question 0', 'developer:CLOCK: 0']);
+  assert.equal(usages[0].epoch.reanchorReason, 'cold-start');
+
+  // Turn 4: the anchor band is turn 1's very items. The layer that began at turn 3 came in an update after that
+  // turn's question, and turn 4's changes (the profile's new revision, the late layer's new text) in one after this
+  // one's; the clock is fresh, last.
+  const last = requests[3];
+  assert.deepEqual(last.slice(0, 2), requests[0].slice(0, 2), 'the same items, ids and all');
+  const shown = last.map(said);
+  assert.deepEqual(shown.slice(2, 7), ['user:question 0', 'assistant:answer 1', 'user:question 1', 'assistant:answer 2', 'user:question 2']);
+  assert.match(shown[7], /^developer:<context-updates>[^]*<update layer="late" action="add">\nLATE 2\n<\/update>/);
+  assert.deepEqual(shown.slice(8, 10), ['assistant:answer 3', 'user:question 3']);
+  assert.match(shown[10], /<update layer="profile" action="replace">\nPROFILE v1\n<\/update>\n<update layer="late" action="replace">\nLATE 3\n<\/update>/);
+  assert.equal(shown[11], 'developer:CLOCK: 3');
+  assert.equal(last.length, 12);
+
+  // Each request starts with the whole of the one before it but for its live clock.
+  for (let i = 1; i < requests.length; i++) {
+    const before = requests[i - 1].slice(0, -1).map((item) => JSON.stringify(item));
+    assert.deepEqual(requests[i].slice(0, before.length).map((item) => JSON.stringify(item)), before, `request ${i + 1}`);
+  }
+
+  const usage = usages[3];
+  assert.equal(usage.epoch.reanchorReason, undefined);
+  assert.equal(usage.epoch.age, 4);
+  assert.ok(usage.epoch.repeatedTokens > 0 && usage.epoch.deltaTokens > 0);
+  const byId = Object.fromEntries(usage.layers.map((entry) => [entry.layerId, entry]));
+  assert.deepEqual([byId.rules.placement, byId.rules.served, byId.rules.changed], ['anchor', 'pinned', false]);
+  assert.deepEqual([byId.profile.placement, byId.profile.served, byId.profile.changed], ['anchor', 'pinned', true]);
+  assert.deepEqual([byId.clock.placement, byId.clock.served], ['live', 'fresh']);
+});
+
+test('enabled: false sends what no option sends', async () => {
+  const plain = recordingModel();
+  const off = recordingModel();
+  await turns(harness(plain.model), 3);
+  await turns(harness(off.model, { contextCache: { enabled: false } }), 3);
+  const strip = (requests) => requests.map((items) => items.map(said));
+  assert.deepEqual(strip(off.requests), strip(plain.requests));
+});
+
+test('a reported miss re-anchors, and a provider that reports nothing is not judged', async () => {
+  const missing = recordingModel(() => ({ inputTokens: 500, outputTokens: 2, cachedTokens: 0 }));
+  const missed = await turns(harness(missing.model, { contextCache: {} }), 5);
+  assert.ok(missed.some((usage) => usage.epoch.reanchorReason === 'cache-miss'), JSON.stringify(missed.map((u) => u.epoch)));
+
+  const silent = recordingModel();
+  const quiet = await turns(harness(silent.model, { contextCache: {} }), 5);
+  assert.deepEqual(quiet.map((usage) => usage.epoch.reanchorReason ?? null), ['cold-start', null, null, null, null]);
+});
+
+test('bad contextCache values and placements are config errors', () => {
+  const { model } = recordingModel();
+  for (const [contextCache, field] of [
+    [true, 'contextCache must be an object'],
+    [{ maxEpochAssemblies: -1 }, 'contextCache.maxEpochAssemblies'],
+    [{ churnDecay: 2 }, 'contextCache.churnDecay'],
+    [{ enabled: 'yes' }, 'contextCache.enabled'],
+  ]) {
+    assert.throws(() => harness(model, { contextCache }), (e) => e instanceof NoeticConfigError && e.code === 'INVALID_CONTEXT_CACHE' && e.message.includes(field));
+  }
+  assert.throws(
+    () => new AgentHarness({ name: 'x', params: {}, memory: [layer('odd', 1, () => 'x', { placement: 'middle' })] }),
+    (e) => e instanceof NoeticConfigError && e.code === 'INVALID_LAYER_PLACEMENT' && /'odd'/.test(e.message),
+  );
+});

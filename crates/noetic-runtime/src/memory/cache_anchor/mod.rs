@@ -1,0 +1,559 @@
+//! Prompt-cache anchoring (`contextCache`, issue 55): layers' output held byte-stable at the start of the request,
+//! so that a provider serves the repeated start of each request from its cache.
+//!
+//! With anchoring on, a request is: the instructions, the **anchor band** (the output of anchored layers as it was
+//! pinned when the epoch began, replayed unchanged), the history, then the **live band** (layers that change too
+//! often to pin, rendered fresh). When a pinned layer's output changes, an **update** message saying what changed
+//! is placed in the history where the change was seen, and stays there: later requests repeat it as part of their
+//! start, where a message re-sent at the end of every request would never be cached (upstream 5.x's one
+//! supersede block after the live band). An **epoch** is the run of assemblies that replay the same pins; it ends
+//! for a recorded reason (cold start, instructions changed, a cache miss the provider reported, age, the updates
+//! outgrowing their share of the request's cacheable start).
+//!
+//! `auto` layers move between the bands at epoch boundaries by how often their output changes (churn). Every
+//! layer is watched on every assembly whatever its band, so one demoted to live returns to the anchor when it
+//! settles (upstream 5.x only watched pinned layers, so a demoted layer stayed live for good).
+//!
+//! State is per lineage: a thread at top level, an execution below it (a child assembles a different view). It lives
+//! in memory only, bounded to [`MAX_LINEAGES`]; a session reloaded in another process starts a new epoch.
+
+mod config;
+mod delta;
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+pub use self::config::CacheConfig;
+pub use self::delta::{Change, changes_message};
+use crate::items::Item;
+
+/// Lineages kept per harness; the least recently used goes first.
+pub const MAX_LINEAGES: usize = 256;
+
+/// Judged assemblies in a row that may miss before the provider's figures stop being trusted: a provider that
+/// never caches would otherwise re-anchor every turn, for nothing.
+const MAX_CONSECUTIVE_MISSES: u32 = 3;
+
+/// Where a layer asks to be: upstream 5.x's `placement`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Placement {
+  Anchor,
+  Live,
+  #[default]
+  Auto,
+}
+
+impl Placement {
+  pub fn parse(text: &str) -> Option<Self> {
+    match text {
+      "anchor" => Some(Self::Anchor),
+      "live" => Some(Self::Live),
+      "auto" => Some(Self::Auto),
+      _ => None,
+    }
+  }
+}
+
+/// The part of the request a layer's output went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Band {
+  Anchor,
+  Live,
+}
+
+impl Band {
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Self::Anchor => "anchor",
+      Self::Live => "live",
+    }
+  }
+}
+
+/// Why an epoch began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReanchorReason {
+  ColdStart,
+  InstructionsChanged,
+  CacheMiss,
+  DeltaOverflow,
+  MaxAge,
+}
+
+impl ReanchorReason {
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Self::ColdStart => "cold-start",
+      Self::InstructionsChanged => "instructions-changed",
+      Self::CacheMiss => "cache-miss",
+      Self::DeltaOverflow => "delta-overflow",
+      Self::MaxAge => "max-age",
+    }
+  }
+}
+
+/// One layer's fresh recall, in slot order; a layer that recalled nothing comes with no items (so a retraction is
+/// seen).
+#[derive(Debug, Clone)]
+pub struct LayerRender {
+  pub layer_id: String,
+  pub slot: f64,
+  pub placement: Placement,
+  pub items: Vec<Arc<Item>>,
+  /// Where the host keeps these very items, when it does (fresh items only).
+  pub host_key: Option<u32>,
+  pub token_count: Option<f64>,
+}
+
+/// What the request carries of one layer.
+#[derive(Debug, Clone)]
+pub struct Served {
+  pub layer_id: String,
+  pub slot: f64,
+  pub band: Band,
+  pub items: Vec<Arc<Item>>,
+  pub host_key: Option<u32>,
+  pub token_count: Option<f64>,
+  /// A replay of an earlier render, held for the cache.
+  pub pinned: bool,
+  /// The fresh output differed from what is served (a pinned layer's change went to the changes message).
+  pub changed: bool,
+  /// Share of watched assemblies in which the layer's output changed.
+  pub churn_rate: f64,
+}
+
+/// The epoch behind one assembly, as `lastLayerUsage` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochFacts {
+  pub id: String,
+  /// Assemblies served by the epoch, this one included.
+  pub age: u32,
+  /// Set only on the assembly that began the epoch.
+  pub reanchor_reason: Option<ReanchorReason>,
+}
+
+/// The layers' part of one request.
+#[derive(Debug, Clone)]
+pub struct Assembly {
+  pub anchor: Vec<Served>,
+  pub live: Vec<Served>,
+  /// What changed in pinned layers at this assembly (its update, if any, is the last of `updates`).
+  pub changes: Vec<Change>,
+  /// Every update of the epoch, oldest first.
+  pub updates: Vec<Update>,
+  pub epoch: EpochFacts,
+}
+
+/// An update message and where it stands: before the log item at `at` (the log's length when it was made).
+#[derive(Debug, Clone)]
+pub struct Update {
+  pub at: usize,
+  pub item: Arc<Item>,
+  pub tokens: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Churn {
+  observed: f64,
+  changed: f64,
+}
+
+impl Churn {
+  fn rate(&self) -> f64 {
+    if self.observed == 0.0 { 0.0 } else { self.changed / self.observed }
+  }
+}
+
+#[derive(Debug, Clone)]
+struct Pin {
+  items: Vec<Arc<Item>>,
+  content: u64,
+  token_count: Option<f64>,
+}
+
+#[derive(Debug)]
+struct Epoch {
+  generation: u32,
+  pins: HashMap<String, Pin>,
+  /// The band each `auto` layer holds for this epoch.
+  auto_band: HashMap<String, Band>,
+  instructions: u64,
+  assemblies: u32,
+  /// The pinned part's cost at the last assembly.
+  anchor_tokens: u64,
+  cache_blind: bool,
+  misses: u32,
+  /// What the model was last told of each anchored layer, by content: its pin, or its latest update.
+  published: HashMap<String, u64>,
+  updates: Vec<Update>,
+}
+
+#[derive(Debug)]
+struct Lineage {
+  epoch: Epoch,
+  /// Each layer's output as last seen, by content (ids aside).
+  last_seen: HashMap<String, u64>,
+  pending: Option<ReanchorReason>,
+  /// Where the last request's history began, held while the history from there fits (see
+  /// [`crate::memory::assemble_view_from`]).
+  history_cut: Option<usize>,
+  /// The last request's items with their costs: what the next one's repeated start is measured on, by identity
+  /// (held, so that no new item can take an old one's address).
+  last_request: Vec<(Arc<Item>, u64)>,
+}
+
+/// A harness's anchoring state.
+#[derive(Debug, Default)]
+pub struct CacheStore {
+  lineages: HashMap<String, Lineage>,
+  /// Least recently used first.
+  order: VecDeque<String>,
+  /// Churn per layer id, outliving epochs and shared by lineages, so that a new thread does not relearn it.
+  churn: HashMap<String, Churn>,
+}
+
+/// The lineage of an assembly: a thread at top level, an execution below it.
+pub fn lineage_key(depth: u32, thread_id: &str, execution_id: &str) -> String {
+  if depth == 0 { format!("t:{thread_id}") } else { format!("x:{execution_id}") }
+}
+
+/// A hash of text, for the instructions an epoch was anchored against.
+pub fn text_hash(text: &str) -> u64 {
+  let mut hasher = std::collections::hash_map::DefaultHasher::new();
+  text.hash(&mut hasher);
+  hasher.finish()
+}
+
+/// What a layer's items say, ids aside: a layer that makes its message afresh each recall (a new id each time)
+/// has not changed.
+fn content_of(items: &[Arc<Item>]) -> u64 {
+  let mut hasher = std::collections::hash_map::DefaultHasher::new();
+  for item in items {
+    if item.id().is_some() {
+      let mut fields = item.fields().into_owned();
+      fields.remove("id");
+      crate::items::object_to_js_json(&fields).hash(&mut hasher);
+    } else {
+      item.json_text().hash(&mut hasher);
+    }
+  }
+  items.len().hash(&mut hasher);
+  hasher.finish()
+}
+
+impl CacheStore {
+  /// The layers' part of the next request of `key`, given their fresh recalls in slot order, the log's length (where
+  /// an update made now stands) and the window's token budget (what carried updates are measured against). `cost`
+  /// is an item's cost as the view counts it.
+  pub fn assemble(
+    &mut self,
+    key: &str,
+    instructions: u64,
+    renders: Vec<LayerRender>,
+    (at, window): (usize, f64),
+    config: &CacheConfig,
+    cost: &dyn Fn(&Item) -> u64,
+  ) -> Assembly {
+    self.touch(key);
+    let reason = match self.lineages.get_mut(key) {
+      None => Some(ReanchorReason::ColdStart),
+      Some(lineage) if lineage.epoch.instructions != instructions => Some(ReanchorReason::InstructionsChanged),
+      Some(lineage) => match lineage.pending.take() {
+        Some(reason) => Some(reason),
+        None if lineage.epoch.assemblies >= config.max_epoch_assemblies => Some(ReanchorReason::MaxAge),
+        None => None,
+      },
+    };
+    if reason.is_some() {
+      self.open_epoch(key, instructions, &renders, config);
+    }
+    let contents: Vec<u64> = renders.iter().map(|render| content_of(&render.items)).collect();
+    let changed_since_seen = self.observe(key, &renders, &contents);
+    let mut assembly = self.compose(key, &renders, &contents, &changed_since_seen, reason, config);
+    if let Some(item) = changes_message(&assembly.changes, at).map(Arc::new) {
+      let update = Update { at, tokens: cost(&item), item };
+      let epoch = &mut self.lineages.get_mut(key).expect("opened above").epoch;
+      epoch.updates.push(update);
+      // The updates outgrew their share of the window: begin again now, which costs one request's start, rather than
+      // carry them on every request. Measured against the window, not the anchor (upstream 5.x): an update is
+      // repeated from the cache on later requests, so what it costs is room, and a large layer's change early in a
+      // thread would otherwise re-anchor, and break the whole start, every time it changed.
+      let carried: u64 = epoch.updates.iter().map(|update| update.tokens).sum();
+      if carried as f64 > config.delta_budget_fraction * window {
+        self.open_epoch(key, instructions, &renders, config);
+        assembly =
+          self.compose(key, &renders, &contents, &changed_since_seen, Some(ReanchorReason::DeltaOverflow), config);
+      }
+    }
+    let epoch = &mut self.lineages.get_mut(key).expect("opened above").epoch;
+    epoch.assemblies += 1;
+    epoch.anchor_tokens = assembly.anchor.iter().flat_map(|served| &served.items).map(|item| cost(item)).sum();
+    assembly.epoch.age = epoch.assemblies;
+    assembly.updates = epoch.updates.clone();
+    assembly
+  }
+
+  /// Judges the first round of a model call from what the provider reported: a miss (after the epoch's first
+  /// assemblies, which write the cache) asks the next assembly to re-anchor. A provider that reports nothing, or
+  /// misses again and again, is no longer asked.
+  pub fn note_outcome(
+    &mut self,
+    key: &str,
+    cached_tokens: Option<f64>,
+    cache_write_tokens: Option<f64>,
+    expected_tokens: f64,
+    config: &CacheConfig,
+  ) {
+    let Some(lineage) = self.lineages.get_mut(key) else { return };
+    let epoch = &mut lineage.epoch;
+    if epoch.cache_blind {
+      return;
+    }
+    let Some(cached) = cached_tokens else {
+      epoch.cache_blind = true;
+      return;
+    };
+    if cache_write_tokens.unwrap_or(0.0) > 0.0 && cached == 0.0 {
+      return;
+    }
+    if epoch.assemblies < config.min_epoch_assemblies {
+      return;
+    }
+    if cached >= config.min_cached_tokens.min(expected_tokens * 0.5) {
+      epoch.misses = 0;
+      return;
+    }
+    epoch.misses += 1;
+    if epoch.misses >= MAX_CONSECUTIVE_MISSES {
+      epoch.cache_blind = true;
+    } else {
+      lineage.pending = Some(ReanchorReason::CacheMiss);
+    }
+  }
+
+  /// Whether the provider was found to report no cache figures for `key` (or to miss persistently).
+  pub fn cache_blind(&self, key: &str) -> bool {
+    self.lineages.get(key).is_some_and(|lineage| lineage.epoch.cache_blind)
+  }
+
+  /// Tokens at the start of `request` (items by identity, with their costs) that repeat the previous request of
+  /// `key`; the request is remembered for the next.
+  pub fn repeated_start(&mut self, key: &str, request: Vec<(Arc<Item>, u64)>) -> u64 {
+    let Some(lineage) = self.lineages.get_mut(key) else { return 0 };
+    let repeated = lineage
+      .last_request
+      .iter()
+      .zip(&request)
+      .take_while(|(before, now)| Arc::ptr_eq(&before.0, &now.0))
+      .map(|(_, now)| now.1)
+      .sum();
+    lineage.last_request = request;
+    repeated
+  }
+
+  /// Where `key`'s last request began its history.
+  pub fn history_cut(&self, key: &str) -> Option<usize> {
+    self.lineages.get(key).and_then(|lineage| lineage.history_cut)
+  }
+
+  /// Holds where `key`'s request began its history, for the next one.
+  pub fn hold_history_cut(&mut self, key: &str, cut: usize) {
+    if let Some(lineage) = self.lineages.get_mut(key) {
+      lineage.history_cut = Some(cut);
+    }
+  }
+
+  /// Forgets a lineage (a child execution that ended).
+  pub fn drop_lineage(&mut self, key: &str) {
+    self.lineages.remove(key);
+    self.order.retain(|k| k != key);
+  }
+
+  fn touch(&mut self, key: &str) {
+    if let Some(at) = self.order.iter().position(|k| k == key) {
+      self.order.remove(at);
+    }
+    self.order.push_back(key.to_owned());
+    while self.order.len() > MAX_LINEAGES {
+      if let Some(oldest) = self.order.pop_front() {
+        self.lineages.remove(&oldest);
+      }
+    }
+  }
+
+  /// Begins an epoch for `key`: no pins, and each `auto` layer's band chosen from its churn, with a gap between the
+  /// thresholds so that a layer near one does not flip every epoch.
+  fn open_epoch(&mut self, key: &str, instructions: u64, renders: &[LayerRender], config: &CacheConfig) {
+    let previous = self.lineages.remove(key);
+    let mut auto_band = HashMap::new();
+    for render in renders.iter().filter(|render| render.placement == Placement::Auto) {
+      let current = previous.as_ref().and_then(|lineage| lineage.epoch.auto_band.get(&render.layer_id).copied());
+      let band = current.unwrap_or(Band::Anchor);
+      let band = match self.churn.get(&render.layer_id) {
+        Some(churn) if churn.observed >= config.min_churn_samples => {
+          let rate = churn.rate();
+          if rate >= config.auto_demote_churn {
+            Band::Live
+          } else if rate <= config.auto_promote_churn {
+            Band::Anchor
+          } else {
+            band
+          }
+        }
+        _ => band,
+      };
+      auto_band.insert(render.layer_id.clone(), band);
+    }
+    for render in renders {
+      if let Some(churn) = self.churn.get_mut(&render.layer_id) {
+        churn.observed *= config.churn_decay;
+        churn.changed *= config.churn_decay;
+      }
+    }
+    let previous_cut = previous.as_ref().and_then(|lineage| lineage.history_cut);
+    let (generation, cache_blind, misses, last_seen, last_request) = match previous {
+      Some(lineage) => (
+        lineage.epoch.generation + 1,
+        lineage.epoch.cache_blind,
+        // A miss began this epoch: forgetting it would never let a provider that does not cache be given up on.
+        lineage.epoch.misses,
+        lineage.last_seen,
+        lineage.last_request,
+      ),
+      None => (0, false, 0, HashMap::new(), Vec::new()),
+    };
+    let epoch = Epoch {
+      generation,
+      pins: HashMap::new(),
+      auto_band,
+      instructions,
+      assemblies: 0,
+      anchor_tokens: 0,
+      cache_blind,
+      misses,
+      published: HashMap::new(),
+      updates: Vec::new(),
+    };
+    // The history's cut outlives epochs: a new anchor need not move it.
+    let history_cut = previous_cut;
+    self.lineages.insert(key.to_owned(), Lineage { epoch, last_seen, pending: None, last_request, history_cut });
+  }
+
+  /// Watches every layer, whatever its band: whether its output changed since it was last seen.
+  fn observe(&mut self, key: &str, renders: &[LayerRender], contents: &[u64]) -> Vec<bool> {
+    let lineage = self.lineages.get_mut(key).expect("opened before");
+    renders
+      .iter()
+      .zip(contents)
+      .map(|(render, &content)| {
+        let seen = lineage.last_seen.insert(render.layer_id.clone(), content);
+        if render.items.is_empty() && seen.is_none() {
+          return false;
+        }
+        let churn = self.churn.entry(render.layer_id.clone()).or_default();
+        churn.observed += 1.0;
+        let changed = seen.is_some_and(|seen| seen != content);
+        if changed {
+          churn.changed += 1.0;
+        }
+        changed
+      })
+      .collect()
+  }
+
+  fn compose(
+    &mut self,
+    key: &str,
+    renders: &[LayerRender],
+    contents: &[u64],
+    changed_since_seen: &[bool],
+    reason: Option<ReanchorReason>,
+    config: &CacheConfig,
+  ) -> Assembly {
+    let lineage = self.lineages.get_mut(key).expect("opened before");
+    let epoch = &mut lineage.epoch;
+    let fresh_epoch = epoch.assemblies == 0;
+    let mut assembly = Assembly {
+      anchor: Vec::new(),
+      live: Vec::new(),
+      changes: Vec::new(),
+      updates: Vec::new(),
+      epoch: EpochFacts { id: format!("{key}#{}", epoch.generation), age: 0, reanchor_reason: reason },
+    };
+    for ((render, &content), &changed) in renders.iter().zip(contents).zip(changed_since_seen) {
+      let churn = self.churn.get(&render.layer_id);
+      let churn_rate = churn.map_or(0.0, Churn::rate);
+      // An `auto` layer found to churn mid-epoch goes live at once; its pin stays where it was, so the request's
+      // start still repeats, and is gone at the next epoch. Going back to the anchor waits for an epoch boundary.
+      let churning =
+        churn.is_some_and(|c| c.observed >= config.min_churn_samples && c.rate() >= config.auto_demote_churn);
+      if render.placement == Placement::Auto && churning {
+        epoch.auto_band.insert(render.layer_id.clone(), Band::Live);
+      }
+      let band = match render.placement {
+        Placement::Anchor => Band::Anchor,
+        Placement::Live => Band::Live,
+        Placement::Auto => *epoch.auto_band.entry(render.layer_id.clone()).or_insert(Band::Anchor),
+      };
+      let served = |items: Vec<Arc<Item>>, host_key, token_count, pinned, changed| Served {
+        layer_id: render.layer_id.clone(),
+        slot: render.slot,
+        band,
+        items,
+        host_key,
+        token_count,
+        pinned,
+        changed,
+        churn_rate,
+      };
+      if band == Band::Live {
+        if let Some(pin) = epoch.pins.get(&render.layer_id) {
+          assembly
+            .anchor
+            .push(Served { band: Band::Anchor, ..served(pin.items.clone(), None, pin.token_count, true, true) });
+        }
+        if !render.items.is_empty() {
+          assembly.live.push(served(render.items.clone(), render.host_key, render.token_count, false, changed));
+        }
+        continue;
+      }
+      // What the model was told last of this layer: an update is made only when that is no longer so.
+      let published = epoch.published.get(&render.layer_id).copied();
+      let news = published != Some(content) && !(published.is_none() && render.items.is_empty());
+      match epoch.pins.get(&render.layer_id) {
+        Some(pin) => {
+          if news {
+            assembly.changes.push(if render.items.is_empty() {
+              Change::retract(&render.layer_id)
+            } else {
+              Change::replace(&render.layer_id, &render.items)
+            });
+          }
+          let stale = pin.content != content;
+          assembly.anchor.push(served(pin.items.clone(), None, pin.token_count, !fresh_epoch, stale));
+        }
+        None if render.items.is_empty() && news => assembly.changes.push(Change::retract(&render.layer_id)),
+        None if render.items.is_empty() => {}
+        None if fresh_epoch => {
+          epoch.pins.insert(
+            render.layer_id.clone(),
+            Pin { items: render.items.clone(), content, token_count: render.token_count },
+          );
+          assembly.anchor.push(served(render.items.clone(), render.host_key, render.token_count, false, changed));
+        }
+        // A layer that began to recall mid-epoch: inserting it into the anchor would break the repeated start.
+        None if news && published.is_none() => assembly.changes.push(Change::add(&render.layer_id, &render.items)),
+        None if news => assembly.changes.push(Change::replace(&render.layer_id, &render.items)),
+        None => {}
+      }
+      if news || (fresh_epoch && !render.items.is_empty()) {
+        epoch.published.insert(render.layer_id.clone(), content);
+      }
+    }
+    assembly
+  }
+}
+
+#[cfg(test)]
+mod tests;
