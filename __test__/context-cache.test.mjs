@@ -153,3 +153,49 @@ test('bad contextCache values and placements are config errors', () => {
     (e) => e instanceof NoeticConfigError && e.code === 'INVALID_LAYER_PLACEMENT' && /'odd'/.test(e.message),
   );
 });
+
+test('with contextCache our OpenRouter provider marks where the cacheable parts end and reports what it read, 0 included', async () => {
+  const { prefixCacheServer } = await import('./prefix-cache-server.mjs');
+  const server = await prefixCacheServer();
+  const silent = await prefixCacheServer({ reports: false });
+  const on = (baseUrl) =>
+    new AgentHarness({
+      name: 'cached',
+      params: {},
+      memory: [layer('rules', 100, () => RULES), layer('clock', 110, (turn) => `CLOCK: ${turn}`, { placement: 'live' })],
+      initialStep: step.llm({ id: 'chat', model: 'openai/gpt-4o-mini', instructions: 'Be brief.' }),
+      llm: { provider: 'openrouter', apiKey: 'sk-test', baseUrl },
+      contextCache: { enabled: true },
+    });
+  try {
+    const usages = [];
+    const h = on(server.baseUrl);
+    for (let t = 0; t < 3; t++) {
+      await h.execute(`question ${t}`, THREAD);
+      usages.push(await h.getAgentResponse(THREAD));
+    }
+    // Breakpoints after the anchor band (the rules) and after the start that repeats (the newest question), none
+    // on the live clock; the thread is the provider's session.
+    assert.deepEqual(server.requests[2].cacheControl.map((c) => c.path), ['input.0.content.0', 'input.5.content.0']);
+    assert.equal(server.requests[2].body.input[6].content, 'CLOCK: 2');
+    assert.deepEqual(server.requests.map((r) => r.body.session_id), ['t:cache-thread', 't:cache-thread', 't:cache-thread']);
+    // What the provider read from its cache, its first 0 included, as it reported it.
+    assert.deepEqual(usages.map((r) => r.usage.cachedTokens), server.requests.map((r) => r.cachedTokens));
+    assert.equal(usages[0].usage.cachedTokens, 0);
+    assert.ok(usages[2].usage.cachedTokens > 0);
+
+    // A provider that reports nothing: no cached count, and never a cache-miss re-anchor.
+    const quiet = on(silent.baseUrl);
+    const reasons = [];
+    for (let t = 0; t < 4; t++) {
+      await quiet.execute(`question ${t}`, THREAD);
+      const response = await quiet.getAgentResponse(THREAD);
+      assert.equal(response.usage.cachedTokens, undefined);
+      reasons.push(response.lastLayerUsage.epoch.reanchorReason ?? null);
+    }
+    assert.deepEqual(reasons, ['cold-start', null, null, null]);
+  } finally {
+    server.close();
+    silent.close();
+  }
+});

@@ -60,6 +60,8 @@ struct UsageJson {
   output_tokens: f64,
   #[serde(skip_serializing_if = "Option::is_none")]
   cached_tokens: Option<f64>,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  cache_write_tokens: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -88,7 +90,8 @@ impl<'a> ResponseJson<'a> {
       usage: UsageJson {
         input_tokens: response.input_tokens,
         output_tokens: response.output_tokens,
-        cached_tokens: (response.cached_tokens > 0.0).then_some(response.cached_tokens),
+        cached_tokens: response.cached_tokens,
+        cache_write_tokens: response.cache_write_tokens,
       },
       text,
       text_kept: response.text == TurnText::Host,

@@ -41,6 +41,7 @@ impl AsideModel for LayerAsks {
       emit: Emit::None,
       first_event: None,
       stalled: None,
+      cache: None,
     };
     let round = match &*self.model {
       Model::Scripted(scripted) => scripted.answer(&round).await,

@@ -21,6 +21,10 @@ pub struct Usage {
   /// A model call's usage has been counted: from then on `ctx.tokens` carries `cached`, as upstream's `trackUsage`
   /// adds the key at the first call it counts.
   pub counted: bool,
+  /// With prompt-cache anchoring: whether a provider reported its cache reads (so that a reported 0 is shown as 0,
+  /// not as nothing), and the tokens it reported writing.
+  pub cache_reported: bool,
+  pub cache_write: Option<f64>,
 }
 
 impl Usage {
@@ -30,6 +34,12 @@ impl Usage {
     self.output += output;
     self.cached += cached;
     self.counted = true;
+  }
+
+  /// A turn's `cachedTokens`: reported figures as they are once a provider reported any under anchoring; else, as
+  /// 1.0.0 shows them, only when above 0.
+  pub fn cached_shown(&self) -> Option<f64> {
+    (self.cache_reported || self.cached > 0.0).then_some(self.cached)
   }
 
   /// `ctx.tokens` as upstream's context shows it: `total` is input plus output, and `cached` is there once a model

@@ -3,6 +3,7 @@
 //! `Model::Host` (`_testCallModel`) answers the whole step itself; every other model runs in the tool loop.
 
 use super::anchoring::Bands;
+use crate::provider::CacheMarks;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -110,6 +111,8 @@ struct View {
   /// Where the kept history began, as an index into the history: an anchored lineage holds it (see
   /// [`assemble_view_from`]).
   cut: usize,
+  /// Anchored, for a native provider: where the cacheable parts of `items` end.
+  cache: Option<CacheMarks>,
 }
 
 impl Runner {
@@ -237,7 +240,7 @@ impl Runner {
       let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await?;
       let called = started.map(|(at, clock)| (at, clock.elapsed().as_secs_f64() * 1000.0));
       // Every response counts, including one steering rejects: the spend is real.
-      track_usage(ctx, &response);
+      track_usage(ctx, &response, self.cache.is_some());
       if let Some(bands) = &bands {
         self.judge_cache(bands, fixed.system_tokens, response.cache_read, response.cache_write);
       }
@@ -404,6 +407,7 @@ impl Runner {
       emit: step.emit,
       first_event: None,
       stalled: None,
+      cache: view.cache.as_ref(),
     };
     match &*self.model {
       Model::None => Err(no_provider().into()),
@@ -456,9 +460,16 @@ struct HostOffer {
 /// Guides a step accepts before it takes the response as it is (upstream's `MAX_STEERING_RETRIES`).
 const MAX_STEERING_RETRIES: usize = 3;
 
-pub(super) fn track_usage(ctx: &ExecContext, response: &Round) {
+/// `anchored`: the harness has `contextCache`, under which reported cache figures are shown as reported.
+pub(super) fn track_usage(ctx: &ExecContext, response: &Round, anchored: bool) {
   let mut state = ctx.state();
   state.tokens.add(response.input_tokens, response.output_tokens, response.cached_tokens);
+  if anchored {
+    state.tokens.cache_reported |= response.cache_read.is_some();
+    if let Some(write) = response.cache_write {
+      state.tokens.cache_write = Some(state.tokens.cache_write.unwrap_or(0.0) + write);
+    }
+  }
   state.cost += response.cost;
 }
 
@@ -590,7 +601,7 @@ fn project(
         .collect(),
     }
   });
-  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped, shape, cut };
+  let mut view = View { entries: Vec::new(), items: Vec::new(), dropped, shape, cut, cache: None };
   let push_log = |pos: usize, view: &mut View| {
     if let Some(item) = log.get(pos) {
       let pos = match origin.as_ref().map(|origin| origin[pos]) {
@@ -627,6 +638,7 @@ fn project(
   for i in kept(0..updates_from) {
     push_layer(i, &mut view);
   }
+  let anchor_end = view.items.len();
   // An update stands before the first kept log item at or after its place; a projected history has no places.
   let mut pending = kept(updates_from..live_start).peekable();
   for &i in &plan.history_kept {
@@ -636,7 +648,16 @@ fn project(
     }
     push_log(pos, &mut view);
   }
-  for i in pending.chain(kept(live_start..layer_items.len())) {
+  for i in pending {
+    push_layer(i, &mut view);
+  }
+  // Anchored, a provider is told where the cacheable parts end: the anchor band, and the start that repeats.
+  if let Some(bands) = bands.filter(|_| with_items) {
+    let breakpoints: Vec<usize> =
+      [anchor_end, view.items.len()].into_iter().filter(|&end| end > 0).map(|end| end - 1).collect();
+    view.cache = Some(CacheMarks { session: bands.key.clone(), breakpoints });
+  }
+  for i in kept(live_start..layer_items.len()) {
     push_layer(i, &mut view);
   }
   view

@@ -1,6 +1,7 @@
 //! A model the runtime's tool loop can drive: it answers one round given the conversation and the tools. The
 //! scripted model and the OpenRouter provider both are one, so they share the loop (and its behaviour).
 
+use crate::provider::CacheMarks;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -42,6 +43,8 @@ pub(crate) struct RoundRequest<'a> {
   /// Called with the limit in milliseconds when the provider went quiet past `streamIdleTimeoutMs`, before the
   /// round fails (`llm_call_stalled`).
   pub stalled: Option<&'a (dyn Fn(f64) + Sync)>,
+  /// The cache directive of an anchored request (`contextCache`); its breakpoints index `conversation`'s start.
+  pub cache: Option<&'a CacheMarks>,
 }
 
 #[async_trait]
@@ -94,6 +97,7 @@ async fn ask(
     output_schema: request.output_schema,
     deltas: session.as_ref().map(|sink| sink as &dyn DeltaSink),
     nudge: request.nudge,
+    cache: request.cache,
   };
   // With tools, upstream's SDK reads a round as a turn of its own: its events come between `turn.start` and
   // `turn.end` (turn 0: each round is a call of its own), which a session's stream forwards as it does the rest.

@@ -276,6 +276,7 @@ impl Runner {
       emit: Emit::All,
       first_event: None,
       stalled: None,
+      cache: None,
     };
     let Some(model) = self.model.rounds() else { return Err(llm::no_provider().into()) };
     // With tools, the rounds go on while the model calls them, in the caller's context (its log untouched: the

@@ -62,7 +62,7 @@ impl Runner {
       let aside = ModelRequest { model: request.model.to_owned(), items, ..ModelRequest::default() };
       self.answer_aside(request.step_id, &aside).await?
     };
-    track_usage(ctx, &round);
+    track_usage(ctx, &round, self.cache.is_some());
     let answer = round.items.iter().rev().find(|item| item.role() == Some("assistant"));
     Ok(answer.map(|item| assistant_text_of(item)).unwrap_or_default())
   }

@@ -32,6 +32,17 @@ pub struct ProviderRequest<'a> {
   pub deltas: Option<&'a dyn DeltaSink>,
   /// Ends the input with the ephemeral "continue" message (the tool loop's nudge past its round limit).
   pub nudge: bool,
+  /// With prompt-cache anchoring: where the cacheable parts of `items` end, and the conversation's key.
+  pub cache: Option<&'a CacheMarks>,
+}
+
+/// The cache directive of an anchored request: `cache_control` breakpoints after the items at `breakpoints` (indices
+/// into the request's items; the end of the anchor band and the end of the repeated start), and `session` as
+/// OpenRouter's `session_id`, which keeps a conversation on the provider that holds its cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheMarks {
+  pub session: String,
+  pub breakpoints: Vec<usize>,
 }
 
 /// Where a streamed round's deltas go, in the order they arrive. Called on the task reading the stream, so it

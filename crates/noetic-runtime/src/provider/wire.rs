@@ -15,6 +15,9 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
   let (hoisted, rest): (Vec<&Item>, Vec<&Item>) =
     request.items.iter().map(|item| &**item).partition(|item| item.is_system_message());
   let mut input: Vec<Value> = rest.into_iter().map(input_item).collect();
+  if let Some(marks) = request.cache {
+    mark_breakpoints(&mut input, request.items, &marks.breakpoints);
+  }
   if nudge {
     input.push(json!({ "type": "message", "role": "user", "content": CONTINUE_NUDGE }));
   }
@@ -53,7 +56,41 @@ pub(super) fn request_body(request: &ProviderRequest<'_>, nudge: bool) -> Value 
   // The defaults upstream's SDK writes into every request: OpenRouter stores nothing, and picks the service tier.
   body.insert("service_tier".into(), json!("auto"));
   body.insert("store".into(), json!(false));
+  if let Some(marks) = request.cache {
+    body.insert("session_id".into(), json!(marks.session));
+  }
   Value::Object(body)
+}
+
+/// Puts a `cache_control` breakpoint on the message that ends each cacheable part: the last message at or before
+/// each breakpoint (a tool call or output carries no content to mark; a hoisted system message is not in `input`).
+/// Providers that cache on their own ignore it; Anthropic's models cache only where it is.
+fn mark_breakpoints(input: &mut [Value], items: &[std::sync::Arc<Item>], breakpoints: &[usize]) {
+  // Each item's place in `input`, system messages having been hoisted out.
+  let mut at = Vec::with_capacity(items.len());
+  let mut next = 0;
+  for item in items {
+    at.push((!item.is_system_message()).then(|| {
+      next += 1;
+      next - 1
+    }));
+  }
+  for &breakpoint in breakpoints {
+    let marked = (0..=breakpoint.min(items.len().saturating_sub(1)))
+      .rev()
+      .filter_map(|i| at[i])
+      .find(|&i| input[i].get("role").is_some() && input[i].get("content").is_some());
+    let Some(message) = marked.and_then(|i| input[i].as_object_mut()) else { continue };
+    let kind =
+      if message.get("role").and_then(Value::as_str) == Some("assistant") { "output_text" } else { "input_text" };
+    let content = message.get_mut("content").expect("found above");
+    if let Value::String(text) = content {
+      *content = json!([{ "type": kind, "text": std::mem::take(text) }]);
+    }
+    if let Some(Value::Object(part)) = content.as_array_mut().and_then(|parts| parts.last_mut()) {
+      part.insert("cache_control".into(), json!({ "type": "ephemeral" }));
+    }
+  }
 }
 
 /// The step's instructions then the hoisted system messages, blank parts dropped, joined by a blank line.
@@ -279,6 +316,30 @@ mod tests {
   use super::*;
 
   #[test]
+  fn a_breakpoint_marks_the_last_message_at_or_before_it() {
+    use crate::items::{function_call, input_message};
+    let items: Vec<std::sync::Arc<Item>> = vec![
+      std::sync::Arc::new(input_message("s", "system", "hoisted")),
+      std::sync::Arc::new(input_message("a", "developer", "anchor")),
+      std::sync::Arc::new(assistant_message("b", "said")),
+      std::sync::Arc::new(function_call("c", "call-1", "tool", "{}")),
+      std::sync::Arc::new(input_message("d", "user", "live")),
+    ];
+    let mut input: Vec<Value> = items.iter().filter(|i| !i.is_system_message()).map(|i| input_item(i)).collect();
+    // After the system message (nothing of it in the input), and after the tool call (its message is before it).
+    mark_breakpoints(&mut input, &items, &[0, 1, 3]);
+    assert_eq!(
+      input[0]["content"],
+      json!([{ "type": "input_text", "text": "anchor", "cache_control": { "type": "ephemeral" } }])
+    );
+    assert_eq!(
+      input[1]["content"],
+      json!([{ "type": "output_text", "text": "said", "cache_control": { "type": "ephemeral" } }])
+    );
+    assert_eq!(input[3]["content"], json!("live"), "no mark after the last breakpoint");
+  }
+
+  #[test]
   fn keys_convert_both_ways_and_values_are_left_alone() {
     let wire =
       json!({ "call_id": "c1", "summary": [{ "type": "summary_text", "text": "a_b" }], "encrypted_content": "x" });
@@ -303,6 +364,7 @@ mod tests {
       output_schema,
       deltas: None,
       nudge: false,
+      cache: None,
     };
     let body = request_body(&request(Some(&schema)), false);
     assert_eq!(body["text"], json!({ "format": { "type": "json_schema", "name": "output", "schema": schema } }));
@@ -329,6 +391,7 @@ mod tests {
       output_schema: None,
       deltas: None,
       nudge: false,
+      cache: None,
     };
     let body = request_body(&request, false);
     let sent = |description: Value| json!({ "type": "function", "name": "notes_add", "description": description, "parameters": schema, "strict": null });

@@ -120,7 +120,10 @@ pub struct TurnResponse {
   pub text: TurnText,
   pub input_tokens: f64,
   pub output_tokens: f64,
-  pub cached_tokens: f64,
+  /// Shown only when above 0, or (with `contextCache`) when a provider reported it.
+  pub cached_tokens: Option<f64>,
+  /// With `contextCache`, what a provider reported writing to its cache.
+  pub cache_write_tokens: Option<f64>,
   pub cost: f64,
   pub last_layer_usage: Option<crate::harness::usage::LayerUsage>,
 }

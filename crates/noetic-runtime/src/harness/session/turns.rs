@@ -461,7 +461,8 @@ fn response_of(ctx: &ExecContext, value: &StepValue) -> TurnResponse {
     },
     input_tokens: state.tokens.input,
     output_tokens: state.tokens.output,
-    cached_tokens: state.tokens.cached,
+    cached_tokens: state.tokens.cached_shown(),
+    cache_write_tokens: state.tokens.cache_write,
     cost: state.cost,
     last_layer_usage: state.last_layer_usage.clone(),
   }
@@ -479,7 +480,8 @@ fn empty_response() -> TurnResponse {
     text: TurnText::Text(String::new()),
     input_tokens: 0.0,
     output_tokens: 0.0,
-    cached_tokens: 0.0,
+    cached_tokens: None,
+    cache_write_tokens: None,
     cost: 0.0,
     last_layer_usage: None,
   }
