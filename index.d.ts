@@ -3502,7 +3502,7 @@ declare class NativeHarness {
    * Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
    * until the notification `{op: 'drained'}` says they have ended.
    */
-  execute(thread: string, message: string): boolean
+  execute(message: string): boolean
   /**
    * `thread`'s response as `{ok, value}` / `{ok: false, error}` JSON when it is ready now; otherwise it arrives
    * as `settled` for `waiter`.

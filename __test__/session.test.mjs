@@ -71,6 +71,25 @@ test('bad calls are clear errors: no initial step, a bad input, an unknown deliv
   assert.equal(h.getQueueSize(), 0, 'nothing was queued by the failed calls');
 });
 
+test("execute's checks name what they were given, in order, and queue nothing", async () => {
+  const h = harnessWith(model());
+  const refusal = (code, message) => (e) => e instanceof NoeticConfigError && e.code === code && e.message === message;
+  const got = (what) => `execute(input): input must be a string, an item or an array of items; got ${what}.`;
+  await assert.rejects(h.execute('x', null), refusal('INVALID_EXECUTE_OPTIONS', 'execute(input, options): options must be an object, got null.'));
+  await assert.rejects(h.execute('x', 'A'), refusal('INVALID_EXECUTE_OPTIONS', 'execute(input, options): options must be an object, got string.'));
+  await assert.rejects(h.execute(42, { threadId: () => 'A' }), refusal('INVALID_THREAD_ID', 'execute: threadId must be a string, got function.'));
+  await assert.rejects(h.execute(42, { messageId: 7 }), refusal('INVALID_EXECUTE_OPTIONS', 'execute: messageId must be a string, got number.'));
+  await assert.rejects(h.execute(undefined), refusal('INVALID_EXECUTE_INPUT', got('undefined')));
+  await assert.rejects(h.execute(Symbol('s')), refusal('INVALID_EXECUTE_INPUT', got('symbol')));
+  await assert.rejects(h.execute([createMessage('ok', 'user'), () => {}]), refusal('INVALID_EXECUTE_INPUT', got('an array holding a non-item')));
+  const none = new AgentHarness({ name: 'a', params: {} });
+  await assert.rejects(none.execute(42, null), (e) => e.code === 'NO_STEP_CONFIGURED', 'no initial step is told first');
+  assert.equal(h.getQueueSize(), 0);
+  // An array of items, a lone item and a null threadId (the default session) are taken.
+  await h.execute([createMessage('one', 'user')], { threadId: null, messageId: 'mine' });
+  assert.equal((await h.getAgentResponse()).items[0].content[0].text, 'one');
+});
+
 test('sessions are isolated by threadId, and status and queue size never create one', async () => {
   const m = model();
   const h = harnessWith(m);

@@ -8,8 +8,8 @@ const native = require('./native.cjs');
 const { createMessage } = require('./items.cjs');
 const { callNative, describeValue } = require('./errors.cjs');
 const { readFiles } = require('./file-reads.cjs');
-const { sketch, checkArgs } = require('./sketch.cjs');
-const { NATIVE, Slot, SteeringAction, layerData, layerFn, z, builtinHook, num } = require('./memory.cjs');
+const { sketch, sketchText } = require('./sketch.cjs');
+const { NATIVE, SteeringAction, layerData, layerFn, z, builtinHook, num } = require('./memory.cjs');
 
 // What user code passed at `path`, read as JS reads it: `a.b` fails where `a` is missing, `a?.b` does not.
 function at(p, path) {
@@ -244,23 +244,14 @@ const workingDirectory = () => (typeof process !== 'undefined' && typeof process
 
 const fileReference = (opts) => builtin('file-reference', opts, { cwd: workingDirectory(), revive: withFilesMap });
 
-// One layer per memory among `tools` (a tool's `memory.id`, else its name; tools naming one id share its state), as
-// upstream: init makes the state with the declaration's `init`, recall renders it with its `recall`.
+// One layer per memory among `tools`, as the runtime lays them out (memory/builtin/tool_memory.rs): init makes the
+// state with the declaration's `init`, recall renders it with its `recall`.
 function toolMemoryLayer(tools, opts) {
-  checkArgs('toolMemoryLayer', [tools], 4);
-  const declarations = new Map();
-  for (const t of tools) if (t?.memory && !declarations.has(t.memory.id ?? t.name)) declarations.set(t.memory.id ?? t.name, t.memory);
-  const slot = opts?.slot ?? Slot.WORKING_MEMORY + 10;
-  return [...declarations].map(([id, declaration]) => ({
-    id,
-    name: id,
-    slot,
-    scope: 'execution',
-    hooks: {
-      init: async () => ({ state: declaration.init() }),
-      recall: async ({ state }) => declaration.recall(state),
-    },
-  }));
+  const layers = JSON.parse(callNative(() => native.toolMemoryLayers(sketchText([tools, opts], [], 4))));
+  return layers.map(({ tool, ...layer }) => {
+    const declaration = tools[tool].memory;
+    return { ...layer, hooks: { init: async () => ({ state: declaration.init() }), recall: async ({ state }) => declaration.recall(state) } };
+  });
 }
 
 module.exports = {

@@ -5,7 +5,7 @@ const { NoeticConfigError, callNative } = require('./errors.cjs');
 const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
-const { checkArgs } = require('./sketch.cjs');
+const { checkArgs, sketch } = require('./sketch.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 
@@ -15,20 +15,8 @@ function fail(code, message, hint) {
 
 const isItem = (value) => typeof value === 'object' && value !== null && !Array.isArray(value) && typeof value.type === 'string';
 
-// As upstream's runner: a string is one user message ('' is none), an item is itself, an array is its items.
-function inputToItems(input) {
-  if (typeof input === 'string') {
-    if (input.length === 0) return [];
-    return [{ id: `user-${randomId()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: input }] }];
-  }
-  if (Array.isArray(input) && input.every(isItem)) return input;
-  if (isItem(input)) return [input];
-  throw fail(
-    'INVALID_EXECUTE_INPUT',
-    `execute(input): input must be a string, an item or an array of items; got ${Array.isArray(input) ? 'an array holding a non-item' : input === null ? 'null' : typeof input}.`,
-    "Pass the user's text, or items such as createMessage('hi', 'user').",
-  );
-}
+// As upstream's runner: a string is one user message ('' is none).
+const textItems = (text) => (text.length === 0 ? [] : [{ id: `user-${randomId()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] }]);
 
 function threadOf(scope, where) {
   const thread = scope?.threadId ?? DEFAULT_THREAD_ID;
@@ -39,36 +27,31 @@ function threadOf(scope, where) {
   return thread;
 }
 
-// Resolves once the message is queued, as upstream.
+// Resolves once the message is queued, as upstream. The runtime checks the call (session/given.rs) by `given`, what
+// the options are, and `input`, a non-string input described.
 function execute(harness, input, options = {}) {
   try {
-    if (!harness._initialStep) {
-      throw fail('NO_STEP_CONFIGURED', 'No initialStep configured on this harness.', 'Pass `initialStep` in constructor options, or use run() directly.');
-    }
-    if (typeof options !== 'object' || options === null) {
-      throw fail('INVALID_EXECUTE_OPTIONS', `execute(input, options): options must be an object, got ${options === null ? 'null' : typeof options}.`, 'Pass { threadId, deliveryMode, ... } or leave options out.');
-    }
-    const thread = threadOf(options, 'execute');
-    if (options.messageId !== undefined && typeof options.messageId !== 'string') {
-      throw fail('INVALID_EXECUTE_OPTIONS', `execute: messageId must be a string, got ${typeof options.messageId}.`, 'Pass a string id, or leave it out for a random one.');
-    }
     const runtime = harness._runtime;
-    const items = inputToItems(input);
-    const layers = options.memory == null ? undefined : layersOf(options.memory, 'execute');
+    const thread = options?.threadId ?? DEFAULT_THREAD_ID;
+    noteThreadId(thread);
+    const text = typeof input === 'string';
+    const items = text ? textItems(input) : Array.isArray(input) ? input : [input];
+    const layers = options?.memory == null ? undefined : layersOf(options.memory, 'execute');
     const message = {
-      id: options.messageId ?? `msg-${randomId()}`,
+      id: options?.messageId ?? `msg-${randomId()}`,
+      given: [options === null ? 'null' : typeof options, sketch(options?.threadId, []), typeof options?.messageId],
+      input: text ? undefined : sketch(input, [], 2),
       items,
       checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
-      mode: options.deliveryMode,
-      resourceId: options.resourceId,
+      mode: options?.deliveryMode,
+      resourceId: options?.resourceId,
       memory: layers && harness._describeMemory(layers),
-      state: options.state === undefined ? undefined : runtime.keepValue(options.state),
+      state: options?.state === undefined ? undefined : runtime.keepValue(options.state),
     };
-    const text = JSON.stringify(message);
     runtime.pendingInput(thread, message.id, items);
     let started;
     try {
-      started = callNative(() => runtime.native.execute(thread, text));
+      started = callNative(() => runtime.native.execute(JSON.stringify(message)));
     } catch (e) {
       runtime.takeInput(thread, [message.id]);
       throw e;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use noetic_runtime::js_sketch::Sketch;
 use noetic_runtime::memory::builtin::faces::{self, steps::HookError};
-use noetic_runtime::memory::builtin::working_memory as wm;
+use noetic_runtime::memory::builtin::{tool_memory, working_memory as wm};
 
 use crate::protocol::{config_json, to_napi};
 
@@ -22,6 +22,15 @@ pub fn builtin_layer(kind: String, config: Value, cwd: Option<String>) -> Result
     Some(answer) => answer.map_err(|e| to_napi(config_json(&e))),
     None => Err(Error::new(Status::InvalidArg, format!("no built-in layer '{kind}'"))),
   }
+}
+
+/// `toolMemoryLayer(tools, opts)`, its arguments sketched by JS as JSON text: each layer's metadata and the index
+/// of the tool whose memory it runs, as JSON text (`memory::builtin::tool_memory`).
+#[napi(catch_unwind, skip_typescript)]
+pub fn tool_memory_layers(args: String) -> Result<String> {
+  let args: Value = serde_json::from_str(&args).map_err(|e| Error::new(Status::InvalidArg, e.to_string()))?;
+  let layers = tool_memory::layers(Sketch::of(&args)).map_err(|e| to_napi(config_json(&e)))?;
+  Ok(Value::Array(layers).to_string())
 }
 
 /// After a built-in hook's params failed to convert: the NoeticConfigError naming the value that is not JSON

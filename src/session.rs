@@ -7,12 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use noetic_runtime::harness::session::{
-  DeliveryMode, Deltas, QueuedMessage, Streams, TurnOutcome, TurnResponse, TurnText, Waiter,
+  Deltas, QueuedMessage, Refused, Streams, TurnOutcome, TurnResponse, TurnText, Waiter, read_message,
 };
 use noetic_runtime::host::StepValue;
-use noetic_runtime::items::parse_js_item;
-use noetic_runtime::js_text::from_js_json;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -150,48 +148,16 @@ impl Answer {
   }
 }
 
-/// A message `execute` queues, as JS sends it: the items as their JSON objects (each read as its own raw text,
-/// so a lone surrogate in one stays as JS wrote it), `checked` when JS put them to the harness's item schemas, the
-/// memory as layer descriptions. Read into fields, not a `Value` tree: one goes with every turn.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MessageJson {
-  #[serde(default)]
-  id: String,
-  #[serde(default)]
-  items: Vec<Box<RawValue>>,
-  #[serde(default)]
-  checked: bool,
-  mode: Option<Value>,
-  resource_id: Option<Value>,
-  memory: Option<Value>,
-  state: Option<u64>,
-}
-
-fn queued_message(native: &NativeHarness, text: &str) -> Result<QueuedMessage> {
-  let message: MessageJson =
-    from_js_json(text).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))?;
-  let types = native.inner.item_types.unless_checked(message.checked);
-  let items = message
-    .items
-    .iter()
-    .map(|item| parse_js_item(item.get(), types).map(Arc::new).map_err(|e| to_napi(noetic_json(&e))))
-    .collect::<Result<Vec<_>>>()?;
-  let layers = match &message.memory {
-    Some(layers @ Value::Array(_)) => {
-      Some(Arc::new(describe::layer_set(layers, Some(&native.dispatch)).map_err(|e| to_napi(config_json(&e)))?))
-    }
-    _ => None,
-  };
-  Ok(QueuedMessage {
-    id: message.id,
-    items,
-    mode: DeliveryMode::given(message.mode.as_ref(), native.inner.default_delivery)
-      .map_err(|e| to_napi(config_json(&e)))?,
-    resource_id: message.resource_id.as_ref().and_then(Value::as_str).map(str::to_owned),
-    layers,
-    state: message.state,
-  })
+/// The message JS sent, read and checked by the runtime (`session::read_message`); the binding describes its layers.
+fn queued_message(native: &NativeHarness, text: &str) -> Result<(String, QueuedMessage)> {
+  let inner = &native.inner;
+  let layers = |memory: &Value| describe::layer_set(memory, Some(&native.dispatch));
+  read_message(text, inner.initial_step.is_some(), inner.item_types, layers, inner.default_delivery).map_err(
+    |refused| match refused {
+      Refused::Config(error) => to_napi(config_json(&error)),
+      Refused::Item(error) => to_napi(noetic_json(&error)),
+    },
+  )
 }
 
 impl NativeHarness {
@@ -205,8 +171,8 @@ impl NativeHarness {
   /// Queues a message on `thread`'s session. True when it started the session's turns: JS then holds Node open
   /// until the notification `{op: 'drained'}` says they have ended.
   #[napi(catch_unwind)]
-  pub fn execute(&self, thread: String, #[napi(ts_arg_type = "string")] message: JsText) -> Result<bool> {
-    let message = queued_message(self, &message)?;
+  pub fn execute(&self, #[napi(ts_arg_type = "string")] message: JsText) -> Result<bool> {
+    let (thread, message) = queued_message(self, &message)?;
     let drain = js_polls_next(|| self.inner.execute_message(&thread, message)).map_err(|e| to_napi(config_json(&e)))?;
     let Some(drain) = drain else { return Ok(false) };
     let dispatch = self.dispatch.clone();

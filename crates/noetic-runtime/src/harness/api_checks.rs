@@ -1,8 +1,8 @@
 //! The checks of public functions' arguments that are not an options object of the harness or a step builder
 //! (those are `options.rs` and `steps/builders.rs`): storage factories, session calls, checkpoint stores, the
-//! durable-runner helpers, `toolMemoryLayer` and a one-off model request. JS sends the call's name and a sketch of
-//! its arguments (`js/sketch.cjs` `checkArgs`); each check answers the first NoeticConfigError, as the call's own
-//! code used to throw it.
+//! durable-runner helpers and a one-off model request (`toolMemoryLayer` checks its own, `memory/builtin/
+//! tool_memory.rs`). JS sends the call's name and a sketch of its arguments (`js/sketch.cjs` `checkArgs`); each
+//! check answers the first NoeticConfigError, as the call's own code used to throw it.
 
 use crate::error::ConfigError;
 use crate::js_sketch::Sketch;
@@ -47,7 +47,6 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "runnableLoop" => runnable_loop(arg(0)),
     "createStallNudgeHook" => stall_nudge(arg(0)),
     "createNudgeMessage" => nudge_id(arg(0)),
-    "toolMemoryLayer" => tool_memory(arg(0)),
     "callModel" => model_request(arg(0)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
@@ -180,30 +179,6 @@ fn nudge_id(id: Sketch) -> Result<(), ConfigError> {
   fail("INVALID_NUDGE_MESSAGE", format!("createNudgeMessage id is {}; expected a string.", id.described()), hint)
 }
 
-/// Each tool that declares a `memory` must give it `init` and `recall` functions.
-fn tool_memory(tools: Sketch) -> Result<(), ConfigError> {
-  let Some(tools) = tools.as_array() else {
-    let message = format!("toolMemoryLayer(tools): tools is {}; expected an array of tools.", tools.described());
-    return fail("INVALID_TOOLS", message, "Pass the tools whose `memory` declarations should become layers.");
-  };
-  for tool in tools {
-    let memory = tool.field("memory");
-    if !memory.is_truthy() || (memory.field("init").is_function() && memory.field("recall").is_function()) {
-      continue;
-    }
-    let message = format!(
-      "toolMemoryLayer: the memory of tool '{}' needs init() and recall(state) functions.",
-      tool.field("name").js_string()
-    );
-    return fail(
-      "INVALID_TOOL_MEMORY",
-      message,
-      "Declare memory: { id?, init: () => state, recall: (state) => text | null }.",
-    );
-  }
-  Ok(())
-}
-
 fn model_request(request: Sketch) -> Result<(), ConfigError> {
   let hint = "Pass { model: 'provider/model', items: Item[], instructions?, params? }.";
   if !request.is_record() {
@@ -298,14 +273,6 @@ mod tests {
     let error = refused("createStallNudgeHook", json!([hooks]));
     assert_eq!(error.message, "createStallNudgeHook harness is undefined.");
     assert_eq!(error.hint, "Pass an object with execute, getAgentResponse (an AgentHarness has them all).");
-  }
-
-  #[test]
-  fn tool_memory_declarations_need_both_functions() {
-    let tools = json!([{ "name": "plain" }, { "name": "notes", "memory": { "init": function() } }]);
-    let error = refused("toolMemoryLayer", json!([tools]));
-    assert_eq!(error.message, "toolMemoryLayer: the memory of tool 'notes' needs init() and recall(state) functions.");
-    assert_eq!(refused("toolMemoryLayer", json!([{}])).code, "INVALID_TOOLS");
   }
 
   #[test]

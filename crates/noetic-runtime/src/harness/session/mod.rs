@@ -9,6 +9,7 @@
 //! cost does not grow with the length of the thread.
 
 mod events;
+mod given;
 mod io;
 mod item_readers;
 mod items;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::{Value, json};
 
 pub use self::events::{Batch, EventLog, Wake};
+pub use self::given::{DEFAULT_THREAD_ID, Refused, read_message, thread_of};
 pub use self::store::SessionStore;
 pub use self::streams::{Deltas, Streams};
 use super::{ExecContext, RunError};

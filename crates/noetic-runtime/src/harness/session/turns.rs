@@ -29,7 +29,7 @@ fn begin_turn(state: &mut SessionState) -> Option<(String, Vec<QueuedMessage>)> 
   Some((turn_id, state.queue.drain(..).collect()))
 }
 
-fn no_step() -> ConfigError {
+pub(super) fn no_step() -> ConfigError {
   ConfigError::new(
     "NO_STEP_CONFIGURED",
     "No initialStep configured on this harness.",

@@ -14,4 +14,5 @@ pub mod static_content;
 pub mod steering;
 pub mod steering_layer;
 pub mod temporal_memory;
+pub mod tool_memory;
 pub mod working_memory;
