@@ -199,3 +199,34 @@ test('with contextCache our OpenRouter provider marks where the cacheable parts 
     silent.close();
   }
 });
+
+test('the spans and the inspector show each anchored call: its epoch, why it began, its bands and what repeated', async () => {
+  const { InMemoryExporter } = await import('../js/index.mjs');
+  const { startInspector } = await import('../js/inspector.mjs');
+  const exporter = new InMemoryExporter();
+  const { model } = recordingModel();
+  const h = harness(model, { contextCache: { enabled: true }, traceExporter: exporter });
+  const inspector = await startInspector(h);
+  try {
+    await turns(h, 3);
+    // Spans are handed over when each turn's execution ends.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const assembled = exporter.spans.filter((s) => s.name === 'memory.assemble');
+    assert.equal(assembled.length, 3);
+    assert.equal(assembled[0].attributes.get('cache.reanchor_reason'), 'cold-start');
+    assert.equal(assembled[2].attributes.get('cache.reanchor_reason'), undefined);
+    assert.equal(assembled[2].attributes.get('cache.epoch'), 't:cache-thread#0');
+    assert.ok(assembled[2].attributes.get('cache.repeated_tokens') > 0);
+    assert.equal(assembled[2].attributes.get('cache.bands'), 'rules:anchor,profile:anchor,clock:live');
+
+    const url = new URL(inspector.url);
+    url.pathname = '/api/snapshot';
+    const snapshot = await (await fetch(url)).json();
+    const calls = snapshot.recorder.threads[0].turns.map((t) => t.calls[0]);
+    assert.deepEqual(calls.map((c) => c.cache.reanchorReason ?? null), ['cold-start', null, null]);
+    assert.deepEqual(calls[2].cache.bands, [['rules', 'anchor', 'pinned'], ['profile', 'anchor', 'pinned'], ['clock', 'live', 'fresh']]);
+    assert.ok(calls[2].cache.repeatedTokens > calls[1].cache.repeatedTokens);
+  } finally {
+    await inspector.close();
+  }
+});

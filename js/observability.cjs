@@ -119,6 +119,7 @@ function memorySpan(record) {
     memory.error = { message: record.error };
     span.setAttribute('error.message', record.error);
   }
+  for (const [key, value] of Object.entries(record.attributes ?? {})) span.setAttribute(key, value);
   span.memory = memory;
   return span;
 }

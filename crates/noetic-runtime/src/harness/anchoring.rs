@@ -5,42 +5,15 @@ use std::sync::{Arc, PoisonError};
 
 use super::context::ExecContext;
 use super::run::Runner;
+use crate::host::HookStatus;
 use crate::host::ViewEntry;
 use crate::items::Item;
-use crate::memory::cache_anchor::{Band, EpochFacts, LayerRender, Served, Update, lineage_key, text_hash};
+use crate::memory::HookKind;
+use crate::memory::cache_anchor::{Bands, LayerBand, LayerRender, Served, lineage_key, text_hash};
 use crate::memory::lifecycle::RecallEntry;
 use crate::memory::registry::LayerSet;
-
-/// One layer's part in an anchored request, as `lastLayerUsage` shows it.
-#[derive(Debug, Clone)]
-pub struct LayerBand {
-  pub layer_id: String,
-  pub band: Band,
-  pub pinned: bool,
-  pub changed: bool,
-  pub churn_rate: f64,
-}
-
-/// An anchored request's shape: which recalled entries go after the history, and the changes message.
-#[derive(Debug, Clone)]
-pub struct Bands {
-  /// The lineage the epoch belongs to.
-  pub key: String,
-  /// Entries before this index are the anchor band (before the history); the rest are the live band (after it).
-  pub live_from: usize,
-  /// The epoch's update messages, each to stand before the log item at its `at`.
-  pub updates: Vec<Update>,
-  pub epoch: EpochFacts,
-  pub layers: Vec<LayerBand>,
-  /// Tokens of the anchor band, the live band and the changes message.
-  pub anchor_tokens: u64,
-  pub live_tokens: u64,
-  pub delta_tokens: u64,
-  /// Tokens at the start of this request that repeat the previous request's start (set once the view is made).
-  pub repeated_tokens: u64,
-  /// Where the lineage's last request began its history (an index into the history), held while it fits.
-  pub history_cut: Option<usize>,
-}
+use crate::memory::trace::{HookSpan, TraceTarget};
+use serde_json::{Value, json};
 
 impl Runner {
   /// The served entries (anchor band, then live band) and the bands they make, when anchoring is on and the step
@@ -142,6 +115,33 @@ impl Runner {
     let mut store = cache.store.lock().unwrap_or_else(PoisonError::into_inner);
     bands.repeated_tokens = store.repeated_start(&bands.key, request);
     store.hold_history_cut(&bands.key, cut);
+  }
+
+  /// A `memory.assemble` span for an anchored call, when the harness traces: the epoch, why it began, what
+  /// repeated, and each layer's band.
+  pub(super) fn trace_assembly(&self, ctx: &ExecContext, bands: &Bands) {
+    if !self.env.sink.tracing() {
+      return;
+    }
+    let target = TraceTarget { trace_id: &ctx.root, context: &ctx.id, thread_id: &ctx.thread_id };
+    let mut span = HookSpan::timed(target, "", HookKind::Recall, 0.0, &HookStatus::Ok);
+    span.hook = "assemble";
+    let facts = json!({
+      "cache.epoch": bands.epoch.id,
+      "cache.epoch_age": bands.epoch.age,
+      "cache.anchor_tokens": bands.anchor_tokens,
+      "cache.live_tokens": bands.live_tokens,
+      "cache.update_tokens": bands.delta_tokens,
+      "cache.repeated_tokens": bands.repeated_tokens,
+      "cache.bands": bands.layers.iter().map(|l| format!("{}:{}", l.layer_id, l.band.as_str())).collect::<Vec<_>>().join(","),
+    });
+    if let Value::Object(mut map) = facts {
+      if let Some(reason) = bands.epoch.reanchor_reason {
+        map.insert("cache.reanchor_reason".into(), json!(reason.as_str()));
+      }
+      span.attributes = map;
+    }
+    self.env.sink.trace(vec![span]);
   }
 
   /// Judges the first round's cache report: a miss asks the next assembly to re-anchor.

@@ -2,7 +2,7 @@
 //! cached costs, the model answers (running tools), the response enters the log, usage is recorded, layers store.
 //! `Model::Host` (`_testCallModel`) answers the whole step itself; every other model runs in the tool loop.
 
-use super::anchoring::Bands;
+use crate::memory::cache_anchor::Bands;
 use crate::provider::CacheMarks;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -229,6 +229,7 @@ impl Runner {
       }
       if let Some(bands) = bands.as_mut() {
         self.note_request(ctx, &view.entries, view.cut, bands);
+        self.trace_assembly(ctx, bands);
       }
       let shape = view.shape.take();
       // The recall entries' order, before the tool loop may recall again.
@@ -266,6 +267,7 @@ impl Runner {
           steering: (decision.action != SteeringAction::Allow).then(|| SteeringRecord::of(&decision)),
           at,
           duration_ms,
+          bands: bands.as_ref(),
         });
         // The server's feed task is told, when a page listens.
         self.inspector.record(record);
@@ -542,6 +544,7 @@ fn project(
   let live_from = bands.map_or(recalled.len(), |bands| bands.live_from);
   let updates = bands.map_or(&[][..], |bands| &bands.updates[..]);
   let mut layer_items = entry_items(&recalled[..live_from]);
+  let recalled_before = layer_items.len();
   layer_items.extend(summary.map(|s| (&s.item, None)));
   let updates_from = layer_items.len();
   layer_items.extend(updates.iter().map(|update| (&update.item, None)));
@@ -568,10 +571,13 @@ fn project(
   };
   let shape = inspecting.then(|| {
     let history_runs = history_runs(&plan.history_kept, &history, origin.as_deref());
+    // The recalled entries' items only, as `recall_order` divides them: the summary and the updates are not a
+    // layer's, and are shown apart.
     let mut layer_items = vec![(false, 0); layer_items.len()];
     for &i in &plan.layers_kept {
       layer_items[i] = (true, layer_costs[i]);
     }
+    layer_items.drain(recalled_before..live_start);
     WindowShape {
       layer_items,
       history_total: log.len(),

@@ -1,6 +1,6 @@
 //! `LastLayerUsage`: the per-layer breakdown of the last model call's context window (§18, D17).
 
-use super::anchoring::{Bands, LayerBand};
+use crate::memory::cache_anchor::{Bands, LayerBand};
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 

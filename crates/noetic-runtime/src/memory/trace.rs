@@ -76,6 +76,9 @@ pub struct HookSpan {
   pub item_count: Option<usize>,
   #[serde(skip_serializing_if = "Option::is_none")]
   pub error: Option<String>,
+  /// Further attributes, exported as they are (the prompt-cache assembly's `cache.*`).
+  #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+  pub attributes: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Where a phase's spans belong: the run's root and the context the hooks run for.
@@ -118,6 +121,7 @@ impl HookSpan {
       budget: None,
       item_count: None,
       error,
+      attributes: serde_json::Map::new(),
     }
   }
 }

@@ -1,5 +1,7 @@
 //! Turns what an LLM step knows once its model has answered into the inspector's record of the call.
 
+use super::record::CacheRecord;
+use crate::memory::cache_anchor::Bands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -58,6 +60,8 @@ pub struct CallFacts<'a> {
   pub steering: Option<SteeringRecord>,
   pub at: f64,
   pub duration_ms: f64,
+  /// With `contextCache`, the request's bands.
+  pub bands: Option<&'a Bands>,
 }
 
 pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
@@ -162,5 +166,19 @@ pub fn capture(facts: CallFacts<'_>) -> ModelCallRecord {
     steering: facts.steering,
     tool_calls,
     spans: Vec::new(),
+    cache: facts.bands.map(|bands| CacheRecord {
+      epoch: bands.epoch.id.clone(),
+      age: bands.epoch.age,
+      reanchor_reason: bands.epoch.reanchor_reason.map(|reason| reason.as_str()),
+      anchor_tokens: bands.anchor_tokens,
+      live_tokens: bands.live_tokens,
+      update_tokens: bands.delta_tokens,
+      repeated_tokens: bands.repeated_tokens,
+      bands: bands
+        .layers
+        .iter()
+        .map(|l| (l.layer_id.clone(), l.band.as_str(), if l.pinned { "pinned" } else { "fresh" }))
+        .collect(),
+    }),
   }
 }

@@ -39,6 +39,25 @@ pub struct ModelCallRecord {
   pub window_items: WindowItems,
   #[serde(skip_serializing_if = "Vec::is_empty")]
   pub spans: Vec<HookSpan>,
+  /// With `contextCache`: the epoch, its re-anchor reason, each layer's band and what repeated.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub cache: Option<CacheRecord>,
+}
+
+/// What prompt-cache anchoring made of one call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheRecord {
+  pub epoch: String,
+  pub age: u32,
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub reanchor_reason: Option<&'static str>,
+  pub anchor_tokens: u64,
+  pub live_tokens: u64,
+  pub update_tokens: u64,
+  pub repeated_tokens: u64,
+  /// `[layerId, band, served]` for each layer the request carried.
+  pub bands: Vec<(String, &'static str, &'static str)>,
 }
 
 /// The items of the window that are not layer items, and the newest of those dropped, as JSON texts.
@@ -256,7 +275,12 @@ impl ModelCallRecord {
       }
       out.raw("}");
     }
-    out.raw("]}");
+    out.raw("]");
+    if let Some(cache) = &self.cache {
+      // Small and fixed in shape: serde's text is the summary's as well.
+      out.key("cache").raw(&serde_json::to_string(cache).unwrap_or_else(|_| "null".into()));
+    }
+    out.raw("}");
     out.0
   }
 }

@@ -40,6 +40,7 @@ fn call(inspector: &Inspector, thread: &str, turn: &str, at: f64) -> ModelCallRe
     }],
     window_items: WindowItems::default(),
     spans: Vec::new(),
+    cache: None,
   }
 }
 

@@ -17,6 +17,7 @@
 //! State is per lineage: a thread at top level, an execution below it (a child assembles a different view). It lives
 //! in memory only, bounded to [`MAX_LINEAGES`]; a session reloaded in another process starts a new epoch.
 
+mod bands;
 mod config;
 mod delta;
 
@@ -24,6 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
+pub use self::bands::{Bands, LayerBand};
 pub use self::config::CacheConfig;
 pub use self::delta::{Change, changes_message};
 use crate::items::Item;

@@ -180,6 +180,13 @@
     const steering = call.steering
       ? el('p', {}, 'afterModelCall: ', el('span', { class: `status ${call.steering.action}` }, call.steering.action), ` by ${call.steering.by.join(', ') || '—'}`, call.steering.guidance ? ` — ${call.steering.guidance}` : '')
       : null;
+    // With contextCache: the epoch behind the call, why it began, what repeated the previous request, each band.
+    const c = call.cache;
+    const cache = c
+      ? el('p', { 'data-testid': 'cache' }, `Prompt cache: epoch ${c.epoch}, call ${c.age} of it${c.reanchorReason ? ` (began: ${c.reanchorReason})` : ''}`,
+        ` · ${fmt(c.repeatedTokens)} tokens repeat the previous request · anchor ${fmt(c.anchorTokens)}, live ${fmt(c.liveTokens)}, updates ${fmt(c.updateTokens)}`,
+        ` · ${c.bands.map(([id, band, served]) => `${id}: ${band}, ${served}`).join('; ') || 'no layers'}`)
+      : null;
     const tools = call.toolCalls.length
       ? el('table', { 'data-testid': 'tool-calls' }, el('tr', {}, el('th', {}, 'Tool call'), el('th', {}, 'Arguments'), el('th', {}, 'Steering')),
         call.toolCalls.map((t) => el('tr', {}, el('td', {}, t.name), el('td', {}, el('code', {}, t.arguments)),
@@ -194,7 +201,7 @@
       el('table', { 'data-testid': 'layers' },
         el('tr', {}, ['Layer', 'Slot', 'Scope', 'Recall', 'Budget', 'Used', 'Yielded', 'Items kept', 'Status'].map((t, i) => el('th', { class: i >= 4 && i <= 7 ? 'num' : '' }, t))),
         layerRows),
-      history, steering, tools, details);
+      history, cache, steering, tools, details);
   }
 
   const textOf = (item) => {
