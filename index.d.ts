@@ -3371,10 +3371,11 @@ declare class NativeHarness {
   /** The snapshot of `context`, as JSON, with what JS holds left for it to put in (see `Snapshot`). */
   checkpointSnapshot(context: string): string
   /**
-   * Puts a snapshot back into `context`, a context just made for it: `restored` is `{nativeLayers: {id: state},
-   * hostLayers: [id], usage?}` JSON (JS has put its own layers' states back already).
+   * Puts a snapshot back into `context`, a context just made for it (`Runner::restore_saved`): `saved` is
+   * `{layers: [id], usage?}` JSON, `native_state` gives a built-in layer's saved state as JSON text. Answers the
+   * JS layers whose states JS puts back.
    */
-  restoreCheckpoint(context: string, restored: string): void
+  restoreCheckpoint(context: string, saved: string, nativeState: (arg: string) => string | null): Array<string>
   /**
    * Starts run `run`: the phase `call` describes (`{phase, query?, budgets?, select?, usage?, toolName?,
    * toolArgs?, requests?}` JSON) for `layers` (layer descriptions) in `context`. `items`: the items or the

@@ -4,8 +4,7 @@ const zod = require('zod');
 const z = zod.z ?? zod;
 const { NoeticConfigError, callNative, messageOf } = require('./errors.cjs');
 const { checkArgs } = require('./sketch.cjs');
-
-const { NATIVE } = require('./memory.cjs');
+const native = require('./native.cjs');
 
 const CheckpointSchemaVersion = 1;
 
@@ -51,43 +50,15 @@ const CheckpointSnapshotSchema = z.object({
   usage: UsageSnapshotSchema.optional(),
 });
 
-// Upstream's storage layout, so that a storage shared with upstream's runtime reads the same.
-const CheckpointKeys = Object.freeze({
-  ExecPrefix: 'execution:',
-  SnapshotSuffix: ':snapshot',
-  FrontierSuffix: ':frontier',
-  LayersSuffix: ':layers:',
-  CwdSuffix: ':cwd',
-  AskUserSuffix: ':askUser',
-  ItemLogSuffix: ':itemLog',
-});
-
+// Upstream's storage layout, so that a storage shared with upstream's runtime reads the same (harness/checkpoint/store.rs).
+const CheckpointKeys = Object.freeze(JSON.parse(native.checkpointKeys()));
 const snapshotKey = (executionId) => `${CheckpointKeys.ExecPrefix}${executionId}${CheckpointKeys.SnapshotSuffix}`;
 
-function executionIdOf(key) {
-  const { ExecPrefix, SnapshotSuffix } = CheckpointKeys;
-  if (!key.startsWith(ExecPrefix) || !key.endsWith(SnapshotSuffix)) return null;
-  const id = key.slice(ExecPrefix.length, key.length - SnapshotSuffix.length);
-  return id.length > 0 ? id : null;
-}
-
-const MISMATCH_HINT = 'The snapshot was written by another runtime version or changed since. Clear it with CheckpointStore.clear() and start the execution again.';
-
-function mismatch(executionId, why, cause) {
-  const error = new NoeticConfigError({
-    code: 'CHECKPOINT_SCHEMA_MISMATCH',
-    message: `Checkpoint snapshot for execution "${executionId}" cannot be restored: ${why}.`,
-    hint: MISMATCH_HINT,
-  });
+// A snapshot that cannot be restored, in the runtime's words, with what refused it as its cause.
+function mismatch(executionId, reason, cause) {
+  const error = new NoeticConfigError(JSON.parse(native.checkpointRefusal(`${executionId}`, JSON.stringify(reason))));
   if (cause !== undefined) error.cause = cause;
   return error;
-}
-
-function firstIssue(error) {
-  const issue = error?.issues?.[0];
-  if (!issue) return messageOf(error);
-  const path = issue.path?.length ? issue.path.join('.') : 'the snapshot';
-  return `${path}: ${issue.message}`;
 }
 
 function createCheckpointStore(options) {
@@ -100,21 +71,17 @@ function createCheckpointStore(options) {
     },
     async load(executionId) {
       const raw = await storage.get(snapshotKey(executionId)).catch((e) => {
-        throw e?.code === 'STORAGE_CORRUPT' ? mismatch(executionId, `its stored text is not JSON (${messageOf(e)})`, e) : e;
+        throw e?.code === 'STORAGE_CORRUPT' ? mismatch(executionId, { notJson: messageOf(e) }, e) : e;
       });
       if (raw === null || raw === undefined) return null;
       const parsed = CheckpointSnapshotSchema.safeParse(raw);
       if (parsed.success) return parsed.data;
-      const version = typeof raw === 'object' && 'schemaVersion' in raw ? raw.schemaVersion : 'unknown';
-      throw mismatch(executionId, `it failed schema validation (observed schemaVersion=${String(version)}; ${firstIssue(parsed.error)})`, parsed.error);
+      const version = typeof raw === 'object' && 'schemaVersion' in raw ? String(raw.schemaVersion) : 'unknown';
+      const [issue] = parsed.error.issues;
+      throw mismatch(executionId, { schema: { version, path: issue.path, message: issue.message } }, parsed.error);
     },
     async list() {
-      const ids = [];
-      for (const key of await storage.list(CheckpointKeys.ExecPrefix)) {
-        const executionId = executionIdOf(key);
-        if (executionId !== null) ids.push({ executionId });
-      }
-      return ids;
+      return JSON.parse(native.checkpointIds(JSON.stringify(await storage.list(CheckpointKeys.ExecPrefix))));
     },
     async clear(executionId) {
       await storage.delete(snapshotKey(executionId));
@@ -180,22 +147,14 @@ async function restore(harness, executionId) {
       { id: executionId },
     );
   } catch (err) {
-    throw mismatch(executionId, `its item log was refused (${messageOf(err)})`, err);
+    throw mismatch(executionId, { items: messageOf(err) }, err);
   }
   try {
     if (snapshot.cwd?.current != null && snapshot.cwd.previous != null) ctx.cwdState.previousCwd = snapshot.cwd.previous;
-    const nativeLayers = {};
-    const hostLayers = [];
-    for (const layer of ctx.layers ?? []) {
-      if (!Object.hasOwn(snapshot.layers, layer.id)) continue;
-      const state = snapshot.layers[layer.id];
-      if (layer[NATIVE]) nativeLayers[layer.id] = state;
-      else {
-        runtime.statesOf(ctx.id).set(layer.id, state);
-        hostLayers.push(layer.id);
-      }
-    }
-    callNative(() => runtime.native.restoreCheckpoint(ctx.id, JSON.stringify({ nativeLayers, hostLayers, usage: snapshot.usage })));
+    const saved = JSON.stringify({ layers: Object.keys(snapshot.layers), usage: snapshot.usage });
+    const stateOf = (id) => JSON.stringify(snapshot.layers[id]);
+    const hostLayers = callNative(() => runtime.native.restoreCheckpoint(ctx.id, saved, stateOf));
+    for (const id of hostLayers) runtime.statesOf(ctx.id).set(id, snapshot.layers[id]);
   } catch (err) {
     runtime.releaseContext(ctx);
     throw err;

@@ -1,5 +1,6 @@
 'use strict';
 // The two public error classes, and the conversion of errors the native side reports as values.
+const native = require('./native.cjs');
 
 // Both classes have upstream's own enumerable properties, in its order (what `Object.keys`, a spread, `JSON.stringify`
 // and `console.log` show): the fields it declares, defined as soon as `super` returns, then `name`. So a config error
@@ -28,39 +29,21 @@ class NoeticErrorImpl extends Error {
   }
 }
 
-// Upstream's message for each kind of NoeticError.
-function describe(e) {
-  switch (e.kind) {
-    case 'step_failed':
-      return `Step '${e.stepId}' failed: ${e.cause?.message}`;
-    case 'llm_refused':
-      return `LLM refused at step '${e.stepId}': ${e.refusal}`;
-    case 'llm_parse_error':
-      return `LLM parse error at step '${e.stepId}': failed to parse output`;
-    case 'llm_rate_limit':
-      return `LLM rate limited at step '${e.stepId}'${e.retryAfter ? ` (retry after ${e.retryAfter}ms)` : ''}`;
-    case 'fork_partial':
-      return `Fork '${e.stepId}' partial failure: ${e.succeeded?.length} succeeded, ${e.failed?.length} failed`;
-    case 'channel_timeout':
-      return `Channel '${e.channelName}' timed out after ${e.timeout}ms`;
-    case 'channel_closed':
-      return `Channel '${e.channelName}' is closed`;
-    case 'cancelled':
-      return e.reason ? `Cancelled: ${e.reason}` : 'Cancelled';
-    case 'budget_exceeded':
-      return `Budget exceeded: ${e.field} limit ${e.limit}, actual ${e.actual}`;
-    case 'steering_denied':
-      return e.guidance ? `Steering denied: ${e.guidance}` : 'Steering denied';
-    case 'item_schema_mismatch':
-      return e.itemType
-        ? `Item type '${e.itemType}' did not match any registered item extension schema.`
-        : `Item did not match any registered ${e.category} extension schema.`;
-    case 'handle_evicted':
-      return `Subprocess handle '${e.handleId}' evicted (step '${e.stepId}'): adapter returned null for ${e.gracePeriodMs}ms`;
-    default:
-      return 'NoeticError: unknown kind';
-  }
+// Upstream's message for each kind of NoeticError: the runtime's templates (crates/noetic-runtime/src/error/
+// messages.rs), filled as a template literal would be, each field read with `?.`.
+const MESSAGES = JSON.parse(native.noeticErrorMessages());
+const TEMPLATES = new Map(Object.entries(MESSAGES.kinds));
+
+function fill(parts, e) {
+  const text = (part) => {
+    if (typeof part === 'string') return part;
+    const value = part.path.reduce((v, key) => v?.[key], e);
+    return part.then ? fill(value ? part.then : part.else, e) : `${value}`;
+  };
+  return parts.map(text).join('');
 }
+
+const describe = (e) => fill(TEMPLATES.get(e.kind) ?? MESSAGES.unknown, e);
 
 // A value as error messages show it, so that they name what the caller passed.
 function describeValue(value) {

@@ -6,42 +6,19 @@ const native = require('./native.cjs');
 const { NoeticConfigError, callNative } = require('./errors.cjs');
 const { step, loop, spawn, fork, until, any, react } = require('./steps.cjs');
 const { hydrateWorkflow, textOf } = require('./workflow.cjs');
+const { sketch } = require('./sketch.cjs');
 
-const DEFAULT_PLANNER_MODEL = 'openai/gpt-4o';
-const DEFAULT_MAX_DEPTH = 5;
-const DEFAULT_MAX_REVISIONS = 3;
-
-const PLANNER_BRIEF = `Plan the task below as a JSON workflow document, then stop. Reply with the JSON alone: no prose, no code fences.
-
-The document is {"version": 1, "root": NODE}, where NODE is one of:
-- {"kind": "llm", "id": ID, "instructions": TEXT, "model"?: MODEL, "tools"?: [TOOL NAME, ...]}: a model step
-- {"kind": "tool", "id": ID, "toolName": TOOL NAME, "args"?: {...}}: one tool call
-- {"kind": "sequence", "id": ID, "steps": [NODE, ...]}: steps in order, each output the next input
-- {"kind": "fork", "id": ID, "mode": "all" | "race" | "settle", "paths": [NODE, ...], "merge"?: "last" | "first" | "concat"}: paths side by side
-- {"kind": "loop", "id": ID, "body": NODE, "until": PREDICATE}: repeat the body until the predicate stops it
-- {"kind": "branch", "id": ID, "routes": [{"match": TEXT, "target": NODE}, ...], "default"?: NODE}: the first route whose text the input contains
-- {"kind": "spawn", "id": ID, "child": NODE}: the child in a fresh context
-
-PREDICATE is {"kind": "maxSteps", "n": N}, {"kind": "maxCost", "usd": N}, {"kind": "maxDuration", "ms": N}, {"kind": "noToolCalls"}, {"kind": "outputContains", "marker": TEXT}, {"kind": "outputEquals", "sentinel": TEXT}, {"kind": "converged"}, or {"kind": "any" | "all", "predicates": [PREDICATE, ...]}.
-Every id is unique and non-empty.`;
-
-const failed = (message, hint) => new NoeticConfigError({ code: 'WORKFLOW_VALIDATION_FAILED', message, hint });
 const toText = (value) => (typeof value === 'string' ? value : String(value ?? ''));
 const toolMapOf = (tools) => new Map((tools ?? []).map((t) => [t.name, t]));
+const documentText = (raw) => (typeof raw === 'string' ? raw : textOf(raw, 'The workflow document'));
 
-function checkedWorkflow(raw, maxDepth) {
-  const text = typeof raw === 'string' ? raw : textOf(raw, 'The workflow document');
-  return JSON.parse(callNative(native.workflowFromText, text, maxDepth ?? DEFAULT_MAX_DEPTH));
-}
-
-// A refused document is sent back to the model with the reason, up to `maxRevisions` times.
+// A refused document is sent back to the model with the reason; the runtime words each turn's instructions and says
+// when to give up (workflow/planner.rs).
 function dynamicWorkflow(opts) {
-  const model = opts.model ?? DEFAULT_PLANNER_MODEL;
-  const maxRevisions = opts.maxRevisions ?? DEFAULT_MAX_REVISIONS;
+  const model = opts.model;
   const tools = toolMapOf(opts.tools);
-  const catalogue = (opts.tools ?? []).map((t) => `- ${t.name}: ${t.description}`).join('\n');
-  const giveUp = (detail) =>
-    failed(`dynamicWorkflow: no valid workflow after ${maxRevisions} attempts${detail ? `: ${detail}` : ''}.`, 'Give the planner clearer instructions, a more capable model, or more revisions.');
+  const catalogue = (opts.tools ?? []).map((t) => [`${t.name}`, `${t.description}`]);
+  const maxRevisions = sketch(opts.maxRevisions, []);
   return step.run({
     id: 'dynamic-workflow',
     execute: async (input, ctx) => {
@@ -50,28 +27,23 @@ function dynamicWorkflow(opts) {
         throw new NoeticConfigError({ code: 'MISSING_HARNESS_CONTEXT', message: 'dynamicWorkflow needs a harness on its context.', hint: 'Run the step through AgentHarness.run().' });
       }
       const executeStep = harness.run.bind(harness);
-      const brief = [opts.instructions, PLANNER_BRIEF, `Available tools:\n${catalogue}`, `Task: ${input}`].filter(Boolean).join('\n\n');
-      let lastError;
-      for (let revision = 0; revision < maxRevisions; revision++) {
-        const instructions = lastError === undefined ? brief : `${brief}\n\nYour last document was refused: ${lastError}\nWrite a corrected one.`;
-        const planner = step.llm({ id: `dynamic-workflow-planner-${revision}`, model, instructions });
-        const checked = checkedWorkflow(toText(await executeStep(planner, input, ctx)), opts.maxDepth);
-        if (!checked.ok) {
-          lastError = checked.message;
-          continue;
-        }
-        return executeStep(hydrateWorkflow(checked.value, { tools, executeStep }), input, ctx);
+      const brief = { instructions: sketch(opts.instructions, []), tools: catalogue, maxRevisions, task: `${input}` };
+      for (let revision = 0, lastError; ; revision++) {
+        const turn = JSON.parse(callNative(native.plannerTurn, JSON.stringify({ ...brief, revision, lastError })));
+        const planner = step.llm({ id: turn.id, model: model ?? turn.model, instructions: turn.instructions });
+        const reply = toText(await executeStep(planner, input, ctx));
+        const checked = JSON.parse(native.workflowFromText(reply, opts.maxDepth));
+        if (checked.ok) return executeStep(hydrateWorkflow(checked.value, { tools, executeStep }), input, ctx);
+        lastError = checked.message;
       }
-      throw giveUp(lastError);
     },
   });
 }
 
 async function parseAndRunWorkflow(opts) {
-  const checked = checkedWorkflow(opts.json, opts.maxDepth);
-  if (!checked.ok) throw failed(`Invalid workflow document: ${checked.message}.`, 'Make the JSON fit WorkflowDocumentSchema (validateWorkflow names every problem).');
+  const document = JSON.parse(callNative(native.workflowGiven, documentText(opts.json), opts.maxDepth));
   const executeStep = opts.harness.run.bind(opts.harness);
-  const hydrated = hydrateWorkflow(checked.value, { tools: toolMapOf(opts.tools), executeStep });
+  const hydrated = hydrateWorkflow(document, { tools: toolMapOf(opts.tools), executeStep });
   return toText(await executeStep(hydrated, opts.input ?? '', opts.ctx));
 }
 

@@ -11,6 +11,7 @@ mod describe;
 mod dispatcher;
 mod driver;
 mod embed;
+mod errors;
 mod fs;
 mod guard;
 mod harness;

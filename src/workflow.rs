@@ -7,7 +7,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde_json::{Value, json};
 
-use noetic_runtime::js_text::from_js_json_nested;
+use noetic_runtime::js_text::{from_js_json, from_js_json_nested};
 use noetic_runtime::memory::builtin::flow_schema::{self, parse_flow};
 use noetic_runtime::workflow::tree::{self, Shape};
 use noetic_runtime::workflow::{
@@ -89,14 +89,29 @@ pub fn workflow_plan(text: String, tools: Vec<String>, layers: Option<Vec<String
   Ok(Value::Array(hydration_plan(&checked)).to_string())
 }
 
-/// A workflow a model wrote (its text) or a caller gave (its `JSON.stringify`), checked against `maxDepth`
-/// levels: `{ok: true, value}` or `{ok: false, message}` (what a planner is told when it should try again).
+/// A workflow a model wrote (its text), checked against `maxDepth` levels (the runtime's default when none):
+/// `{ok: true, value}` or `{ok: false, message}` (what a planner is told when it should try again).
 #[napi(catch_unwind, skip_typescript)]
-pub fn workflow_from_text(text: String, max_depth: f64) -> String {
-  let max_depth = if max_depth.is_finite() && max_depth >= 0.0 { max_depth as usize } else { wf::MAX_DEPTH };
-  match document_from_text(&text, max_depth) {
+pub fn workflow_from_text(text: String, max_depth: Option<f64>) -> String {
+  match document_from_text(&text, wf::max_depth(max_depth)) {
     Ok(value) => json!({ "ok": true, "value": value }),
     Err(message) => json!({ "ok": false, "message": message }),
   }
   .to_string()
+}
+
+/// A workflow a caller gave `parseAndRunWorkflow` (its `JSON.stringify`), checked: the document as JSON text, or
+/// the NoeticConfigError that refuses it.
+#[napi(catch_unwind, skip_typescript)]
+pub fn workflow_given(text: String, max_depth: Option<f64>) -> Result<String> {
+  wf::given_document(&text, max_depth).map(|doc| doc.to_string()).map_err(|e| to_napi(config_json(&e)))
+}
+
+/// `dynamicWorkflow`'s next planner turn (`workflow::planner_turn`): `{id, model, instructions}` as JSON text, or
+/// the NoeticConfigError that gives up.
+#[napi(catch_unwind, skip_typescript)]
+pub fn planner_turn(turn: String) -> Result<String> {
+  let turn: Value =
+    from_js_json(&turn).map_err(|e| Error::new(Status::InvalidArg, format!("malformed JSON from JS: {e}")))?;
+  wf::planner_turn(&turn).map(|answer| answer.to_string()).map_err(|e| to_napi(config_json(&e)))
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use noetic_runtime::harness::checkpoint::{Restored, SavedTokens, SavedUsage};
+use noetic_runtime::harness::checkpoint::{RestoreError, Restored, SavedTokens, SavedUsage};
 use noetic_runtime::harness::{ExecContext, Harness, HarnessConfig, Model, ScriptedModel};
 use noetic_runtime::host::*;
 use noetic_runtime::memory::HookKind;
@@ -227,4 +227,44 @@ async fn counters_no_context_can_hold_are_a_schema_mismatch() {
   }
   // Nothing was put back.
   assert!(!ctx.state().layers_ready);
+}
+
+#[tokio::test]
+async fn a_saved_snapshot_is_split_by_layer_kind_in_the_contexts_order_and_only_built_ins_are_read() {
+  let storage = Arc::new(InMemoryStorage::new());
+  let (harness, _) = harness(&storage);
+  let ctx = harness.open_context(ExecContext::new("s".into(), "T".into(), None, 0, None, layers()));
+  let mut asked = Vec::new();
+  // The snapshot names a layer the context lacks; only the built-in's state is read.
+  let saved = json!({
+    "layers": ["working-memory", "gone", "notes"],
+    "usage": { "stepCount": 2, "tokens": { "input": 1, "output": 1 }, "cost": 0 },
+  });
+  let host = harness
+    .restore_saved(&ctx, &saved, |id| {
+      asked.push(id.to_owned());
+      Ok::<_, ()>(Some(json!({ "name": "Bo" })))
+    })
+    .unwrap();
+  assert_eq!(host, ["notes"]);
+  assert_eq!(asked, ["working-memory"]);
+  assert_eq!(harness.env.states.get("s", "working-memory"), Some(StateValue::Json(json!({ "name": "Bo" }))));
+  assert_eq!(harness.env.states.get("s", "notes"), Some(StateValue::Host));
+  assert_eq!(ctx.state().step_count, 2);
+
+  // A built-in whose saved state is undefined stays without one; a failed read is the host's error, as it was.
+  let other = harness.open_context(ExecContext::new("t".into(), "T".into(), None, 0, None, layers()));
+  let none = harness.restore_saved(&other, &json!({ "layers": ["working-memory"] }), |_| Ok::<_, ()>(None)).unwrap();
+  assert!(none.is_empty());
+  assert_eq!(harness.env.states.get("t", "working-memory"), None);
+  let failed = harness.restore_saved(&other, &json!({ "layers": ["working-memory"] }), |_| Err("thrown"));
+  assert!(matches!(failed, Err(RestoreError::Host("thrown"))));
+  // Counters of the wrong shape are refused before anything is put back.
+  let third = harness.open_context(ExecContext::new("u".into(), "T".into(), None, 0, None, layers()));
+  let refused = harness
+    .restore_saved(&third, &json!({ "layers": ["notes"], "usage": { "stepCount": "x" } }), |_| Ok::<_, ()>(None));
+  let Err(RestoreError::Refused(error)) = refused else { panic!("refused") };
+  assert_eq!(error.code, "CHECKPOINT_SCHEMA_MISMATCH");
+  assert!(error.message.contains("its usage is not {stepCount, tokens: {input, output}, cost}"));
+  assert_eq!(harness.env.states.get("u", "notes"), None);
 }

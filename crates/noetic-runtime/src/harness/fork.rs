@@ -218,9 +218,5 @@ fn fork_partial(id: &str, succeeded: &[(String, StepValue)], failed: &[(String, 
     succeeded.iter().map(|(step_id, value)| json!({ "stepId": step_id, "value": value_json(value) })).collect();
   let failed_json: Vec<Value> =
     failed.iter().map(|(step_id, error)| json!({ "stepId": step_id, "error": error })).collect();
-  NoeticError::new(
-    "fork_partial",
-    json!({ "stepId": id, "succeeded": succeeded_json, "failed": failed_json }),
-    format!("Fork '{id}' partial failure: {} succeeded, {} failed", succeeded.len(), failed.len()),
-  )
+  NoeticError::described("fork_partial", json!({ "stepId": id, "succeeded": succeeded_json, "failed": failed_json }))
 }

@@ -75,22 +75,21 @@ pub(super) fn nested<'a>(
   Box::pin(dispatch(runner, step, input, ctx, depth))
 }
 
-/// `step_failed` with `cause` (the JSON JS revives as the cause) whose message is `message`.
-fn step_failed_with(step_id: &str, cause: Value, message: &str, retries_exhausted: bool) -> NoeticError {
-  NoeticError::new(
+/// `step_failed` with `cause` (the JSON JS revives as the cause), whose message the message ends with.
+fn step_failed_with(step_id: &str, cause: Value, retries_exhausted: bool) -> NoeticError {
+  NoeticError::described(
     "step_failed",
     json!({ "stepId": step_id, "cause": cause, "retriesExhausted": retries_exhausted }),
-    format!("Step '{step_id}' failed: {message}"),
   )
 }
 
 pub(super) fn step_failed(step_id: &str, cause: String) -> NoeticError {
-  step_failed_with(step_id, json!({ "message": cause }), &cause, false)
+  step_failed_with(step_id, json!({ "message": cause }), false)
 }
 
 /// `step_failed` that no retry can help (upstream's depth limit says `retriesExhausted: true`).
 fn step_failed_exhausted(step_id: &str, cause: String) -> NoeticError {
-  step_failed_with(step_id, json!({ "message": cause }), &cause, true)
+  step_failed_with(step_id, json!({ "message": cause }), true)
 }
 
 /// Whether a failure is a cancellation (which nothing retries or wraps).
@@ -116,9 +115,7 @@ fn cause_of(error: &RunError) -> Value {
 /// `step_failed` with `error` as its cause; the message ends with the cause's message, as upstream's does (a
 /// NoeticConfigError's own message, not its `[code] message` form).
 pub(super) fn step_failed_by(step_id: &str, error: &RunError, retries_exhausted: bool) -> NoeticError {
-  let cause = cause_of(error);
-  let message = cause["message"].as_str().map_or_else(|| error.to_string(), str::to_owned);
-  step_failed_with(step_id, cause, &message, retries_exhausted)
+  step_failed_with(step_id, cause_of(error), retries_exhausted)
 }
 
 /// A path's failure as a NoeticError payload: its own, or a `step_failed` of the path around anything else.

@@ -157,14 +157,10 @@ fn provider_failure(error: ProviderError, step_id: &str) -> RunError {
     ProviderError::RateLimited { retry_after_ms } => {
       let mut payload = Map::new();
       payload.insert("stepId".into(), Value::String(step_id.to_owned()));
-      let mut message = format!("LLM rate limited at step '{step_id}'");
       if let Some(ms) = retry_after_ms {
         payload.insert("retryAfter".into(), serde_json::json!(ms));
       }
-      if let Some(ms) = retry_after_ms.filter(|ms| *ms > 0.0) {
-        message.push_str(&format!(" (retry after {}ms)", crate::js_number(ms)));
-      }
-      NoeticError::new("llm_rate_limit", Value::Object(payload), message).into()
+      NoeticError::described("llm_rate_limit", Value::Object(payload)).into()
     }
     ProviderError::Item(error) => error.into(),
     other => RunError::Host(HostError::Thrown { message: other.to_string(), error: None }),

@@ -369,11 +369,7 @@ pub fn check_known_type(item: &Item) -> Result<(), NoeticError> {
   if is_known_base_type(ty) {
     return Ok(());
   }
-  Err(NoeticError::new(
-    "item_schema_mismatch",
-    json!({ "kind": "item_schema_mismatch", "category": "items", "itemType": ty }),
-    format!("Item type '{ty}' did not match any registered item extension schema."),
-  ))
+  Err(NoeticError::described("item_schema_mismatch", json!({ "category": "items", "itemType": ty })))
 }
 
 /// An item JS handed over (a model reply, an injected or appended item) as it enters the log: text that is not an

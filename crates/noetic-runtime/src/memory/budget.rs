@@ -170,15 +170,10 @@ pub fn check_budget(usage: BudgetUsage, limits: BudgetLimits) -> Result<(), Noet
     if actual > limit {
       // `kind` first, so the payload's key order matches the object upstream builds.
       let payload = json!({ "kind": "budget_exceeded", "field": field, "limit": limit, "actual": actual });
-      let message = format!("Budget exceeded: {field} limit {}, actual {}", js_number(limit), js_number(actual));
-      return Err(NoeticError::new("budget_exceeded", payload, message));
+      return Err(NoeticError::described("budget_exceeded", payload));
     }
   }
   Ok(())
-}
-
-fn js_number(x: f64) -> String {
-  crate::js_number(x)
 }
 
 #[cfg(test)]
@@ -373,7 +368,7 @@ mod tests {
       (f64::NAN, "NaN"),
     ];
     for (x, expected) in cases {
-      assert_eq!(js_number(x), expected);
+      assert_eq!(crate::js_number(x), expected);
     }
   }
 }

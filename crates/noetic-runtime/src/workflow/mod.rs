@@ -4,12 +4,14 @@
 
 mod check;
 mod plan;
+mod planner;
 pub mod tree;
 
 use serde_json::Value;
 
 pub use self::check::{MAX_DEPTH, NODE_KINDS, Problem, Refs, UNTIL_KINDS, check_document, check_node};
 pub use self::plan::{DEFAULT_MODEL, hydration_plan};
+pub use self::planner::{given_document, max_depth, planner_turn};
 
 /// How deeply the JSON text of a tree from JS may nest before it is refused unread. Each workflow level is at
 /// most three JSON levels (a branch's `routes`, a route, its `target`), so a tree at [`MAX_DEPTH`] fits with room

@@ -4,6 +4,11 @@
 //! states, the cwd, the log's items as it holds them) and keeps the snapshot where the user says. On restore the
 //! runtime puts the states and counters back in place of init.
 
+mod saved;
+pub mod store;
+
+pub use saved::RestoreError;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

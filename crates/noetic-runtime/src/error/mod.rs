@@ -1,6 +1,8 @@
 //! The two error families of the public API: configuration errors (bad input, found before or while running) and
 //! runtime errors with a discriminated `kind`, as upstream's `NoeticConfigError` and `NoeticError`.
 
+pub mod messages;
+
 use std::fmt;
 
 use serde::Serialize;
@@ -48,18 +50,21 @@ impl NoeticError {
     Self { kind: kind.to_owned(), payload: serde_json::Value::Object(fields), message: message.into() }
   }
 
+  /// A `kind` with upstream's message for its payload ([`messages`]).
+  pub fn described(kind: &str, payload: serde_json::Value) -> Self {
+    let mut error = Self::new(kind, payload, String::new());
+    error.message = messages::describe(&error.payload);
+    error
+  }
+
   /// `steering_denied`: a layer's afterModelCall denied the model's response.
   pub fn steering_denied(guidance: Option<&str>) -> Self {
-    let message = match guidance {
-      Some(text) => format!("Steering denied: {text}"),
-      None => "Steering denied".to_owned(),
-    };
-    Self::new("steering_denied", serde_json::json!({ "guidance": guidance }), message)
+    Self::described("steering_denied", serde_json::json!({ "guidance": guidance }))
   }
 
   /// `cancelled`: the context was aborted.
   pub fn cancelled(reason: &str) -> Self {
-    Self::new("cancelled", serde_json::json!({ "reason": reason }), format!("Cancelled: {reason}"))
+    Self::described("cancelled", serde_json::json!({ "reason": reason }))
   }
 }
 
