@@ -230,3 +230,32 @@ test('the spans and the inspector show each anchored call: its epoch, why it beg
     await inspector.close();
   }
 });
+
+test('a history the window cannot hold is cut in blocks: its start moves every few turns, not every turn', async () => {
+  const run = async (extra) => {
+    const { model, requests } = recordingModel();
+    const h = new AgentHarness({
+      name: 'windowed',
+      params: {},
+      initialStep: step.llm({ id: 'chat', model: 'm' }),
+      memory: [layer('rules', 100, () => 'RULES: be brief.')],
+      projection: { tokenBudget: 400, responseReserve: 0, overflow: 'truncate' },
+      _testCallModel: model,
+      ...extra,
+    });
+    for (let t = 0; t < 30; t++) {
+      await h.execute(`question ${t} ${'with some words to fill the window '.repeat(2)}`, THREAD);
+      await h.getAgentResponse(THREAD);
+    }
+    // The first history item each request carried (the first user or assistant message).
+    const starts = requests.map((items) => items.find((item) => item.role === 'user' || item.role === 'assistant').id);
+    const moves = starts.slice(1).filter((id, i) => id !== starts[i]).length;
+    const sizes = requests.map((items) => items.reduce((sum, item) => sum + Math.ceil(JSON.stringify(item).length / 4), 0));
+    return { moves, sizes };
+  };
+  const plain = await run({});
+  const anchored = await run({ contextCache: {} });
+  assert.ok(plain.moves >= 15, `without contextCache the cut moves nearly every turn (${plain.moves})`);
+  assert.ok(anchored.moves <= plain.moves * 0.6, `with it, in blocks: ${anchored.moves} moves against ${plain.moves}`);
+  assert.ok(Math.max(...anchored.sizes) <= 400, `every request fits its window: ${Math.max(...anchored.sizes)}`);
+});
