@@ -99,21 +99,25 @@ impl Runner {
     let Some(cache) = &self.cache else { return };
     let state = ctx.state();
     let mut request = Vec::new();
+    let mut held = Vec::new();
     for entry in entries {
       match entry {
         ViewEntry::Log { start, end } => {
           for pos in *start..*end {
             if let Some(item) = state.log.get(pos) {
-              request.push((Arc::clone(item), state.log.cost_at(pos)));
+              request.push((Arc::as_ptr(item) as usize, state.log.cost_at(pos)));
             }
           }
         }
-        ViewEntry::Layer { item, .. } => request.push((Arc::clone(item), state.log.cost_of(item))),
+        ViewEntry::Layer { item, .. } => {
+          request.push((Arc::as_ptr(item) as usize, state.log.cost_of(item)));
+          held.push(Arc::clone(item));
+        }
       }
     }
     drop(state);
     let mut store = cache.store.lock().unwrap_or_else(PoisonError::into_inner);
-    bands.repeated_tokens = store.repeated_start(&bands.key, request);
+    bands.repeated_tokens = store.repeated_start(&bands.key, request, held);
     store.hold_history_cut(&bands.key, cut);
   }
 

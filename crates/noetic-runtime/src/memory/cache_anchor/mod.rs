@@ -200,9 +200,12 @@ struct Lineage {
   /// Where the last request's history began, held while the history from there fits (see
   /// [`crate::memory::assemble_view_from`]).
   history_cut: Option<usize>,
-  /// The last request's items with their costs: what the next one's repeated start is measured on, by identity
-  /// (held, so that no new item can take an old one's address).
-  last_request: Vec<(Arc<Item>, u64)>,
+  /// The last request's items by identity (their addresses), with their costs: what the next one's repeated start
+  /// is measured on.
+  last_request: Vec<(usize, u64)>,
+  /// Its items that nothing else holds (layer items and updates; the log holds its own), held so that no new item
+  /// can take one's address.
+  last_held: Vec<Arc<Item>>,
 }
 
 /// A harness's anchoring state.
@@ -228,16 +231,21 @@ pub fn text_hash(text: &str) -> u64 {
 }
 
 /// What a layer's items say, ids aside: a layer that makes its message afresh each recall (a new id each time)
-/// has not changed.
+/// has not changed. Read from each item's text by its top-level fields, unparsed below them (every layer's items are
+/// hashed on every assembly, and most are new objects each time, never parsed otherwise).
 fn content_of(items: &[Arc<Item>]) -> u64 {
   let mut hasher = std::collections::hash_map::DefaultHasher::new();
   for item in items {
-    if item.id().is_some() {
-      let mut fields = item.fields().into_owned();
-      fields.remove("id");
-      crate::items::object_to_js_json(&fields).hash(&mut hasher);
-    } else {
-      item.json_text().hash(&mut hasher);
+    let text = item.json_text();
+    match serde_json::from_str::<std::collections::BTreeMap<&str, &serde_json::value::RawValue>>(text) {
+      Ok(fields) => {
+        for (key, value) in fields.iter().filter(|(key, _)| **key != "id") {
+          key.hash(&mut hasher);
+          value.get().hash(&mut hasher);
+        }
+      }
+      // A key with an escape in it cannot be borrowed: the whole text stands for the item.
+      Err(_) => text.hash(&mut hasher),
     }
   }
   items.len().hash(&mut hasher);
@@ -339,18 +347,19 @@ impl CacheStore {
     self.lineages.get(key).is_some_and(|lineage| lineage.epoch.cache_blind)
   }
 
-  /// Tokens at the start of `request` (items by identity, with their costs) that repeat the previous request of
-  /// `key`; the request is remembered for the next.
-  pub fn repeated_start(&mut self, key: &str, request: Vec<(Arc<Item>, u64)>) -> u64 {
+  /// Tokens at the start of `request` (items by address, with their costs) that repeat the previous request of
+  /// `key`; the request is remembered for the next, `held` keeping alive its items that nothing else holds.
+  pub fn repeated_start(&mut self, key: &str, request: Vec<(usize, u64)>, held: Vec<Arc<Item>>) -> u64 {
     let Some(lineage) = self.lineages.get_mut(key) else { return 0 };
     let repeated = lineage
       .last_request
       .iter()
       .zip(&request)
-      .take_while(|(before, now)| Arc::ptr_eq(&before.0, &now.0))
+      .take_while(|(before, now)| before.0 == now.0)
       .map(|(_, now)| now.1)
       .sum();
     lineage.last_request = request;
+    lineage.last_held = held;
     repeated
   }
 
@@ -414,16 +423,16 @@ impl CacheStore {
       }
     }
     let previous_cut = previous.as_ref().and_then(|lineage| lineage.history_cut);
-    let (generation, cache_blind, misses, last_seen, last_request) = match previous {
+    let (generation, cache_blind, misses, last_seen, (last_request, last_held)) = match previous {
       Some(lineage) => (
         lineage.epoch.generation + 1,
         lineage.epoch.cache_blind,
         // A miss began this epoch: forgetting it would never let a provider that does not cache be given up on.
         lineage.epoch.misses,
         lineage.last_seen,
-        lineage.last_request,
+        (lineage.last_request, lineage.last_held),
       ),
-      None => (0, false, 0, HashMap::new(), Vec::new()),
+      None => (0, false, 0, HashMap::new(), (Vec::new(), Vec::new())),
     };
     let epoch = Epoch {
       generation,
@@ -439,7 +448,9 @@ impl CacheStore {
     };
     // The history's cut outlives epochs: a new anchor need not move it.
     let history_cut = previous_cut;
-    self.lineages.insert(key.to_owned(), Lineage { epoch, last_seen, pending: None, last_request, history_cut });
+    self
+      .lineages
+      .insert(key.to_owned(), Lineage { epoch, last_seen, pending: None, last_request, last_held, history_cut });
   }
 
   /// Watches every layer, whatever its band: whether its output changed since it was last seen.

@@ -161,9 +161,10 @@ fn the_repeated_start_is_measured_by_identity_and_lineages_are_bounded() {
   let item = |id: &str| Arc::new(input_message(id, "user", "hi"));
   let (a, b, c) = (item("a"), item("b"), item("c"));
   let same_words_as_b = item("b");
-  assert_eq!(store.repeated_start(KEY, vec![(a.clone(), 10), (b.clone(), 20)]), 0);
-  assert_eq!(store.repeated_start(KEY, vec![(a.clone(), 10), (b.clone(), 20), (c.clone(), 5)]), 30);
-  assert_eq!(store.repeated_start(KEY, vec![(a, 10), (same_words_as_b, 20), (c, 5)]), 10);
+  let at = |item: &Arc<Item>| Arc::as_ptr(item) as usize;
+  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&b), 20)], vec![]), 0);
+  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&b), 20), (at(&c), 5)], vec![]), 30);
+  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&same_words_as_b), 20), (at(&c), 5)], vec![]), 10);
 
   for i in 0..(MAX_LINEAGES + 10) {
     store.assemble(&format!("t:{i}"), 1, vec![], (0, 2000.0), &config, &|item: &Item| item.cost());
