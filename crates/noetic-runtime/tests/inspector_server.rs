@@ -144,6 +144,7 @@ fn record(harness: &Harness, thread: &str) -> ModelCallRecord {
     tool_calls: vec![],
     window_items: WindowItems::default(),
     spans: Vec::new(),
+    cache: None,
   }
 }
 

@@ -707,6 +707,7 @@ async fn respond(provider: &OpenRouter, deltas: Option<&dyn DeltaSink>) -> Resul
     output_schema: None,
     deltas,
     nudge: false,
+    cache: None,
   };
   provider.respond(&request).await
 }
