@@ -54,8 +54,9 @@ const CheckpointSnapshotSchema = z.object({
 const CheckpointKeys = Object.freeze(JSON.parse(native.checkpointKeys()));
 const snapshotKey = (executionId) => `${CheckpointKeys.ExecPrefix}${executionId}${CheckpointKeys.SnapshotSuffix}`;
 
-// A snapshot that cannot be restored, in the runtime's words, with what refused it as its cause.
-function mismatch(executionId, reason, cause) {
+// A checkpoint call refused (a snapshot that cannot be restored, say), in the runtime's words (harness/checkpoint/
+// store.rs), with what refused it as its cause.
+function refused(executionId, reason, cause) {
   const error = new NoeticConfigError(JSON.parse(native.checkpointRefusal(`${executionId}`, JSON.stringify(reason))));
   if (cause !== undefined) error.cause = cause;
   return error;
@@ -71,14 +72,14 @@ function createCheckpointStore(options) {
     },
     async load(executionId) {
       const raw = await storage.get(snapshotKey(executionId)).catch((e) => {
-        throw e?.code === 'STORAGE_CORRUPT' ? mismatch(executionId, { notJson: messageOf(e) }, e) : e;
+        throw e?.code === 'STORAGE_CORRUPT' ? refused(executionId, { notJson: messageOf(e) }, e) : e;
       });
       if (raw === null || raw === undefined) return null;
       const parsed = CheckpointSnapshotSchema.safeParse(raw);
       if (parsed.success) return parsed.data;
       const version = typeof raw === 'object' && 'schemaVersion' in raw ? String(raw.schemaVersion) : 'unknown';
       const [issue] = parsed.error.issues;
-      throw mismatch(executionId, { schema: { version, path: issue.path, message: issue.message } }, parsed.error);
+      throw refused(executionId, { schema: { version, path: issue.path, message: issue.message } }, parsed.error);
     },
     async list() {
       return JSON.parse(native.checkpointIds(JSON.stringify(await storage.list(CheckpointKeys.ExecPrefix))));
@@ -87,15 +88,6 @@ function createCheckpointStore(options) {
       await storage.delete(snapshotKey(executionId));
     },
   };
-}
-
-function ownContext(harness, ctx, what) {
-  if (ctx?._rt === harness._runtime) return ctx;
-  throw new NoeticConfigError({
-    code: 'INVALID_CONTEXT',
-    message: `${what} needs a context of this harness.`,
-    hint: 'Pass the ctx a step of this harness was given, or one from its createContext() or restore().',
-  });
 }
 
 // The runtime writes the snapshot; JS puts in the values it holds, as upstream's snapshot holds them.
@@ -118,7 +110,8 @@ function snapshotOf(harness, ctx) {
 async function checkpoint(harness, ctx) {
   const store = harness.checkpointStore;
   if (!store) return;
-  const snapshot = snapshotOf(harness, ownContext(harness, ctx, 'harness.checkpoint(ctx)'));
+  if (ctx?._rt !== harness._runtime) throw refused('', { foreignContext: true });
+  const snapshot = snapshotOf(harness, ctx);
   try {
     await store.save(snapshot);
   } catch (err) {
@@ -133,13 +126,7 @@ async function restore(harness, executionId) {
   const snapshot = await store.load(executionId);
   if (!snapshot) return null;
   const runtime = harness._runtime;
-  if (runtime.liveContext(executionId)) {
-    throw new NoeticConfigError({
-      code: 'CHECKPOINT_EXECUTION_LIVE',
-      message: `harness.restore("${executionId}"): this harness still has that execution's context.`,
-      hint: 'Go on with the live context, or restore in another harness (another process, after a restart).',
-    });
-  }
+  if (runtime.liveContext(executionId)) throw refused(executionId, { live: true });
   let ctx;
   try {
     ctx = harness._createContext(
@@ -147,7 +134,7 @@ async function restore(harness, executionId) {
       { id: executionId },
     );
   } catch (err) {
-    throw mismatch(executionId, { items: messageOf(err) }, err);
+    throw refused(executionId, { items: messageOf(err) }, err);
   }
   try {
     if (snapshot.cwd?.current != null && snapshot.cwd.previous != null) ctx.cwdState.previousCwd = snapshot.cwd.previous;

@@ -4,7 +4,7 @@
 // adapter and keeps what user code reads (DECISIONS M21).
 const native = require('./native.cjs');
 const { NoeticConfigError, NoeticErrorImpl, callNative, fromNative } = require('./errors.cjs');
-const { SETTLED, runsInline, shaped } = require('./subprocess.cjs');
+const { SETTLED, shaped } = require('./subprocess.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 const { sketchText } = require('./sketch.cjs');
 
@@ -145,14 +145,9 @@ class DetachedHandleImpl {
   }
 }
 
-function adapterFor(step, override, fallback) {
-  if (override != null) return override;
-  if ((step?.kind === 'run' || step?.kind === 'spawn') && step.subprocess != null) return step.subprocess;
-  return fallback;
-}
-
-function dispatch({ adapter, step, input, executionId, overrides, run, onStop }) {
-  const request = { kind: 'step', stepId: step.id, serializedInput: input, executionId, overrides, _localExecutor: run };
+// Hands step `stepId` to `adapter` (upstream's request, `run` its local executor); the handle follows it.
+function dispatch({ adapter, stepId, input, executionId, overrides, run, onStop }) {
+  const request = { kind: 'step', stepId, serializedInput: input, executionId, overrides, _localExecutor: run };
   // A spawn that throws synchronously is a rejected spawn, as an async one's would be.
   let spawned;
   try {
@@ -160,23 +155,7 @@ function dispatch({ adapter, step, input, executionId, overrides, run, onStop })
   } catch (err) {
     spawned = Promise.reject(err);
   }
-  return new DetachedHandleImpl({ id: executionId, stepId: step.id, adapter, spawned, onStop });
+  return new DetachedHandleImpl({ id: executionId, stepId, adapter, spawned, onStop });
 }
 
-// So that a step an adapter was just handed is not handed over again (upstream's executeNoAdapter).
-const ROUTED = Symbol('noetic.step.routed');
-const alreadyRouted = (step) => (step?.kind === 'run' ? { ...step, [ROUTED]: true } : step);
-
-// Straight through when the adapter runs steps in place with nothing to observe, else handed over as upstream does.
-function routedExecute(step) {
-  const execute = step.execute;
-  if (step[ROUTED]) return execute;
-  return function execute_(input, ctx) {
-    const adapter = adapterFor(step, undefined, ctx?.harness?.subprocess);
-    if (adapter == null || runsInline(adapter)) return execute(input, ctx);
-    const overrides = { threadId: ctx.threadId, resourceId: ctx.resourceId };
-    return dispatch({ adapter, step, input, executionId: ctx.id, overrides, run: () => execute(input, ctx) }).await();
-  };
-}
-
-module.exports = { DetachedStatus, adapterFor, dispatch, routedExecute, alreadyRouted };
+module.exports = { DetachedStatus, dispatch };

@@ -7,7 +7,7 @@ const { describeStep, describeTool, lookupStep } = require('./steps.cjs');
 const { ContextImpl, isHoldable } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
-const { createInMemorySubprocessAdapter, REPLAYER } = require('./subprocess.cjs');
+const { createInMemorySubprocessAdapter, adapterRef, REPLAYER } = require('./subprocess.cjs');
 const detached = require('./detached.cjs');
 const { contextOptionsOf, runOptionsOf } = require('./options.cjs');
 const { sketchOptions, checkArgs } = require('./sketch.cjs');
@@ -84,6 +84,7 @@ class AgentHarness {
     runtime.harness = this;
     // Layers are validated where the native harness registers them (D1).
     const memory = layersOf(opts.memory, 'AgentHarness');
+    const subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
     const config = {
       ...settings,
       name: opts.name,
@@ -95,6 +96,8 @@ class AgentHarness {
       initialStep: opts.initialStep == null ? undefined : describeStep(opts.initialStep, (v) => runtime.keep(v), describeLayer),
       tools: (opts.tools ?? []).map((t) => describeTool(t, (v) => runtime.keep(v))),
       tracing: isTracing(this.traceExporter),
+      // What a `step.run` without an adapter of its own is handed to (the runtime's choice, R15).
+      subprocess: adapterRef(subprocess, (v) => runtime.keep(v)),
     };
     runtime.tracing = config.tracing;
     Object.defineProperty(this, '_initialStep', { value: opts.initialStep ?? undefined });
@@ -105,7 +108,7 @@ class AgentHarness {
     Object.defineProperty(this, '_runtime', { value: runtime });
     // `ctx.tokenize` counts as the harness does: natively with a real tokenizer, upstream's estimate otherwise.
     if (config.tokenizer !== undefined) runtime.tokenize = (text) => runtime.native.countTokens(String(text));
-    this.subprocess = opts.subprocess ?? createInMemorySubprocessAdapter();
+    this.subprocess = subprocess;
     // An adapter of ours with storage can reattach a step another process started; this harness runs it again.
     if (REPLAYER in this.subprocess) this.subprocess[REPLAYER] = (request) => this._replay(request);
     this.checkpointStore = opts.checkpointStore ?? undefined;
@@ -159,14 +162,14 @@ class AgentHarness {
     const resourceId = overrides?.resourceId ?? parentCtx.resourceId;
     const cwdInit = overrides?.cwdInit;
     const child = this.createContext({ parent: parentCtx, threadId, resourceId, cwdInit });
-    const adapter = detached.adapterFor(step, overrides?.subprocess, this.subprocess);
+    const chosen = native.detachedAdapter(overrides?.subprocess != null, step.kind, step.subprocess != null);
     return detached.dispatch({
-      adapter,
-      step,
+      adapter: { call: overrides?.subprocess, step: step.subprocess, harness: this.subprocess }[chosen],
+      stepId: step.id,
       input,
       executionId: child.id,
       overrides: { threadId, resourceId, cwdInit },
-      run: () => this.run(detached.alreadyRouted(step), input, child),
+      run: () => this.run(step, input, child, true),
       onStop: (reason) => child.abort(reason),
     });
   }
@@ -183,7 +186,7 @@ class AgentHarness {
     }
     const { threadId, resourceId, cwdInit } = request.overrides ?? {};
     const ctx = this._createContext(contextOptionsOf({ threadId, resourceId, cwdInit }));
-    return this.run(detached.alreadyRouted(step), request.serializedInput, ctx);
+    return this.run(step, request.serializedInput, ctx, true);
   }
 
   // Stops a context: its run in flight ends as cancelled, and what it parked (a channel receive) with it.
@@ -257,20 +260,21 @@ class AgentHarness {
 
   // Runs `step` with `input`. Given a context from createContext, the step runs in it (its layers initialise on
   // the first run). Otherwise the run is one execution: layers initialise, the step runs, then onComplete and
-  // dispose; `options` may name its threadId, resourceId and memory.
-  async run(step, input, contextOrOptions) {
+  // dispose; `options` may name its threadId, resourceId and memory. `inPlace` is ours, never a user's: the step is
+  // one an adapter was handed, run here rather than handed over again (upstream's executeNoAdapter).
+  async run(step, input, contextOrOptions, inPlace = false) {
     const runtime = this._runtime;
     const handles = runtime.scope();
     try {
-      return await this._run(step, input, contextOrOptions, handles.keep);
+      return await this._run(step, input, contextOrOptions, handles.keep, inPlace === true);
     } finally {
       handles.release();
     }
   }
 
-  _run(step, input, contextOrOptions, keep) {
+  _run(step, input, contextOrOptions, keep, inPlace) {
     const runtime = this._runtime;
-    const description = describeStep(step, keep, describeLayer);
+    const description = { ...describeStep(step, keep, describeLayer), inPlace };
     const inputRef = JSON.stringify(runtime.toRef(input));
     if (contextOrOptions instanceof ContextImpl && contextOrOptions._rt === runtime) {
       const ctx = contextOrOptions;

@@ -6,6 +6,7 @@ const { runToolStep, runTool } = require('./tool-calls.cjs');
 const { NATIVE, describeLayer } = require('./memory.cjs');
 const { describeStep, describeTool } = require('./steps.cjs');
 const { readFiles } = require('./file-reads.cjs');
+const { dispatch } = require('./detached.cjs');
 
 // As upstream's predicates see it.
 function textOfOutput(output) {
@@ -17,10 +18,14 @@ function textOfOutput(output) {
 async function answerRequest(runtime, message) {
   switch (message.op) {
     case 'step': {
+      // Called here, or handed to the adapter the runtime chose (R15), which may call it back as its local executor.
       const { call } = message;
-      const fn = runtime.handles.get(call.step);
-      const output = await fn(runtime.fromRef(call.input), runtime.context(call.context));
-      return { value: runtime.toRef(output) };
+      const [fn, input, ctx] = [runtime.handles.get(call.step), runtime.fromRef(call.input), runtime.context(call.context)];
+      const run = () => fn(input, ctx);
+      if (call.adapter === undefined) return { value: runtime.toRef(await run()) };
+      const overrides = { threadId: ctx.threadId, resourceId: ctx.resourceId };
+      const handle = dispatch({ adapter: runtime.handles.get(call.adapter), stepId: call.stepId, input, executionId: ctx.id, overrides, run });
+      return { value: runtime.toRef(await handle.await()) };
     }
     case 'until': {
       const { call } = message;

@@ -6,7 +6,7 @@ const { KEEP_IDENTITY, NoeticConfigError, NoeticErrorImpl, describeValue, callNa
 const { validateLayers, layersOf, num, outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
 const { cosineSimilarity } = require('./conditions.cjs');
-const { routedExecute } = require('./detached.cjs');
+const { adapterRef } = require('./subprocess.cjs');
 const { sketch } = require('./sketch.cjs');
 const native = require('./native.cjs');
 const { describeChannel } = require('./channels.cjs');
@@ -264,8 +264,10 @@ function describeCandidates(s, keep, describeLayer) {
 function describeStep(s, keep, describeLayer) {
   const base = { kind: s?.kind, id: s?.id };
   switch (s?.kind) {
-    case 'run':
-      return { ...base, execute: typeof s.execute === 'function' ? keep(routedExecute(s)) : undefined, retry: s.retry == null ? undefined : sketch(s.retry, [], 1) };
+    case 'run': {
+      const execute = typeof s.execute === 'function' ? keep(s.execute) : undefined;
+      return { ...base, execute, retry: s.retry == null ? undefined : sketch(s.retry, [], 1), subprocess: adapterRef(s.subprocess, keep) };
+    }
     case 'tool':
       return { ...base, tool: s.tool ? keep(s.tool) : undefined, args: s.args ? keep(s.args) : undefined };
     case 'branch':

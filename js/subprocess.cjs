@@ -11,7 +11,8 @@ const { sketchText } = require('./sketch.cjs');
 const INLINE = Symbol('noetic.subprocess.inline');
 const SETTLED = Symbol('noetic.subprocess.settled');
 const REPLAYER = Symbol('noetic.subprocess.replayer');
-const runsInline = (adapter) => adapter?.[INLINE] === true;
+// An adapter as the runtime reads it (`StepAdapter`): its handle, and whether it runs steps in place.
+const adapterRef = (adapter, keep) => (adapter == null ? undefined : { handle: keep(adapter), inline: adapter[INLINE] === true });
 
 // An object as a runtime layout says (js_layout.rs), key by key in order, out of `source`'s values.
 function shaped(layout, source) {
@@ -186,4 +187,4 @@ function createInMemorySubprocessAdapter(options = {}) {
   return adapter;
 }
 
-module.exports = { createInMemorySubprocessAdapter, serializeError, shaped, runsInline, SETTLED, REPLAYER };
+module.exports = { createInMemorySubprocessAdapter, serializeError, shaped, adapterRef, SETTLED, REPLAYER };

@@ -29,7 +29,7 @@ use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
 use noetic_runtime::steps::builders;
 use noetic_runtime::steps::{
   ContextIn, ContextOut, Emit, EveryStep, ForkMode, ForkStep, LazyFields, LlmStep, LoopStep, ModelParams, Step,
-  StructuredOutput, Until,
+  StepAdapter, StructuredOutput, Until,
 };
 use serde_json::Value;
 
@@ -223,6 +223,12 @@ fn until(value: &Value) -> Result<Until, ConfigError> {
   })
 }
 
+/// A subprocess adapter as JS sends it: `{handle, inline}`.
+pub(crate) fn adapter(value: &Value) -> Option<StepAdapter> {
+  let handle = value.get("handle").and_then(Value::as_u64)?;
+  Some(StepAdapter { handle, inline: value.get("inline").and_then(Value::as_bool) == Some(true) })
+}
+
 /// A step tree from its description.
 pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError> {
   let id = text(value, "id").unwrap_or_default();
@@ -231,6 +237,8 @@ pub fn step(value: &Value, host: Option<&Dispatch>) -> Result<Step, ConfigError>
     Some("run") => Step::Run {
       execute: handle("execute").ok_or_else(|| describe_error(format!("step.run '{id}' has no execute function.")))?,
       retry: builders::retry_policy(value.get("retry").map_or(Sketch::undefined(), Sketch::of))?,
+      subprocess: value.get("subprocess").and_then(adapter),
+      in_place: value.get("inPlace").and_then(Value::as_bool) == Some(true),
       id,
     },
     Some("tool") => Step::Tool {

@@ -246,6 +246,7 @@ impl NativeHarness {
     .with_item_types(item_types(&config))
     .with_tokenizer(config.get("tokenizer").and_then(Value::as_str).and_then(Tokenizer::parse))
     .with_channels(Arc::clone(&channels.inner))
+    .with_subprocess(config.get("subprocess").and_then(describe::adapter))
     .with_context_cache(
       config.get("contextCache").and_then(|given| CacheConfig::from_option(Sketch::of(given)).ok().flatten()),
     )

@@ -8,7 +8,7 @@ use napi_derive::napi;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use noetic_runtime::adapters::detached::{DetachedWatch, Ending, Next};
+use noetic_runtime::adapters::detached::{DetachedWatch, Ending, Next, spawn_adapter};
 use noetic_runtime::adapters::subprocess::{InMemorySubprocess, Layouts};
 use noetic_runtime::js_date::iso_now;
 use noetic_runtime::js_sketch::Sketch;
@@ -33,6 +33,12 @@ fn read(sketch: &str) -> Result<Value> {
 #[napi(catch_unwind, skip_typescript)]
 pub fn subprocess_layouts() -> Result<Value> {
   json(Layouts::new())
+}
+
+/// Which adapter `detachedSpawn` hands its step to: `call`, `step` or `harness` (`spawn_adapter`).
+#[napi(catch_unwind, skip_typescript)]
+pub fn detached_adapter(call_given: bool, step_kind: String, step_given: bool) -> &'static str {
+  spawn_adapter(call_given, &step_kind, step_given)
 }
 
 #[napi(js_name = "NativeSubprocessRegistry")]

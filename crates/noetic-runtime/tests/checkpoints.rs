@@ -132,7 +132,7 @@ async fn the_frontier_holds_the_steps_in_flight_outermost_first_and_empties_when
   let storage = Arc::new(InMemoryStorage::new());
   let (harness, host) = harness(&storage);
   let ctx = harness.open_context(ExecContext::new("c".into(), "T".into(), Some("R".into()), 0, None, layers()));
-  let inner = Arc::new(Step::Run { id: "work".into(), execute: 7, retry: None });
+  let inner = Arc::new(Step::Run { id: "work".into(), execute: 7, retry: None, subprocess: None, in_place: false });
   let step = Step::Provide { id: "outer".into(), child: inner, memory: Arc::new(LayerSet::from_layers(vec![])) };
   let (seen_tx, seen_rx) = oneshot::channel();
   let watch = async {

@@ -15,7 +15,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::steps::{LlmStep, ModelParams, Step};
+use noetic_runtime::steps::{LlmStep, ModelParams, Step, StepAdapter};
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
@@ -58,7 +58,10 @@ impl Host for ScriptHost {
     replies
   }
   async fn run_step(&self, call: StepCall) -> Result<StepValue, HostError> {
-    Ok(StepValue::Text(format!("ran {}", call.step_id)))
+    Ok(StepValue::Text(match call.adapter {
+      Some(adapter) => format!("ran {} via {adapter}", call.step_id),
+      None => format!("ran {}", call.step_id),
+    }))
   }
   async fn call_model(&self, call: ModelCall) -> Result<ModelReply, HostError> {
     let layer_items = call
@@ -324,10 +327,32 @@ async fn missing_model_and_missing_provider_are_config_errors() {
   }
   let out = f
     .harness
-    .run(&Step::Run { id: "r".into(), execute: 7, retry: None }, StepValue::Undefined, RunOptions::default())
+    .run(
+      &Step::Run { id: "r".into(), execute: 7, retry: None, subprocess: None, in_place: false },
+      StepValue::Undefined,
+      RunOptions::default(),
+    )
     .await;
   assert_eq!(out.unwrap(), StepValue::Text("ran r".into()));
   let _: Value = json!(null);
+}
+
+#[tokio::test]
+async fn a_step_run_is_handed_to_its_own_adapter_else_the_harness_unless_it_runs_in_place() {
+  let adapter = |handle, inline| Some(StepAdapter { handle, inline });
+  let run = |subprocess, in_place| Step::Run { id: "r".into(), execute: 7, retry: None, subprocess, in_place };
+  for (harness_adapter, step, expected) in [
+    (adapter(9, false), run(None, false), "ran r via 9"),
+    (adapter(9, false), run(adapter(5, false), false), "ran r via 5"),
+    (adapter(9, false), run(adapter(5, true), false), "ran r"),
+    (adapter(9, false), run(None, true), "ran r"),
+    (adapter(9, true), run(None, false), "ran r"),
+    (None, run(None, false), "ran r"),
+  ] {
+    let harness = fixture(LayerSet::default(), vec![]).harness.with_subprocess(harness_adapter);
+    let out = harness.run(&step, StepValue::Undefined, RunOptions::default()).await.unwrap();
+    assert_eq!(out, StepValue::Text(expected.into()), "{harness_adapter:?} {step:?}");
+  }
 }
 
 #[tokio::test]

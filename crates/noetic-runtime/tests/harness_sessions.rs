@@ -80,7 +80,7 @@ fn harness(host: GateHost, step: Option<Step>, model: Model) -> (Arc<Harness>, A
 }
 
 fn run_step() -> Step {
-  Step::Run { id: "turn".into(), execute: 1, retry: None }
+  Step::Run { id: "turn".into(), execute: 1, retry: None, subprocess: None, in_place: false }
 }
 
 fn llm_step() -> Step {

@@ -64,7 +64,13 @@ fn harness(storage: Arc<dyn Storage>, host: StepHost, idle: Option<Duration>) ->
     projection: None,
     model: Model::None,
     force_atomic_recall: false,
-    initial_step: Some(Arc::new(Step::Run { id: "turn".into(), execute: 1, retry: None })),
+    initial_step: Some(Arc::new(Step::Run {
+      id: "turn".into(),
+      execute: 1,
+      retry: None,
+      subprocess: None,
+      in_place: false,
+    })),
     tools: Vec::new(),
   };
   Arc::new(Harness::new(config, env).with_persisted_sessions(idle))

@@ -200,6 +200,18 @@ impl DetachedWatch {
   }
 }
 
+/// Which adapter `detachedSpawn` hands its step to (upstream's `resolveStepAdapter`): the call's (`call`), else a
+/// run's or a spawn's own (`step`), else the harness's (`harness`).
+pub fn spawn_adapter(call_given: bool, step_kind: &str, step_given: bool) -> &'static str {
+  if call_given {
+    "call"
+  } else if step_given && matches!(step_kind, "run" | "spawn") {
+    "step"
+  } else {
+    "harness"
+  }
+}
+
 /// A sketched value in an error's payload: itself when JSON holds it, else `null`.
 fn json_of(value: Sketch) -> Value {
   value.plain().cloned().unwrap_or(Value::Null)

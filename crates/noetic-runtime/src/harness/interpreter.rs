@@ -243,8 +243,9 @@ async fn run_step(
   // The step kinds that run steps of their own, the LLM step and `step.run`'s retry loop poll in frames of their own
   // (`frame_of`): inline, the largest would size every step's future, held while the step waits on JS (S20).
   match step {
-    Step::Run { id, execute, retry } => {
-      frame_of(run_with_retry(runner, id, *execute, retry.as_ref(), &input, ctx)).await
+    Step::Run { id, execute, retry, subprocess, in_place } => {
+      let run = RunCall { id, execute: *execute, adapter: runner.adapter_of_run(*subprocess, *in_place) };
+      frame_of(run_with_retry(runner, run, retry.as_ref(), &input, ctx)).await
     }
     Step::Tool { id, tool, args } => {
       let call =
@@ -278,12 +279,18 @@ async fn run_step(
   }
 }
 
+/// A `step.run`'s function and the subprocess adapter each attempt is handed to (none: called in place).
+struct RunCall<'a> {
+  id: &'a str,
+  execute: HostRef,
+  adapter: Option<HostRef>,
+}
+
 /// `step.run`: the function, tried again after a failure as `retry` says. A cancellation ends it at once; every
 /// other failure, after the last attempt, is `step_failed` (upstream's `executeRun`).
 async fn run_with_retry(
   runner: &Runner,
-  id: &str,
-  execute: HostRef,
+  RunCall { id, execute, adapter }: RunCall<'_>,
   retry: Option<&RetryPolicy>,
   input: &StepValue,
   ctx: &Arc<ExecContext>,
@@ -295,7 +302,8 @@ async fn run_with_retry(
     if let Some(reason) = ctx.aborted() {
       return Err(NoeticError::cancelled(&reason).into());
     }
-    let call = StepCall { step: execute, step_id: id.to_owned(), context: ctx.id.clone(), input: input.into() };
+    let call =
+      StepCall { step: execute, adapter, step_id: id.to_owned(), context: ctx.id.clone(), input: input.into() };
     match runner.env.host.run_step(call).await.map_err(RunError::from) {
       Ok(value) => return Ok(value),
       Err(error) if is_cancelled(&error) => return Err(error),

@@ -161,6 +161,12 @@ impl Harness {
     self
   }
 
+  /// The harness's own subprocess adapter, for the `step.run`s that have none of their own.
+  pub fn with_subprocess(mut self, adapter: Option<crate::steps::StepAdapter>) -> Self {
+    self.runner.subprocess = adapter;
+    self
+  }
+
   /// The channel store its contexts share (the host holds it too, for user code's sends and receives).
   pub fn with_channels(mut self, channels: Arc<ChannelStore>) -> Self {
     self.runner.channels = channels;

@@ -13,13 +13,14 @@ use super::{
   ToolDef, collect_tools, execute, inspect, llm, merge_tools,
 };
 use crate::host::StepValue;
+use crate::host::protocol::HostRef;
 use crate::items::ItemTypes;
 use crate::memory::lifecycle::{self, ExecScope, MemoryEnv, Outcome, RecallCache};
 use crate::memory::native::{AsideModel, LayerFiles};
 use crate::memory::registry::LayerSet;
 use crate::memory::{DEFAULT_PROJECTION, ProjectionPolicy, RecallMode, allocate_budgets};
 use crate::provider::Round;
-use crate::steps::{Emit, Step};
+use crate::steps::{Emit, Step, StepAdapter};
 use crate::tokens::{Tokenizer, count_tokens};
 
 const DEFAULT_THREAD_ID: &str = "__default__";
@@ -58,6 +59,9 @@ pub struct Runner {
   pub channels: Arc<ChannelStore>,
   /// Prompt-cache anchoring (`contextCache`) and its epochs; `None` assembles every request as 1.0.0 does.
   pub cache: Option<PromptCache>,
+  /// The harness's own subprocess adapter (`harness.subprocess`), which a `step.run` without one of its own is
+  /// handed to.
+  pub subprocess: Option<StepAdapter>,
 }
 
 /// A harness's anchoring: its settings and its lineages' epochs.
@@ -103,6 +107,7 @@ impl Runner {
       inspector,
       channels: Arc::default(),
       cache: None,
+      subprocess: None,
     }
   }
 
@@ -285,6 +290,13 @@ impl Runner {
       Some(ctx) => Box::pin(self.tool_loop(model, round, request.items.clone(), ctx, None)).await,
       None => model.answer(&round).await,
     }
+  }
+
+  /// The adapter a `step.run` is handed to (upstream's `resolveStepAdapter`): its own, else the harness's; none when
+  /// that one runs steps in place, as ours without storage does, or when the step is the one an adapter was handed.
+  pub fn adapter_of_run(&self, own: Option<StepAdapter>, in_place: bool) -> Option<HostRef> {
+    let adapter = own.or(self.subprocess).filter(|_| !in_place)?;
+    (!adapter.inline).then_some(adapter.handle)
   }
 
   /// Forgets a context the caller kept, and its layers' state. No hook runs.

@@ -711,6 +711,9 @@ impl From<&StepValue> for StepValueRef {
 #[serde(rename_all = "camelCase")]
 pub struct StepCall {
   pub step: HostRef,
+  /// The subprocess adapter the call is handed to, as upstream's `executeRun` under an adapter; none calls it here.
+  #[serde(skip_serializing_if = "Option::is_none")]
+  pub adapter: Option<HostRef>,
   pub step_id: String,
   pub context: String,
   pub input: StepValueRef,

@@ -16,13 +16,22 @@ pub use self::channel::{ChannelMode, ChannelSpec, HostKey};
 pub use self::until::Until;
 pub use crate::host::protocol::LazyField;
 
+/// A subprocess adapter a `step.run` may be handed to (R15): the host's handle of it, and whether it runs steps in
+/// place with nothing another caller could observe (our in-memory adapter without storage), which a step skips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepAdapter {
+  pub handle: HostRef,
+  pub inline: bool,
+}
+
 /// Upstream's default `maxHistorySize`.
 pub const DEFAULT_LOOP_HISTORY: usize = 100;
 
 #[derive(Debug, Clone)]
 pub enum Step {
-  /// `step.run`: a user function, tried again as `retry` says.
-  Run { id: String, execute: HostRef, retry: Option<RetryPolicy> },
+  /// `step.run`: a user function, tried again as `retry` says. `subprocess`: the step's own adapter; `in_place`: the
+  /// step is the one an adapter was just handed, so it is not handed over again (upstream's `executeNoAdapter`).
+  Run { id: String, execute: HostRef, retry: Option<RetryPolicy>, subprocess: Option<StepAdapter>, in_place: bool },
   /// `step.tool`: one tool call as a step; its arguments are the input, with `args` (kept by the host) over it.
   Tool { id: String, tool: HostRef, args: Option<HostRef> },
   /// `branch`: a route picks the next step at run time; none passes the input through. `candidates`

@@ -174,3 +174,13 @@ fn ids_js_cannot_put_in_json_cross_as_null_and_print_as_js_does() {
     ("Step 'undefined' failed: Detached spawn timed out after 5ms", &Value::Null)
   );
 }
+
+#[test]
+fn a_detached_spawn_takes_the_calls_adapter_then_a_run_or_spawn_steps_own_then_the_harnesss() {
+  assert_eq!(spawn_adapter(true, "llm", true), "call");
+  assert_eq!(spawn_adapter(false, "run", true), "step");
+  assert_eq!(spawn_adapter(false, "spawn", true), "step");
+  // Only a run or a spawn step's own adapter counts; any other step goes to the harness's.
+  assert_eq!(spawn_adapter(false, "loop", true), "harness");
+  assert_eq!(spawn_adapter(false, "run", false), "harness");
+}

@@ -1,5 +1,5 @@
 //! A checkpoint store's decisions (`createCheckpointStore` in `js/checkpoint.cjs`): upstream's key layout, which
-//! stored keys name a snapshot, and why a stored snapshot cannot be restored. JS keeps the snapshot in the user's
+//! stored keys name a snapshot, and why a stored snapshot cannot be restored or a checkpoint call is refused. JS keeps the snapshot in the user's
 //! storage and checks it against the zod schema users hold.
 
 use serde_json::{Value, json};
@@ -32,10 +32,26 @@ pub fn execution_ids(keys: &Value) -> Value {
   keys.as_array().map_or_else(Vec::new, |keys| keys.iter().filter_map(id).collect()).into()
 }
 
-/// Why a stored snapshot cannot be restored, as JS reports it: `{notJson: detail}` (the storage could not read its
-/// text), `{schema: {version, path, message}}` (the zod schema's first issue; `version` as JS prints the
-/// snapshot's `schemaVersion`, or `unknown`) or `{items: detail}` (the item log was refused).
+/// Why a checkpoint call is refused, as JS reports it: `{live: true}` (`restore` of an execution this harness still
+/// has), `{foreignContext: true}` (`checkpoint` of another harness's context, or of no context); or why a stored
+/// snapshot cannot be restored: `{notJson: detail}` (the storage could not read its text), `{schema: {version, path,
+/// message}}` (the zod schema's first issue; `version` as JS prints the snapshot's `schemaVersion`, or `unknown`) or
+/// `{items: detail}` (the item log was refused).
 pub fn refusal(execution_id: &str, reason: &Value) -> ConfigError {
+  if reason.get("live").is_some() {
+    return ConfigError::new(
+      "CHECKPOINT_EXECUTION_LIVE",
+      format!("harness.restore(\"{execution_id}\"): this harness still has that execution's context."),
+      "Go on with the live context, or restore in another harness (another process, after a restart).",
+    );
+  }
+  if reason.get("foreignContext").is_some() {
+    return ConfigError::new(
+      "INVALID_CONTEXT",
+      "harness.checkpoint(ctx) needs a context of this harness.",
+      "Pass the ctx a step of this harness was given, or one from its createContext() or restore().",
+    );
+  }
   let text = |key: &str| reason.get(key).and_then(Value::as_str);
   if let Some(detail) = text("notJson") {
     return mismatch(execution_id, &format!("its stored text is not JSON ({detail})"));
@@ -91,6 +107,10 @@ mod tests {
         .message
         .ends_with("it failed schema validation (observed schemaVersion=2; frontier.0.stepId: Expected string).")
     );
+    let live = refusal("e1", &json!({ "live": true }));
+    assert_eq!(live.code, "CHECKPOINT_EXECUTION_LIVE");
+    assert_eq!(live.message, "harness.restore(\"e1\"): this harness still has that execution's context.");
+    assert_eq!(refusal("", &json!({ "foreignContext": true })).code, "INVALID_CONTEXT");
     let whole = json!({ "schema": { "version": "unknown", "path": [], "message": "Expected object" } });
     assert!(
       refusal("e1", &whole).message.ends_with("(observed schemaVersion=unknown; the snapshot: Expected object).")
