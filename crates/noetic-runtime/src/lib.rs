@@ -14,6 +14,7 @@ pub mod js_layout;
 pub mod js_sketch;
 pub mod js_text;
 pub mod js_time;
+pub mod js_value;
 pub mod memory;
 pub mod provider;
 pub mod steps;

@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use crate::js_number;
 
 /// One piece of a message: text as it is, a field of the payload interpolated, or a choice on a field's truth.
 enum Part {
@@ -110,9 +109,9 @@ fn fill(parts: &[Part], payload: &Value, out: &mut String) {
   for part in parts {
     match part {
       Text(text) => out.push_str(text),
-      Field(path) => out.push_str(&interpolated(read(payload, path).as_deref())),
+      Field(path) => out.push_str(&crate::js_value::string_of(read(payload, path).as_deref())),
       If(path, then, otherwise) => {
-        fill(if truthy(read(payload, path).as_deref()) { then } else { otherwise }, payload, out)
+        fill(if crate::js_value::truthy(read(payload, path).as_deref()) { then } else { otherwise }, payload, out)
       }
     }
   }
@@ -133,33 +132,6 @@ fn read<'a>(value: &'a Value, path: &[&str]) -> Option<Cow<'a, Value>> {
     };
   }
   Some(at)
-}
-
-/// What a template literal makes of a JSON value (`undefined` for a field that is absent).
-fn interpolated(value: Option<&Value>) -> String {
-  match value {
-    None => "undefined".to_owned(),
-    Some(Value::Null) => "null".to_owned(),
-    Some(Value::Bool(b)) => b.to_string(),
-    Some(Value::Number(n)) => js_number(n.as_f64().unwrap_or(f64::NAN)),
-    Some(Value::String(text)) => text.clone(),
-    Some(Value::Array(items)) => {
-      let each = |item: &Value| if item.is_null() { String::new() } else { interpolated(Some(item)) };
-      items.iter().map(each).collect::<Vec<_>>().join(",")
-    }
-    Some(Value::Object(_)) => "[object Object]".to_owned(),
-  }
-}
-
-/// What JS's `value ? ... : ...` takes as true.
-fn truthy(value: Option<&Value>) -> bool {
-  match value {
-    None | Some(Value::Null) => false,
-    Some(Value::Bool(b)) => *b,
-    Some(Value::Number(n)) => n.as_f64().is_some_and(|n| n != 0.0 && !n.is_nan()),
-    Some(Value::String(text)) => !text.is_empty(),
-    Some(Value::Array(_) | Value::Object(_)) => true,
-  }
 }
 
 /// The templates as JS fills them: `{kinds: {kind: parts}, unknown: parts}`, where a part is a string, `{path}` or

@@ -14,6 +14,7 @@ use super::js_json::stringify_pretty;
 use crate::error::ConfigError;
 use crate::items::js_number_string;
 use crate::js_sketch::{Sketch, function_sketch, number_sketch};
+use crate::js_value;
 use crate::memory::{BudgetConfig, HookKind, HookSet, LayerSpec, Scope};
 use crate::tokens::{estimate_tokens, utf16_len};
 
@@ -193,35 +194,6 @@ fn with(state: &Value, changes: impl IntoIterator<Item = (&'static str, Value)>)
   Value::Object(out)
 }
 
-/// A JS number as JSON, whole numbers as integers so that the state prints as the JS object does.
-/// JS truthiness of a field (`undefined` when absent).
-fn truthy(value: Option<&Value>) -> bool {
-  match value {
-    None | Some(Value::Null) => false,
-    Some(Value::Bool(b)) => *b,
-    Some(Value::Number(n)) => n.as_f64().is_some_and(|n| n != 0.0 && !n.is_nan()),
-    Some(Value::String(text)) => !text.is_empty(),
-    Some(Value::Array(_) | Value::Object(_)) => true,
-  }
-}
-
-/// A field as a template literal prints it (`String(value)`).
-fn js_text(value: Option<&Value>) -> String {
-  match value {
-    None => "undefined".into(),
-    Some(Value::Null) => "null".into(),
-    Some(Value::String(text)) => text.clone(),
-    Some(Value::Number(n)) => n.as_f64().map_or_else(|| n.to_string(), js_number_string),
-    Some(Value::Bool(b)) => b.to_string(),
-    Some(Value::Array(items)) => items
-      .iter()
-      .map(|item| if item.is_null() { String::new() } else { js_text(Some(item)) })
-      .collect::<Vec<_>>()
-      .join(","),
-    Some(Value::Object(_)) => "[object Object]".into(),
-  }
-}
-
 // ---- recall ----
 
 const PLANNING_BRIEF: &[&str] = &[
@@ -259,10 +231,10 @@ fn render_planning(state: &Value, config: &PlanConfig) -> String {
   if let Some(extra) = config.additional_plan_instructions.as_deref().filter(|text| !text.is_empty()) {
     section(&mut lines, "## Additional Instructions", extra.to_owned());
   }
-  if truthy(state.get("prd")) {
-    section(&mut lines, "## Current PRD Draft", js_text(state.get("prd")));
+  if js_value::truthy(state.get("prd")) {
+    section(&mut lines, "## Current PRD Draft", js_value::string_of(state.get("prd")));
   }
-  if let Some(tree) = state.get("planTree").filter(|tree| truthy(Some(tree))) {
+  if let Some(tree) = state.get("planTree").filter(|tree| js_value::truthy(Some(tree))) {
     section(&mut lines, "## Current Plan Tree", stringify_pretty(tree));
   }
   lines.push("</plan_mode>".into());
@@ -272,10 +244,10 @@ fn render_planning(state: &Value, config: &PlanConfig) -> String {
 fn render_executing(state: &Value) -> String {
   let prd = match state.get("prd") {
     None | Some(Value::Null) => String::new(),
-    other => js_text(other),
+    other => js_value::string_of(other),
   };
   let mut lines = vec!["<active_plan>".to_owned(), "## PRD".into(), String::new(), prd];
-  if let Some(tree) = state.get("planTree").filter(|tree| truthy(Some(tree))) {
+  if let Some(tree) = state.get("planTree").filter(|tree| js_value::truthy(Some(tree))) {
     section(&mut lines, "## Execution Plan", stringify_pretty(tree));
   }
   lines.push("</active_plan>".into());
@@ -286,9 +258,9 @@ fn render_outcome(state: &Value) -> String {
   let last = state.get("executionLog").and_then(Value::as_array).and_then(|log| log.last());
   let outcome = match last.and_then(|entry| entry.get("outcome")) {
     None | Some(Value::Null) => "unknown".to_owned(),
-    other => js_text(other),
+    other => js_value::string_of(other),
   };
-  format!("<plan_outcome>Plan v{} {outcome}.</plan_outcome>", js_text(state.get("version")))
+  format!("<plan_outcome>Plan v{} {outcome}.</plan_outcome>", js_value::string_of(state.get("version")))
 }
 
 /// recall: nothing while idle (or in a phase it does not know); otherwise the phase's text, cut to `budget × 4`
@@ -389,7 +361,7 @@ pub fn status(state: &Value) -> Value {
   if let Some(phase) = state.get("phase") {
     out.insert("phase".into(), phase.clone());
   }
-  out.insert("hasPrd".into(), Value::Bool(truthy(state.get("prd"))));
+  out.insert("hasPrd".into(), Value::Bool(js_value::truthy(state.get("prd"))));
   // Upstream compares with `null`, so a state with no `planTree` key at all reports one.
   out.insert("hasPlanTree".into(), Value::Bool(state.get("planTree") != Some(&Value::Null)));
   if let Some(version) = state.get("version") {
@@ -531,7 +503,7 @@ fn enter(goal: Option<&str>, state: &Value, config: &PlanConfig, answer: Option<
   if in_phase(state, PLANNING) || in_phase(state, EXECUTING) {
     return refused(format!(
       "Cannot enter plan mode: a plan is already active (phase \"{}\").",
-      js_text(state.get("phase"))
+      js_value::string_of(state.get("phase"))
     ));
   }
   if config.has_on_enter_session && answer.is_none() {
@@ -558,7 +530,7 @@ fn update_prd(content: &str, state: &Value, config: &PlanConfig) -> Result<FnSte
   if !in_phase(state, PLANNING) {
     return refused(format!(
       "Cannot update PRD: current phase is \"{}\". Enter plan mode first.",
-      js_text(state.get("phase"))
+      js_value::string_of(state.get("phase"))
     ));
   }
   if utf16_len(content) as f64 > config.max_prd_length {
@@ -574,7 +546,7 @@ fn set_tree(tree: Value, state: &Value, config: &PlanConfig) -> Result<FnStep, S
   if !in_phase(state, PLANNING) {
     return refused(format!(
       "Cannot set plan tree: current phase is \"{}\". Enter plan mode first.",
-      js_text(state.get("phase"))
+      js_value::string_of(state.get("phase"))
     ));
   }
   if flow_depth(&tree) as f64 > config.max_tree_depth {
@@ -588,23 +560,26 @@ fn set_tree(tree: Value, state: &Value, config: &PlanConfig) -> Result<FnStep, S
 
 fn exit(execute: bool, state: &Value, config: &PlanConfig, answer: Option<&Value>) -> Result<FnStep, String> {
   if !in_phase(state, PLANNING) {
-    return refused(format!("Cannot exit plan mode: current phase is \"{}\".", js_text(state.get("phase"))));
+    return refused(format!(
+      "Cannot exit plan mode: current phase is \"{}\".",
+      js_value::string_of(state.get("phase"))
+    ));
   }
   if !execute {
     return done("Plan cancelled. Returned to idle.", Some(default_state()));
   }
-  if !truthy(state.get("prd")) {
+  if !js_value::truthy(state.get("prd")) {
     return refused("Cannot execute: no PRD has been written. Call plan/updatePrd first.");
   }
-  if !truthy(state.get("planTree")) {
+  if !js_value::truthy(state.get("planTree")) {
     return refused("Cannot execute: no plan tree has been set. Call plan/setPlanTree first.");
   }
   if config.has_on_exit {
     let Some(answer) = answer else { return Ok(FnStep::Ask(Ask::Exit)) };
     let Some(verdict) = answer.as_object() else {
-      return Err(format!("onExit must resolve to {{ approved: boolean }}, got {}", js_text(Some(answer))));
+      return Err(format!("onExit must resolve to {{ approved: boolean }}, got {}", js_value::string_of(Some(answer))));
     };
-    if !truthy(verdict.get("approved")) {
+    if !js_value::truthy(verdict.get("approved")) {
       return refused(
         "User did not approve the plan. Stay in plan mode, address their feedback, and call plan/exitPlanMode \
          again when ready.",
