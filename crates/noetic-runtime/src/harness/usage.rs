@@ -104,13 +104,15 @@ impl LayerUsage {
     layers.sort_by(|a, b| compare_layer_ids(&a.layer_id, &b.layer_id));
     // A layer gone live mid-epoch is served twice, its old pin in the anchor and its fresh output live (the sort is
     // stable, so the live one is second): it is shown once, as what it says now.
-    layers.dedup_by(|later, earlier| {
-      let same = later.layer_id == earlier.layer_id;
-      if same {
-        std::mem::swap(later, earlier);
-      }
-      same
-    });
+    if inputs.bands.is_some() {
+      layers.dedup_by(|later, earlier| {
+        let same = later.layer_id == earlier.layer_id;
+        if same {
+          std::mem::swap(later, earlier);
+        }
+        same
+      });
+    }
     Self {
       execution_id: inputs.execution_id.to_owned(),
       model_id: inputs.model_id.to_owned(),
