@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-
 /// One piece of a message: text as it is, a field of the payload interpolated, or a choice on a field's truth.
 enum Part {
   Text(&'static str),

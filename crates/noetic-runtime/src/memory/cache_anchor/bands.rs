@@ -23,7 +23,7 @@ pub struct Bands {
   pub updates: Vec<Update>,
   pub epoch: EpochFacts,
   pub layers: Vec<LayerBand>,
-  /// Tokens of the anchor band, the live band and the changes message.
+  /// Tokens of the anchor band, the live band and the epoch's updates.
   pub anchor_tokens: u64,
   pub live_tokens: u64,
   pub delta_tokens: u64,

@@ -17,7 +17,7 @@ pub struct CacheConfig {
   pub min_epoch_assemblies: u32,
   /// Assemblies after which an epoch re-anchors whatever the cache says.
   pub max_epoch_assemblies: u32,
-  /// The changes message may take at most this share of the anchor band before the epoch re-anchors.
+  /// The epoch's updates may take at most this share of the window before the epoch re-anchors.
   pub delta_budget_fraction: f64,
   /// An `auto` layer that changes at least this often moves to the live band at the next epoch.
   pub auto_demote_churn: f64,

@@ -30,12 +30,6 @@ impl Change {
     Self::Add { layer_id: layer_id.to_owned(), text: text_of(items) }
   }
 
-  pub fn layer_id(&self) -> &str {
-    match self {
-      Self::Replace { layer_id, .. } | Self::Retract { layer_id } | Self::Add { layer_id, .. } => layer_id,
-    }
-  }
-
   fn write(&self, out: &mut String) {
     match self {
       Self::Replace { layer_id, text } => {

@@ -119,7 +119,7 @@ pub struct Served {
   pub token_count: Option<f64>,
   /// A replay of an earlier render, held for the cache.
   pub pinned: bool,
-  /// The fresh output differed from what is served (a pinned layer's change went to the changes message).
+  /// The fresh output differed from what is served (a pinned layer's change went to an update).
   pub changed: bool,
   /// Share of watched assemblies in which the layer's output changed.
   pub churn_rate: f64,
@@ -182,8 +182,6 @@ struct Epoch {
   auto_band: HashMap<String, Band>,
   instructions: u64,
   assemblies: u32,
-  /// The pinned part's cost at the last assembly.
-  anchor_tokens: u64,
   cache_blind: bool,
   misses: u32,
   /// What the model was last told of each anchored layer, by content: its pin, or its latest update.
@@ -298,7 +296,6 @@ impl CacheStore {
     }
     let epoch = &mut self.lineages.get_mut(key).expect("opened above").epoch;
     epoch.assemblies += 1;
-    epoch.anchor_tokens = assembly.anchor.iter().flat_map(|served| &served.items).map(|item| cost(item)).sum();
     assembly.epoch.age = epoch.assemblies;
     assembly.updates = epoch.updates.clone();
     assembly
@@ -375,12 +372,6 @@ impl CacheStore {
     }
   }
 
-  /// Forgets a lineage (a child execution that ended).
-  pub fn drop_lineage(&mut self, key: &str) {
-    self.lineages.remove(key);
-    self.order.retain(|k| k != key);
-  }
-
   fn touch(&mut self, key: &str) {
     if let Some(at) = self.order.iter().position(|k| k == key) {
       self.order.remove(at);
@@ -440,7 +431,6 @@ impl CacheStore {
       auto_band,
       instructions,
       assemblies: 0,
-      anchor_tokens: 0,
       cache_blind,
       misses,
       published: HashMap::new(),
