@@ -156,6 +156,14 @@ test("a _testCallModel reply that is not an LLM response names the field", async
   await rejects(() => run({ items: [reply('x')], usage: { inputTokens: '3', outputTokens: 1 } }), code, 'usage.inputTokens "3"');
   await rejects(() => run({ items: ['text'] }), code, 'items[0] "text"');
   await rejects(() => run(undefined), code, 'undefined');
+  await rejects(() => run([reply('x')]), code, 'items undefined');
+  // Fields are read as code reads them: a reply whose items are a getter of its class is a reply.
+  class Reply {
+    get items() {
+      return [reply('got')];
+    }
+  }
+  assert.equal(await run(new Reply()), 'got');
 });
 
 test('createContext, run and callModel options of the wrong shape are named', async () => {

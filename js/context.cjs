@@ -3,6 +3,7 @@
 const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
 const { extendedBy, gateOf, admit, isItemLike, isKnownBaseType } = require('./item-schemas.cjs');
 const { NoopSpan, spanWithIds } = require('./observability.cjs');
+const { checkArgs } = require('./sketch.cjs');
 
 const UNSET = Symbol('unset');
 
@@ -467,9 +468,7 @@ class ContextImpl {
     this._rt.kick();
   }
   abort(reason) {
-    if (reason !== undefined && typeof reason !== 'string') {
-      throw new NoeticConfigError({ code: 'INVALID_ABORT_REASON', message: `ctx.abort(reason): reason is ${describeValue(reason)}; expected a string.`, hint: "Pass a string such as 'user cancelled', or nothing." });
-    }
+    checkArgs('abort', [reason], 1);
     this._rt.native.abort(this.id, reason);
     this._aborted(reason ?? 'context aborted');
     this._rt.kick();

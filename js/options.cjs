@@ -1,8 +1,8 @@
 'use strict';
-// The options users pass to AgentHarness's methods, checked natively (harness/options.rs); a model request's and a
-// test model's reply's shape are still checked here, before they are converted.
+// The options users pass to AgentHarness's methods, and a model request, checked natively (harness/options.rs,
+// harness/api_checks.rs).
 const native = require('./native.cjs');
-const { NoeticConfigError, describeValue, callNative } = require('./errors.cjs');
+const { NoeticConfigError, callNative } = require('./errors.cjs');
 const { sketch, checkArgs } = require('./sketch.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
 
@@ -32,27 +32,4 @@ function runOptionsOf(options, isContext) {
 // harness.callModel / ctx.callModel's request.
 const checkModelRequest = (request) => checkArgs('callModel', [request]);
 
-const USAGE_COUNTS = ['inputTokens', 'outputTokens', 'cachedTokens'];
-
-// A `_testCallModel` reply, checked where it arrives, so that a mistake names the field instead of failing in
-// the runtime.
-function checkModelResponse(response) {
-  const bad = (what, expected) =>
-    fail('INVALID_MODEL_RESPONSE', `_testCallModel returned ${what}; expected ${expected}.`, 'Return { items: Item[], usage?: { inputTokens, outputTokens, cachedTokens? }, cost?: number }.');
-  if (typeof response !== 'object' || response === null) bad(describeValue(response), 'an object { items, usage?, cost? }');
-  const { items, usage, cost } = response;
-  if (!Array.isArray(items)) bad(`items ${describeValue(items)}`, 'an array of items');
-  items.forEach((item, i) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) bad(`items[${i}] ${describeValue(item)}`, 'an item object');
-  });
-  if (usage != null) {
-    if (typeof usage !== 'object') bad(`usage ${describeValue(usage)}`, 'an object');
-    for (const field of USAGE_COUNTS) {
-      if (usage[field] !== undefined && typeof usage[field] !== 'number') bad(`usage.${field} ${describeValue(usage[field])}`, 'a number');
-    }
-  }
-  if (cost != null && typeof cost !== 'number') bad(`cost ${describeValue(cost)}`, 'a number');
-  return response;
-}
-
-module.exports = { contextOptionsOf, runOptionsOf, checkModelResponse, checkModelRequest };
+module.exports = { contextOptionsOf, runOptionsOf, checkModelRequest };

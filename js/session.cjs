@@ -19,10 +19,8 @@ const isItem = (value) => typeof value === 'object' && value !== null && !Array.
 const textItems = (text) => (text.length === 0 ? [] : [{ id: `user-${randomId()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] }]);
 
 function threadOf(scope, where) {
+  checkArgs('sessionScope', [where, scope?.threadId], 1);
   const thread = scope?.threadId ?? DEFAULT_THREAD_ID;
-  if (typeof thread !== 'string') {
-    throw fail('INVALID_THREAD_ID', `${where}: threadId must be a string, got ${typeof thread}.`, 'Pass a string threadId, or leave it out for the default session.');
-  }
   noteThreadId(thread);
   return thread;
 }

@@ -50,6 +50,6 @@ const sketchText = (value, methods, depth) => JSON.stringify(sketch(value, metho
 
 // A public call's arguments, checked by the runtime (harness/api_checks.rs); `depth` bounds how far they are sketched.
 const ARG_METHODS = native.harnessOptionNames().argMethods;
-const checkArgs = (call, args, depth = 2) => callNative(() => native.checkArgs(call, sketch(args, ARG_METHODS, depth)));
+const checkArgs = (call, args, depth = 2) => callNative(() => native.checkArgs(call, sketchText(args, ARG_METHODS, depth)));
 
 module.exports = { sketch, sketchOptions, sketchText, checkArgs };

@@ -8,6 +8,7 @@ use serde_json::Value;
 use noetic_runtime::harness::api_checks;
 use noetic_runtime::harness::options::{self, METHOD_NAMES, ModelEnv, OPTION_KEYS};
 use noetic_runtime::js_sketch::Sketch;
+use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::steps::builders;
 
 use crate::protocol::{config_json, to_napi};
@@ -45,8 +46,10 @@ pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
 }
 
 /// A public call's arguments (`call` names it: `"createSqliteStorage"`, `"seedSessionHistory"`, ...), sketched as an
-/// array, checked (`harness/api_checks.rs`).
+/// array as JSON text (napi converts an object several times slower than JSON crosses), checked
+/// (`harness/api_checks.rs`).
 #[napi(catch_unwind, skip_typescript)]
-pub fn check_args(call: String, args: Value) -> Result<()> {
+pub fn check_args(call: String, args: String) -> Result<()> {
+  let args: Value = from_js_json(&args).map_err(|e| Error::from_reason(e.to_string()))?;
   api_checks::check(&call, Sketch::of(&args)).map_err(|e| to_napi(config_json(&e)))
 }

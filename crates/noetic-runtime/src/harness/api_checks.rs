@@ -48,6 +48,9 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "createStallNudgeHook" => stall_nudge(arg(0)),
     "createNudgeMessage" => nudge_id(arg(0)),
     "callModel" => model_request(arg(0)),
+    "modelResponse" => model_response(arg(0)),
+    "abort" => abort_reason(arg(0)),
+    "sessionScope" => session_scope(arg(0), arg(1)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -196,6 +199,64 @@ fn model_request(request: Sketch) -> Result<(), ConfigError> {
   fail("INVALID_MODEL_REQUEST", message, hint)
 }
 
+const MODEL_RESPONSE_HINT: &str =
+  "Return { items: Item[], usage?: { inputTokens, outputTokens, cachedTokens? }, cost?: number }.";
+
+/// A `_testCallModel` reply (JS sends `{ items, usage, cost }` picked from an object, the value itself else), checked
+/// where it arrives so that a mistake names the field instead of failing in the runtime.
+fn model_response(response: Sketch) -> Result<(), ConfigError> {
+  let bad = |what: String, expected: &str| {
+    let message = format!("_testCallModel returned {what}; expected {expected}.");
+    fail("INVALID_MODEL_RESPONSE", message, MODEL_RESPONSE_HINT)
+  };
+  if !response.is_object() {
+    return bad(response.described(), "an object { items, usage?, cost? }");
+  }
+  let items = response.field("items");
+  if !items.is_array() {
+    return bad(format!("items {}", items.described()), "an array of items");
+  }
+  for (i, item) in items.as_array().unwrap_or_default().into_iter().enumerate() {
+    if !item.is_record() {
+      return bad(format!("items[{i}] {}", item.described()), "an item object");
+    }
+  }
+  let usage = response.field("usage");
+  if !usage.is_nullish() {
+    if usage.type_of() != "object" {
+      return bad(format!("usage {}", usage.described()), "an object");
+    }
+    for field in ["inputTokens", "outputTokens", "cachedTokens"] {
+      let count = usage.field(field);
+      if !count.is_undefined() && count.type_of() != "number" {
+        return bad(format!("usage.{field} {}", count.described()), "a number");
+      }
+    }
+  }
+  let cost = response.field("cost");
+  if !cost.is_nullish() && cost.type_of() != "number" {
+    return bad(format!("cost {}", cost.described()), "a number");
+  }
+  Ok(())
+}
+
+fn abort_reason(reason: Sketch) -> Result<(), ConfigError> {
+  if reason.is_undefined() || reason.as_str().is_some() {
+    return Ok(());
+  }
+  let message = format!("ctx.abort(reason): reason is {}; expected a string.", reason.described());
+  fail("INVALID_ABORT_REASON", message, "Pass a string such as 'user cancelled', or nothing.")
+}
+
+/// A session call's `{ threadId }` (`call` names it in the message): none or null is the default session.
+fn session_scope(call: Sketch, thread: Sketch) -> Result<(), ConfigError> {
+  if thread.is_nullish() {
+    return Ok(());
+  }
+  let hint = "Pass a string threadId, or leave it out for the default session.";
+  thread_id(thread, call.as_str().unwrap_or("session"), hint)
+}
+
 #[cfg(test)]
 mod tests {
   use serde_json::{Value, json};
@@ -204,6 +265,37 @@ mod tests {
 
   fn refused(call: &str, args: Value) -> ConfigError {
     check(call, Sketch::of(&args)).expect_err("the arguments are refused")
+  }
+
+  #[test]
+  fn a_test_model_reply_is_checked_field_by_field() {
+    let message = |reply: Value| refused("modelResponse", json!([reply])).message;
+    assert_eq!(message(json!("hi")), "_testCallModel returned \"hi\"; expected an object { items, usage?, cost? }.");
+    assert_eq!(message(json!({})), "_testCallModel returned items undefined; expected an array of items.");
+    assert_eq!(
+      message(json!({ "items": [{}, []] })),
+      "_testCallModel returned items[1] an array; expected an item object."
+    );
+    assert_eq!(message(json!({ "items": [], "usage": 3 })), "_testCallModel returned usage 3; expected an object.");
+    let text_count = json!({ "items": [], "usage": { "outputTokens": "2" } });
+    assert_eq!(message(text_count), "_testCallModel returned usage.outputTokens \"2\"; expected a number.");
+    assert_eq!(message(json!({ "items": [], "cost": true })), "_testCallModel returned cost true; expected a number.");
+    let nan = json!({ "$sketch": "NaN", "type": "number" });
+    assert!(
+      check("modelResponse", Sketch::of(&json!([{ "items": [{}], "usage": { "inputTokens": nan }, "cost": null }])))
+        .is_ok()
+    );
+  }
+
+  #[test]
+  fn an_abort_reason_and_a_session_thread_are_strings() {
+    assert_eq!(refused("abort", json!([42])).message, "ctx.abort(reason): reason is 42; expected a string.");
+    assert!(check("abort", Sketch::of(&json!([]))).is_ok());
+    assert_eq!(
+      refused("sessionScope", json!(["getStatus", 7])).message,
+      "getStatus: threadId must be a string, got number."
+    );
+    assert!(check("sessionScope", Sketch::of(&json!(["getStatus", null]))).is_ok());
   }
 
   fn function() -> Value {
