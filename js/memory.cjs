@@ -2,8 +2,8 @@
 // Memory builders, the description of a layer the native side registers, and what the built-in layers' JS faces
 // share (js/builtin-layers.cjs).
 const native = require('./native.cjs');
-const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs');
-const { sketch } = require('./sketch.cjs');
+const { callNative } = require('./errors.cjs');
+const { sketch, checkArgs } = require('./sketch.cjs');
 
 // Marks a built-in layer: the harness runs it in Rust, with no crossing; its `hooks` stay callable from JS.
 const NATIVE = Symbol.for('noetic.nativeLayer');
@@ -64,28 +64,11 @@ function outputJsonSchema(schema) {
 // JSON cannot carry NaN or Infinity; the native side reads them back from these strings.
 const num = (x) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x);
 
-function describeBudget(budget) {
-  if (budget === undefined) return { kind: 'omitted' };
-  if (budget === 'auto') return { kind: 'auto' };
-  if (typeof budget === 'number') return { kind: 'number', value: num(budget) };
-  if (typeof budget === 'object' && budget !== null) return { kind: 'range', min: num(budget.min), max: num(budget.max) };
-  return { kind: 'invalid', what: `${typeof budget} ${JSON.stringify(budget)}` };
-}
-
-// `timeouts` for the native validation (D1): numbers as numbers, anything else described so that the error can
-// name it; a value that is not an object arrives as that description. Unset entries (null too) keep the default.
-function describeTimeouts(timeouts) {
-  if (timeouts === undefined || timeouts === null) return undefined;
-  if (typeof timeouts !== 'object' || Array.isArray(timeouts)) return describeValue(timeouts);
-  const entries = Object.entries(timeouts).filter(([, ms]) => ms !== undefined && ms !== null);
-  return Object.fromEntries(entries.map(([hook, ms]) => [hook, typeof ms === 'number' ? num(ms) : { invalid: describeValue(ms) }]));
-}
-
 function describeLayer(layer, keep) {
   if (typeof layer !== 'object' || layer === null) return { id: null };
   if (layer[NATIVE]) {
     const { timeouts, onInitError, recallMode, placement } = layer;
-    return { native: layer[NATIVE], handle: keep(layer), recallMode, placement, timeouts: describeTimeouts(timeouts), onInitError };
+    return { native: layer[NATIVE], handle: keep(layer), recallMode, placement, timeouts: sketch(timeouts, [], 1), onInitError };
   }
   const hooks = {};
   for (const [name, hook] of Object.entries(layer.hooks ?? {})) hooks[name] = typeof hook;
@@ -97,9 +80,10 @@ function describeLayer(layer, keep) {
     id: typeof layer.id === 'string' ? layer.id : null,
     slot: typeof layer.slot === 'number' ? num(layer.slot) : null,
     scope: typeof layer.scope === 'string' ? layer.scope : null,
-    budget: describeBudget(layer.budget),
+    // Sketched, so that the native check names what was given (a NaN, a function).
+    budget: sketch(layer.budget, [], 1),
     hooks,
-    timeouts: describeTimeouts(layer.timeouts),
+    timeouts: sketch(layer.timeouts, [], 1),
     onInitError: layer.onInitError,
     recallMode: layer.recallMode,
     placement: layer.placement,
@@ -108,23 +92,10 @@ function describeLayer(layer, keep) {
   };
 }
 
-function describeMemory(mem) {
-  if (typeof mem === 'object' && typeof mem.id === 'string') return `a single layer object (id '${mem.id}')`;
-  if (typeof mem === 'object' && 'layers' in mem) return `{ layers: ${describeValue(mem.layers)} }`;
-  return describeValue(mem);
-}
-
-// A `memory` option, as upstream types it: an array of layers, or the `{layers}` that memory([...]) returns.
-// `where` names the option in the error.
+// A `memory` option's layers, checked natively (harness/api_checks.rs); `where` names the option in the error.
 function layersOf(mem, where) {
-  if (mem === undefined || mem === null) return [];
-  if (Array.isArray(mem)) return mem;
-  if (Array.isArray(mem?.layers)) return mem.layers;
-  throw new NoeticConfigError({
-    code: 'INVALID_MEMORY_CONFIG',
-    message: `${where}: memory is ${describeMemory(mem)}; expected an array of memory layers.`,
-    hint: 'Pass `memory: [layer]` or `memory: memory([layer])`.',
-  });
+  checkArgs('memoryOption', [where, mem], 2);
+  return mem == null ? [] : Array.isArray(mem) ? mem : mem.layers;
 }
 
 // Registration-time validation (DECISIONS D1), decided by the runtime.

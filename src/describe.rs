@@ -22,7 +22,7 @@ use noetic_runtime::memory::builtin::temporal_memory;
 use noetic_runtime::memory::builtin::working_memory;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{
-  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeout, RawTimeouts, override_builtin, placement_of,
+  Layer, LayerImpl, LayerSet, ProvidedFn, RawBudget, RawLayer, RawTimeouts, override_builtin, placement_of,
 };
 use noetic_runtime::memory::{Overflow, ProjectionPolicy, RecallMode};
 use noetic_runtime::provider::{OpenRouterConfig, Timeouts};
@@ -47,34 +47,6 @@ fn describe_error(what: impl Into<String>) -> ConfigError {
     what,
     "Build steps with step.run / step.llm / loop / spawn, or give plain objects the same fields.",
   )
-}
-
-fn raw_budget(budget: &Value) -> RawBudget {
-  match budget.get("kind").and_then(Value::as_str) {
-    Some("auto") => RawBudget::Auto,
-    Some("number") => RawBudget::Number(budget.get("value").and_then(number).unwrap_or(f64::NAN)),
-    Some("range") => {
-      RawBudget::Range { min: budget.get("min").and_then(number), max: budget.get("max").and_then(number) }
-    }
-    Some("invalid") => RawBudget::Invalid(text(budget, "what").unwrap_or_else(|| "not a budget".into())),
-    _ => RawBudget::Omitted,
-  }
-}
-
-/// `timeouts` as JS describes it: an object of numbers (or `{invalid}` for a value that is not one), or a text
-/// saying what was given instead of an object.
-fn raw_timeouts(value: Option<&Value>) -> RawTimeouts {
-  let entry = |value: &Value| match number(value) {
-    Some(ms) => RawTimeout::Ms(ms),
-    None => RawTimeout::NotANumber(text(value, "invalid").unwrap_or_else(|| value.to_string())),
-  };
-  match value {
-    Some(Value::String(what)) => RawTimeouts::NotAnObject(what.clone()),
-    Some(Value::Object(entries)) => {
-      RawTimeouts::Entries(entries.iter().map(|(name, value)| (name.clone(), entry(value))).collect())
-    }
-    _ => RawTimeouts::default(),
-  }
 }
 
 /// A built-in layer. Its host functions (a schema, an observer) are called through `host`; without one (when
@@ -124,7 +96,7 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
       if let Some(placement) = placement_of(native.id(), text(layer, "placement").as_deref())? {
         native.spec.placement = placement;
       }
-      let timeouts = layer.get("timeouts").filter(|value| !value.is_null()).map(|value| raw_timeouts(Some(value)));
+      let timeouts = layer.get("timeouts").map(Sketch::of).filter(|given| !given.is_nullish()).map(RawTimeouts::of);
       override_builtin(&mut native, timeouts, layer.get("onInitError").and_then(Value::as_str))?;
       natives.push((index, native));
       continue;
@@ -136,9 +108,9 @@ pub fn layer_set(layers: &Value, host: Option<&Dispatch>) -> Result<LayerSet, Co
       id: text(layer, "id"),
       slot: layer.get("slot").and_then(number),
       scope: text(layer, "scope"),
-      budget: raw_budget(layer.get("budget").unwrap_or(&Value::Null)),
+      budget: layer.get("budget").map_or(RawBudget::Omitted, |budget| RawBudget::of(Sketch::of(budget))),
       hooks: pairs("hooks").into_iter().map(|(k, v)| (k, v.as_str().unwrap_or("undefined").to_owned())).collect(),
-      timeouts: raw_timeouts(layer.get("timeouts")),
+      timeouts: layer.get("timeouts").map(Sketch::of).map(RawTimeouts::of).unwrap_or_default(),
       on_init_error: text(layer, "onInitError"),
       recall_mode: text(layer, "recallMode"),
       placement: text(layer, "placement"),

@@ -45,6 +45,15 @@ impl<'a> Sketch<'a> {
     }
   }
 
+  /// An object's own fields in their order (a sketched instance's too); none for anything else.
+  pub fn entries(&self) -> Vec<(&'a str, Sketch<'a>)> {
+    let fields = if self.is_tagged() { self.0.and_then(|v| v.get("fields")) } else { self.0 };
+    match fields {
+      Some(Value::Object(map)) => map.iter().map(|(key, value)| (key.as_str(), Sketch::of(value))).collect(),
+      _ => Vec::new(),
+    }
+  }
+
   /// What JS's `typeof` answers.
   pub fn type_of(&self) -> &'a str {
     if let Some(kind) = self.0.filter(|_| self.is_tagged()).and_then(|v| v.get("type")).and_then(Value::as_str) {

@@ -51,6 +51,7 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "modelResponse" => model_response(arg(0)),
     "abort" => abort_reason(arg(0)),
     "sessionScope" => session_scope(arg(0), arg(1)),
+    "memoryOption" => memory_option(arg(0), arg(1)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -257,6 +258,23 @@ fn session_scope(call: Sketch, thread: Sketch) -> Result<(), ConfigError> {
   thread_id(thread, call.as_str().unwrap_or("session"), hint)
 }
 
+/// A `memory` option (`call` names where it was given), as upstream types it: none, an array of layers, or the
+/// `{ layers }` that `memory([...])` returns.
+fn memory_option(call: Sketch, memory: Sketch) -> Result<(), ConfigError> {
+  if memory.is_nullish() || memory.is_array() || memory.field("layers").is_array() {
+    return Ok(());
+  }
+  let layer_id = memory.field("id").as_str().filter(|_| memory.is_record());
+  let given = match (layer_id, memory.field("layers")) {
+    (Some(id), _) => format!("a single layer object (id '{id}')"),
+    (None, layers) if memory.is_record() && !layers.is_undefined() => format!("{{ layers: {} }}", layers.described()),
+    _ => memory.described(),
+  };
+  let message =
+    format!("{}: memory is {given}; expected an array of memory layers.", call.as_str().unwrap_or("memory"));
+  fail("INVALID_MEMORY_CONFIG", message, "Pass `memory: [layer]` or `memory: memory([layer])`.")
+}
+
 #[cfg(test)]
 mod tests {
   use serde_json::{Value, json};
@@ -296,6 +314,24 @@ mod tests {
       "getStatus: threadId must be a string, got number."
     );
     assert!(check("sessionScope", Sketch::of(&json!(["getStatus", null]))).is_ok());
+  }
+
+  #[test]
+  fn a_memory_option_is_layers_or_the_memory_wrapper() {
+    for given in [json!(["AgentHarness", [{ "id": "a" }]]), json!(["execute", { "layers": [] }]), json!(["run", null])]
+    {
+      assert!(check("memoryOption", Sketch::of(&given)).is_ok());
+    }
+    let message = |memory: Value| refused("memoryOption", json!(["execute", memory])).message;
+    assert_eq!(
+      message(json!({ "id": "notes", "slot": 1 })),
+      "execute: memory is a single layer object (id 'notes'); expected an array of memory layers."
+    );
+    assert_eq!(
+      message(json!({ "layers": "x" })),
+      "execute: memory is { layers: \"x\" }; expected an array of memory layers."
+    );
+    assert_eq!(message(json!(5)), "execute: memory is 5; expected an array of memory layers.");
   }
 
   fn function() -> Value {

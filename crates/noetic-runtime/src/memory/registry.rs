@@ -11,6 +11,7 @@ use super::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, Reca
 use super::native::NativeLayer;
 use crate::error::ConfigError;
 use crate::host::protocol::HostRef;
+use crate::js_sketch::Sketch;
 
 /// A `provides` function entry: exposed on `ctx.memory[layerId]` and offered to models as `layerId/name`.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +73,27 @@ pub enum RawBudget {
   Invalid(String),
 }
 
+impl RawBudget {
+  /// A layer's `budget` as JS sketched it (`js/sketch.cjs`).
+  pub fn of(budget: Sketch) -> Self {
+    if budget.is_undefined() {
+      return Self::Omitted;
+    }
+    if budget.as_str() == Some("auto") {
+      return Self::Auto;
+    }
+    if budget.type_of() == "number" {
+      return Self::Number(budget.as_number().unwrap_or(f64::NAN));
+    }
+    if budget.is_object() {
+      return Self::Range { min: budget.field("min").as_number(), max: budget.field("max").as_number() };
+    }
+    // As `${typeof budget} ${JSON.stringify(budget)}` would name it.
+    let json = budget.plain().map_or_else(|| "undefined".to_owned(), Value::to_string);
+    Self::Invalid(format!("{} {json}", budget.type_of()))
+  }
+}
+
 /// A layer as a caller describes it, before validation.
 #[derive(Debug, Clone)]
 pub struct RawLayer {
@@ -112,6 +134,22 @@ impl Default for RawTimeouts {
 }
 
 impl RawTimeouts {
+  /// A layer's `timeouts` as JS sketched it; none (or null) and null entries keep the defaults.
+  pub fn of(timeouts: Sketch) -> Self {
+    if timeouts.is_nullish() {
+      return Self::default();
+    }
+    if !timeouts.is_record() {
+      return Self::NotAnObject(timeouts.described());
+    }
+    let entry = |ms: Sketch| match ms.type_of() {
+      "number" => RawTimeout::Ms(ms.as_number().unwrap_or(f64::NAN)),
+      _ => RawTimeout::NotANumber(ms.described()),
+    };
+    let given = timeouts.entries().into_iter().filter(|(_, ms)| !ms.is_nullish());
+    Self::Entries(given.map(|(hook, ms)| (hook.to_owned(), entry(ms))).collect())
+  }
+
   /// Entries that are all numbers.
   pub fn ms(entries: &[(&str, f64)]) -> Self {
     Self::Entries(entries.iter().map(|&(name, ms)| (name.to_owned(), RawTimeout::Ms(ms))).collect())
