@@ -545,4 +545,11 @@ class ContextImpl {
   }
 }
 
-module.exports = { ContextImpl, ItemLogImpl, isHoldable };
+// `ctx` when it is a context of `runtime` (identity is JS's to know); anything else is refused in the words of
+// `call` (harness/api_checks.rs).
+function ownContext(runtime, ctx, call) {
+  if (ctx instanceof ContextImpl && ctx._rt === runtime) return ctx;
+  checkArgs('foreignContext', [call, ctx], 1);
+}
+
+module.exports = { ContextImpl, ItemLogImpl, isHoldable, ownContext };

@@ -1,10 +1,10 @@
 'use strict';
 // `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
 const { Runtime, native } = require('./runtime.cjs');
-const { fromNative, callNative, NoeticConfigError, describeValue } = require('./errors.cjs');
+const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool, lookupStep } = require('./steps.cjs');
-const { ContextImpl, isHoldable } = require('./context.cjs');
+const { ContextImpl, isHoldable, ownContext } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
 const session = require('./session.cjs');
 const { createInMemorySubprocessAdapter, adapterRef, REPLAYER } = require('./subprocess.cjs');
@@ -148,16 +148,8 @@ class AgentHarness {
   // Runs `step` beside the caller, through a subprocess adapter (the call's, the step's, else the harness's), in a
   // child of `parentCtx`; the handle follows it (upstream's detachedSpawn).
   detachedSpawn(step, input, parentCtx, overrides) {
-    const hint = 'Call harness.detachedSpawn(step, input, ctx, { threadId?, resourceId?, cwdInit?, subprocess? }) with a context of this harness.';
-    if (!(parentCtx instanceof ContextImpl && parentCtx._rt === this._runtime)) {
-      throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: `detachedSpawn(step, input, parentCtx): parentCtx is ${describeValue(parentCtx)}, not a context of this harness.`, hint });
-    }
-    if (typeof step !== 'object' || step === null || typeof step.kind !== 'string') {
-      throw new NoeticConfigError({ code: 'INVALID_STEP', message: `detachedSpawn(step, input, parentCtx): step is ${describeValue(step)}, not a step.`, hint: 'Pass a step built with step.run, step.llm, loop, spawn, fork or the other builders.' });
-    }
-    if (overrides != null && (typeof overrides !== 'object' || Array.isArray(overrides))) {
-      throw new NoeticConfigError({ code: 'INVALID_DETACHED_OPTIONS', message: `detachedSpawn overrides are ${describeValue(overrides)}; expected an object.`, hint });
-    }
+    ownContext(this._runtime, parentCtx, 'detachedSpawn');
+    checkArgs('detachedSpawn', [step, overrides], 2);
     const threadId = overrides?.threadId ?? parentCtx.threadId;
     const resourceId = overrides?.resourceId ?? parentCtx.resourceId;
     const cwdInit = overrides?.cwdInit;
@@ -192,10 +184,7 @@ class AgentHarness {
   // Stops a context: its run in flight ends as cancelled, and what it parked (a channel receive) with it.
   // Upstream's does nothing.
   async cancel(ctx, reason) {
-    if (!(ctx instanceof ContextImpl && ctx._rt === this._runtime)) {
-      throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: `harness.cancel(ctx): ctx is ${describeValue(ctx)}, not a context of this harness.`, hint: 'Pass a context this harness made or gave a step.' });
-    }
-    ctx.abort(reason ?? 'cancelled');
+    ownContext(this._runtime, ctx, 'cancel').abort(reason ?? 'cancelled');
   }
 
   // The working directory of the next root context (and of the current ones, which share this state).
@@ -210,9 +199,7 @@ class AgentHarness {
     const opts = contextOptionsOf(given);
     const parent = opts.parent ?? undefined;
     if (parent === undefined) return this._createContext(opts);
-    if (!(parent instanceof ContextImpl && parent._rt === this._runtime)) {
-      throw new NoeticConfigError({ code: 'INVALID_CONTEXT_OPTIONS', message: `createContext parent is ${describeValue(parent)}, not a context of this harness.`, hint: 'Pass a context this harness made or gave a step, or leave parent out.' });
-    }
+    ownContext(this._runtime, parent, 'createContext');
     const ctx = this._createContext(opts, { parent: parent.id });
     ctx._parent = parent;
     // As upstream's createContext: the state given, else `{}`. Only the interpreter's children (a spawn's, a fork's

@@ -1,24 +1,16 @@
 'use strict';
 // The layer lifecycle `ctx.harness` exposes (upstream's initLayers … executeRerender), run natively as a step's phase is.
-const { ContextImpl } = require('./context.cjs');
-const { NoeticConfigError, describeValue } = require('./errors.cjs');
+const { ownContext } = require('./context.cjs');
+const { checkArgs } = require('./sketch.cjs');
+const { NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { nativeStoreOf } = require('./storage.cjs');
 
 const ALLOW = Object.freeze({ action: 'allow' });
 
-function contextOf(harness, ctx, phase) {
-  if (ctx instanceof ContextImpl && ctx._rt === harness._runtime) return ctx;
-  throw new NoeticConfigError({
-    code: 'INVALID_CONTEXT',
-    message: `ctx.harness.${phase} was given ${describeValue(ctx)}, not a context of this harness.`,
-    hint: 'Pass the ctx a step, tool or hook of this harness was given, or one from harness.createContext().',
-  });
-}
-
 function itemsOf(items, phase) {
-  if (Array.isArray(items)) return items;
-  throw new NoeticConfigError({ code: 'INVALID_ITEMS', message: `ctx.harness.${phase} was given ${describeValue(items)} as items; expected an array.`, hint: 'Pass an array of items.' });
+  checkArgs('layerCallItems', [phase, items], 1);
+  return items;
 }
 
 const budgetsOf = (budgets) => (budgets instanceof Map ? Object.fromEntries(budgets) : (budgets ?? {}));
@@ -26,7 +18,7 @@ const budgetsOf = (budgets) => (budgets instanceof Map ? Object.fromEntries(budg
 const hasHook = (layers, hook) => !Array.isArray(layers) || layers.some((layer) => typeof layer?.hooks?.[hook] === 'function');
 
 async function callLayers(harness, layers, ctx, call, items = []) {
-  const context = contextOf(harness, ctx, call.phase);
+  const context = ownContext(harness._runtime, ctx, call.phase);
   const runtime = harness._runtime;
   const checked = layersOf(layers, `ctx.harness.${call.phase}`);
   // An eventual recall's refresh outlives the call: its layers are kept as long as the harness (once per layer).

@@ -1,7 +1,7 @@
 'use strict';
 // Model calls JS answers: a test model's request, built from the natively projected view, and one-off `callModel`.
-const { fromNative, NoeticConfigError, describeValue } = require('./errors.cjs');
-const { ContextImpl } = require('./context.cjs');
+const { fromNative } = require('./errors.cjs');
+const { ownContext } = require('./context.cjs');
 const { outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
 const { checkModelRequest } = require('./options.cjs');
@@ -19,7 +19,7 @@ async function callModelAside(runtime, request) {
   }
   // Tools run in the request's context, round after round, as upstream's loop runs them.
   const tools = Array.isArray(request.tools) && request.tools.length > 0 ? request.tools : undefined;
-  const ctx = tools ? contextOf(runtime, request.ctx) : undefined;
+  const ctx = tools ? ownContext(runtime, request.ctx, 'callModel') : undefined;
   const handles = tools ? runtime.scope() : undefined;
   try {
     const head = JSON.stringify({
@@ -37,15 +37,6 @@ async function callModelAside(runtime, request) {
   } finally {
     handles?.release();
   }
-}
-
-function contextOf(runtime, ctx) {
-  if (ctx instanceof ContextImpl && ctx._rt === runtime) return ctx;
-  throw new NoeticConfigError({
-    code: 'INVALID_MODEL_REQUEST',
-    message: `callModel request.ctx is ${describeValue(ctx)}; a request with tools needs the context they run in.`,
-    hint: 'Pass the ctx your step was given (or one from harness.createContext()) along with tools.',
-  });
 }
 
 async function callTestModel(runtime, call) {

@@ -52,6 +52,9 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "abort" => abort_reason(arg(0)),
     "sessionScope" => session_scope(arg(0), arg(1)),
     "memoryOption" => memory_option(arg(0), arg(1)),
+    "foreignContext" => foreign_context(arg(0), arg(1)),
+    "detachedSpawn" => detached_spawn(arg(0), arg(1)),
+    "layerCallItems" => layer_call_items(arg(0), arg(1)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -275,6 +278,69 @@ fn memory_option(call: Sketch, memory: Sketch) -> Result<(), ConfigError> {
   fail("INVALID_MEMORY_CONFIG", message, "Pass `memory: [layer]` or `memory: memory([layer])`.")
 }
 
+const DETACHED_HINT: &str = "Call harness.detachedSpawn(step, input, ctx, { threadId?, resourceId?, cwdInit?, subprocess? }) with a context of this harness.";
+
+/// A value given where a context of this harness was wanted: JS found it is not one (identity is JS's to know);
+/// `call` names the place, and so the words.
+fn foreign_context(call: Sketch, given: Sketch) -> Result<(), ConfigError> {
+  let what = given.described();
+  let (code, message, hint) = match call.as_str().unwrap_or_default() {
+    "detachedSpawn" => (
+      "INVALID_CONTEXT",
+      format!("detachedSpawn(step, input, parentCtx): parentCtx is {what}, not a context of this harness."),
+      DETACHED_HINT,
+    ),
+    "cancel" => (
+      "INVALID_CONTEXT",
+      format!("harness.cancel(ctx): ctx is {what}, not a context of this harness."),
+      "Pass a context this harness made or gave a step.",
+    ),
+    "createContext" => (
+      "INVALID_CONTEXT_OPTIONS",
+      format!("createContext parent is {what}, not a context of this harness."),
+      "Pass a context this harness made or gave a step, or leave parent out.",
+    ),
+    "callModel" => (
+      "INVALID_MODEL_REQUEST",
+      format!("callModel request.ctx is {what}; a request with tools needs the context they run in."),
+      "Pass the ctx your step was given (or one from harness.createContext()) along with tools.",
+    ),
+    phase => (
+      "INVALID_CONTEXT",
+      format!("ctx.harness.{phase} was given {what}, not a context of this harness."),
+      "Pass the ctx a step, tool or hook of this harness was given, or one from harness.createContext().",
+    ),
+  };
+  fail(code, message, hint)
+}
+
+/// `detachedSpawn`'s step and overrides (its context is checked first, as a foreign one).
+fn detached_spawn(step: Sketch, overrides: Sketch) -> Result<(), ConfigError> {
+  if !step.is_object() || step.field("kind").as_str().is_none() {
+    let message = format!("detachedSpawn(step, input, parentCtx): step is {}, not a step.", step.described());
+    return fail(
+      "INVALID_STEP",
+      message,
+      "Pass a step built with step.run, step.llm, loop, spawn, fork or the other builders.",
+    );
+  }
+  if !overrides.is_nullish() && !overrides.is_record() {
+    let message = format!("detachedSpawn overrides are {}; expected an object.", overrides.described());
+    return fail("INVALID_DETACHED_OPTIONS", message, DETACHED_HINT);
+  }
+  Ok(())
+}
+
+/// The items a `ctx.harness` layer call (`phase`) was given.
+fn layer_call_items(phase: Sketch, items: Sketch) -> Result<(), ConfigError> {
+  if items.is_array() {
+    return Ok(());
+  }
+  let phase = phase.as_str().unwrap_or_default();
+  let message = format!("ctx.harness.{phase} was given {} as items; expected an array.", items.described());
+  fail("INVALID_ITEMS", message, "Pass an array of items.")
+}
+
 #[cfg(test)]
 mod tests {
   use serde_json::{Value, json};
@@ -332,6 +398,26 @@ mod tests {
       "execute: memory is { layers: \"x\" }; expected an array of memory layers."
     );
     assert_eq!(message(json!(5)), "execute: memory is 5; expected an array of memory layers.");
+  }
+
+  #[test]
+  fn a_foreign_context_is_named_in_the_words_of_its_call() {
+    let context = json!({ "$sketch": "a ContextImpl", "type": "object", "methods": [] });
+    let refusal = |call: &str| refused("foreignContext", json!([call, context]));
+    assert_eq!(refusal("cancel").message, "harness.cancel(ctx): ctx is a ContextImpl, not a context of this harness.");
+    assert_eq!(refusal("createContext").code, "INVALID_CONTEXT_OPTIONS");
+    assert_eq!(refusal("callModel").code, "INVALID_MODEL_REQUEST");
+    assert_eq!(
+      refusal("recallLayers").message,
+      "ctx.harness.recallLayers was given a ContextImpl, not a context of this harness."
+    );
+    assert_eq!(refused("detachedSpawn", json!([[], null])).code, "INVALID_STEP");
+    assert_eq!(refused("detachedSpawn", json!([{ "kind": "run" }, "x"])).code, "INVALID_DETACHED_OPTIONS");
+    assert!(check("detachedSpawn", Sketch::of(&json!([{ "kind": "run" }, null]))).is_ok());
+    assert_eq!(
+      refused("layerCallItems", json!(["storeLayers", 3])).message,
+      "ctx.harness.storeLayers was given 3 as items; expected an array."
+    );
   }
 
   fn function() -> Value {
