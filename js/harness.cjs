@@ -1,7 +1,7 @@
 'use strict';
 // `AgentHarness`: configuration in, runs out. Everything a run decides happens in the native harness.
 const { Runtime, native } = require('./runtime.cjs');
-const { fromNative, callNative, NoeticConfigError } = require('./errors.cjs');
+const { fromNative, callNative } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool, lookupStep } = require('./steps.cjs');
 const { ContextImpl, isHoldable, ownContext } = require('./context.cjs');
@@ -169,13 +169,7 @@ class AgentHarness {
   // A reattached step of an earlier process, run again from its input in a new context with its thread.
   _replay(request) {
     const step = lookupStep(request.stepId);
-    if (step == null) {
-      throw new NoeticConfigError({
-        code: 'STEP_NOT_REGISTERED',
-        message: `Subprocess handle for step '${request.stepId}' (execution ${request.executionId}) cannot be replayed: no step with that id is registered in this process.`,
-        hint: 'Build the step (its builder registers it) before reattaching; the manifest is kept, so a later reattach can still run it.',
-      });
-    }
+    if (step == null) checkArgs('unregisteredStep', [request.stepId, request.executionId], 1);
     const { threadId, resourceId, cwdInit } = request.overrides ?? {};
     const ctx = this._createContext(contextOptionsOf({ threadId, resourceId, cwdInit }));
     return this.run(step, request.serializedInput, ctx, true);
@@ -389,9 +383,7 @@ Object.assign(AgentHarness.prototype, layerCalls);
 // Runs `step` in a context a run is already in (from a step or a tool): the same interpreter, the same context,
 // its layers as they are (upstream's `execute` export).
 function execute(step, input, ctx) {
-  if (!(ctx instanceof ContextImpl)) {
-    throw new NoeticConfigError({ code: 'INVALID_CONTEXT', message: 'execute(step, input, ctx) needs the ctx a step or tool was given.', hint: 'Call it from inside a step.run or a tool with its ctx, or use harness.run(step, input) at the top level.' });
-  }
+  if (!(ctx instanceof ContextImpl)) checkArgs('foreignContext', ['execute', ctx], 1);
   return ctx._rt.harness.run(step, input, ctx);
 }
 

@@ -2,7 +2,6 @@
 // The layer lifecycle `ctx.harness` exposes (upstream's initLayers … executeRerender), run natively as a step's phase is.
 const { ownContext } = require('./context.cjs');
 const { checkArgs } = require('./sketch.cjs');
-const { NoeticConfigError } = require('./errors.cjs');
 const { describeLayer, layersOf } = require('./memory.cjs');
 const { nativeStoreOf } = require('./storage.cjs');
 
@@ -36,12 +35,7 @@ async function callLayers(harness, layers, ctx, call, items = []) {
 function checkStorage(harness, storage) {
   const own = harness.config.storage;
   const native = storage == null ? undefined : nativeStoreOf(storage);
-  if (storage == null || storage === own || (native !== undefined && native === nativeStoreOf(own))) return;
-  throw new NoeticConfigError({
-    code: 'UNSUPPORTED_STORAGE',
-    message: 'ctx.harness.initLayers was given a storage adapter other than the harness’s own.',
-    hint: 'Pass harness.config.storage (or nothing): layer state is kept in the storage the harness was built with.',
-  });
+  if (!(storage == null || storage === own || (native !== undefined && native === nativeStoreOf(own)))) checkArgs('foreignStorage', [], 0);
 }
 
 const layerCalls = {

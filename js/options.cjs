@@ -2,18 +2,14 @@
 // The options users pass to AgentHarness's methods, and a model request, checked natively (harness/options.rs,
 // harness/api_checks.rs).
 const native = require('./native.cjs');
-const { NoeticConfigError, callNative } = require('./errors.cjs');
-const { sketch, checkArgs } = require('./sketch.cjs');
+const { callNative } = require('./errors.cjs');
+const { sketchText, checkArgs } = require('./sketch.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
-
-function fail(code, message, hint) {
-  throw new NoeticConfigError({ code, message, hint });
-}
 
 // createContext's options (undefined or null mean none, as upstream) and run's third argument, checked natively
 // (harness/options.rs); their thread ids are noted as given.
 function callOptionsOf(call, options) {
-  if (options !== undefined) callNative(() => native.checkCallOptions(call, sketch(options, [], 1)));
+  if (options !== undefined) callNative(() => native.checkCallOptions(call, sketchText(options, [], 1)));
   noteThreadId(options?.threadId);
   return options ?? {};
 }
@@ -22,10 +18,7 @@ const contextOptionsOf = (opts) => callOptionsOf('createContext', opts);
 
 // run's third argument, when it is not a context of this harness.
 function runOptionsOf(options, isContext) {
-  if (isContext) {
-    const hint = 'Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.';
-    fail('INVALID_RUN_OPTIONS', 'harness.run was given a context made by another harness.', hint);
-  }
+  if (isContext) checkArgs('foreignContext', ['run', options], 1);
   return callOptionsOf('run', options);
 }
 

@@ -41,7 +41,8 @@ pub fn check_step_options(builder: String, sketch: Value) -> Result<()> {
 
 /// The options of `createContext` or `harness.run` (`call`: `"createContext"` or `"run"`), checked.
 #[napi(catch_unwind, skip_typescript)]
-pub fn check_call_options(call: String, sketch: Value) -> Result<()> {
+pub fn check_call_options(call: String, sketch: String) -> Result<()> {
+  let sketch: Value = from_js_json(&sketch).map_err(|e| Error::from_reason(e.to_string()))?;
   options::check_call_options(&call, Sketch::of(&sketch)).map_err(|e| to_napi(config_json(&e)))
 }
 

@@ -55,6 +55,12 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "foreignContext" => foreign_context(arg(0), arg(1)),
     "detachedSpawn" => detached_spawn(arg(0), arg(1)),
     "layerCallItems" => layer_call_items(arg(0), arg(1)),
+    "foreignStorage" => fail(
+      "UNSUPPORTED_STORAGE",
+      "ctx.harness.initLayers was given a storage adapter other than the harness’s own.".to_owned(),
+      "Pass harness.config.storage (or nothing): layer state is kept in the storage the harness was built with.",
+    ),
+    "unregisteredStep" => unregistered_step(arg(0), arg(1)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -300,6 +306,16 @@ fn foreign_context(call: Sketch, given: Sketch) -> Result<(), ConfigError> {
       format!("createContext parent is {what}, not a context of this harness."),
       "Pass a context this harness made or gave a step, or leave parent out.",
     ),
+    "run" => (
+      "INVALID_RUN_OPTIONS",
+      "harness.run was given a context made by another harness.".to_owned(),
+      "Pass a context from this harness (harness.createContext()), { threadId?, resourceId?, memory? }, or nothing.",
+    ),
+    "execute" => (
+      "INVALID_CONTEXT",
+      "execute(step, input, ctx) needs the ctx a step or tool was given.".to_owned(),
+      "Call it from inside a step.run or a tool with its ctx, or use harness.run(step, input) at the top level.",
+    ),
     "callModel" => (
       "INVALID_MODEL_REQUEST",
       format!("callModel request.ctx is {what}; a request with tools needs the context they run in."),
@@ -312,6 +328,18 @@ fn foreign_context(call: Sketch, given: Sketch) -> Result<(), ConfigError> {
     ),
   };
   fail(code, message, hint)
+}
+
+/// A reattached handle's step (`stepId`, of `executionId`) that no builder of this process registered.
+fn unregistered_step(step_id: Sketch, execution_id: Sketch) -> Result<(), ConfigError> {
+  let (step, execution) = (step_id.js_string(), execution_id.js_string());
+  fail(
+    "STEP_NOT_REGISTERED",
+    format!(
+      "Subprocess handle for step '{step}' (execution {execution}) cannot be replayed: no step with that id is registered in this process."
+    ),
+    "Build the step (its builder registers it) before reattaching; the manifest is kept, so a later reattach can still run it.",
+  )
 }
 
 /// `detachedSpawn`'s step and overrides (its context is checked first, as a foreign one).
@@ -414,6 +442,16 @@ mod tests {
     assert_eq!(refused("detachedSpawn", json!([[], null])).code, "INVALID_STEP");
     assert_eq!(refused("detachedSpawn", json!([{ "kind": "run" }, "x"])).code, "INVALID_DETACHED_OPTIONS");
     assert!(check("detachedSpawn", Sketch::of(&json!([{ "kind": "run" }, null]))).is_ok());
+    assert_eq!(
+      refused("layerCallItems", json!(["storeLayers", 3])).message,
+      "ctx.harness.storeLayers was given 3 as items; expected an array."
+    );
+    assert_eq!(refused("foreignContext", json!(["run", context])).code, "INVALID_RUN_OPTIONS");
+    assert_eq!(refused("foreignStorage", json!([])).code, "UNSUPPORTED_STORAGE");
+    assert_eq!(
+      refused("unregisteredStep", json!(["fetch", "e1"])).message,
+      "Subprocess handle for step 'fetch' (execution e1) cannot be replayed: no step with that id is registered in this process."
+    );
     assert_eq!(
       refused("layerCallItems", json!(["storeLayers", 3])).message,
       "ctx.harness.storeLayers was given 3 as items; expected an array."
