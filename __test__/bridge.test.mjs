@@ -147,20 +147,28 @@ test('texts JS replies with keep every character natively: astral, two-byte, Lat
 // ---- 2. Harnesses are collected -----------------------------------------------------------------------------------
 
 test('discarded harnesses are garbage-collected, with or without a finished run', { skip: !gc, timeout: slow(60_000) }, async () => {
-  let collected = 0;
-  const registry = new FinalizationRegistry(() => collected++);
+  // WeakRefs, read after full collections: whether a harness is gone, not when the engine runs finalization callbacks
+  // (Node 24 delivered a FinalizationRegistry's callbacks for as few as 760 of 2000 harnesses whose WeakRefs were all
+  // cleared; the language lets an engine run them late or never).
   const count = 2000;
+  const refs = [];
   for (let i = 0; i < count; i++) {
     const h = new AgentHarness({ name: `h${i}`, params: {}, memory: [notes('n')] });
     if (i % 20 === 0) await h.run(echo, 'x');
-    registry.register(h, i);
+    refs.push(new WeakRef(h));
   }
-  for (let i = 0; i < 40 && collected < count; i++) {
+  const alive = () => refs.filter((ref) => ref.deref() !== undefined).length;
+  const tick = () => new Promise((resolve) => setTimeout(resolve, 25));
+  // Reading a WeakRef keeps its target to the end of that task: collections and readings take turns in tasks of their own.
+  for (let i = 0; i < 40; i++) {
     gc();
-    await new Promise((resolve) => setTimeout(resolve, 25));
+    await tick();
+    if (alive() === 0) break;
+    await tick();
   }
   // Bun's collector scans the native stack conservatively, so a few harnesses whose addresses linger in a stack slot
   // stay alive (CI saw 1998 of 2000). A leak in the bridge would keep every harness with a run (100) or all of them.
+  const collected = count - alive();
   assert.ok(collected >= count - 10, `collected ${collected} of ${count}`);
 });
 
@@ -171,7 +179,7 @@ test('a harness nobody references is kept until its run settles', { timeout: slo
   assert.equal(await pending, 'done');
 });
 
-test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc, timeout: slow(120_000) }, async () => {
+test('harnesses created and dropped by the thousand leave RSS flat after GC, once it has plateaued', { skip: !gc, timeout: slow(180_000) }, async () => {
   const settle = async () => {
     for (let i = 0; i < 10; i++) {
       gc();
@@ -182,15 +190,17 @@ test('10,000 harnesses created and dropped leave RSS flat after GC', { skip: !gc
     for (let i = 0; i < 5000; i++) new AgentHarness({ name: 'leak', params: {}, memory: [notes('n')] });
     await settle();
   };
-  // Warm-up: allocator pools and the JIT reach their steady size (RSS steps up once, then stays flat).
-  await batch();
-  await batch();
-  const before = process.memoryUsage().rss;
-  await batch();
-  await batch();
-  const grown = (process.memoryUsage().rss - before) / 1e6;
-  // Leaking ~8 KB per harness would be 80 MB here.
-  assert.ok(grown < 20, `RSS grew ${grown.toFixed(1)} MB over 10,000 harnesses`);
+  // Allocator pools and the JIT grow to their steady size over the first batches; how many depends on the engine
+  // (Node 20 one, Node 24 three: 195, 214, 240, 259 MB, then 259 MB for ten more). So the test looks for a plateau:
+  // three batches in a row (15,000 harnesses) that add under 20 MB, within twelve batches. Leaking ~8 KB per
+  // harness would add 40 MB every batch and never plateau.
+  const rss = [];
+  for (let i = 0; i < 12; i++) {
+    await batch();
+    rss.push(process.memoryUsage().rss / 1e6);
+    if (rss.length >= 4 && rss.at(-1) - rss.at(-4) < 20) return;
+  }
+  assert.fail(`RSS after each batch of 5,000 harnesses never plateaued: ${rss.map((mb) => mb.toFixed(0)).join(', ')} MB`);
 });
 
 // ---- 3. Storage adapters that hang ----------------------------------------------------------------------------------

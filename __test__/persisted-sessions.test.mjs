@@ -319,11 +319,24 @@ test('bad session options are refused with a code', () => {
   assert.throws(() => new AgentHarness({ ...base, sessionIdleMs: '10' }), { code: 'INVALID_SESSION_OPTIONS' });
 });
 
-test('100,000 one-turn threads with a short sessionIdleMs leave RSS within 10% of where it started', { skip: Boolean(globalThis.Bun), timeout: slow(600_000) }, async () => {
-  const child = spawnProcess(process.execPath, ['--expose-gc', fileURLToPath(new URL('./fixtures/idle-sessions.mjs', import.meta.url)), scratchDb('idle.db'), '100000', '20000'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  const { start, end, live, heapUsed } = JSON.parse((await lines.next()).value);
-  assert.equal(live, 0, 'every idle session left memory');
-  const mb = (bytes) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
-  assert.ok(end <= start * 1.1, `the memory it owns (anonymous RSS) went from ${mb(start)} to ${mb(end)} (JS heap ${mb(heapUsed)})`);
+test('100,000 one-turn threads with a short sessionIdleMs leave RSS within 10% of its plateau', { skip: Boolean(globalThis.Bun), timeout: slow(600_000) }, async () => {
+  // Rounds of 20,000 threads; the memory the process owns is read after each. It steps up over the first rounds while
+  // the allocators and the engine reach their working size, which takes a round on Node 20 and two on Node 24 (110,
+  // 155, 156, 155, 154 MB). So: five rounds in a row (100,000 threads) within 10% of the reading before them, within
+  // nine rounds. A session that stayed in memory at ~1 KB a thread would add 20 MB every round.
+  const child = spawnProcess(process.execPath, ['--expose-gc', fileURLToPath(new URL('./fixtures/idle-sessions.mjs', import.meta.url)), scratchDb('idle.db'), '20000', '9'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const readings = [];
+  try {
+    for await (const line of createInterface({ input: child.stdout })) {
+      const { owned, live, heapUsed } = JSON.parse(line);
+      assert.equal(live, 0, 'every idle session left memory');
+      readings.push({ owned, heapUsed });
+      const base = readings.at(-6)?.owned;
+      if (base !== undefined && readings.slice(-5).every((r) => r.owned <= base * 1.1)) return;
+    }
+  } finally {
+    child.kill();
+  }
+  const mb = (bytes) => `${(bytes / 2 ** 20).toFixed(0)}`;
+  assert.fail(`the memory it owns (anonymous RSS) after each round of 20,000 threads never held within 10%: ${readings.map((r) => `${mb(r.owned)} MB (JS heap ${mb(r.heapUsed)})`).join(', ')}`);
 });
