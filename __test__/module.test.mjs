@@ -12,6 +12,9 @@ test('the package loads as ESM and as CommonJS, with the same objects', () => {
     assert.equal(esm[name], cjs[name], name);
   }
   assert.equal(require('../js/unstable.cjs').allocateBudgets.name, 'allocateBudgets');
+  // The CommonJS entry spreads whole modules: none of their internal names may leak past the ESM entry's list.
+  const named = Object.keys(esm).filter((name) => name !== 'default');
+  assert.deepEqual(Object.keys(cjs).sort(), named.sort());
 });
 
 test('ctx.itemLog: appended items are read back as the same objects; reads never copy the log and are read-only', async () => {
