@@ -15,7 +15,7 @@ use noetic_runtime::memory::lifecycle::MemoryEnv;
 use noetic_runtime::memory::native::HostCallback;
 use noetic_runtime::memory::registry::{LayerImpl, LayerSet, RawBudget, RawLayer, RawTimeouts};
 use noetic_runtime::memory::state::{DiagnosticSink, StateStore, StateWrite};
-use noetic_runtime::steps::{LlmStep, ModelParams, Step, StepAdapter};
+use noetic_runtime::steps::{LlmStep, LoopStep, ModelParams, Step, StepAdapter, Until};
 use noetic_runtime::storage::{InMemoryStorage, Storage};
 use serde_json::{Value, json};
 
@@ -425,4 +425,37 @@ async fn dropping_a_context_whose_execution_ended_tells_the_host_once() {
   assert!(!f.harness.env.states.has("again", "notes"), "the drop ends what the layers left");
   assert_eq!(*f.host.ended.lock().unwrap(), ["kept", "again", "again"]);
   assert_eq!(f.harness.env.states.live_executions(), 0);
+}
+
+/// Nested steps are polled one inside another, on whatever thread polls the run: a tree as deep as a description may
+/// be must not overflow a small stack (the JS thread has 1 MB on Windows; a debug build's frames are large).
+#[test]
+fn loops_nested_nine_hundred_deep_run_on_a_small_stack() {
+  let polling = std::thread::Builder::new().stack_size(512 * 1024).spawn(|| {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+      let mut step = Step::Run { id: "r".into(), execute: 7, retry: None, subprocess: None, in_place: false };
+      for i in 0..900 {
+        step = Step::Loop(LoopStep {
+          id: format!("l{i}"),
+          steps: vec![Arc::new(step)],
+          until: Until::MaxSteps(1.0),
+          max_iterations: 1000.0,
+          max_history: 100,
+          prepare_next: None,
+          on_error: None,
+          inbox: None,
+          park_timeout_ms: 0.0,
+        });
+      }
+      let harness = fixture(LayerSet::default(), vec![]).harness;
+      let out = harness.run(&step, StepValue::Undefined, RunOptions::default()).await;
+      // Taken apart level by level: dropping the tree whole would recurse as deep as it nests.
+      while let Step::Loop(mut looped) = step {
+        step = Arc::try_unwrap(looped.steps.pop().unwrap()).unwrap();
+      }
+      out
+    })
+  });
+  assert_eq!(polling.unwrap().join().unwrap().unwrap(), StepValue::Text("ran r".into()));
 }

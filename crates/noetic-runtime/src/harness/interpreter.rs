@@ -72,7 +72,31 @@ pub(super) fn nested<'a>(
   ctx: &'a Arc<ExecContext>,
   depth: usize,
 ) -> StepFuture<'a> {
-  Box::pin(dispatch(runner, step, input, ctx, depth))
+  Box::pin(OnEnoughStack { step: dispatch(runner, step, input, ctx, depth) })
+}
+
+/// Room a nested step's poll must find on the stack, and the segment it gets when there is less.
+const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 2 * 1024 * 1024;
+
+pin_project_lite::pin_project! {
+  /// A nested step's future, polled on a new stack segment when the polling thread's stack runs low. Nested steps are
+  /// polled as nested futures, one poll frame inside another, on whatever thread polls the run: the JS thread (8 MB on
+  /// Linux, 1 MB on Windows) or the turn worker. Without this, a tree within the 1,024 levels the description allows
+  /// overflowed the stack and killed the process where frames are larger (a debug build at ~250 nested loops).
+  struct OnEnoughStack<F> {
+    #[pin]
+    step: F,
+  }
+}
+
+impl<F: Future> Future for OnEnoughStack<F> {
+  type Output = F::Output;
+
+  fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+    let step = self.project().step;
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || step.poll(cx))
+  }
 }
 
 /// `step_failed` with `cause` (the JSON JS revives as the cause), whose message the message ends with.
