@@ -223,3 +223,12 @@ test('over the wire: OTLP/HTTP delivers the tree to a collector, decoded here', 
     server.close();
   }
 });
+
+test('options it cannot use are a NoeticConfigError with a code and a hint', () => {
+  const refused = (options, message) =>
+    assert.throws(() => createOtelTraceExporter(options), (e) => e.code === 'INVALID_OTEL_OPTIONS' && e.message === message && /captureContent/.test(e.hint));
+  refused({ captureContent: 'yes' }, 'createOtelTraceExporter: captureContent is "yes"; expected true or false.');
+  refused({ tracerProvider: {} }, 'createOtelTraceExporter: tracerProvider is an object; expected an object with getTracer.');
+  refused(null, 'createOtelTraceExporter: the options are null; expected an object.');
+  assert.equal(createOtelTraceExporter(undefined).tracing, false);
+});

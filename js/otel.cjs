@@ -2,9 +2,11 @@
 // @noetic-tools/core/otel: a trace exporter that hands the harness's spans to the OpenTelemetry tracer provider the
 // user registered (DECISIONS O1). The runtime names, maps and orders them; this starts each with its parent and times.
 const { OtelSpans } = require('./native.cjs');
+const { checkArgs } = require('./sketch.cjs');
 const { version } = require('../package.json');
 
 function createOtelTraceExporter(options = {}) {
+  checkArgs('createOtelTraceExporter', [options]);
   const api = require('@opentelemetry/api');
   const tracer = () => (options.tracerProvider ?? api.trace.getTracerProvider()).getTracer(options.tracerName ?? '@noetic-tools/core', version);
   const waiting = new OtelSpans(options.captureContent === true);
