@@ -3616,6 +3616,16 @@ declare class NativeSubprocessRegistry {
   hasEnded(id: string): boolean
 }
 
+/** One OTel trace exporter's spans in waiting. */
+declare class OtelSpans {
+  constructor(captureContent: boolean)
+  /**
+   * Takes one exported batch (the spans as JSON) and answers, as JSON, the OTel spans ready to start, parents
+   * first. A batch that is not a JSON array adds nothing.
+   */
+  push(spans: string): string
+}
+
 interface BudgetOutput {
   allocated: Array<number>
   historyBudget: number

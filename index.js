@@ -860,3 +860,4 @@ module.exports.NativeFs = nativeBinding.NativeFs
 module.exports.NativeHarness = nativeBinding.NativeHarness
 module.exports.NativeStorage = nativeBinding.NativeStorage
 module.exports.NativeSubprocessRegistry = nativeBinding.NativeSubprocessRegistry
+module.exports.OtelSpans = nativeBinding.OtelSpans

@@ -87,7 +87,8 @@ const ToolAttr = Object.freeze({
   NEEDS_APPROVAL: 'tool.needs_approval',
 });
 
-const isTracing = (exporter) => exporter != null && !(exporter instanceof NoopExporter);
+// An exporter may say it records nothing (`tracing: false`) or wants prompts and completions too (`'content'`, O1).
+const isTracing = (exporter) => exporter != null && !(exporter instanceof NoopExporter) && (exporter.tracing ?? true);
 
 function spanWithIds(name, { traceId, spanId, parentSpanId }) {
   const span = new SpanImpl(name, null, traceId, spanId);
@@ -95,8 +96,18 @@ function spanWithIds(name, { traceId, spanId, parentSpanId }) {
   return span;
 }
 
+// A span the runtime timed (an execution, a model call: O1), with its attributes named already.
+function runSpan(record) {
+  const span = spanWithIds(record.name, record);
+  span.startTime = record.startTime;
+  span.endTime = record.endTime;
+  for (const [key, value] of Object.entries(record.attributes)) span.setAttribute(key, value);
+  return span;
+}
+
 // The figures as attributes too, for exporters that read only those.
 function memorySpan(record) {
+  if (record.spanId !== undefined) return runSpan(record);
   const span = spanWithIds(`memory.${record.hook}`, { traceId: record.traceId, spanId: randomUUID(), parentSpanId: record.context });
   span.startTime = record.startTime;
   span.endTime = record.startTime + record.durationMs;

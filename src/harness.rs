@@ -216,12 +216,14 @@ impl NativeHarness {
       Some("host") => Model::Host,
       _ => Model::None,
     };
-    let traces = (config.get("tracing").and_then(Value::as_bool) == Some(true)).then(Arc::default);
+    // `true`, or `"content"` from an exporter that wants prompts and completions too (O1).
+    let content = config.get("tracing").and_then(Value::as_str) == Some("content");
+    let traces = (content || config.get("tracing").and_then(Value::as_bool) == Some(true)).then(Arc::default);
     let files = Arc::new(HarnessFiles::new(dispatch.clone(), fs));
     let env = MemoryEnv {
       host: Arc::new(JsHost { dispatch: dispatch.clone() }),
       states: Arc::new(StateStore::new()),
-      sink: Arc::new(JsDiagnostics { dispatch: dispatch.clone(), traces: traces.clone() }),
+      sink: Arc::new(JsDiagnostics { dispatch: dispatch.clone(), traces: traces.clone(), content }),
       storage,
     };
     let harness = Harness::new(

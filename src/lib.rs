@@ -20,6 +20,7 @@ mod js_callback;
 mod js_host;
 mod js_string;
 mod options;
+mod otel;
 mod protocol;
 mod session;
 mod storage;

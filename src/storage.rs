@@ -13,7 +13,7 @@ use napi_derive::napi;
 use noetic_runtime::ConfigError;
 use noetic_runtime::js_text::from_js_json;
 use noetic_runtime::memory::state::DiagnosticSink;
-use noetic_runtime::memory::trace::{HookSpan, TraceBuffer};
+use noetic_runtime::memory::trace::{HookSpan, RunSpan, TraceBuffer};
 use noetic_runtime::storage::{
   AdapterCall, AdapterStorage, Answer, CodedError, CodedStorage, InMemoryStorage, PostgresOptions, PostgresStorage,
   SqliteStorage, Storage, StorageError,
@@ -224,6 +224,8 @@ pub struct JsDiagnostics {
   pub dispatch: Dispatch,
   /// Hook spans wait here for JS to take them (`takeTraces`) when the harness has a trace exporter.
   pub traces: Option<Arc<TraceBuffer>>,
+  /// The exporter asked for prompts and completions (`tracing: 'content'`, O1).
+  pub content: bool,
 }
 
 impl DiagnosticSink for JsDiagnostics {
@@ -245,6 +247,18 @@ impl DiagnosticSink for JsDiagnostics {
   fn trace(&self, spans: Vec<HookSpan>) {
     if let Some(traces) = &self.traces
       && traces.push(spans)
+    {
+      self.dispatch.notify(r#"{"op":"traces"}"#.to_owned());
+    }
+  }
+
+  fn tracing_content(&self) -> bool {
+    self.content
+  }
+
+  fn trace_run(&self, span: RunSpan) {
+    if let Some(traces) = &self.traces
+      && traces.push([span])
     {
       self.dispatch.notify(r#"{"op":"traces"}"#.to_owned());
     }

@@ -16,6 +16,7 @@ pub mod js_text;
 pub mod js_time;
 pub mod js_value;
 pub mod memory;
+pub mod otel;
 pub mod provider;
 pub mod steps;
 pub mod storage;

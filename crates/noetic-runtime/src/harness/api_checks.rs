@@ -9,7 +9,7 @@ use crate::js_sketch::Sketch;
 use crate::storage::STORAGE_METHODS;
 
 /// Methods the checks ask objects about: JS lists those a sketched instance has.
-pub const ARG_METHODS: [&str; 12] = [
+pub const ARG_METHODS: [&str; 13] = [
   "get",
   "set",
   "delete",
@@ -22,6 +22,7 @@ pub const ARG_METHODS: [&str; 12] = [
   "hasPendingExternal",
   "onStall",
   "buildStalledOutcome",
+  "getTracer",
 ];
 
 const RUNNABLE_HARNESS: [&str; 3] = ["seedSessionHistory", "execute", "getAgentResponse"];
@@ -61,6 +62,7 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
       "Pass harness.config.storage (or nothing): layer state is kept in the storage the harness was built with.",
     ),
     "unregisteredStep" => unregistered_step(arg(0), arg(1)),
+    "createOtelTraceExporter" => otel_options(arg(0)),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -106,6 +108,32 @@ fn scoped_storage(storage: Sketch, layer_id: Sketch, scope_key: Sketch) -> Resul
         "Pass the layer id and the scope key (for example the thread id) as strings.",
       );
     }
+  }
+  Ok(())
+}
+
+/// `createOtelTraceExporter(options?)` (O1).
+fn otel_options(options: Sketch) -> Result<(), ConfigError> {
+  const HINT: &str =
+    "Pass nothing, or { captureContent?: boolean, tracerProvider?: a TracerProvider, tracerName?: string }.";
+  let wrong = |what: String| fail("INVALID_OTEL_OPTIONS", format!("createOtelTraceExporter: {what}."), HINT);
+  if options.is_undefined() {
+    return Ok(());
+  }
+  if !options.is_record() {
+    return wrong(format!("the options are {}; expected an object", options.described()));
+  }
+  let capture = options.field("captureContent");
+  if !capture.is_undefined() && capture.as_bool().is_none() {
+    return wrong(format!("captureContent is {}; expected true or false", capture.described()));
+  }
+  let name = options.field("tracerName");
+  if !name.is_undefined() && name.as_str().is_none_or(str::is_empty) {
+    return wrong(format!("tracerName is {}; expected a non-empty string", name.described()));
+  }
+  let provider = options.field("tracerProvider");
+  if !provider.is_undefined() && (!provider.is_record() || !provider.lacking(&["getTracer"]).is_empty()) {
+    return wrong(format!("tracerProvider is {}; expected an object with getTracer", provider.described()));
   }
   Ok(())
 }
@@ -469,6 +497,28 @@ mod tests {
     let error = refused("createPostgresStorage", json!(["postgres://x", []]));
     assert_eq!(error.message, "createPostgresStorage: the options are an array; expected an object.");
     assert!(check("createPostgresStorage", Sketch::of(&json!(["postgres://x"]))).is_ok());
+  }
+
+  #[test]
+  fn otel_options_are_an_object_of_a_boolean_a_provider_and_a_name() {
+    assert!(check("createOtelTraceExporter", Sketch::of(&json!([{}]))).is_ok());
+    let provider =
+      json!({ "$sketch": "a BasicTracerProvider", "type": "object", "methods": ["getTracer"], "fields": {} });
+    assert!(
+      check("createOtelTraceExporter", Sketch::of(&json!([{ "tracerProvider": provider, "captureContent": true }])))
+        .is_ok()
+    );
+    let error = refused("createOtelTraceExporter", json!([{ "captureContent": "yes" }]));
+    assert_eq!(
+      (error.code.as_str(), error.message.as_str()),
+      ("INVALID_OTEL_OPTIONS", "createOtelTraceExporter: captureContent is \"yes\"; expected true or false.")
+    );
+    let error = refused("createOtelTraceExporter", json!([{ "tracerProvider": {} }]));
+    assert_eq!(
+      error.message,
+      "createOtelTraceExporter: tracerProvider is an object; expected an object with getTracer."
+    );
+    assert!(check("createOtelTraceExporter", Sketch::of(&json!([null]))).is_err());
   }
 
   #[test]

@@ -58,7 +58,10 @@ struct Paths<'a> {
 
 impl Paths<'_> {
   async fn run(&self, i: usize) -> RunResult<StepValue> {
-    nested(self.runner, &self.paths[i], self.input.clone(), &self.children[i], self.depth + 1).await
+    let traced = self.runner.trace_start();
+    let result = nested(self.runner, &self.paths[i], self.input.clone(), &self.children[i], self.depth + 1).await;
+    self.runner.trace_execution(traced, &self.children[i], &result);
+    result
   }
 
   fn abort_all_but(&self, keep: Option<usize>, reason: &str) {

@@ -294,7 +294,10 @@ async fn run_step(
       frame_of(async move {
         let layers = memory.clone().unwrap_or_else(|| ctx.layers());
         let child_ctx = runner.open_context(ExecContext::child_of(ctx, layers));
+        // A child with layers of its own runs as an execution of its own, which traces itself.
+        let traced = if spawn.own_layers { None } else { runner.trace_start() };
         let result = run_spawn(runner, spawn, input, ctx, &child_ctx, depth).await;
+        runner.trace_execution(traced, &child_ctx, &result);
         runner.close_context(&child_ctx.id);
         result
       })

@@ -238,7 +238,17 @@ impl Runner {
         .map_or_else(Vec::new, |_| recalled.iter().map(|e| (e.layer_id.clone(), e.items.len())).collect());
       let memory = has_layers.then(|| StepRecall { recalled: &mut recalled, budgets: &budgets, query: &query });
       let started = inspecting.then(|| (crate::memory::trace::now_ms(), std::time::Instant::now()));
-      let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await?;
+      let traced = self.env.sink.tracing().then(crate::memory::trace::now_ms);
+      let prompt = (traced.is_some() && self.env.sink.tracing_content()).then(|| super::spans::items_json(&view.items));
+      let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await;
+      if let Some(start) = traced {
+        let mut span = super::spans::model_call(ctx, &step.id, &step.model, start, &response);
+        if let Some(prompt) = prompt {
+          super::spans::content(&mut span, step.instructions.as_deref(), prompt, &response);
+        }
+        self.env.sink.trace_run(span);
+      }
+      let response = response?;
       let called = started.map(|(at, clock)| (at, clock.elapsed().as_secs_f64() * 1000.0));
       // Every response counts, including one steering rejects: the spend is real.
       track_usage(ctx, &response, self.cache.is_some());

@@ -21,6 +21,7 @@ mod round_model;
 mod run;
 mod scripted;
 pub mod session;
+mod spans;
 mod spawn;
 mod summary;
 mod tool_loop;

@@ -193,9 +193,18 @@ impl Runner {
   where
     F: std::future::Future<Output = RunResult<StepValue>>,
   {
-    self.enter_execution(ctx).await?;
-    let result = body().await;
-    self.leave_execution(ctx, &result).await;
+    // Timed only for an exporter (O1): the execution's span is its own, not one per run that joins it.
+    let traced = self.trace_start();
+    let (result, ended) = match self.enter_execution(ctx).await {
+      Ok(()) => {
+        let result = body().await;
+        let ended = self.leave_execution(ctx, &result).await;
+        (result, ended)
+      }
+      // Only a run that starts an execution fails to enter it: the failed init ended it.
+      Err(failure) => (Err(failure), true),
+    };
+    self.trace_execution(traced.filter(|_| ended), ctx, &result);
     result
   }
 
@@ -212,13 +221,14 @@ impl Runner {
   }
 
   /// Leaves the execution in flight in `ctx`; the last to leave ends it (onComplete with `result`'s outcome, then
-  /// dispose).
-  async fn leave_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) {
+  /// dispose); true when it did.
+  async fn leave_execution(&self, ctx: &Arc<ExecContext>, result: &RunResult<StepValue>) -> bool {
     let mut runs = ctx.runs_in_flight.lock().await;
     *runs -= 1;
     if *runs == 0 {
       Box::pin(self.end_execution(ctx, result)).await;
     }
+    *runs == 0
   }
 
   /// Starts an execution in `ctx`: every layer's init, which reloads a durable layer's state from storage. Skipped

@@ -12,6 +12,7 @@ use super::context::ExecContext;
 use super::error::RunResult;
 use super::model_events::emit_allows;
 use super::round_model::{RoundModel, RoundRequest};
+use super::spans::{ToolSpan, ToolStatus};
 use crate::error::NoeticError;
 use crate::host::{HostError, SteeringAction};
 use crate::items::{Item, function_call_output, input_message, parse_js_item};
@@ -65,6 +66,7 @@ impl Runner {
         }
         let name = item.name().unwrap_or_default();
         let call_id = item.call_id().unwrap_or_default();
+        let traced = self.trace_start();
         let about = json!({ "name": name, "callId": call_id });
         self.model_event(ctx, request.emit, "tool_call_started", about).await?;
         // Providers see wire-safe names (`notes_add` for `notes/add`); either form finds the tool.
@@ -72,18 +74,25 @@ impl Runner {
         // tool lookup, no steering vote, no run); then an unknown name; then the layers' vote; then the tool.
         let arguments = item.arguments();
         let malformed = !arguments.is_some_and(crate::js_text::is_js_json);
-        let (output, decorated) = if malformed {
+        let (output, decorated, status) = if malformed {
           let text = arguments.unwrap_or("undefined");
-          (Some(format!("Error: malformed JSON in tool arguments: {text}")), None)
+          (Some(format!("Error: malformed JSON in tool arguments: {text}")), None, ToolStatus::Failed)
         } else {
           match request.tools.iter().find(|tool| tool.name == name || tool.wire_name() == name) {
             Some(tool) => match self.steer_tool_call(item, ctx).await? {
-              Some(refusal) => (Some(refusal), None),
-              None => self.run_tool(tool, item, ctx).await?,
+              Some(refusal) => (Some(refusal), None, ToolStatus::Denied),
+              None => {
+                let (output, decorated) = self.run_tool(tool, item, ctx).await?;
+                (output, decorated, ToolStatus::Ran)
+              }
             },
-            None => (Some(format!("Error: unknown tool '{name}'")), None),
+            None => (Some(format!("Error: unknown tool '{name}'")), None, ToolStatus::Failed),
           }
         };
+        if let Some(start) = traced {
+          let call = ToolSpan { name, call_id, arguments, status, output: output.as_deref().or(decorated.as_deref()) };
+          self.env.sink.trace_run(super::spans::tool_call(ctx, start, call, self.env.sink.tracing_content()));
+        }
         // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`
         // result has no output, as upstream's.
         let result = match decorated {

@@ -38,6 +38,14 @@ pub trait DiagnosticSink: Send + Sync {
 
   /// The spans of one phase's hooks.
   fn trace(&self, _spans: Vec<super::trace::HookSpan>) {}
+
+  /// Whether the exporter asked for prompts and completions in model-call spans (O1; off unless the user opts in).
+  fn tracing_content(&self) -> bool {
+    false
+  }
+
+  /// One of the runtime's own spans (an execution, a model call), when [`DiagnosticSink::tracing`].
+  fn trace_run(&self, _span: super::trace::RunSpan) {}
 }
 
 /// A layer's state as the runtime holds it.

@@ -81,6 +81,41 @@ pub struct HookSpan {
   pub attributes: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A span the runtime times besides hook calls: an execution, a model call (DECISIONS O1). Its attributes are named
+/// as exported (the GenAI conventions' `gen_ai.*`, ours under `noetic.`), so JS builds the span without reading them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpan {
+  pub name: &'static str,
+  pub trace_id: String,
+  pub span_id: String,
+  pub parent_span_id: Option<String>,
+  /// Milliseconds since the Unix epoch, as `Date.now()`, with the fraction the clock gives.
+  pub start_time: f64,
+  pub end_time: f64,
+  pub attributes: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What waits in a [`TraceBuffer`]: a hook's span or one of the runtime's own.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum TraceRecord {
+  Hook(HookSpan),
+  Run(RunSpan),
+}
+
+impl From<HookSpan> for TraceRecord {
+  fn from(span: HookSpan) -> Self {
+    Self::Hook(span)
+  }
+}
+
+impl From<RunSpan> for TraceRecord {
+  fn from(span: RunSpan) -> Self {
+    Self::Run(span)
+  }
+}
+
 /// Where a phase's spans belong: the run's root and the context the hooks run for.
 #[derive(Debug, Clone, Copy)]
 pub struct TraceTarget<'a> {
@@ -134,19 +169,19 @@ pub fn now_ms() -> f64 {
 /// The spans recorded since the exporter last took them.
 #[derive(Debug, Default)]
 pub struct TraceBuffer {
-  spans: Mutex<Vec<HookSpan>>,
+  spans: Mutex<Vec<TraceRecord>>,
 }
 
 impl TraceBuffer {
   /// Adds spans; true when the buffer was empty before (the moment to tell whoever exports them).
-  pub fn push(&self, spans: impl IntoIterator<Item = HookSpan>) -> bool {
+  pub fn push<S: Into<TraceRecord>>(&self, spans: impl IntoIterator<Item = S>) -> bool {
     let mut buffer = self.spans.lock().unwrap_or_else(PoisonError::into_inner);
     let was_empty = buffer.is_empty();
-    buffer.extend(spans);
+    buffer.extend(spans.into_iter().map(Into::into));
     was_empty && !buffer.is_empty()
   }
 
-  pub fn take(&self) -> Vec<HookSpan> {
+  pub fn take(&self) -> Vec<TraceRecord> {
     std::mem::take(&mut *self.spans.lock().unwrap_or_else(PoisonError::into_inner))
   }
 }
@@ -178,9 +213,9 @@ mod tests {
     let span = || HookSpan::timed(target, "l", HookKind::Store, 1.0, &HookStatus::Ok);
     assert!(buffer.push([span()]));
     assert!(!buffer.push([span(), span()]));
-    assert!(!buffer.push([]));
+    assert!(!buffer.push::<HookSpan>([]));
     assert_eq!(buffer.take().len(), 3);
-    assert!(!buffer.push([]));
+    assert!(!buffer.push::<HookSpan>([]));
     assert!(buffer.push([span()]));
   }
 }

@@ -352,6 +352,17 @@ impl DiagnosticSink for InspectingSink {
       (false, false) => {}
     }
   }
+
+  fn tracing_content(&self) -> bool {
+    self.inner.tracing_content()
+  }
+
+  /// The inspector keeps model calls its own way; only an exporter takes these.
+  fn trace_run(&self, span: crate::memory::trace::RunSpan) {
+    if self.inner.tracing() {
+      self.inner.trace_run(span);
+    }
+  }
 }
 
 #[cfg(test)]

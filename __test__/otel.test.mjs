@@ -1,0 +1,234 @@
+// The OpenTelemetry subpath (issue 56, DECISIONS O1): the harness's spans reach the tracer provider the user gave or
+// registered, with their tree, exact times, GenAI attributes and errors; nothing is recorded without a provider.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { trace, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { z } from 'zod';
+import { AgentHarness, step, spawn, tool } from '../js/index.mjs';
+import { createOtelTraceExporter } from '../js/otel.mjs';
+
+const notes = {
+  id: 'notes',
+  slot: 10,
+  scope: 'execution',
+  hooks: {
+    recall: async () => ({ items: [{ type: 'message', role: 'developer', content: 'the user likes tea' }], tokenCount: 7 }),
+    store: async () => {},
+  },
+};
+const broken = { id: 'broken', slot: 20, scope: 'execution', hooks: { store: async () => { throw new Error('disk full'); } } };
+
+// Our spans as the exporter was handed them, beside what OTel made of them, to compare times.
+function teed(exporter) {
+  const ours = [];
+  return {
+    ours,
+    get tracing() {
+      return exporter.tracing;
+    },
+    export: (spans) => (ours.push(...spans), exporter.export(spans)),
+  };
+}
+
+function harnessWith(traceExporter, script = [{ text: 'hot tea it is' }]) {
+  return new AgentHarness({ name: 'barista', params: {}, memory: [notes, broken], traceExporter, llm: { provider: 'scripted', script }, onDiagnostic: () => {} });
+}
+
+const ms = ([seconds, nanos]) => seconds * 1000 + nanos / 1e6;
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+test('an LLM step becomes an agent span over a chat span and its hook spans, with exact times and the GenAI attributes', async () => {
+  const memory = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
+  const exporter = teed(createOtelTraceExporter({ tracerProvider: provider }));
+  const h = harnessWith(exporter);
+  const ctx = h.createContext({ threadId: 'order-42' });
+  await h.run(step.llm({ id: 'ask', model: 'tea-model' }), 'something warm', ctx);
+  await settle();
+  const spans = memory.getFinishedSpans();
+  const named = (name) => spans.filter((s) => s.name === name);
+  const [agent] = named('invoke_agent barista');
+  const [chat] = named('chat tea-model');
+  assert.ok(agent && chat, `spans: ${spans.map((s) => s.name).join(', ')}`);
+  assert.equal(agent.parentSpanContext, undefined, 'the execution is the root');
+  assert.equal(agent.attributes['gen_ai.operation.name'], 'invoke_agent');
+  assert.equal(agent.attributes['gen_ai.conversation.id'], 'order-42');
+  assert.equal(chat.kind, SpanKind.CLIENT);
+  assert.equal(chat.parentSpanContext.spanId, agent.spanContext().spanId);
+  assert.equal(chat.attributes['gen_ai.operation.name'], 'chat');
+  assert.equal(chat.attributes['gen_ai.request.model'], 'tea-model');
+  assert.equal(chat.attributes['gen_ai.conversation.id'], 'order-42');
+  assert.equal(typeof chat.attributes['gen_ai.usage.input_tokens'], 'number');
+  assert.ok(chat.attributes['gen_ai.usage.output_tokens'] > 0);
+  assert.equal(chat.attributes['gen_ai.output.messages'], undefined, 'no completion unless asked');
+  const [recall] = named('memory.recall');
+  assert.equal(recall.parentSpanContext.spanId, agent.spanContext().spanId);
+  assert.equal(recall.attributes['noetic.layer_id'], 'notes');
+  assert.equal(recall.attributes['noetic.hook'], 'recall');
+  assert.equal(recall.attributes['noetic.status'], 'ok');
+  assert.equal(recall.attributes['noetic.budget.used'], 7);
+  assert.equal(recall.attributes['memory.layer_id'], undefined);
+  assert.ok(spans.every((s) => s.spanContext().traceId === agent.spanContext().traceId), 'one trace');
+  // The times are ours, to the microsecond.
+  for (const span of spans) {
+    const mine = exporter.ours.find((o) => (o.attributes.get('noetic.layer_id') ?? o.memory?.layerId) === span.attributes['noetic.layer_id'] && o.name === (span.attributes['noetic.hook'] ? `memory.${span.attributes['noetic.hook']}` : o.name) && ({ 'noetic.execution': 'invoke_agent barista', 'noetic.model_call': 'chat tea-model' }[o.name] ?? o.name) === span.name);
+    assert.ok(mine, `our span for ${span.name}`);
+    assert.ok(Math.abs(ms(span.startTime) - mine.startTime) < 0.01, `${span.name} starts when ours did`);
+    assert.ok(Math.abs(ms(span.endTime) - mine.endTime) < 0.01, `${span.name} ends when ours did`);
+  }
+  assert.ok(ms(agent.startTime) <= ms(recall.startTime) && ms(chat.endTime) <= ms(agent.endTime));
+});
+
+test('a hook that throws is an error span with an exception event', async () => {
+  const memory = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
+  const h = harnessWith(createOtelTraceExporter({ tracerProvider: provider }));
+  await h.run(step.llm({ id: 'ask', model: 'tea-model' }), 'hi');
+  await settle();
+  const store = memory.getFinishedSpans().find((s) => s.name === 'memory.store' && s.attributes['noetic.layer_id'] === 'broken');
+  assert.deepEqual(store.status, { code: SpanStatusCode.ERROR, message: 'disk full' });
+  assert.equal(store.attributes['error.type'], 'error');
+  const [event] = store.events;
+  assert.equal(event.name, 'exception');
+  assert.equal(event.attributes['exception.message'], 'disk full');
+  const fine = memory.getFinishedSpans().find((s) => s.name === 'memory.store' && s.attributes['noetic.layer_id'] === 'notes');
+  assert.equal(fine.status.code, SpanStatusCode.UNSET);
+});
+
+test('a failing step makes its agent span an error; a spawn child hangs under its parent', async () => {
+  const memory = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
+  const h = harnessWith(createOtelTraceExporter({ tracerProvider: provider }));
+  const boom = step.run({ id: 'boom', execute: async () => { throw new Error('kettle broke'); } });
+  await assert.rejects(h.run(spawn({ id: 'sp', child: boom }), 'x'));
+  await settle();
+  const agents = memory.getFinishedSpans().filter((s) => s.name === 'invoke_agent barista');
+  assert.equal(agents.length, 2);
+  const root = agents.find((s) => !s.parentSpanContext);
+  const child = agents.find((s) => s.parentSpanContext);
+  assert.equal(child.parentSpanContext.spanId, root.spanContext().spanId);
+  for (const span of agents) {
+    assert.equal(span.status.code, SpanStatusCode.ERROR);
+    assert.match(span.status.message, /kettle broke/);
+  }
+  assert.equal(child.attributes['noetic.depth'], 1);
+});
+
+test('each tool call is an execute_tool span under the agent, its arguments and result only when asked', async () => {
+  const brew = tool({ name: 'brew', description: 'Brew tea.', input: z.object({ kind: z.string() }), execute: async ({ kind }) => `a pot of ${kind}` });
+  const script = [{ toolCalls: [{ name: 'brew', arguments: { kind: 'green' } }, { name: 'grind', arguments: {} }] }, { text: 'Brewed.' }];
+  for (const captureContent of [false, true]) {
+    const memory = new InMemorySpanExporter();
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
+    const h = harnessWith(createOtelTraceExporter({ tracerProvider: provider, captureContent }), script);
+    assert.equal(await h.run(step.llm({ id: 'ask', model: 'tea-model', tools: [brew] }), 'tea please'), 'Brewed.');
+    await settle();
+    const spans = memory.getFinishedSpans();
+    const agent = spans.find((s) => s.name === 'invoke_agent barista');
+    const ran = spans.find((s) => s.name === 'execute_tool brew');
+    const unknown = spans.find((s) => s.name === 'execute_tool grind');
+    assert.equal(ran.parentSpanContext.spanId, agent.spanContext().spanId);
+    assert.equal(ran.attributes['gen_ai.operation.name'], 'execute_tool');
+    assert.equal(ran.attributes['gen_ai.tool.name'], 'brew');
+    assert.match(ran.attributes['gen_ai.tool.call.id'], /./);
+    assert.equal(ran.status.code, SpanStatusCode.UNSET);
+    assert.deepEqual(unknown.status, { code: SpanStatusCode.ERROR, message: "Error: unknown tool 'grind'" });
+    assert.equal(ran.attributes['gen_ai.tool.call.arguments'], captureContent ? '{"kind":"green"}' : undefined);
+    assert.equal(ran.attributes['gen_ai.tool.call.result'], captureContent ? 'a pot of green' : undefined);
+  }
+});
+
+test('prompts and completions only when the user opts in', async () => {
+  const memory = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
+  const exporter = createOtelTraceExporter({ tracerProvider: provider, captureContent: true });
+  assert.equal(exporter.tracing, 'content');
+  const h = harnessWith(exporter);
+  await h.run(step.llm({ id: 'ask', model: 'tea-model', instructions: 'Be a barista.' }), 'something warm');
+  await settle();
+  const chat = memory.getFinishedSpans().find((s) => s.name === 'chat tea-model');
+  assert.equal(chat.attributes['gen_ai.system_instructions'], 'Be a barista.');
+  assert.match(chat.attributes['gen_ai.input.messages'], /something warm/);
+  assert.match(chat.attributes['gen_ai.output.messages'], /hot tea it is/);
+});
+
+test('with no tracer provider registered the exporter says so and the harness records nothing', async () => {
+  trace.disable();
+  const exporter = createOtelTraceExporter();
+  assert.equal(exporter.tracing, false);
+  let exported = 0;
+  const spy = { tracing: exporter.tracing, export: (spans) => ((exported += spans.length), exporter.export(spans)) };
+  let span;
+  const h = harnessWith(spy);
+  await h.run(step.run({ id: 'look', execute: async (input, ctx) => ((span = ctx.span), input) }), 'x');
+  await h.run(step.llm({ id: 'ask', model: 'tea-model' }), 'hi');
+  await settle();
+  assert.equal(exported, 0);
+  assert.equal(span.name, undefined, 'ctx.span records nothing');
+  // Registered later, a provider is seen by the next harness built.
+  const memory = new InMemorySpanExporter();
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] }));
+  try {
+    assert.equal(exporter.tracing, true);
+    await harnessWith(exporter).run(step.llm({ id: 'ask', model: 'tea-model' }), 'hi');
+    await settle();
+    assert.ok(memory.getFinishedSpans().some((s) => s.name === 'chat tea-model'));
+  } finally {
+    trace.disable();
+  }
+});
+
+test('over the wire: OTLP/HTTP delivers the tree to a collector, decoded here', async () => {
+  const received = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      received.push({ path: req.url, type: req.headers['content-type'], body: JSON.parse(body) });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/v1/traces`;
+    const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url }))] });
+    const h = harnessWith(createOtelTraceExporter({ tracerProvider: provider }));
+    await h.run(step.llm({ id: 'ask', model: 'tea-model' }), 'hi', h.createContext({ threadId: 'wire' }));
+    await settle();
+    await provider.forceFlush();
+    const spans = received.flatMap((r) => r.body.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)));
+    assert.ok(received.every((r) => r.path === '/v1/traces' && r.type.startsWith('application/json')));
+    const attr = (span, key) => {
+      const value = span.attributes.find((a) => a.key === key)?.value;
+      return value && (value.stringValue ?? value.intValue ?? value.doubleValue);
+    };
+    const agent = spans.find((s) => s.name === 'invoke_agent barista');
+    const chat = spans.find((s) => s.name === 'chat tea-model');
+    const store = spans.find((s) => s.name === 'memory.store' && attr(s, 'noetic.layer_id') === 'broken');
+    assert.ok(agent && chat && store, `arrived: ${spans.map((s) => s.name).join(', ')}`);
+    assert.equal(chat.parentSpanId, agent.spanId);
+    assert.equal(store.parentSpanId, agent.spanId);
+    assert.equal(chat.traceId, agent.traceId);
+    assert.equal(chat.kind, 3, 'SPAN_KIND_CLIENT');
+    assert.equal(attr(chat, 'gen_ai.request.model'), 'tea-model');
+    assert.equal(attr(agent, 'gen_ai.conversation.id'), 'wire');
+    assert.equal(store.status.code, 2, 'STATUS_CODE_ERROR');
+    assert.equal(store.status.message, 'disk full');
+    assert.ok(BigInt(agent.startTimeUnixNano) <= BigInt(chat.startTimeUnixNano) && BigInt(chat.endTimeUnixNano) <= BigInt(agent.endTimeUnixNano));
+    await provider.shutdown();
+  } finally {
+    server.close();
+  }
+});
+
+test('options it cannot use are a NoeticConfigError with a code and a hint', () => {
+  const refused = (options, message) =>
+    assert.throws(() => createOtelTraceExporter(options), (e) => e.code === 'INVALID_OTEL_OPTIONS' && e.message === message && /captureContent/.test(e.hint));
+  refused({ captureContent: 'yes' }, 'createOtelTraceExporter: captureContent is "yes"; expected true or false.');
+  refused({ tracerProvider: {} }, 'createOtelTraceExporter: tracerProvider is an object; expected an object with getTracer.');
+  refused(null, 'createOtelTraceExporter: the options are null; expected an object.');
+  assert.equal(createOtelTraceExporter(undefined).tracing, false);
+});

@@ -1,0 +1,4 @@
+// ESM entry of @noetic-tools/core/otel.
+import otel from './otel.cjs';
+
+export const { createOtelTraceExporter } = otel;
