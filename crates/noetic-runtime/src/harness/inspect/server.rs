@@ -135,7 +135,7 @@ fn listen_failed(options: &InspectorOptions, reason: &str) -> ConfigError {
 async fn accept(listener: TcpListener, site: Arc<Site>, mut stop: watch::Receiver<bool>) {
   loop {
     let accepted = tokio::select! {
-      _ = stop.wait_for(|stopped| *stopped) => return,
+      _ = stop.wait_for(|stopped| *stopped) => break,
       accepted = listener.accept() => accepted,
     };
     match accepted {
@@ -144,6 +144,10 @@ async fn accept(listener: TcpListener, site: Arc<Site>, mut stop: watch::Receive
       Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
     }
   }
+  // The port is let go before the receiver: `close_inspector` resolves when the last receiver drops, and promises
+  // that nothing listens by then (parameters drop in reverse order, which would free the port last).
+  drop(listener);
+  drop(stop);
 }
 
 /// One connection, until the client ends it or the server closes: then a request under way may finish (a feed's
