@@ -259,3 +259,87 @@ test('a history the window cannot hold is cut in blocks: its start moves every f
   assert.ok(anchored.moves <= plain.moves * 0.6, `with it, in blocks: ${anchored.moves} moves against ${plain.moves}`);
   assert.ok(Math.max(...anchored.sizes) <= 400, `every request fits its window: ${Math.max(...anchored.sizes)}`);
 });
+
+// Layers whose pinned text changes every turn, with a renderDelta of each kind; every call it gets is recorded.
+function deltaHarness(extra = {}) {
+  const calls = [];
+  const withDelta = (base, renderDelta) => ({
+    ...base,
+    hooks: { ...base.hooks, renderDelta: (params) => (calls.push({ layerId: base.id, params }), renderDelta(params)) },
+  });
+  const anchored = (id, slot, render, extraLayer = {}) => layer(id, slot, render, { placement: 'anchor', ...extraLayer });
+  const { model, requests } = recordingModel();
+  const h = new AgentHarness({
+    name: 'deltas',
+    params: {},
+    initialStep: step.llm({ id: 'chat', model: 'm', instructions: 'Be brief.' }),
+    memory: [
+      layer('rules', 100, () => RULES),
+      withDelta(anchored('files', 110, (turn) => `FILES ${'a.txt '.repeat(3)}${turn}`), ({ next }) => `+ ${said(next[0]).slice(-1)}`),
+      anchored('plain', 120, (turn) => `PLAIN ${turn}`),
+      withDelta(anchored('broken', 130, (turn) => `BROKEN ${turn}`), () => {
+        throw new Error('no delta today');
+      }),
+      withDelta(anchored('nulls', 140, (turn) => `NULLS ${turn}`), async () => null),
+      withDelta(anchored('slow', 150, (turn) => `SLOW ${turn}`, { timeouts: { recall: 50 } }), () => new Promise(() => {})),
+      withDelta(anchored('gone', 160, (turn) => (turn === 0 ? 'GONE soon' : null)), () => 'never asked'),
+    ],
+    _testCallModel: model,
+    ...extra,
+  });
+  return { h, calls, requests };
+}
+
+test('with contextCache a changed pinned layer with renderDelta words its own update, in one batch per assembly', async () => {
+  const { h, calls, requests } = deltaHarness({ contextCache: { enabled: true } });
+  await turns(h, 3);
+  // The first assembly pins everything: nothing to word. The retracted layer is never asked.
+  const asked = (turn) => calls.filter((call) => call.params.state.turn === turn).map((call) => call.layerId);
+  assert.deepEqual(asked(0), []);
+  assert.deepEqual(asked(1), ['files', 'broken', 'nulls', 'slow']);
+  assert.deepEqual(asked(2), ['files', 'broken', 'nulls', 'slow']);
+  assert.equal(calls.length, 8);
+  // One batch per assembly: every call of a turn is handed the one context the batch made.
+  for (const turn of [1, 2]) {
+    const ctxs = new Set(calls.filter((call) => call.params.state.turn === turn).map((call) => call.params.ctx));
+    assert.equal(ctxs.size, 1, `turn ${turn}`);
+  }
+  assert.notEqual(calls[0].params.ctx, calls[4].params.ctx);
+
+  const first = calls[0].params;
+  assert.deepEqual(Object.keys(first), ['prev', 'next', 'prevState', 'state', 'ctx', 'budget']);
+  assert.deepEqual([first.prev.map(said), first.next.map(said)], [[`developer:FILES ${'a.txt '.repeat(3)}0`], [`developer:FILES ${'a.txt '.repeat(3)}1`]]);
+  assert.equal(first.prevState, undefined);
+  assert.deepEqual(first.state, { turn: 1 });
+  assert.equal(typeof first.budget, 'number');
+  assert.equal(first.ctx.threadId, THREAD.threadId);
+  // On turn 3 the pin is still turn 1's.
+  assert.equal(said(calls[4].params.prev[0]), `developer:FILES ${'a.txt '.repeat(3)}0`);
+
+  const update = requests[1].map(said).find((text) => text.startsWith('developer:<context-updates>'));
+  assert.match(update, /<update layer="files" action="replace">\n\+ 1\n<\/update>/);
+  assert.doesNotMatch(update, /FILES a\.txt/);
+  // No hook, a throw, null and a timeout (the recall timeout) all leave the full text.
+  assert.match(update, /<update layer="plain" action="replace">\nPLAIN 1\n<\/update>/);
+  assert.match(update, /<update layer="broken" action="replace">\nBROKEN 1\n<\/update>/);
+  assert.match(update, /<update layer="nulls" action="replace">\nNULLS 1\n<\/update>/);
+  assert.match(update, /<update layer="slow" action="replace">\nSLOW 1\n<\/update>/);
+  assert.match(update, /<update layer="gone" action="retract"\/>/);
+  // The anchor band still holds the pins.
+  assert.deepEqual(requests[2].slice(0, 7).map(said).slice(1, 3), [`developer:FILES ${'a.txt '.repeat(3)}0`, 'developer:PLAIN 0']);
+});
+
+test('without contextCache renderDelta is never called and the requests are what they were', async () => {
+  const { h, calls, requests } = deltaHarness();
+  await turns(h, 3);
+  assert.equal(calls.length, 0);
+  assert.deepEqual(requests[2].slice(0, 6).map(said), [
+    `developer:${RULES}`,
+    `developer:FILES ${'a.txt '.repeat(3)}2`,
+    'developer:PLAIN 2',
+    'developer:BROKEN 2',
+    'developer:NULLS 2',
+    'developer:SLOW 2',
+  ]);
+  assert.ok(requests.every((items) => !items.some((item) => said(item).includes('<context-updates>'))));
+});

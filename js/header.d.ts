@@ -678,7 +678,8 @@ export interface MemoryTraceSpan {
     | 'onItemAppend'
     | 'projectHistory'
     | 'beforeToolCall'
-    | 'afterModelCall';
+    | 'afterModelCall'
+    | 'renderDelta';
   durationMs: number;
   status: 'ok' | 'error' | 'timeout' | 'skipped';
   budget?: { allocated: number; used: number; yielded: number };
@@ -1056,6 +1057,22 @@ export interface OnItemAppendResult<TState> {
   scope?: RerenderScope;
 }
 
+/** What a layer's `renderDelta` is given when its pinned output changed (with `contextCache` only). */
+export interface RenderDeltaParams<TState = unknown> {
+  /** The pinned items: what the model still sees in the anchor band. */
+  prev: ReadonlyArray<Item>;
+  /** The fresh items that changed. */
+  next: ReadonlyArray<Item>;
+  /** Always undefined here: the state as it was when the pin was taken is not kept. */
+  prevState: TState | undefined;
+  /** The layer's state now. */
+  state: TState | undefined;
+  ctx: ExecutionContext;
+  /** The layer's recall budget, in tokens: a soft limit for the text. */
+  budget: number;
+  signal?: AbortSignal;
+}
+
 // Method syntax on purpose: parameters stay bivariant, so a `MemoryLayer<MyState>`
 // is assignable to `MemoryLayer` (= `MemoryLayer<unknown>`).
 /** Layer lifecycle callbacks; all optional. */
@@ -1074,6 +1091,11 @@ export interface MemoryHooks<TState = unknown> {
   onItemAppend?(params: OnItemAppendParams<TState>): Promise<OnItemAppendResult<TState>>;
   /** Read-side projection of the history once per LLM step; the log is not modified. */
   projectHistory?(params: ProjectHistoryParams<TState>): Promise<ProjectHistoryResult>;
+  /**
+   * With `contextCache` only: words a change of the layer's pinned output for the update message, in place of its
+   * full new text. Null, an empty string, a throw or the recall timeout fall back to the full text.
+   */
+  renderDelta?(params: RenderDeltaParams<TState>): Promise<string | null>;
 }
 
 /** Read-only value derived from layer state, exposed as `ctx.memory[layerId][name]`. */

@@ -128,6 +128,9 @@ function paramsFor(phase, args, state, layerId, { log, exec, runtime, given }, g
       p.parentState = state;
       p.result = args.result;
       return p;
+    case 'renderDelta':
+      Object.assign(p, { prev: args.prev, next: args.next, prevState: undefined, state, ctx: exec, budget: args.budget });
+      return p;
     case 'onComplete':
       p.log = log;
       p.ctx = exec;
@@ -212,6 +215,7 @@ function runHooks(runtime, batch) {
       if (phase === 'onReturn' && typeof result === 'object' && result !== null && result.result !== undefined) {
         reply.piped = result.result;
       }
+      if (phase === 'renderDelta' && typeof result === 'string') reply.result = { t: 'text', v: result };
       if (phase === 'projectHistory') {
         if (!Array.isArray(result?.items)) throw new TypeError('projectHistory must return { items }');
         reply.history = result.items;

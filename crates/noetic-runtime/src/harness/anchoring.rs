@@ -1,6 +1,7 @@
 //! Where an LLM step meets prompt-cache anchoring (`contextCache`): its layers' fresh recalls become the bands the
 //! request carries (see [`crate::memory::cache_anchor`]), and the provider's report on the first round is judged.
 
+use std::collections::HashMap;
 use std::sync::{Arc, PoisonError};
 
 use super::context::ExecContext;
@@ -10,21 +11,22 @@ use crate::host::ViewEntry;
 use crate::items::Item;
 use crate::memory::HookKind;
 use crate::memory::cache_anchor::{Bands, LayerBand, LayerRender, Served, lineage_key, text_hash};
-use crate::memory::lifecycle::RecallEntry;
+use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::registry::LayerSet;
 use crate::memory::trace::{HookSpan, TraceTarget};
 use serde_json::{Value, json};
 
 impl Runner {
   /// The served entries (anchor band, then live band) and the bands they make, when anchoring is on and the step
-  /// has layers; the entries as they are otherwise.
-  pub(super) fn anchor_layers(
+  /// has layers; the entries as they are otherwise. Between the plan and the update's text, the changed pinned
+  /// layers that have `renderDelta` word their changes in one host batch (none when no such layer changed).
+  pub(super) async fn anchor_layers(
     &self,
     ctx: &ExecContext,
     instructions: Option<&str>,
     layers: &LayerSet,
     recalled: Vec<RecallEntry>,
-    window: f64,
+    (window, budgets): (f64, &HashMap<String, f64>),
   ) -> (Vec<RecallEntry>, Option<Bands>) {
     let Some(cache) = &self.cache else { return (recalled, None) };
     let mut recalled: Vec<Option<RecallEntry>> = recalled.into_iter().map(Some).collect();
@@ -41,17 +43,30 @@ impl Runner {
           host_key: entry.as_ref().and_then(|e| e.host_key),
           token_count: entry.as_ref().and_then(|e| e.token_count),
           items: entry.map(|e| e.items).unwrap_or_default(),
+          render_delta: layer.has(HookKind::RenderDelta),
         }
       })
       .collect();
     let key = lineage_key(ctx.depth, &ctx.thread_id, &ctx.id);
+    let history = (ctx.state().log.len(), window);
+    let instructions = text_hash(instructions.unwrap_or_default());
+    let plan = cache.store.lock().unwrap_or_else(PoisonError::into_inner).plan(
+      &key,
+      instructions,
+      renders,
+      history,
+      &cache.config,
+    );
+    let texts = if plan.asks().is_empty() {
+      Vec::new()
+    } else {
+      Box::pin(lifecycle::render_deltas(&self.env, &self.scope(ctx), plan.asks(), budgets)).await
+    };
     let state = ctx.state();
     let cost = |item: &Item| state.log.cost_of(item);
     let (assembly, store_cut) = {
       let mut store = cache.store.lock().unwrap_or_else(PoisonError::into_inner);
-      let history = (state.log.len(), window);
-      let assembly =
-        store.assemble(&key, text_hash(instructions.unwrap_or_default()), renders, history, &cache.config, &cost);
+      let assembly = store.publish(plan, texts, &cache.config, &cost);
       (assembly, store.history_cut(&key))
     };
     let tokens = |served: &[Served]| served.iter().flat_map(|s| &s.items).map(|item| cost(item)).sum::<u64>();

@@ -194,13 +194,8 @@ impl Runner {
     };
     // With `contextCache`, what the request carries of each layer: its pin or its fresh output, in its band.
     let (mut recalled, mut bands) = if has_layers {
-      self.anchor_layers(
-        ctx,
-        step.instructions.as_deref(),
-        &layers,
-        recalled,
-        policy.token_budget - policy.response_reserve,
-      )
+      let window = policy.token_budget - policy.response_reserve;
+      Box::pin(self.anchor_layers(ctx, step.instructions.as_deref(), &layers, recalled, (window, &budgets))).await
     } else {
       (recalled, None)
     };

@@ -128,6 +128,35 @@ pub enum HookArgs {
     child_exec: String,
     result: StepValueRef,
   },
+  /// A pinned layer's change (prompt-cache anchoring, DECISIONS K8): the items its pin holds and its fresh ones, and
+  /// its recall budget. The hook answers a string (the reply's `result`) that replaces the full text in the update.
+  RenderDelta {
+    prev: ItemsJson,
+    next: ItemsJson,
+    budget: f64,
+  },
+}
+
+/// Items sent as the JSON they are (arrays of objects on the host's side, with no second parse).
+#[derive(Debug, Clone)]
+pub struct ItemsJson(pub Vec<Arc<Item>>);
+
+impl PartialEq for ItemsJson {
+  fn eq(&self, other: &Self) -> bool {
+    self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.json_text() == b.json_text())
+  }
+}
+
+impl Serialize for ItemsJson {
+  fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error, SerializeSeq};
+    let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+    for item in &self.0 {
+      let raw: &serde_json::value::RawValue = serde_json::from_str(item.json_text()).map_err(S::Error::custom)?;
+      seq.serialize_element(raw)?;
+    }
+    seq.end()
+  }
 }
 
 /// One item of a projected history: the log's own item at a position, or an item the hook made (JSON text).

@@ -76,7 +76,8 @@ impl BudgetConfig {
   }
 }
 
-/// The eleven hooks, in the order the public types list them.
+/// The hooks, in the order the public types list them: upstream 1.0.0's eleven, then upstream 5.x's `renderDelta`
+/// (prompt-cache anchoring, DECISIONS K8), which runs only with `contextCache` on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum HookKind {
@@ -91,10 +92,14 @@ pub enum HookKind {
   AfterModelCall,
   OnItemAppend,
   ProjectHistory,
+  RenderDelta,
 }
 
 impl HookKind {
-  pub const ALL: [Self; 11] = [
+  /// How many kinds there are: the size of the per-hook tables.
+  pub const COUNT: usize = 12;
+
+  pub const ALL: [Self; Self::COUNT] = [
     Self::Init,
     Self::Recall,
     Self::Store,
@@ -106,6 +111,7 @@ impl HookKind {
     Self::AfterModelCall,
     Self::OnItemAppend,
     Self::ProjectHistory,
+    Self::RenderDelta,
   ];
 
   /// The hook's name as JS spells it, also the `hook` of a diagnostic.
@@ -122,6 +128,7 @@ impl HookKind {
       Self::AfterModelCall => "afterModelCall",
       Self::OnItemAppend => "onItemAppend",
       Self::ProjectHistory => "projectHistory",
+      Self::RenderDelta => "renderDelta",
     }
   }
 
@@ -135,6 +142,8 @@ impl HookKind {
       Self::Init | Self::AfterModelCall | Self::OnSpawn | Self::OnReturn => 10_000.0,
       Self::Store | Self::OnComplete => 30_000.0,
       Self::Recall | Self::OnItemAppend | Self::ProjectHistory | Self::BeforeToolCall | Self::Dispose => 5_000.0,
+      // Never read: renderDelta runs under the layer's recall timeout (see `LayerSpec::timeout_ms`).
+      Self::RenderDelta => 5_000.0,
     }
   }
 }
@@ -215,7 +224,7 @@ pub struct LayerSpec {
   pub budget: BudgetConfig,
   pub hooks: HookSet,
   /// Per-hook overrides in milliseconds, indexed by `HookKind as usize`.
-  pub timeouts: [Option<f64>; 11],
+  pub timeouts: [Option<f64>; HookKind::COUNT],
   pub on_init_error: OnInitError,
   pub recall_mode: RecallMode,
   /// Which band of the request the layer's output takes when prompt-cache anchoring is on (`placement`).
@@ -230,14 +239,17 @@ impl LayerSpec {
       scope,
       budget: BudgetConfig::Auto,
       hooks: HookSet::default(),
-      timeouts: [None; 11],
+      timeouts: [None; HookKind::COUNT],
       on_init_error: OnInitError::Throw,
       recall_mode: RecallMode::Atomic,
       placement: Placement::Auto,
     }
   }
 
+  /// The hook's timeout; renderDelta has none of its own and runs under the layer's recall timeout (as upstream 5.x:
+  /// it is part of the recall's assembly).
   pub fn timeout_ms(&self, hook: HookKind) -> f64 {
+    let hook = if hook == HookKind::RenderDelta { HookKind::Recall } else { hook };
     self.timeouts[hook as usize].unwrap_or_else(|| hook.default_timeout_ms())
   }
 }

@@ -191,7 +191,7 @@ fn validate_budget(id: &str, raw: &RawBudget) -> Result<BudgetConfig, ConfigErro
 /// Each hook's timeout: a number of milliseconds >= 0 (0 = no timeout, as upstream) or Infinity. Names that are no
 /// hook are ignored, as upstream ignores them; NaN, negative numbers and non-numbers would silently disable the
 /// timeout or fire it at once, so they are rejected.
-pub fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; 11], ConfigError> {
+pub fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; HookKind::COUNT], ConfigError> {
   const CODE: &str = "INVALID_LAYER_TIMEOUT";
   const HINT: &str = "Use { hookName: ms } with ms a number >= 0 (0 disables the timeout) or Infinity.";
   let entries = match raw {
@@ -200,9 +200,10 @@ pub fn validate_timeouts(id: &str, raw: RawTimeouts) -> Result<[Option<f64>; 11]
       return Err(invalid(CODE, format!("Memory layer '{id}' has `timeouts` {what}; expected an object."), HINT));
     }
   };
-  let mut timeouts = [None; 11];
+  let mut timeouts = [None; HookKind::COUNT];
   for (name, value) in entries {
-    let Some(hook) = HookKind::from_name(&name) else { continue };
+    // `renderDelta` is no name of 1.0.0's timeouts (ignored there, so here), and runs under the recall timeout.
+    let Some(hook) = HookKind::from_name(&name).filter(|hook| *hook != HookKind::RenderDelta) else { continue };
     let bad =
       |what: String| invalid(CODE, format!("Memory layer '{id}' has an invalid timeout for '{name}': {what}."), HINT);
     timeouts[hook as usize] = Some(match value {
@@ -252,6 +253,8 @@ fn validate(raw: RawLayer) -> Result<Layer, ConfigError> {
     match kind.as_str() {
       "function" => hooks = hooks.with(hook),
       "undefined" => {}
+      // 1.0.0 ignores a `renderDelta` key, whatever it holds: only a function is taken as the hook.
+      _ if hook == HookKind::RenderDelta => {}
       other => {
         return Err(invalid(
           "INVALID_LAYER_HOOK",
@@ -478,5 +481,23 @@ mod tests {
     assert_eq!(spec.timeout_ms(HookKind::Store), f64::INFINITY);
     assert_eq!(spec.timeout_ms(HookKind::Init), 2_592_000_000.0);
     assert_eq!(spec.timeout_ms(HookKind::Dispose), 5_000.0);
+  }
+
+  #[test]
+  fn render_delta_is_a_hook_only_as_a_function_and_runs_under_the_recall_timeout() {
+    // 1.0.0 knows no `renderDelta`: whatever else it holds, or a timeout named for it, is ignored, not refused.
+    for kind in ["string", "number"] {
+      let hooks = vec![("renderDelta".into(), kind.to_owned())];
+      let timeouts = RawTimeouts::ms(&[("renderDelta", -1.0)]);
+      let set = LayerSet::register(vec![RawLayer { hooks, timeouts, ..raw("a", 1.0) }]).unwrap();
+      assert!(!set.layers()[0].has(HookKind::RenderDelta));
+    }
+    let hooks = vec![("renderDelta".into(), "function".into())];
+    let timeouts = RawTimeouts::ms(&[("recall", 250.0), ("renderDelta", 9.0)]);
+    let set = LayerSet::register(vec![RawLayer { hooks, timeouts, ..raw("a", 1.0) }]).unwrap();
+    let spec = &set.layers()[0].spec;
+    assert!(spec.hooks.has(HookKind::RenderDelta));
+    assert_eq!(spec.timeout_ms(HookKind::RenderDelta), 250.0);
+    assert_eq!(HookKind::from_name("renderDelta"), Some(HookKind::RenderDelta));
   }
 }

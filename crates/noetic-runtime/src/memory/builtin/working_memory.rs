@@ -252,7 +252,7 @@ mod tests {
       let expected = matches!(hook, HookKind::Init | HookKind::Recall | HookKind::Store | HookKind::OnSpawn);
       assert_eq!(spec.hooks.has(hook), expected, "{}", hook.name());
     }
-    assert_eq!(spec.timeouts, [None; 11]);
+    assert_eq!(spec.timeouts, [None; HookKind::COUNT]);
     let resource = layer_spec(&WorkingMemoryConfig { scope: Scope::Resource, ..Default::default() });
     assert_eq!(resource.scope, Scope::Resource);
     assert_eq!(NAME, "Working Memory");

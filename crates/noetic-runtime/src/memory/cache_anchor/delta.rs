@@ -30,6 +30,13 @@ impl Change {
     Self::Add { layer_id: layer_id.to_owned(), text: text_of(items) }
   }
 
+  /// A layer's own wording of its change (its `renderDelta`'s text), in place of the full text of a replace.
+  pub fn reword(&mut self, own: String) {
+    if let Self::Replace { text, .. } = self {
+      *text = own;
+    }
+  }
+
   fn write(&self, out: &mut String) {
     match self {
       Self::Replace { layer_id, text } => {

@@ -106,6 +106,8 @@ pub struct LayerRender {
   /// Where the host keeps these very items, when it does (fresh items only).
   pub host_key: Option<u32>,
   pub token_count: Option<f64>,
+  /// The layer has a `renderDelta` hook, to word a change of its pin.
+  pub render_delta: bool,
 }
 
 /// What the request carries of one layer.
@@ -145,6 +147,38 @@ pub struct Assembly {
   /// Every update of the epoch, oldest first.
   pub updates: Vec<Update>,
   pub epoch: EpochFacts,
+}
+
+/// An assembly between [`CacheStore::plan`] and [`CacheStore::publish`]: its bands and changes, with what publishing
+/// needs (a re-anchor when the update overflows composes again from the same recalls).
+#[derive(Debug)]
+pub struct Plan {
+  key: String,
+  instructions: u64,
+  renders: Vec<LayerRender>,
+  contents: Vec<u64>,
+  changed_since_seen: Vec<bool>,
+  at: usize,
+  window: f64,
+  assembly: Assembly,
+  asks: Vec<DeltaAsk>,
+}
+
+impl Plan {
+  /// The changes a layer's `renderDelta` may word, in the order the update names them.
+  pub fn asks(&self) -> &[DeltaAsk] {
+    &self.asks
+  }
+}
+
+/// A changed pinned layer that has a `renderDelta` hook: its pin's items (what the model still sees in the anchor)
+/// and its fresh ones; `change` is the change of the plan that its text would replace.
+#[derive(Debug, Clone)]
+pub struct DeltaAsk {
+  pub change: usize,
+  pub layer_id: String,
+  pub prev: Vec<Arc<Item>>,
+  pub next: Vec<Arc<Item>>,
 }
 
 /// An update message and where it stands: before the log item at `at` (the log's length when it was made).
@@ -253,16 +287,30 @@ fn content_of(items: &[Arc<Item>]) -> u64 {
 impl CacheStore {
   /// The layers' part of the next request of `key`, given their fresh recalls in slot order, the log's length (where
   /// an update made now stands) and the window's token budget (what carried updates are measured against). `cost`
-  /// is an item's cost as the view counts it.
+  /// is an item's cost as the view counts it. [`Self::plan`] then [`Self::publish`] with no hook's text.
   pub fn assemble(
+    &mut self,
+    key: &str,
+    instructions: u64,
+    renders: Vec<LayerRender>,
+    history: (usize, f64),
+    config: &CacheConfig,
+    cost: &dyn Fn(&Item) -> u64,
+  ) -> Assembly {
+    let plan = self.plan(key, instructions, renders, history, config);
+    self.publish(plan, Vec::new(), config, cost)
+  }
+
+  /// What changed: the bands and the changes of pinned layers, and which changes a layer's `renderDelta` may word
+  /// (`Plan::asks`). Nothing is published yet: the hooks run between this and [`Self::publish`], with the store free.
+  pub fn plan(
     &mut self,
     key: &str,
     instructions: u64,
     renders: Vec<LayerRender>,
     (at, window): (usize, f64),
     config: &CacheConfig,
-    cost: &dyn Fn(&Item) -> u64,
-  ) -> Assembly {
+  ) -> Plan {
     self.touch(key);
     let reason = match self.lineages.get_mut(key) {
       None => Some(ReanchorReason::ColdStart),
@@ -278,10 +326,34 @@ impl CacheStore {
     }
     let contents: Vec<u64> = renders.iter().map(|render| content_of(&render.items)).collect();
     let changed_since_seen = self.observe(key, &renders, &contents);
-    let mut assembly = self.compose(key, &renders, &contents, &changed_since_seen, reason, config);
-    if let Some(item) = changes_message(&assembly.changes, at).map(Arc::new) {
-      let update = Update { at, tokens: cost(&item), item };
-      let epoch = &mut self.lineages.get_mut(key).expect("opened above").epoch;
+    let (assembly, asks) = self.compose(key, &renders, &contents, &changed_since_seen, reason, config);
+    Plan { key: key.to_owned(), instructions, renders, contents, changed_since_seen, at, window, assembly, asks }
+  }
+
+  /// Writes `plan`'s update, each change that `texts` (one per ask, in order) words with a non-empty text replacing
+  /// its full text; every other change keeps it (a hook that failed, timed out or said nothing is never skipped).
+  pub fn publish(
+    &mut self,
+    plan: Plan,
+    texts: Vec<Option<String>>,
+    config: &CacheConfig,
+    cost: &dyn Fn(&Item) -> u64,
+  ) -> Assembly {
+    let Plan { key, instructions, renders, contents, changed_since_seen, at, window, mut assembly, asks } = plan;
+    for (ask, text) in asks.iter().zip(texts) {
+      if let Some(text) = text.filter(|text| !text.is_empty()) {
+        assembly.changes[ask.change].reword(text);
+      }
+    }
+    let update =
+      changes_message(&assembly.changes, at).map(Arc::new).map(|item| Update { at, tokens: cost(&item), item });
+    // Evicted while the hooks ran (another 256 lineages assembled meanwhile): this request still carries its update.
+    let Some(lineage) = self.lineages.get_mut(&key) else {
+      assembly.updates = update.into_iter().collect();
+      return assembly;
+    };
+    if let Some(update) = update {
+      let epoch = &mut lineage.epoch;
       epoch.updates.push(update);
       // The updates outgrew their share of the window: begin again now, which costs one request's start, rather than
       // carry them on every request. Measured against the window, not the anchor (upstream 5.x): an update is
@@ -289,12 +361,13 @@ impl CacheStore {
       // thread would otherwise re-anchor, and break the whole start, every time it changed.
       let carried: u64 = epoch.updates.iter().map(|update| update.tokens).sum();
       if carried as f64 > config.delta_budget_fraction * window {
-        self.open_epoch(key, instructions, &renders, config);
-        assembly =
-          self.compose(key, &renders, &contents, &changed_since_seen, Some(ReanchorReason::DeltaOverflow), config);
+        self.open_epoch(&key, instructions, &renders, config);
+        let reason = Some(ReanchorReason::DeltaOverflow);
+        // A fresh epoch pins every layer: nothing changed, so nothing is asked of a hook.
+        assembly = self.compose(&key, &renders, &contents, &changed_since_seen, reason, config).0;
       }
     }
-    let epoch = &mut self.lineages.get_mut(key).expect("opened above").epoch;
+    let epoch = &mut self.lineages.get_mut(&key).expect("opened above").epoch;
     epoch.assemblies += 1;
     assembly.epoch.age = epoch.assemblies;
     assembly.updates = epoch.updates.clone();
@@ -473,8 +546,9 @@ impl CacheStore {
     changed_since_seen: &[bool],
     reason: Option<ReanchorReason>,
     config: &CacheConfig,
-  ) -> Assembly {
+  ) -> (Assembly, Vec<DeltaAsk>) {
     let lineage = self.lineages.get_mut(key).expect("opened before");
+    let mut asks = Vec::new();
     let epoch = &mut lineage.epoch;
     let fresh_epoch = epoch.assemblies == 0;
     let mut assembly = Assembly {
@@ -526,12 +600,19 @@ impl CacheStore {
       let news = published != Some(content) && !(published.is_none() && render.items.is_empty());
       match epoch.pins.get(&render.layer_id) {
         Some(pin) => {
-          if news {
-            assembly.changes.push(if render.items.is_empty() {
-              Change::retract(&render.layer_id)
-            } else {
-              Change::replace(&render.layer_id, &render.items)
-            });
+          if news && render.items.is_empty() {
+            assembly.changes.push(Change::retract(&render.layer_id));
+          } else if news {
+            // A changed (not retracted) pinned layer: its hook, if it has one, may word the change.
+            if render.render_delta {
+              asks.push(DeltaAsk {
+                change: assembly.changes.len(),
+                layer_id: render.layer_id.clone(),
+                prev: pin.items.clone(),
+                next: render.items.clone(),
+              });
+            }
+            assembly.changes.push(Change::replace(&render.layer_id, &render.items));
           }
           let stale = pin.content != content;
           assembly.anchor.push(served(pin.items.clone(), None, pin.token_count, !fresh_epoch, stale));
@@ -554,7 +635,7 @@ impl CacheStore {
         epoch.published.insert(render.layer_id.clone(), content);
       }
     }
-    assembly
+    (assembly, asks)
   }
 }
 

@@ -11,6 +11,7 @@ fn render(layer_id: &str, placement: Placement, text: Option<&str>, id: &str) ->
     items: text.map(|text| vec![Arc::new(input_message(id, "developer", text))]).unwrap_or_default(),
     host_key: None,
     token_count: None,
+    render_delta: false,
   }
 }
 
@@ -177,4 +178,78 @@ fn the_repeated_start_is_measured_by_identity_and_lineages_are_bounded() {
 fn lineages_are_threads_at_the_top_and_executions_below() {
   assert_eq!(lineage_key(0, "th", "ex"), "t:th");
   assert_eq!(lineage_key(1, "th", "ex"), "x:ex");
+}
+
+/// The text of an assembly's latest update message.
+fn update_text(assembly: &Assembly) -> String {
+  let update = assembly.updates.last().expect("an update");
+  crate::items::collect_input_text(&[&*update.item.fields()]).join("")
+}
+
+#[test]
+fn plan_asks_only_a_changed_pinned_layer_that_has_the_hook_and_publish_puts_its_text_in_the_update() {
+  let config = CacheConfig::default();
+  let mut store = CacheStore::default();
+  let cost = |item: &Item| item.cost();
+  let with_hook = |mut render: LayerRender| {
+    render.render_delta = true;
+    render
+  };
+  let renders = |files: &str, rules: &str, notes: Option<&str>| {
+    vec![
+      with_hook(render("files", Placement::Anchor, Some(files), "f")),
+      render("rules", Placement::Anchor, Some(rules), "r"),
+      with_hook(render("notes", Placement::Anchor, notes, "n")),
+    ]
+  };
+  // The epoch's first assembly pins everything: nothing to word.
+  let plan = store.plan(KEY, 7, renders("a.txt b.txt", "Be brief.", Some("tea")), (0, 2000.0), &config);
+  assert!(plan.asks().is_empty());
+  store.publish(plan, Vec::new(), &config, &cost);
+
+  // files and rules changed, notes was retracted: only files (a replace, with the hook) is asked.
+  let plan = store.plan(KEY, 7, renders("a.txt b.txt c.txt", "Be thorough.", None), (3, 2000.0), &config);
+  assert_eq!(plan.asks().len(), 1);
+  let ask = &plan.asks()[0];
+  assert_eq!(ask.layer_id, "files");
+  assert_eq!(texts_of(&ask.prev), vec!["a.txt b.txt"]);
+  assert_eq!(texts_of(&ask.next), vec!["a.txt b.txt c.txt"]);
+  let assembly = store.publish(plan, vec![Some("+ c.txt".into())], &config, &cost);
+  let text = update_text(&assembly);
+  assert!(text.contains("<update layer=\"files\" action=\"replace\">\n+ c.txt\n</update>"), "{text}");
+  assert!(!text.contains("a.txt b.txt c.txt"), "the hook's text replaces the full text: {text}");
+  assert!(text.contains("<update layer=\"rules\" action=\"replace\">\nBe thorough.\n</update>"), "{text}");
+  assert!(text.contains("<update layer=\"notes\" action=\"retract\"/>"), "{text}");
+  assert_eq!(assembly.updates[0].at, 3);
+  // The anchor still shows the pins.
+  assert_eq!(texts(&assembly.anchor), vec!["a.txt b.txt", "Be brief.", "tea"]);
+}
+
+#[test]
+fn a_hook_that_gave_no_text_leaves_the_full_text_in_the_update() {
+  let config = CacheConfig::default();
+  let cost = |item: &Item| item.cost();
+  for given in [None, Some(String::new())] {
+    let mut store = CacheStore::default();
+    let files = |text: &str| {
+      let mut render = render("files", Placement::Anchor, Some(text), "f");
+      render.render_delta = true;
+      vec![render]
+    };
+    let plan = store.plan(KEY, 7, files("a.txt"), (0, 2000.0), &config);
+    store.publish(plan, Vec::new(), &config, &cost);
+    let plan = store.plan(KEY, 7, files("a.txt b.txt"), (1, 2000.0), &config);
+    assert_eq!(plan.asks().len(), 1);
+    let assembly = store.publish(plan, vec![given.clone()], &config, &cost);
+    let text = update_text(&assembly);
+    assert!(text.contains("<update layer=\"files\" action=\"replace\">\na.txt b.txt\n</update>"), "{given:?}: {text}");
+    // What the model was told is the change, however worded: the same output again makes no new update.
+    let plan = store.plan(KEY, 7, files("a.txt b.txt"), (2, 2000.0), &config);
+    assert!(plan.asks().is_empty());
+    assert_eq!(store.publish(plan, Vec::new(), &config, &cost).updates.len(), 1);
+  }
+}
+
+fn texts_of(items: &[Arc<Item>]) -> Vec<String> {
+  items.iter().map(|item| crate::items::collect_input_text(&[&*item.fields()]).join("")).collect()
 }
