@@ -4,8 +4,7 @@ const { fromNative } = require('./errors.cjs');
 const { ownContext } = require('./context.cjs');
 const { outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
-const { checkModelRequest } = require('./options.cjs');
-const { checkArgs } = require('./sketch.cjs');
+const { checkModelResponse, checkModelRequest } = require('./options.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
 // `harness.callModel` and a hook's `ctx.callModel`: a test model is called directly, the harness's own natively.
@@ -57,11 +56,7 @@ async function callTestModel(runtime, call) {
   const layers = (call.layers ?? ctx._layers.map(({ handle }) => handle)).map((handle) => runtime.handles.get(handle));
   const request = call.aside ? asideRequest(call, items) : stepRequest(runtime, call, items, tools, ctx, layers);
   // The internal-test stand-in harness routes the call by the context that makes it.
-  const response = await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request));
-  // Checked where it arrives (harness/api_checks.rs), so that a mistake names the field; its fields read as code
-  // reads them (a getter's too), where a sketch lists only own ones.
-  const fields = typeof response === 'object' && response !== null ? { items: response.items, usage: response.usage, cost: response.cost } : response;
-  checkArgs('modelResponse', [fields], 3);
+  const response = checkModelResponse(await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request)));
   const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), response.items);
   // Kept until `modelItems` places them, so they stand for themselves; a call aside never goes in the log.
   if (!call.aside) ctx._modelReply = response.items;

@@ -19,8 +19,9 @@ const isItem = (value) => typeof value === 'object' && value !== null && !Array.
 const textItems = (text) => (text.length === 0 ? [] : [{ id: `user-${randomId()}`, type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text }] }]);
 
 function threadOf(scope, where) {
-  checkArgs('sessionScope', [where, scope?.threadId], 1);
   const thread = scope?.threadId ?? DEFAULT_THREAD_ID;
+  // Asked only of a thread that is no string: a read per turn stays one crossing (the runtime words the refusal).
+  if (typeof thread !== 'string') checkArgs('sessionScope', [where, thread], 1);
   noteThreadId(thread);
   return thread;
 }

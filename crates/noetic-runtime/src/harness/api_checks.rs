@@ -49,7 +49,6 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
     "createStallNudgeHook" => stall_nudge(arg(0)),
     "createNudgeMessage" => nudge_id(arg(0)),
     "callModel" => model_request(arg(0)),
-    "modelResponse" => model_response(arg(0)),
     "abort" => abort_reason(arg(0)),
     "sessionScope" => session_scope(arg(0), arg(1)),
     "memoryOption" => memory_option(arg(0), arg(1)),
@@ -237,47 +236,6 @@ fn model_request(request: Sketch) -> Result<(), ConfigError> {
   fail("INVALID_MODEL_REQUEST", message, hint)
 }
 
-const MODEL_RESPONSE_HINT: &str =
-  "Return { items: Item[], usage?: { inputTokens, outputTokens, cachedTokens? }, cost?: number }.";
-
-/// A `_testCallModel` reply (JS sends `{ items, usage, cost }` picked from an object, the value itself else), checked
-/// where it arrives so that a mistake names the field instead of failing in the runtime.
-fn model_response(response: Sketch) -> Result<(), ConfigError> {
-  let bad = |what: String, expected: &str| {
-    let message = format!("_testCallModel returned {what}; expected {expected}.");
-    fail("INVALID_MODEL_RESPONSE", message, MODEL_RESPONSE_HINT)
-  };
-  if !response.is_object() {
-    return bad(response.described(), "an object { items, usage?, cost? }");
-  }
-  let items = response.field("items");
-  if !items.is_array() {
-    return bad(format!("items {}", items.described()), "an array of items");
-  }
-  for (i, item) in items.as_array().unwrap_or_default().into_iter().enumerate() {
-    if !item.is_record() {
-      return bad(format!("items[{i}] {}", item.described()), "an item object");
-    }
-  }
-  let usage = response.field("usage");
-  if !usage.is_nullish() {
-    if usage.type_of() != "object" {
-      return bad(format!("usage {}", usage.described()), "an object");
-    }
-    for field in ["inputTokens", "outputTokens", "cachedTokens"] {
-      let count = usage.field(field);
-      if !count.is_undefined() && count.type_of() != "number" {
-        return bad(format!("usage.{field} {}", count.described()), "a number");
-      }
-    }
-  }
-  let cost = response.field("cost");
-  if !cost.is_nullish() && cost.type_of() != "number" {
-    return bad(format!("cost {}", cost.described()), "a number");
-  }
-  Ok(())
-}
-
 fn abort_reason(reason: Sketch) -> Result<(), ConfigError> {
   if reason.is_undefined() || reason.as_str().is_some() {
     return Ok(());
@@ -405,26 +363,6 @@ mod tests {
 
   fn refused(call: &str, args: Value) -> ConfigError {
     check(call, Sketch::of(&args)).expect_err("the arguments are refused")
-  }
-
-  #[test]
-  fn a_test_model_reply_is_checked_field_by_field() {
-    let message = |reply: Value| refused("modelResponse", json!([reply])).message;
-    assert_eq!(message(json!("hi")), "_testCallModel returned \"hi\"; expected an object { items, usage?, cost? }.");
-    assert_eq!(message(json!({})), "_testCallModel returned items undefined; expected an array of items.");
-    assert_eq!(
-      message(json!({ "items": [{}, []] })),
-      "_testCallModel returned items[1] an array; expected an item object."
-    );
-    assert_eq!(message(json!({ "items": [], "usage": 3 })), "_testCallModel returned usage 3; expected an object.");
-    let text_count = json!({ "items": [], "usage": { "outputTokens": "2" } });
-    assert_eq!(message(text_count), "_testCallModel returned usage.outputTokens \"2\"; expected a number.");
-    assert_eq!(message(json!({ "items": [], "cost": true })), "_testCallModel returned cost true; expected a number.");
-    let nan = json!({ "$sketch": "NaN", "type": "number" });
-    assert!(
-      check("modelResponse", Sketch::of(&json!([{ "items": [{}], "usage": { "inputTokens": nan }, "cost": null }])))
-        .is_ok()
-    );
   }
 
   #[test]
