@@ -84,8 +84,13 @@ pub(crate) fn model_call(
       attributes.insert("error.message".into(), json!(failure.to_string()));
     }
   }
+  under_execution("noetic.model_call", ctx, start_time, attributes)
+}
+
+/// A span of its own under the execution of `ctx`, begun at `start_time` and ending now.
+fn under_execution(name: &'static str, ctx: &ExecContext, start_time: f64, attributes: Map<String, Value>) -> RunSpan {
   RunSpan {
-    name: "noetic.model_call",
+    name,
     trace_id: ctx.root.clone(),
     span_id: uuid::Uuid::new_v4().to_string(),
     parent_span_id: Some(ctx.id.clone()),
@@ -139,15 +144,7 @@ pub(crate) fn tool_call(ctx: &ExecContext, start_time: f64, call: ToolSpan<'_>, 
       attributes.insert("gen_ai.tool.call.result".into(), json!(output));
     }
   }
-  RunSpan {
-    name: "noetic.tool_call",
-    trace_id: ctx.root.clone(),
-    span_id: uuid::Uuid::new_v4().to_string(),
-    parent_span_id: Some(ctx.id.clone()),
-    start_time,
-    end_time: now_ms(),
-    attributes,
-  }
+  under_execution("noetic.tool_call", ctx, start_time, attributes)
 }
 
 fn usage(attributes: &mut Map<String, Value>, round: &Round) {
