@@ -199,3 +199,32 @@ test('hooks called from JS: the ledger is kept in place and capped, and async ve
   assert.deepEqual(child.childState, { ledger: state.ledger, pendingAsync: [] });
   assert.notEqual(child.childState.ledger, state.ledger);
 });
+
+test("a JS steering hook's decision of the wrong shape casts no vote but keeps the state it returned, as upstream", async () => {
+  const ran = [];
+  const seen = [];
+  const diagnostics = [];
+  const answers = [
+    (state) => ({ state: { n: (state?.n ?? 0) + 1 } }),
+    (state) => ({ state: { n: state.n + 1 }, decision: { action: 'maybe' } }),
+    () => ({ decision: { action: 'deny', guidance: 42 } }),
+  ];
+  const gate = {
+    id: 'gate', slot: 10, scope: 'execution',
+    hooks: { beforeToolCall: async ({ toolName, state }) => (seen.push([toolName, state?.n]), answers[seen.length - 1](state)) },
+  };
+  const h = new AgentHarness({
+    name: 'steer', params: {}, memory: [gate], onDiagnostic: (d) => diagnostics.push(d.message),
+    llm: { provider: 'scripted', script: [{ toolCalls: [{ name: 'read', arguments: {} }, { name: 'read', arguments: {} }, { name: 'delete', arguments: {} }] }, { text: 'done' }] },
+  });
+  const ctx = h.createContext();
+  assert.equal(await h.run(step.llm({ id: 'agent', model: 'scripted', tools: toolsRecording(ran) }), 'go', ctx), 'done');
+  // Each hook saw the state the one before returned, whatever its decision.
+  assert.deepEqual(seen, [['read', undefined], ['read', 1], ['delete', 2]]);
+  assert.deepEqual(ran, ['read', 'read']);
+  assert.equal(diagnostics.length, 2);
+  assert.match(diagnostics[0], /got decision undefined$/);
+  assert.match(diagnostics[1], /got decision \{"action":"maybe"\}$/);
+  // A guidance that is not a string is none: the deny's own words stand.
+  assert.match(outputs(ctx)[2], /steering rule violation/);
+});

@@ -6,6 +6,7 @@ const { createMessage } = require('./items.cjs');
 const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { HookGuard, HookTimeout, awaitHook } = require('./hook-deadlines.cjs');
 const { piped } = require('./hook-pipelines.cjs');
+const { sketchText } = require('./sketch.cjs');
 
 // Which new state a result carries under the runtime's rule; `NONE` when it carries none.
 const NONE = Symbol('none');
@@ -156,16 +157,6 @@ function rerenderOf(result, layer) {
   const scope = result.scope ?? 'slot-after';
   return RERENDER_SCOPES.has(scope) ? { scope, timing: result.timing ?? layer.rerenderTiming ?? 'batched' } : undefined;
 }
-const ACTIONS = new Set(['allow', 'deny', 'guide']);
-
-// A steering hook's `{ decision: { action, guidance? } }`; anything else throws, which counts as no vote.
-function decisionOf(result) {
-  const decision = result.decision;
-  if (!ACTIONS.has(decision?.action)) {
-    throw new TypeError(`a steering hook must return { decision: { action: 'allow' | 'deny' | 'guide', guidance? } }; got decision ${JSON.stringify(decision)}`);
-  }
-  return { action: decision.action, guidance: typeof decision.guidance === 'string' ? decision.guidance : undefined };
-}
 
 // Flat `[layer, layerId, ...]` pairs (plus `own` options): objects made here cost far less than JSON.parse making them.
 function callsOf(pairs, own) {
@@ -206,7 +197,7 @@ function runHooks(runtime, batch) {
         reply.items = result.items;
         if (result.rerender) reply.rerender = rerenderOf(result, layer);
       }
-      if (STEERING.has(phase)) reply.decision = decisionOf(result);
+      if (STEERING.has(phase)) reply.decision = result.decision;
       if (phase === 'onSpawn' && Array.isArray(result?.items) && result.childState !== null) {
         checkItems(result.items, 'onSpawn');
         reply.itemsChecked = admit(gateOf(runtime.harness.itemSchemas, [layer]), result.items);
@@ -356,7 +347,8 @@ function replyJson(reply) {
   if (reply.items !== undefined) text += `,"items":[${commaList(reply.items)}]`;
   if (reply.itemCount !== undefined) text += `,"itemCount":${reply.itemCount}`;
   if (reply.itemsChecked !== undefined) text += `,"itemsChecked":${reply.itemsChecked === true}`;
-  if (reply.decision !== undefined) text += `,"decision":${JSON.stringify(reply.decision)}`;
+  // Read natively (lifecycle/steering.rs), as a sketch: a decision of the wrong shape is named there.
+  if (reply.decision !== undefined) text += `,"decision":${sketchText(reply.decision, [], 1)}`;
   if (reply.rethrow) text += ',"rethrow":true';
   if (reply.projected !== undefined) text += `,"projected":[${commaList(reply.projected)}]`;
   if (reply.rerender !== undefined) text += `,"rerender":${JSON.stringify(reply.rerender)}`;

@@ -4,7 +4,8 @@ const { fromNative } = require('./errors.cjs');
 const { ownContext } = require('./context.cjs');
 const { outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
-const { checkModelResponse, checkModelRequest } = require('./options.cjs');
+const { checkModelRequest } = require('./options.cjs');
+const { sketch, sketchText } = require('./sketch.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
 // `harness.callModel` and a hook's `ctx.callModel`: a test model is called directly, the harness's own natively.
@@ -56,11 +57,15 @@ async function callTestModel(runtime, call) {
   const layers = (call.layers ?? ctx._layers.map(({ handle }) => handle)).map((handle) => runtime.handles.get(handle));
   const request = call.aside ? asideRequest(call, items) : stepRequest(runtime, call, items, tools, ctx, layers);
   // The internal-test stand-in harness routes the call by the context that makes it.
-  const response = checkModelResponse(await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request)));
-  const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), response.items);
+  const response = await (runtime.inheritsFaces ? runtime.testModel(request, ctx) : runtime.testModel(request));
+  const listed = Array.isArray(response?.items);
+  const replied = listed ? response.items : [];
+  const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), replied);
   // Kept until `modelItems` places them, so they stand for themselves; a call aside never goes in the log.
-  if (!call.aside) ctx._modelReply = response.items;
-  return { items: response.items.map((item) => JSON.stringify(item)), usage: response.usage, cost: response.cost, checked };
+  if (!call.aside) ctx._modelReply = replied;
+  // Checked natively (host/model_reply.rs): the reply is sketched only when it has no list of items to send.
+  const texts = replied.map((item) => JSON.stringify(item) ?? sketchText(item, [], 0));
+  return { items: texts, usage: sketch(response?.usage, [], 1), cost: sketch(response?.cost, [], 0), checked, shape: listed ? undefined : sketch(response, [], 1) };
 }
 
 // Upstream's keys in upstream's order; without tools, neither tools nor context.

@@ -110,7 +110,7 @@ struct JsHookReply {
   item_count: Option<usize>,
   #[serde(default)]
   items_checked: bool,
-  decision: Option<SteeringDecision>,
+  decision: Option<Value>,
   #[serde(default)]
   rethrow: bool,
   /// projectHistory: a log position (a number) or an item the hook made, per item of the projected history.
@@ -258,25 +258,10 @@ struct JsModelReply {
   items: Vec<Box<RawValue>>,
   #[serde(default)]
   checked: bool,
-  /// Read apart, and leniently: a usage of another shape counts as none.
-  usage: Option<Box<RawValue>>,
-  cost: Option<f64>,
-}
-
-/// A model reply's token counts; one that is not a number counts as none.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct JsUsage {
-  input_tokens: Option<f64>,
-  output_tokens: Option<f64>,
-  cached_tokens: Option<f64>,
-  cache_write_tokens: Option<f64>,
-}
-
-impl JsUsage {
-  fn of(raw: Option<&RawValue>) -> Self {
-    raw.and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or_default()
-  }
+  /// The reply, the usage and the cost as JS sketched them, read by the runtime (`host::model_reply`).
+  shape: Option<Value>,
+  usage: Option<Value>,
+  cost: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -328,16 +313,14 @@ impl Host for JsHost {
     if !reply.ok {
       return Err(reply.error.map_or_else(|| malformed("neither a value nor an error"), HostError::from));
     }
-    let usage = JsUsage::of(reply.usage.as_deref());
-    Ok(ModelReply {
-      items: reply.items.iter().map(|item| item.get().to_owned()).collect(),
-      items_checked: reply.checked,
-      input_tokens: usage.input_tokens.unwrap_or(0.0),
-      output_tokens: usage.output_tokens.unwrap_or(0.0),
-      cached_tokens: usage.cached_tokens,
-      cache_write_tokens: usage.cache_write_tokens,
-      cost: reply.cost,
-    })
+    let read = model_reply::TestModelReply {
+      shape: reply.shape.as_ref(),
+      items: texts(reply.items),
+      usage: reply.usage.as_ref(),
+      cost: reply.cost.as_ref(),
+      checked: reply.checked,
+    };
+    read.read().map_err(HostError::Config)
   }
 
   async fn send_held_items(&self, context: &str) -> Result<(), HostError> {

@@ -62,14 +62,16 @@ export async function provider({ AgentHarness, step, tool, toolWithGenerator, wo
   // offered its layers' functions too here (founding D19), not upstream.
   const lent = next() < 0.3;
   // A steering layer, in some programs: its vote on each call by the tool's name.
-  const votes = { add: pick(['allow', 'deny', 'guide']), echo: pick(['allow', 'deny']), fail: pick(['allow', 'guide']) };
+  const votes = { add: pick(['allow', 'deny', 'guide']), echo: pick(['allow', 'deny', 'stateOnly']), fail: pick(['allow', 'guide']) };
   const guidance = pick([undefined, 'ask first']);
   const steering = {
     id: 'steer', slot: 10, scope: 'execution',
     hooks: {
-      beforeToolCall: async ({ toolName, toolArgs }) => {
-        seen.push(['vote', toolName, plain(toolArgs)]);
+      beforeToolCall: async ({ toolName, toolArgs, state }) => {
+        seen.push(['vote', toolName, plain(toolArgs), plain(state)]);
         const action = votes[toolName] ?? 'allow';
+        // A state and no decision: no vote, but the next call's state shows whether it was kept.
+        if (action === 'stateOnly') return { state: { votes: (state?.votes ?? 0) + 1 } };
         return { decision: action === 'allow' ? { action } : { action, guidance } };
       },
     },

@@ -2,6 +2,7 @@
 //! and timeout, and what a result means; the host runs the user's functions (JS hooks, step functions, tools, a test
 //! model) and reports back. Calls are batched: one `run_hooks` per hook phase covers every JS layer in it.
 
+pub mod model_reply;
 pub mod protocol;
 
 use std::sync::Arc;

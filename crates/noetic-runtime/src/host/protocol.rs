@@ -464,8 +464,8 @@ pub struct HookReply {
   pub item_count: Option<usize>,
   /// The host put `items` to the context's item schemas, so their types are admitted as they are.
   pub items_checked: bool,
-  /// beforeToolCall / afterModelCall: the hook's decision.
-  pub decision: Option<SteeringDecision>,
+  /// beforeToolCall / afterModelCall: the hook's decision as JS sketched it (`js_sketch`), read by the vote.
+  pub decision: Option<serde_json::Value>,
   /// The hook threw what must propagate rather than be logged (a NoeticConfigError from a steering hook).
   pub rethrow: bool,
   /// projectHistory: the history the last hook returned.

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::host::{HookArgs, HookBatch, HostError, SteeringAction, SteeringDecision, WriteRule};
 use crate::items::Item;
+use crate::js_sketch::Sketch;
 use crate::memory::HookKind;
 use crate::memory::native::{NativeLayer, VoteError};
 use crate::memory::registry::{Layer, LayerImpl};
@@ -159,16 +160,42 @@ async fn host_votes(
       env.diagnose(layer.id(), hook, &message);
       continue;
     }
+    // As upstream, the hook's state is written before its decision is read: a decision of the wrong shape loses
+    // the vote, not the state.
     env.apply_host_write(exec, layer.id(), reply.state);
-    if let Some(mut decision) = reply.decision {
-      decision.by = vec![layer.id().to_owned()];
-      if decision.action == SteeringAction::Deny {
-        return Ok(Some(decision));
+    let mut decision = match decision_of(reply.decision.as_ref()) {
+      Ok(decision) => decision,
+      Err(message) => {
+        env.diagnose(layer.id(), hook, &message);
+        continue;
       }
-      decisions.push(decision);
+    };
+    decision.by = vec![layer.id().to_owned()];
+    if decision.action == SteeringAction::Deny {
+      return Ok(Some(decision));
     }
+    decisions.push(decision);
   }
   Ok(None)
+}
+
+/// A JS hook's `decision`, sketched: `{ action: 'allow' | 'deny' | 'guide', guidance? }`, whose guidance counts only
+/// as a string. Anything else fails the hook (no vote) with these words.
+fn decision_of(sketched: Option<&Value>) -> Result<SteeringDecision, String> {
+  let decision = sketched.map_or_else(Sketch::undefined, Sketch::of);
+  let action = match decision.field("action").as_str() {
+    Some("allow") => SteeringAction::Allow,
+    Some("deny") => SteeringAction::Deny,
+    Some("guide") => SteeringAction::Guide,
+    _ => {
+      // As JSON.stringify shows it, or as JS describes what JSON cannot show.
+      let shown = decision.plain().map_or_else(|| decision.described(), Value::to_string);
+      return Err(format!(
+        "a steering hook must return {{ decision: {{ action: 'allow' | 'deny' | 'guide', guidance? }} }}; got decision {shown}"
+      ));
+    }
+  };
+  Ok(SteeringDecision::new(action, decision.field("guidance").as_str().map(str::to_owned)))
 }
 
 /// The first deny; else a guide carrying every guide's non-empty guidance, one per line (none when no guide has
@@ -193,6 +220,18 @@ mod tests {
 
   fn decision(action: SteeringAction, guidance: Option<&str>) -> SteeringDecision {
     SteeringDecision::new(action, guidance.map(str::to_owned))
+  }
+
+  #[test]
+  fn a_sketched_decision_is_read_or_named() {
+    use serde_json::json;
+    let read = |value: Value| decision_of(Some(&value));
+    assert_eq!(read(json!({ "action": "guide", "guidance": "go" })), Ok(decision(SteeringAction::Guide, Some("go"))));
+    assert_eq!(read(json!({ "action": "deny", "guidance": 7 })), Ok(decision(SteeringAction::Deny, None)));
+    let refused = read(json!({ "action": "maybe" })).unwrap_err();
+    assert!(refused.ends_with(r#"got decision {"action":"maybe"}"#), "{refused}");
+    assert!(decision_of(None).unwrap_err().ends_with("got decision undefined"));
+    assert!(read(json!({ "$sketch": "a function", "type": "function" })).unwrap_err().ends_with("a function"));
   }
 
   #[test]
