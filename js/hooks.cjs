@@ -77,10 +77,7 @@ function paramsFor(phase, args, state, layerId, { log, exec, runtime, given }, g
   const p = new HookParams(guard);
   switch (phase) {
     case 'init':
-      p.storage = runtime.scopedStorage(layerId, args.scopeKey);
-      p.scopeKey = args.scopeKey;
-      p.ctx = exec;
-      return p;
+      return Object.assign(p, { storage: runtime.scopedStorage(layerId, args.scopeKey), scopeKey: args.scopeKey, ctx: exec });
     case 'recall':
       p.log = log;
       p.query = args.query;
@@ -97,47 +94,25 @@ function paramsFor(phase, args, state, layerId, { log, exec, runtime, given }, g
       p.state = state;
       return p;
     }
+    // Less frequent phases: one object's keys, in upstream's order.
     case 'onItemAppend':
-      p.items = args.items;
-      p.log = log;
-      p.ctx = exec;
-      p.state = state;
-      return p;
+      return Object.assign(p, { items: args.items, log, ctx: exec, state });
     case 'beforeToolCall':
-      p.toolName = args.toolName;
-      p.toolArgs = args.toolArgs;
-      p.ctx = exec;
-      p.state = state;
-      return p;
+      return Object.assign(p, { toolName: args.toolName, toolArgs: args.toolArgs, ctx: exec, state });
     case 'afterModelCall':
-      p.response = args.response;
-      p.ctx = exec;
-      p.state = state;
-      return p;
+      return Object.assign(p, { response: args.response, ctx: exec, state });
     case 'projectHistory':
-      p.items = args.items;
-      p.ctx = exec;
-      p.state = state;
-      return p;
+      return Object.assign(p, { items: args.items, ctx: exec, state });
     case 'onSpawn':
-      p.parentState = runtime.statesOf(args.parentExec).get(layerId);
-      p.childCtx = exec;
-      return p;
-    case 'onReturn':
-      p.childState = runtime.statesOf(args.childExec).get(layerId);
-      p.childLog = runtime.context(args.childExec).itemLog;
-      p.parentState = state;
-      p.result = args.result;
-      return p;
+      return Object.assign(p, { parentState: runtime.statesOf(args.parentExec).get(layerId), childCtx: exec });
+    case 'onReturn': {
+      const { childExec, result } = args;
+      return Object.assign(p, { childState: runtime.statesOf(childExec).get(layerId), childLog: runtime.context(childExec).itemLog, parentState: state, result });
+    }
     case 'renderDelta':
-      Object.assign(p, { prev: args.prev, next: args.next, prevState: undefined, state, ctx: exec, budget: args.budget });
-      return p;
+      return Object.assign(p, { prev: args.prev, next: args.next, prevState: undefined, state, ctx: exec, budget: args.budget });
     case 'onComplete':
-      p.log = log;
-      p.ctx = exec;
-      p.state = state;
-      p.outcome = args.outcome;
-      return p;
+      return Object.assign(p, { log, ctx: exec, state, outcome: args.outcome });
     default:
       p.state = state;
       return p;
