@@ -1,14 +1,17 @@
-//! The runtime's own spans (DECISIONS O1): one per execution and one per model call of an LLM step (its tool rounds
-//! included), recorded only when the harness traces. Attributes are named by the OpenTelemetry GenAI conventions
+//! The runtime's own spans (DECISIONS O1, O2): one per execution, one per step with an id (under the step it is
+//! nested in, or its execution), one per model call of an LLM step (its tool rounds included) and one per tool call
+//! (under their step), recorded only when the harness traces. Attributes are named by the OpenTelemetry GenAI conventions
 //! where one applies and under `noetic.` otherwise, so that every exporter sees the names an OTel backend expects.
 
 use serde_json::{Map, Value, json};
 
 use super::context::ExecContext;
+use super::model::Model;
 use super::{RunResult, Runner};
 use crate::items::Item;
 use crate::memory::trace::{RunSpan, now_ms};
 use crate::provider::Round;
+use crate::steps::Step;
 use std::sync::Arc;
 
 impl Runner {
@@ -57,23 +60,27 @@ fn execution<T>(agent: &str, ctx: &ExecContext, start_time: f64, result: &RunRes
     name: "noetic.execution",
     trace_id: ctx.root.clone(),
     span_id: ctx.id.clone(),
-    parent_span_id: ctx.parent.clone(),
+    // A spawn's or a fork path's under the step that made it.
+    parent_span_id: ctx.parent_span.clone().or_else(|| ctx.parent.clone()),
     start_time,
     end_time: now_ms(),
     attributes,
   }
 }
 
-/// The span of an LLM step's call to its model (every round of its tool loop) that began at `start_time`.
+/// The span of an LLM step's call to its model (every round of its tool loop) that began at `start_time`, under the
+/// step's span. `provider`: the GenAI conventions' `gen_ai.provider.name`, when the runtime knows it.
 pub(crate) fn model_call(
   ctx: &ExecContext,
-  step_id: &str,
-  model: &str,
+  (step_id, model, provider): (&str, &str, Option<&str>),
   start_time: f64,
   result: &RunResult<Round>,
 ) -> RunSpan {
   let mut attributes = Map::new();
   attributes.insert("gen_ai.operation.name".into(), json!("chat"));
+  if let Some(provider) = provider {
+    attributes.insert("gen_ai.provider.name".into(), json!(provider));
+  }
   attributes.insert("gen_ai.request.model".into(), json!(model));
   attributes.insert("gen_ai.conversation.id".into(), json!(ctx.thread_id));
   attributes.insert("noetic.step_id".into(), json!(step_id));
@@ -84,19 +91,96 @@ pub(crate) fn model_call(
       attributes.insert("error.message".into(), json!(failure.to_string()));
     }
   }
-  under_execution("noetic.model_call", ctx, start_time, attributes)
+  under_step("noetic.model_call", ctx, step_id, start_time, attributes)
 }
 
-/// A span of its own under the execution of `ctx`, begun at `start_time` and ending now.
-fn under_execution(name: &'static str, ctx: &ExecContext, start_time: f64, attributes: Map<String, Value>) -> RunSpan {
+/// Who answers a model call, named as `gen_ai.provider.name` is: OpenRouter's Responses API; none for the scripted
+/// model and a JS model function, whose provider the runtime cannot know.
+pub(crate) fn provider_name(model: &Model) -> Option<&'static str> {
+  matches!(model, Model::OpenRouter(_)).then_some("openrouter")
+}
+
+/// A span of its own under the span of step `step_id` in `ctx` (its execution's outside one), begun at `start_time`
+/// and ending now.
+fn under_step(
+  name: &'static str,
+  ctx: &ExecContext,
+  step_id: &str,
+  start_time: f64,
+  attributes: Map<String, Value>,
+) -> RunSpan {
   RunSpan {
     name,
     trace_id: ctx.root.clone(),
     span_id: uuid::Uuid::new_v4().to_string(),
-    parent_span_id: Some(ctx.id.clone()),
+    parent_span_id: Some(ctx.innermost_span(Some(step_id))),
     start_time,
     end_time: now_ms(),
     attributes,
+  }
+}
+
+/// A step's span while it runs (O2): begun as its frame enters the frontier and recorded as the frame leaves, however
+/// the step ends, so a step a race or a timeout drops unfinished still ends (`cancelled`, or `aborted`).
+pub(crate) struct StepSpan<'a> {
+  runner: &'a Runner,
+  step: &'a Step,
+  span_id: String,
+  parent: String,
+  start_time: f64,
+  /// Its status and, for a failure, the error, once the step ended.
+  outcome: Option<(&'static str, Option<String>)>,
+}
+
+impl<'a> StepSpan<'a> {
+  /// The span of `step`, about to enter `ctx`'s frontier, under the innermost step in flight there; only while the
+  /// harness traces, so that one without an exporter pays a branch. Boxed: it lives in every step's future.
+  pub(crate) fn begin(runner: &'a Runner, step: &'a Step, ctx: &ExecContext) -> Option<Box<Self>> {
+    runner.env.sink.tracing().then(|| {
+      Box::new(Self {
+        runner,
+        step,
+        span_id: uuid::Uuid::new_v4().to_string(),
+        parent: ctx.innermost_span(None),
+        start_time: now_ms(),
+        outcome: None,
+      })
+    })
+  }
+
+  pub(crate) fn id(&self) -> String {
+    self.span_id.clone()
+  }
+
+  /// The step ended with `result`.
+  pub(crate) fn ended<T>(&mut self, ctx: &ExecContext, result: &RunResult<T>) {
+    self.outcome = Some(match (result, ctx.aborted()) {
+      (Ok(_), _) => ("ok", None),
+      (Err(failure), Some(_)) => ("aborted", Some(failure.to_string())),
+      (Err(failure), None) => ("error", Some(failure.to_string())),
+    });
+  }
+
+  /// Records the span, ending now, as the step's frame leaves `ctx`.
+  pub(crate) fn end(self, ctx: &ExecContext) {
+    let mut attributes = Map::new();
+    attributes.insert("noetic.step_id".into(), json!(self.step.id()));
+    attributes.insert("noetic.step_kind".into(), json!(self.step.kind()));
+    let (status, error) =
+      self.outcome.unwrap_or_else(|| (if ctx.aborted().is_some() { "aborted" } else { "cancelled" }, None));
+    attributes.insert("noetic.status".into(), json!(status));
+    if let Some(error) = error {
+      attributes.insert("error.message".into(), json!(error));
+    }
+    self.runner.env.sink.trace_run(RunSpan {
+      name: "noetic.step",
+      trace_id: ctx.root.clone(),
+      span_id: self.span_id,
+      parent_span_id: Some(self.parent),
+      start_time: self.start_time,
+      end_time: now_ms(),
+      attributes,
+    });
   }
 }
 
@@ -111,6 +195,8 @@ pub(crate) enum ToolStatus {
 
 /// What a tool call's span tells.
 pub(crate) struct ToolSpan<'a> {
+  /// The LLM step whose model made the call: its span is the call's parent.
+  pub step_id: &'a str,
   pub name: &'a str,
   pub call_id: &'a str,
   pub arguments: Option<&'a str>,
@@ -119,8 +205,8 @@ pub(crate) struct ToolSpan<'a> {
   pub output: Option<&'a str>,
 }
 
-/// The span of one tool call a model made, begun at `start_time`, under the execution (a sibling of the model
-/// call's span, as the GenAI conventions place `execute_tool` under the agent). Arguments and result only with
+/// The span of one tool call a model made, begun at `start_time`, under its LLM step's span (a sibling of the model
+/// call's span, as the GenAI conventions place `execute_tool` beside `chat`). Arguments and result only with
 /// `content`.
 pub(crate) fn tool_call(ctx: &ExecContext, start_time: f64, call: ToolSpan<'_>, content: bool) -> RunSpan {
   let mut attributes = Map::new();
@@ -144,7 +230,7 @@ pub(crate) fn tool_call(ctx: &ExecContext, start_time: f64, call: ToolSpan<'_>, 
       attributes.insert("gen_ai.tool.call.result".into(), json!(output));
     }
   }
-  under_execution("noetic.tool_call", ctx, start_time, attributes)
+  under_step("noetic.tool_call", ctx, call.step_id, start_time, attributes)
 }
 
 fn usage(attributes: &mut Map<String, Value>, round: &Round) {
