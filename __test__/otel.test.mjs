@@ -167,7 +167,7 @@ test('steps are spans under the step they run in, with the model and tool calls 
   assert.ok(Math.abs(ms(llm.startTime) - mine.startTime) < 0.01 && Math.abs(ms(llm.endTime) - mine.endTime) < 0.01);
 });
 
-test('a step a race drops unfinished still ends, cancelled', async () => {
+test('a path a race leaves behind still ends, its step and its execution', async () => {
   const memory = new InMemorySpanExporter();
   const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(memory)] });
   const h = harnessWith(createOtelTraceExporter({ tracerProvider: provider }));
@@ -175,10 +175,16 @@ test('a step a race drops unfinished still ends, cancelled', async () => {
   const slow = step.run({ id: 'slow', execute: () => new Promise((resolve) => setTimeout(() => resolve('late'), 200)) });
   assert.equal(await h.run(fork({ id: 'race', mode: 'race', paths: () => [quick, slow] }), 'go'), 'fast');
   await settle();
-  const slowSpan = memory.getFinishedSpans().find((s) => s.name === 'step run slow');
+  const spans = memory.getFinishedSpans();
+  const slowSpan = spans.find((s) => s.name === 'step run slow');
   assert.ok(slowSpan, 'the dropped step has a span');
-  assert.notEqual(slowSpan.status.code, SpanStatusCode.OK);
-  assert.match(slowSpan.attributes['noetic.status'], /^(cancelled|aborted)$/);
+  assert.equal(slowSpan.status.code, SpanStatusCode.UNSET, 'left behind is no failure');
+  assert.equal(slowSpan.attributes['noetic.status'], 'cancelled');
+  // Its path's execution, dropped unfinished too, still ends, under the fork step.
+  const path = spans.find((s) => s.spanContext().spanId === slowSpan.parentSpanContext?.spanId);
+  assert.equal(path?.name, 'invoke_agent barista');
+  assert.equal(path.attributes['noetic.status'], 'cancelled');
+  assert.equal(path.parentSpanContext.spanId, spans.find((s) => s.name === 'step fork race').spanContext().spanId);
 });
 
 test('attributes and events user code gives ctx.span arrive on its execution span', async () => {

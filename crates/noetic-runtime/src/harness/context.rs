@@ -395,3 +395,33 @@ impl ExecContext {
     }
   }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn context(id: &str) -> ExecContext {
+    ExecContext::new(id.into(), "t".into(), None, 0, None, Arc::new(LayerSet::default()))
+  }
+
+  #[test]
+  fn a_span_hangs_under_the_innermost_traced_frame_or_the_execution() {
+    let ctx = context("exec");
+    let input = StepValue::Text("x".into());
+    assert_eq!(ctx.innermost_span(None), "exec", "outside any step: the execution");
+    let outer = ctx.enter_step("loop", &input, Some("s-loop".into()));
+    let llm = ctx.enter_step("ask", &input, Some("s-ask".into()));
+    ctx.enter_step("untraced", &input, None);
+    assert_eq!(ctx.innermost_span(None), "s-ask", "a frame without a span is passed over");
+    assert_eq!(ctx.innermost_span(Some("loop")), "s-loop");
+    assert_eq!(ctx.innermost_span(Some("gone")), "exec");
+    // A child made inside a traced step hangs under it; one made outside any, under its parent context.
+    let child = ExecContext::child_of(&ctx, Arc::new(LayerSet::default()));
+    assert_eq!(child.parent_span, None, "the innermost frame has no span");
+    ctx.leave_step(llm + 1);
+    assert_eq!(ExecContext::child_of(&ctx, Arc::new(LayerSet::default())).parent_span.as_deref(), Some("s-ask"));
+    ctx.leave_step(llm);
+    ctx.leave_step(outer);
+    assert_eq!(ExecContext::child_of(&ctx, Arc::new(LayerSet::default())).parent_span, None);
+  }
+}

@@ -222,7 +222,7 @@ async fn dispatch(
   });
   let result = run_step(runner, step, input, ctx, depth).await;
   if let Some(span) = in_flight.as_mut().and_then(|frame| frame.span.as_mut()) {
-    span.ended(ctx, &result);
+    span.ended(&result);
   }
   if result.is_ok() {
     report(runner, step, ctx, "step_completed").await?;
@@ -307,9 +307,9 @@ async fn run_step(
         let layers = memory.clone().unwrap_or_else(|| ctx.layers());
         let child_ctx = runner.open_context(ExecContext::child_of(ctx, layers));
         // A child with layers of its own runs as an execution of its own, which traces itself.
-        let traced = if spawn.own_layers { None } else { runner.trace_start() };
+        let traced = runner.child_execution(&child_ctx, !spawn.own_layers);
         let result = run_spawn(runner, spawn, input, ctx, &child_ctx, depth).await;
-        runner.trace_execution(traced, &child_ctx, &result);
+        traced.end(&result);
         runner.close_context(&child_ctx.id);
         result
       })

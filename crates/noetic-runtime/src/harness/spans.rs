@@ -24,14 +24,69 @@ impl Runner {
   /// Records the span of the execution of `ctx` begun at `start` (by [`Runner::trace_start`]), now ended.
   pub(crate) fn trace_execution<T>(&self, start: Option<f64>, ctx: &ExecContext, result: &RunResult<T>) {
     if let Some(start) = start {
-      self.env.sink.trace_run(execution(&self.name, ctx, start, result));
+      self.env.sink.trace_run(execution(&self.name, ctx, start, &Some(failure_of(result))));
+    }
+  }
+
+  /// The span of the execution of the child context `ctx` (a spawn's, a fork path's) beginning now, when `traced` and
+  /// the harness traces.
+  pub(crate) fn child_execution<'a>(&'a self, ctx: &'a ExecContext, traced: bool) -> ChildExecution<'a> {
+    ChildExecution { runner: self, ctx, start: self.trace_start().filter(|_| traced) }
+  }
+}
+
+/// How the work a span times ended: `None` while it has not (its future was dropped unfinished), else the failure it
+/// ended with, if any.
+type Outcome = Option<Option<String>>;
+
+fn failure_of<T>(result: &RunResult<T>) -> Option<String> {
+  result.as_ref().err().map(ToString::to_string)
+}
+
+/// `noetic.status` and `error.message` for work in `ctx` that ended as `outcome`: an abort wins, and work dropped
+/// unfinished (a path a race left behind, a step a timeout ended) is `cancelled`.
+fn ended(attributes: &mut Map<String, Value>, ctx: &ExecContext, outcome: &Outcome) {
+  let status = match (outcome, ctx.aborted()) {
+    (_, Some(_)) => "aborted",
+    (Some(None), None) => "ok",
+    (Some(Some(_)), None) => "error",
+    (None, None) => "cancelled",
+  };
+  attributes.insert("noetic.status".into(), json!(status));
+  if let Some(Some(failure)) = outcome {
+    attributes.insert("error.message".into(), json!(failure));
+  }
+}
+
+/// A child context's execution span, recorded however the execution ends: a fork path a race leaves behind is dropped
+/// unfinished, and the spans of its steps still need their parent (O2).
+pub(crate) struct ChildExecution<'a> {
+  runner: &'a Runner,
+  ctx: &'a ExecContext,
+  start: Option<f64>,
+}
+
+impl ChildExecution<'_> {
+  pub(crate) fn end<T>(mut self, result: &RunResult<T>) {
+    self.record(&Some(failure_of(result)));
+  }
+
+  fn record(&mut self, outcome: &Outcome) {
+    if let Some(start) = self.start.take() {
+      self.runner.env.sink.trace_run(execution(&self.runner.name, self.ctx, start, outcome));
     }
   }
 }
 
-/// The span of an execution of `ctx` that began at `start_time` (ms since the epoch) and ends now with `result`.
+impl Drop for ChildExecution<'_> {
+  fn drop(&mut self) {
+    self.record(&None);
+  }
+}
+
+/// The span of an execution of `ctx` that began at `start_time` (ms since the epoch) and ends now as `outcome`.
 /// Its id is the context's, so the hook spans recorded for the context hang under it.
-fn execution<T>(agent: &str, ctx: &ExecContext, start_time: f64, result: &RunResult<T>) -> RunSpan {
+fn execution(agent: &str, ctx: &ExecContext, start_time: f64, outcome: &Outcome) -> RunSpan {
   let info = ctx.exec_info(false);
   let mut attributes = Map::new();
   attributes.insert("gen_ai.operation.name".into(), json!("invoke_agent"));
@@ -47,15 +102,7 @@ fn execution<T>(agent: &str, ctx: &ExecContext, start_time: f64, result: &RunRes
   attributes.insert("gen_ai.usage.input_tokens".into(), json!(info.token_usage.input));
   attributes.insert("gen_ai.usage.output_tokens".into(), json!(info.token_usage.output));
   attributes.insert("noetic.cost".into(), json!(info.cost));
-  let status = match (result, ctx.aborted()) {
-    (_, Some(_)) => "aborted",
-    (Ok(_), None) => "ok",
-    (Err(_), None) => "error",
-  };
-  attributes.insert("noetic.status".into(), json!(status));
-  if let Err(failure) = result {
-    attributes.insert("error.message".into(), json!(failure.to_string()));
-  }
+  ended(&mut attributes, ctx, outcome);
   RunSpan {
     name: "noetic.execution",
     trace_id: ctx.root.clone(),
@@ -128,8 +175,7 @@ pub(crate) struct StepSpan<'a> {
   span_id: String,
   parent: String,
   start_time: f64,
-  /// Its status and, for a failure, the error, once the step ended.
-  outcome: Option<(&'static str, Option<String>)>,
+  outcome: Outcome,
 }
 
 impl<'a> StepSpan<'a> {
@@ -153,12 +199,8 @@ impl<'a> StepSpan<'a> {
   }
 
   /// The step ended with `result`.
-  pub(crate) fn ended<T>(&mut self, ctx: &ExecContext, result: &RunResult<T>) {
-    self.outcome = Some(match (result, ctx.aborted()) {
-      (Ok(_), _) => ("ok", None),
-      (Err(failure), Some(_)) => ("aborted", Some(failure.to_string())),
-      (Err(failure), None) => ("error", Some(failure.to_string())),
-    });
+  pub(crate) fn ended<T>(&mut self, result: &RunResult<T>) {
+    self.outcome = Some(failure_of(result));
   }
 
   /// Records the span, ending now, as the step's frame leaves `ctx`.
@@ -166,12 +208,7 @@ impl<'a> StepSpan<'a> {
     let mut attributes = Map::new();
     attributes.insert("noetic.step_id".into(), json!(self.step.id()));
     attributes.insert("noetic.step_kind".into(), json!(self.step.kind()));
-    let (status, error) =
-      self.outcome.unwrap_or_else(|| (if ctx.aborted().is_some() { "aborted" } else { "cancelled" }, None));
-    attributes.insert("noetic.status".into(), json!(status));
-    if let Some(error) = error {
-      attributes.insert("error.message".into(), json!(error));
-    }
+    ended(&mut attributes, ctx, &self.outcome);
     self.runner.env.sink.trace_run(RunSpan {
       name: "noetic.step",
       trace_id: ctx.root.clone(),
