@@ -96,18 +96,16 @@ function spanWithIds(name, { traceId, spanId, parentSpanId }) {
   return span;
 }
 
-// A span the runtime timed (an execution, a model call: O1), with its attributes named already.
-function runSpan(record) {
-  const span = spanWithIds(record.name, record);
-  span.startTime = record.startTime;
-  span.endTime = record.endTime;
-  for (const [key, value] of Object.entries(record.attributes)) span.setAttribute(key, value);
-  return span;
+// A span the runtime timed (an execution, a step, a model or tool call: O1, O2), with its attributes named already;
+// an execution's carries what user code gave `ctx.span` by then (`own`: its context's span, of the same id).
+function runSpan(record, own) {
+  const attributes = new Map([...(own?.attributes ?? []), ...Object.entries(record.attributes)]);
+  return Object.assign(spanWithIds(record.name, record), { startTime: record.startTime, endTime: record.endTime, attributes, events: [...(own?.events ?? [])] });
 }
 
 // The figures as attributes too, for exporters that read only those.
-function memorySpan(record) {
-  if (record.spanId !== undefined) return runSpan(record);
+function memorySpan(record, own) {
+  if (record.spanId !== undefined) return runSpan(record, own);
   const span = spanWithIds(`memory.${record.hook}`, { traceId: record.traceId, spanId: randomUUID(), parentSpanId: record.context });
   span.startTime = record.startTime;
   span.endTime = record.startTime + record.durationMs;

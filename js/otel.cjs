@@ -1,18 +1,18 @@
 'use strict';
 // @noetic-tools/core/otel: a trace exporter that hands the harness's spans to the OpenTelemetry tracer provider the
-// user registered (DECISIONS O1). The runtime names, maps and orders them; this starts each with its parent and times.
+// user registered (DECISIONS O1, O2). The runtime names, maps and orders them; this starts each with its parent and times.
 const { OtelSpans } = require('./native.cjs');
 const { checkArgs } = require('./sketch.cjs');
 const { version } = require('../package.json');
 
 function createOtelTraceExporter(options = {}) {
-  checkArgs('createOtelTraceExporter', [options]);
-  const api = require('@opentelemetry/api');
+  let api; // An optional peer dependency: when it is missing, the runtime's check says what to install.
+  try { api = require('@opentelemetry/api'); } catch {}
+  checkArgs('createOtelTraceExporter', [options, api !== undefined]);
   const tracer = () => (options.tracerProvider ?? api.trace.getTracerProvider()).getTracer(options.tracerName ?? '@noetic-tools/core', version);
   const waiting = new OtelSpans(options.captureContent === true);
   return {
-    // Read once by each harness as it is built: with no provider registered the tracer is the API's proxy, and the
-    // harness records no span at all.
+    // Read once by each harness as it is built: false (no span recorded) while the tracer is the API's proxy.
     get tracing() {
       return tracer() instanceof api.ProxyTracer ? false : options.captureContent === true ? 'content' : true;
     },

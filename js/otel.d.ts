@@ -26,8 +26,10 @@ export interface OtelTraceExporter extends TraceExporter {
 }
 
 /**
- * A trace exporter for the harness's `traceExporter` option: each execution, model call and memory-hook call becomes
- * an OpenTelemetry span, named and attributed by the GenAI semantic conventions where they apply (`noetic.*`
- * otherwise). Register your tracer provider before building the harness.
+ * A trace exporter for the harness's `traceExporter` option: each execution, step, model call, tool call and
+ * memory-hook call becomes an OpenTelemetry span, named and attributed by the GenAI semantic conventions where they
+ * apply (`noetic.*` otherwise). Register your tracer provider before building the harness.
+ * @throws NoeticConfigError `OTEL_API_MISSING` when `@opentelemetry/api` cannot be loaded, `INVALID_OTEL_OPTIONS`
+ * for options it cannot use.
  */
 export declare function createOtelTraceExporter(options?: OtelTraceExporterOptions): OtelTraceExporter;

@@ -467,7 +467,7 @@ class Runtime {
         this.everyFailed(message);
         return '';
       case 'traces':
-        this.exportSpans(JSON.parse(this.native.takeTraces()).map(memorySpan));
+        this.exportSpans(JSON.parse(this.native.takeTraces()).map((record) => memorySpan(record, this.knownContext(record.spanId)?._span)));
         return '';
       case 'settled':
         this.settled(message.run, message.result);

@@ -144,7 +144,9 @@ pub fn map_span(span: &Value, capture_content: bool) -> OtelSpan {
       | "gen_ai.tool.call.result"
         if !capture_content => {}
       _ if name.starts_with("memory.") && key.starts_with("memory.") => {}
-      _ if key.starts_with("gen_ai.") || key.starts_with("noetic.") || !is_ours(name) => {
+      // A hook's further attributes (the assembly's `cache.*`) are ours; a run span's are named already, or the
+      // user's (what user code set on `ctx.span`, carried by its execution's span: O2), as are a user's span's.
+      _ if key.starts_with("gen_ai.") || key.starts_with("noetic.") || !name.starts_with("memory.") => {
         attributes.insert(key, value);
       }
       _ => {
@@ -156,6 +158,7 @@ pub fn map_span(span: &Value, capture_content: bool) -> OtelSpan {
     "noetic.execution" => (with_target("invoke_agent", &attributes, "gen_ai.agent.name"), INTERNAL),
     "noetic.model_call" => (with_target("chat", &attributes, "gen_ai.request.model"), CLIENT),
     "noetic.tool_call" => (with_target("execute_tool", &attributes, "gen_ai.tool.name"), INTERNAL),
+    "noetic.step" => (step_name(&attributes), INTERNAL),
     _ => (name.to_owned(), INTERNAL),
   };
   if let Some(memory) = span["memory"].as_object() {
@@ -216,9 +219,10 @@ fn hook_attributes(memory: &Map<String, Value>, attributes: &mut Map<String, Val
   }
 }
 
-/// The spans a harness makes, whose other attributes are ours to prefix; a user's own spans keep theirs.
-fn is_ours(name: &str) -> bool {
-  name.starts_with("memory.") || name.starts_with("noetic.")
+/// `step <kind> <id>`: no GenAI operation names a step of ours (its model and tool calls have theirs).
+fn step_name(attributes: &Map<String, Value>) -> String {
+  let field = |key: &str| attributes.get(key).and_then(Value::as_str).unwrap_or_default();
+  format!("step {} {}", field("noetic.step_kind"), field("noetic.step_id"))
 }
 
 /// `operation target`, as the conventions name GenAI spans, or the operation alone.

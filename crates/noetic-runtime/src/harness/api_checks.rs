@@ -61,7 +61,7 @@ pub fn check(call: &str, args: Sketch) -> Result<(), ConfigError> {
       "Pass harness.config.storage (or nothing): layer state is kept in the storage the harness was built with.",
     ),
     "unregisteredStep" => unregistered_step(arg(0), arg(1)),
-    "createOtelTraceExporter" => otel_options(arg(0)),
+    "createOtelTraceExporter" => otel_options(arg(0)).and_then(|()| otel_api(arg(1))),
     _ => fail("INVALID_CALL", format!("No argument check is named '{call}'."), "This is a bug in @noetic-tools/core."),
   }
 }
@@ -135,6 +135,18 @@ fn otel_options(options: Sketch) -> Result<(), ConfigError> {
     return wrong(format!("tracerProvider is {}; expected an object with getTracer", provider.described()));
   }
   Ok(())
+}
+
+/// Whether `@opentelemetry/api`, an optional peer dependency, could be loaded (O2): `false` when it could not.
+fn otel_api(loaded: Sketch) -> Result<(), ConfigError> {
+  if loaded.as_bool() != Some(false) {
+    return Ok(());
+  }
+  fail(
+    "OTEL_API_MISSING",
+    "createOtelTraceExporter needs the package @opentelemetry/api, which could not be loaded.".to_owned(),
+    "Install it beside @noetic-tools/core (npm install @opentelemetry/api), with an SDK such as @opentelemetry/sdk-node to register a tracer provider.",
+  )
 }
 
 fn checkpoint_store(options: Sketch) -> Result<(), ConfigError> {
@@ -457,6 +469,9 @@ mod tests {
       "createOtelTraceExporter: tracerProvider is an object; expected an object with getTracer."
     );
     assert!(check("createOtelTraceExporter", Sketch::of(&json!([null]))).is_err());
+    let error = refused("createOtelTraceExporter", json!([{}, false]));
+    assert_eq!(error.code, "OTEL_API_MISSING");
+    assert!(error.hint.contains("npm install @opentelemetry/api"));
   }
 
   #[test]

@@ -121,6 +121,9 @@ pub struct OverflowSummary {
 pub struct FrontierFrame {
   pub step_id: String,
   pub input: StepValueRef,
+  /// The step's span id while the harness traces (O2): what the spans of its nested steps, its model and tool calls
+  /// and a child context's execution hang under.
+  pub span_id: Option<String>,
 }
 
 /// Which channel store a context's loops read their inboxes from.
@@ -142,6 +145,9 @@ pub struct ExecContext {
   pub parent: Option<String>,
   /// The context at the root of its lineage, whose id names the trace its spans belong to (D14).
   pub root: String,
+  /// The span its execution's hangs under when that is not its parent context's: the spawn or fork step that made
+  /// it, while the harness traces (O2).
+  pub parent_span: Option<String>,
   /// Its memory layers; `provide` adds some for the time its child runs.
   layers: Mutex<Arc<LayerSet>>,
   started: Instant,
@@ -179,6 +185,7 @@ impl ExecContext {
   ) -> Self {
     Self {
       root: id.clone(),
+      parent_span: None,
       id,
       thread_id,
       resource_id,
@@ -237,6 +244,8 @@ impl ExecContext {
       layers,
     );
     child.root = parent.root.clone();
+    // The step making it is the parent's innermost frame; untraced, no frame has a span.
+    child.parent_span = parent.state().frontier.last().and_then(|(_, frame)| frame.span_id.clone());
     child.io = parent.io.clone();
     child
   }
@@ -344,14 +353,23 @@ impl ExecContext {
     self.aborted().unwrap_or_default()
   }
 
-  /// Records `step_id` as in flight with `input`; the number returned takes it out again ([`Self::leave_step`]).
-  /// Two runs may share a context, so frames leave by number rather than from the top.
-  pub fn enter_step(&self, step_id: &str, input: &StepValue) -> u64 {
+  /// Records `step_id` as in flight with `input` (and its span, while the harness traces); the number returned takes
+  /// it out again ([`Self::leave_step`]). Two runs may share a context, so frames leave by number rather than from
+  /// the top.
+  pub fn enter_step(&self, step_id: &str, input: &StepValue, span_id: Option<String>) -> u64 {
     let mut state = self.state();
     let number = state.next_frame;
     state.next_frame += 1;
-    state.frontier.push((number, FrontierFrame { step_id: step_id.to_owned(), input: input.into() }));
+    state.frontier.push((number, FrontierFrame { step_id: step_id.to_owned(), input: input.into(), span_id }));
     number
+  }
+
+  /// The span that one in `step_id` (any step, with none) hangs under: the innermost traced frame of it, or the
+  /// execution's (the context's id) outside any (O2).
+  pub fn innermost_span(&self, step_id: Option<&str>) -> String {
+    let state = self.state();
+    let mut frames = state.frontier.iter().rev().filter(|(_, frame)| step_id.is_none_or(|id| frame.step_id == id));
+    frames.find_map(|(_, frame)| frame.span_id.clone()).unwrap_or_else(|| self.id.clone())
   }
 
   pub fn leave_step(&self, number: u64) {
@@ -375,5 +393,35 @@ impl ExecContext {
       has_model,
       trace_id: self.root.clone(),
     }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn context(id: &str) -> ExecContext {
+    ExecContext::new(id.into(), "t".into(), None, 0, None, Arc::new(LayerSet::default()))
+  }
+
+  #[test]
+  fn a_span_hangs_under_the_innermost_traced_frame_or_the_execution() {
+    let ctx = context("exec");
+    let input = StepValue::Text("x".into());
+    assert_eq!(ctx.innermost_span(None), "exec", "outside any step: the execution");
+    let outer = ctx.enter_step("loop", &input, Some("s-loop".into()));
+    let llm = ctx.enter_step("ask", &input, Some("s-ask".into()));
+    ctx.enter_step("untraced", &input, None);
+    assert_eq!(ctx.innermost_span(None), "s-ask", "a frame without a span is passed over");
+    assert_eq!(ctx.innermost_span(Some("loop")), "s-loop");
+    assert_eq!(ctx.innermost_span(Some("gone")), "exec");
+    // A child made inside a traced step hangs under it; one made outside any, under its parent context.
+    let child = ExecContext::child_of(&ctx, Arc::new(LayerSet::default()));
+    assert_eq!(child.parent_span, None, "the innermost frame has no span");
+    ctx.leave_step(llm + 1);
+    assert_eq!(ExecContext::child_of(&ctx, Arc::new(LayerSet::default())).parent_span.as_deref(), Some("s-ask"));
+    ctx.leave_step(llm);
+    ctx.leave_step(outer);
+    assert_eq!(ExecContext::child_of(&ctx, Arc::new(LayerSet::default())).parent_span, None);
   }
 }

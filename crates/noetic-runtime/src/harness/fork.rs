@@ -58,9 +58,10 @@ struct Paths<'a> {
 
 impl Paths<'_> {
   async fn run(&self, i: usize) -> RunResult<StepValue> {
-    let traced = self.runner.trace_start();
+    // Recorded even when a race leaves the path behind (O2).
+    let traced = self.runner.child_execution(&self.children[i], true);
     let result = nested(self.runner, &self.paths[i], self.input.clone(), &self.children[i], self.depth + 1).await;
-    self.runner.trace_execution(traced, &self.children[i], &result);
+    traced.end(&result);
     result
   }
 

@@ -13,6 +13,7 @@ use super::channels::Take;
 use super::context::StepMeta;
 use super::fork::run_fork;
 use super::model_events::emit_allows;
+use super::spans::StepSpan;
 use super::spawn::{Spawn, run_spawn};
 use super::{ExecContext, RunError, RunResult, Runner};
 use crate::error::{ConfigError, NoeticError};
@@ -171,15 +172,20 @@ impl Drop for RestoreLayers<'_> {
   }
 }
 
-/// Takes a step off its context's frontier however it ends (a race may drop it mid-way).
+/// Takes a step off its context's frontier however it ends (a race may drop it mid-way), ending its span.
 struct InFlight<'a> {
   ctx: &'a ExecContext,
   number: u64,
+  /// While the harness traces (O2).
+  span: Option<Box<StepSpan<'a>>>,
 }
 
 impl Drop for InFlight<'_> {
   fn drop(&mut self) {
     self.ctx.leave_step(self.number);
+    if let Some(span) = self.span.take() {
+      span.end(self.ctx);
+    }
   }
 }
 
@@ -210,8 +216,14 @@ async fn dispatch(
   ctx.state().step_count += 1;
   report(runner, step, ctx, "step_started").await?;
   // As upstream, a step without an id is no frame: nothing could find it again by its id.
-  let _in_flight = (!step.id().is_empty()).then(|| InFlight { ctx, number: ctx.enter_step(step.id(), &input) });
+  let mut in_flight = (!step.id().is_empty()).then(|| {
+    let span = StepSpan::begin(runner, step, ctx);
+    InFlight { ctx, number: ctx.enter_step(step.id(), &input, span.as_ref().map(|span| span.id())), span }
+  });
   let result = run_step(runner, step, input, ctx, depth).await;
+  if let Some(span) = in_flight.as_mut().and_then(|frame| frame.span.as_mut()) {
+    span.ended(&result);
+  }
   if result.is_ok() {
     report(runner, step, ctx, "step_completed").await?;
   }
@@ -295,9 +307,9 @@ async fn run_step(
         let layers = memory.clone().unwrap_or_else(|| ctx.layers());
         let child_ctx = runner.open_context(ExecContext::child_of(ctx, layers));
         // A child with layers of its own runs as an execution of its own, which traces itself.
-        let traced = if spawn.own_layers { None } else { runner.trace_start() };
+        let traced = runner.child_execution(&child_ctx, !spawn.own_layers);
         let result = run_spawn(runner, spawn, input, ctx, &child_ctx, depth).await;
-        runner.trace_execution(traced, &child_ctx, &result);
+        traced.end(&result);
         runner.close_context(&child_ctx.id);
         result
       })

@@ -237,7 +237,8 @@ impl Runner {
       let prompt = (traced.is_some() && self.env.sink.tracing_content()).then(|| super::spans::items_json(&view.items));
       let response = self.call_model(step, &tools, offer.as_ref(), view, ctx, memory).await;
       if let Some(start) = traced {
-        let mut span = super::spans::model_call(ctx, &step.id, &step.model, start, &response);
+        let about = (&*step.id, &*step.model, super::spans::provider_name(&self.model));
+        let mut span = super::spans::model_call(ctx, about, start, &response);
         if let Some(prompt) = prompt {
           super::spans::content(&mut span, step.instructions.as_deref(), prompt, &response);
         }

@@ -90,7 +90,8 @@ impl Runner {
           }
         };
         if let Some(start) = traced {
-          let call = ToolSpan { name, call_id, arguments, status, output: output.as_deref().or(decorated.as_deref()) };
+          let output = output.as_deref().or(decorated.as_deref());
+          let call = ToolSpan { step_id: request.step_id, name, call_id, arguments, status, output };
           self.env.sink.trace_run(super::spans::tool_call(ctx, start, call, self.env.sink.tracing_content()));
         }
         // The tool's decorated result item, when it makes one, stands in the log for the plain one; a `void`

@@ -80,3 +80,19 @@ fn an_orphan_starts_as_a_root_naming_its_lost_parent_and_waiting_is_bounded() {
   assert_eq!(batcher.push(many).len(), MAX_WAITING + 1);
   assert_eq!(batcher.count, 0);
 }
+
+#[test]
+fn a_step_is_named_by_its_kind_and_id_and_an_execution_keeps_the_users_attribute_names() {
+  let step = span(
+    "noetic.step",
+    "s",
+    Some("root"),
+    json!({ "noetic.step_id": "plan", "noetic.step_kind": "loop", "noetic.status": "error", "error.message": "no" }),
+  );
+  let mapped = map_span(&step, false);
+  assert_eq!((mapped.name.as_str(), mapped.kind), ("step loop plan", INTERNAL));
+  assert_eq!(mapped.status, Some(OtelStatus { code: ERROR, message: "no".into() }));
+  assert_eq!(mapped.attributes["error.type"], "error");
+  let execution = span("noetic.execution", "e", None, json!({ "customer.tier": "gold", "noetic.status": "ok" }));
+  assert_eq!(map_span(&execution, false).attributes["customer.tier"], "gold", "set on ctx.span, kept as named");
+}
