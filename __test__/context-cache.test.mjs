@@ -1,7 +1,7 @@
 // Prompt-cache anchoring (`contextCache`, issue 55): what a model is sent, turn by turn, with the option and without.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AgentHarness, NoeticConfigError, createMessage, step } from '../js/index.mjs';
+import { AgentHarness, NoeticConfigError, createMessage, loop, spawn, step, until } from '../js/index.mjs';
 
 const THREAD = { threadId: 'cache-thread' };
 
@@ -342,4 +342,20 @@ test('without contextCache renderDelta is never called and the requests are what
     'developer:SLOW 2',
   ]);
   assert.ok(requests.every((items) => !items.some((item) => said(item).includes('<context-updates>'))));
+});
+
+test("a spawned child's epochs end with it: hundreds of children leave the thread's epoch in place", async () => {
+  const { model, requests } = recordingModel();
+  const h = harness(model, { contextCache: { enabled: true } });
+  await h.execute('question 0', THREAD);
+  // More children than the lineages a harness keeps (256), each anchoring its own request with the inherited layers.
+  const CHILDREN = 270;
+  const children = loop({ id: 'many', steps: [spawn({ id: 'child', child: step.llm({ id: 'ask', model: 'm' }) })], until: until.maxSteps(CHILDREN) });
+  await h.run(children, 'go', THREAD);
+  assert.equal(requests.length, 1 + CHILDREN, 'each child called the model');
+  await h.execute('question 1', THREAD);
+  const { epoch } = (await h.getAgentResponse(THREAD)).lastLayerUsage;
+  // Kept until evicted, the children's epochs would have pushed the thread's out, and this call would start cold.
+  assert.equal(epoch.reanchorReason, undefined, JSON.stringify(epoch));
+  assert.equal(epoch.age, 2);
 });

@@ -135,6 +135,7 @@ function measure(prompts) {
     mean: mean(shares),
     p10: quantile(shares, 0.1),
     lastChars: prompts.at(-1).length,
+    meanChars: mean(prompts.map((prompt) => prompt.length)),
     cachedPerRequest: cached / shares.length,
     inputPerRequest: input / shares.length,
     cachedShare: cached / input,
@@ -205,7 +206,7 @@ if (flag('json')) {
       console.log(`${head} failed: ${r.error}`);
       continue;
     }
-    let line = `${head} mean ${pct(r.mean).padStart(6)}, p10 ${pct(r.p10).padStart(6)} (last request ${r.lastChars} chars)`;
+    let line = `${head} mean ${pct(r.mean).padStart(6)}, p10 ${pct(r.p10).padStart(6)} (request ${Math.round(r.meanChars)} chars on average, the last ${r.lastChars})`;
     if (flag('billing')) {
       line += `; cached ${Math.round(r.cachedPerRequest)} of ${Math.round(r.inputPerRequest)} input tokens a request (${pct(r.cachedShare)}, ${BLOCK}-token blocks)`;
     }

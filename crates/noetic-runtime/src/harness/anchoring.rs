@@ -10,7 +10,7 @@ use crate::host::HookStatus;
 use crate::host::ViewEntry;
 use crate::items::Item;
 use crate::memory::HookKind;
-use crate::memory::cache_anchor::{Bands, LayerBand, LayerRender, Served, lineage_key, text_hash};
+use crate::memory::cache_anchor::{Bands, LayerBand, LayerRender, Part, Served, lineage_key, text_hash};
 use crate::memory::lifecycle::{self, RecallEntry};
 use crate::memory::registry::LayerSet;
 use crate::memory::trace::{HookSpan, TraceTarget};
@@ -74,6 +74,7 @@ impl Runner {
     let delta_tokens = assembly.updates.iter().map(|update| update.tokens).sum();
     drop(state);
     let live_from = assembly.anchor.len();
+    let start_breaks = assembly.start_breaks;
     let served: Vec<Served> = assembly.anchor.into_iter().chain(assembly.live).collect();
     let bands = Bands {
       key,
@@ -95,6 +96,7 @@ impl Runner {
       delta_tokens,
       repeated_tokens: 0,
       history_cut: store_cut,
+      start_breaks,
     };
     let entries = served
       .into_iter()
@@ -113,26 +115,30 @@ impl Runner {
   pub(super) fn note_request(&self, ctx: &ExecContext, entries: &[ViewEntry], cut: usize, bands: &mut Bands) {
     let Some(cache) = &self.cache else { return };
     let state = ctx.state();
-    let mut request = Vec::new();
+    let address = |item: &Arc<Item>| Arc::as_ptr(item) as usize;
+    let mut request = Vec::with_capacity(entries.len());
     let mut held = Vec::new();
     for entry in entries {
       match entry {
         ViewEntry::Log { start, end } => {
-          for pos in *start..*end {
-            if let Some(item) = state.log.get(pos) {
-              request.push((Arc::as_ptr(item) as usize, state.log.cost_at(pos)));
-            }
+          if let (Some(first), Some(last)) = (state.log.get(*start), end.checked_sub(1).and_then(|e| state.log.get(e)))
+            && start < end
+          {
+            let cost = state.log.range_cost(*start..*end);
+            request.push(Part::Log { start: *start, end: *end, first: address(first), last: address(last), cost });
           }
         }
         ViewEntry::Layer { item, .. } => {
-          request.push((Arc::as_ptr(item) as usize, state.log.cost_of(item)));
+          request.push(Part::Item { at: address(item), cost: state.log.cost_of(item) });
           held.push(Arc::clone(item));
         }
       }
     }
-    drop(state);
     let mut store = cache.store.lock().unwrap_or_else(PoisonError::into_inner);
-    bands.repeated_tokens = store.repeated_start(&bands.key, request, held);
+    let address_at = |pos: usize| state.log.get(pos).map(address);
+    let range_cost = |start: usize, end: usize| state.log.range_cost(start..end);
+    bands.repeated_tokens = store.repeated_start(&bands.key, request, held, &address_at, &range_cost);
+    drop(state);
     store.hold_history_cut(&bands.key, cut);
   }
 

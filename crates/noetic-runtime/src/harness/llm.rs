@@ -25,7 +25,7 @@ use crate::items::{
 };
 use crate::memory::lifecycle::{self, Projected, RecallEntry};
 use crate::memory::registry::LayerSet;
-use crate::memory::{DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, assemble_view_from};
+use crate::memory::{DEFAULT_PROJECTION, HeldCut, HistoryView, Overflow, ProjectionPolicy, assemble_view_from};
 use crate::provider::Round;
 use crate::steps::{LazyField, LazyFields, LlmStep};
 
@@ -565,7 +565,9 @@ fn project(
     &layer_costs,
     &history,
     Some(policy),
-    bands.and_then(|bands| bands.history_cut).filter(|_| projected.is_none()),
+    bands
+      .and_then(|bands| bands.history_cut.map(|at| HeldCut { at, start_breaks: bands.start_breaks }))
+      .filter(|_| projected.is_none()),
   );
 
   let first = plan.history_kept.first().copied().unwrap_or(history.len());

@@ -145,6 +145,9 @@ impl Runner {
   pub fn close_context(&self, id: &str) {
     // Normally a no-op: the run already finished its refreshes. A context forgotten mid-run must not keep any.
     self.recall_cache.close(id);
+    if let Some(cache) = &self.cache {
+      cache.store.lock().unwrap_or_else(PoisonError::into_inner).forget_execution(id);
+    }
     self.contexts.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
     self.env.host.release_context(id);
   }

@@ -18,7 +18,7 @@ pub mod unstable;
 pub use self::budget::{BudgetAllocation, BudgetLimits, BudgetUsage, LayerAllocation, allocate_budgets, check_budget};
 pub use self::layer::{BudgetConfig, HookKind, HookSet, LayerSpec, OnInitError, RecallMode, Scope};
 pub use self::projection::{
-  DEFAULT_PROJECTION, HistoryView, Overflow, ProjectionPolicy, ViewPlan, assemble_view, assemble_view_from,
+  DEFAULT_PROJECTION, HeldCut, HistoryView, Overflow, ProjectionPolicy, ViewPlan, assemble_view, assemble_view_from,
 };
 pub use self::scope::{GLOBAL_SCOPE_KEY, STATE_KEY, resolve_scope_key};
 pub use self::state::StateWrite;

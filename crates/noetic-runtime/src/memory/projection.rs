@@ -128,16 +128,30 @@ pub fn assemble_view<H: HistoryView + ?Sized>(
 /// it, so the cut, and with it the start of every request, moves once per block of turns rather than every turn.
 pub const CUT_SLACK: f64 = 0.25;
 
+/// Share of the history's budget kept when the cut moves early, on a request whose start breaks before its history
+/// anyway: the move costs no more of the cache then, and the longer block it leaves lets the next breaks of the
+/// start (a re-anchor) come before the cut must move on its own.
+pub const EARLY_CUT_KEEP: f64 = 0.6;
+
+/// Where the history began in the lineage's last request, held while it fits, and whether this request's start
+/// breaks before its history anyway (the cut may then move early, for free).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldCut {
+  pub at: usize,
+  pub start_breaks: bool,
+}
+
 /// [`assemble_view`], with the history's first kept item held at `cut` (an index into the history) while the history
 /// from there still fits; when it no longer does, the cut moves to where the history takes at most `1 - CUT_SLACK`
-/// of what is left for it. The view fits its budget either way. Also returns where the kept history began (before
-/// tool calls cut from their partners were dropped): the next call's `cut`.
+/// of what is left for it. On a request whose start breaks anyway, a history from the cut over `1 - CUT_SLACK` of
+/// its share is cut early, to [`EARLY_CUT_KEEP`] of it. The view fits its budget either way. Also returns where the
+/// kept history began (before tool calls cut from their partners were dropped): the next call's cut.
 pub fn assemble_view_from<H: HistoryView + ?Sized>(
   system_costs: &[u64],
   layer_costs: &[u64],
   history: &H,
   policy: Option<&ProjectionPolicy>,
-  cut: Option<usize>,
+  cut: Option<HeldCut>,
 ) -> (ViewPlan, usize) {
   let Some(policy) = policy else {
     return (ViewPlan { layers_kept: (0..layer_costs.len()).collect(), history_kept: (0..history.len()).collect() }, 0);
@@ -166,12 +180,18 @@ pub fn assemble_view_from<H: HistoryView + ?Sized>(
     Overflow::Truncate | Overflow::Summarize => 0,
   };
   let fitting = history.newest_run_within(start, after_layers);
+  let slack = |keep: f64| fitting.max(history.newest_run_within(start, after_layers * keep));
   let first = match cut {
     None => fitting,
-    Some(cut) if cut >= fitting && cut <= history.len() => cut,
+    // The start breaks anyway and the history from the cut has outgrown the slack: the move is free now, and
+    // would soon be forced on a request whose start otherwise repeats.
+    Some(HeldCut { at, start_breaks: true }) if at <= history.len() && slack(1.0 - CUT_SLACK) > at.max(start) => {
+      slack(EARLY_CUT_KEEP)
+    }
+    Some(HeldCut { at, .. }) if at >= fitting && at <= history.len() => at,
     // Nothing was cut before, or nothing need be: keep what fits.
     Some(_) if fitting == start => fitting,
-    Some(_) => fitting.max(history.newest_run_within(start, after_layers * (1.0 - CUT_SLACK))),
+    Some(_) => slack(1.0 - CUT_SLACK),
   };
   let len = history.len();
   let pairings: Vec<Pairing<u32>> = (first..len).map(|i| history.link(i)).collect();
@@ -332,6 +352,24 @@ mod tests {
     assert_eq!(assemble_view(&SYSTEM, &LAYERS, history().as_slice(), Some(&p)), plan(&[0, 1], &[0, 1, 2, 3, 4]));
   }
 
+  fn held(at: Option<usize>, start_breaks: bool) -> Option<HeldCut> {
+    at.map(|at| HeldCut { at, start_breaks })
+  }
+
+  #[test]
+  fn a_cut_moves_early_only_on_a_request_whose_start_breaks_anyway() {
+    let p = policy(1000.0, 0.0, None);
+    // Eight 100-token items from the cut at 0: they fit, and take more than 1 - CUT_SLACK of the budget.
+    let history = vec![(100, Pairing::Unlinked); 8];
+    let from = |cut, breaks| assemble_view_from(&[], &[], history.as_slice(), Some(&p), held(cut, breaks)).1;
+    assert_eq!(from(Some(0), false), 0, "held while it fits");
+    assert_eq!(from(Some(0), true), 2, "moved early to keep EARLY_CUT_KEEP of the budget");
+    // Within the slack, the cut stays even when the start breaks.
+    assert_eq!(from(Some(3), true), 3);
+    // No cut held yet (a lineage's first request): what fits.
+    assert_eq!(from(None, true), 0);
+  }
+
   #[test]
   fn a_held_cut_moves_once_per_block_of_turns_and_the_view_still_fits() {
     let p = policy(1000.0, 0.0, None);
@@ -340,7 +378,7 @@ mod tests {
     // A history of 100-token items, one more each turn: 10 fit.
     for len in 1..=40 {
       let history: Vec<(u64, Pairing<u32>)> = vec![(100, Pairing::Unlinked); len];
-      let (plan, first) = assemble_view_from(&[], &[], history.as_slice(), Some(&p), cut);
+      let (plan, first) = assemble_view_from(&[], &[], history.as_slice(), Some(&p), held(cut, false));
       let used: u64 = plan.history_kept.iter().map(|&i| history[i].0).sum();
       assert!(used <= 1000, "fits its budget");
       assert_eq!(plan.history_kept.first().copied().unwrap_or(len), first);
@@ -350,7 +388,10 @@ mod tests {
     let moves = cuts.windows(2).filter(|pair| pair[0] != pair[1]).count();
     // Without a held cut it would move on each of the 30 turns after the 10th; with one, every third turn or so.
     assert!(moves <= 12, "the cut moved {moves} times: {cuts:?}");
-    assert_eq!(assemble_view_from(&[], &[], vec![(100, Pairing::Unlinked); 5].as_slice(), Some(&p), Some(3)).1, 3);
+    assert_eq!(
+      assemble_view_from(&[], &[], vec![(100, Pairing::Unlinked); 5].as_slice(), Some(&p), held(Some(3), false)).1,
+      3
+    );
   }
 
   /// A log far too long to walk, counting how many costs are read.

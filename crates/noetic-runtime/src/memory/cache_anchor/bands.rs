@@ -31,4 +31,6 @@ pub struct Bands {
   pub repeated_tokens: u64,
   /// Where the lineage's last request began its history (an index into the history), held while it fits.
   pub history_cut: Option<usize>,
+  /// The request's start breaks before its history anyway (see [`super::Assembly::start_breaks`]).
+  pub start_breaks: bool,
 }

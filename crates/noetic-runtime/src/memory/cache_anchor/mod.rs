@@ -20,6 +20,7 @@
 mod bands;
 mod config;
 mod delta;
+mod repeat;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -28,6 +29,7 @@ use std::sync::Arc;
 pub use self::bands::{Bands, LayerBand};
 pub use self::config::CacheConfig;
 pub use self::delta::{Change, changes_message};
+pub use self::repeat::Part;
 use crate::items::Item;
 
 /// Lineages kept per harness; the least recently used goes first.
@@ -121,6 +123,8 @@ pub struct Served {
   pub token_count: Option<f64>,
   /// A replay of an earlier render, held for the cache.
   pub pinned: bool,
+  /// What the served items say, ids aside.
+  pub content: u64,
   /// The fresh output differed from what is served (a pinned layer's change went to an update).
   pub changed: bool,
   /// Share of watched assemblies in which the layer's output changed.
@@ -147,6 +151,9 @@ pub struct Assembly {
   /// Every update of the epoch, oldest first.
   pub updates: Vec<Update>,
   pub epoch: EpochFacts,
+  /// The request's start breaks before the history anyway: the instructions or the anchor band's content differ from
+  /// the lineage's last request (a re-anchor that changed a pin, new instructions, a first request).
+  pub start_breaks: bool,
 }
 
 /// An assembly between [`CacheStore::plan`] and [`CacheStore::publish`]: its bands and changes, with what publishing
@@ -232,9 +239,11 @@ struct Lineage {
   /// Where the last request's history began, held while the history from there fits (see
   /// [`crate::memory::assemble_view_from`]).
   history_cut: Option<usize>,
-  /// The last request's items by identity (their addresses), with their costs: what the next one's repeated start
-  /// is measured on.
-  last_request: Vec<(usize, u64)>,
+  /// The instructions and the anchor band's content of the last assembly: a request whose start differs breaks
+  /// before its history, so the history's cut may move then for free.
+  last_start: Option<u64>,
+  /// The last request's parts by identity, with their costs: what the next one's repeated start is measured on.
+  last_request: Vec<Part>,
   /// Its items that nothing else holds (layer items and updates; the log holds its own), held so that no new item
   /// can take one's address.
   last_held: Vec<Arc<Item>>,
@@ -264,9 +273,11 @@ pub fn text_hash(text: &str) -> u64 {
 
 /// What a layer's items say, ids aside: a layer that makes its message afresh each recall (a new id each time)
 /// has not changed. Read from each item's text by its top-level fields, unparsed below them (every layer's items are
-/// hashed on every assembly, and most are new objects each time, never parsed otherwise).
+/// hashed on every assembly, and most are new objects each time, never parsed otherwise). Hashed with Fx, several
+/// times faster than SipHash over a layer's text: nothing here needs SipHash's keyed resistance (its keys would be
+/// fixed and known anyway), and this is half an assembly's time with SipHash.
 fn content_of(items: &[Arc<Item>]) -> u64 {
-  let mut hasher = std::collections::hash_map::DefaultHasher::new();
+  let mut hasher = rustc_hash::FxHasher::default();
   for item in items {
     let text = item.json_text();
     match serde_json::from_str::<std::collections::BTreeMap<&str, &serde_json::value::RawValue>>(text) {
@@ -281,6 +292,17 @@ fn content_of(items: &[Arc<Item>]) -> u64 {
     }
   }
   items.len().hash(&mut hasher);
+  hasher.finish()
+}
+
+/// The start of a request up to its history, by content: the instructions, then each anchored layer's items.
+fn start_signature(instructions: u64, anchor: &[Served]) -> u64 {
+  let mut hasher = std::collections::hash_map::DefaultHasher::new();
+  instructions.hash(&mut hasher);
+  for served in anchor {
+    served.layer_id.hash(&mut hasher);
+    served.content.hash(&mut hasher);
+  }
   hasher.finish()
 }
 
@@ -350,6 +372,7 @@ impl CacheStore {
     // Evicted while the hooks ran (another 256 lineages assembled meanwhile): this request still carries its update.
     let Some(lineage) = self.lineages.get_mut(&key) else {
       assembly.updates = update.into_iter().collect();
+      assembly.start_breaks = true;
       return assembly;
     };
     if let Some(update) = update {
@@ -367,7 +390,10 @@ impl CacheStore {
         assembly = self.compose(&key, &renders, &contents, &changed_since_seen, reason, config).0;
       }
     }
-    let epoch = &mut self.lineages.get_mut(&key).expect("opened above").epoch;
+    let lineage = self.lineages.get_mut(&key).expect("opened above");
+    let start = start_signature(instructions, &assembly.anchor);
+    assembly.start_breaks = lineage.last_start.replace(start) != Some(start);
+    let epoch = &mut lineage.epoch;
     epoch.assemblies += 1;
     assembly.epoch.age = epoch.assemblies;
     assembly.updates = epoch.updates.clone();
@@ -417,17 +443,19 @@ impl CacheStore {
     self.lineages.get(key).is_some_and(|lineage| lineage.epoch.cache_blind)
   }
 
-  /// Tokens at the start of `request` (items by address, with their costs) that repeat the previous request of
-  /// `key`; the request is remembered for the next, `held` keeping alive its items that nothing else holds.
-  pub fn repeated_start(&mut self, key: &str, request: Vec<(usize, u64)>, held: Vec<Arc<Item>>) -> u64 {
+  /// Tokens at the start of `request` (its parts, see [`Part`]) that repeat the previous request of `key`; the
+  /// request is remembered for the next, `held` keeping alive its items that nothing else holds. `address_at` and
+  /// `range_cost` read the context's log as it is now.
+  pub fn repeated_start(
+    &mut self,
+    key: &str,
+    request: Vec<Part>,
+    held: Vec<Arc<Item>>,
+    address_at: &dyn Fn(usize) -> Option<usize>,
+    range_cost: &dyn Fn(usize, usize) -> u64,
+  ) -> u64 {
     let Some(lineage) = self.lineages.get_mut(key) else { return 0 };
-    let repeated = lineage
-      .last_request
-      .iter()
-      .zip(&request)
-      .take_while(|(before, now)| before.0 == now.0)
-      .map(|(_, now)| now.1)
-      .sum();
+    let repeated = repeat::repeated_cost(&lineage.last_request, &request, address_at, range_cost);
     lineage.last_request = request;
     lineage.last_held = held;
     repeated
@@ -445,7 +473,21 @@ impl CacheStore {
     }
   }
 
+  /// Drops the lineage of an execution below the top level when its context closes (a spawn's child, a fork's
+  /// path): its requests end with it, so its epoch would only take the place of a live lineage until evicted. A
+  /// top-level execution's lineage is its thread's, which outlives it; nothing is dropped for one.
+  pub fn forget_execution(&mut self, execution_id: &str) {
+    let key = lineage_key(1, "", execution_id);
+    if self.lineages.remove(&key).is_some() {
+      self.order.retain(|k| *k != key);
+    }
+  }
+
   fn touch(&mut self, key: &str) {
+    // Most assemblies are of the lineage that assembled last.
+    if self.order.back().is_some_and(|last| last == key) {
+      return;
+    }
     if let Some(at) = self.order.iter().position(|k| k == key) {
       self.order.remove(at);
     }
@@ -487,6 +529,7 @@ impl CacheStore {
       }
     }
     let previous_cut = previous.as_ref().and_then(|lineage| lineage.history_cut);
+    let last_start = previous.as_ref().and_then(|lineage| lineage.last_start);
     let (generation, cache_blind, misses, last_seen, (last_request, last_held)) = match previous {
       Some(lineage) => (
         lineage.epoch.generation + 1,
@@ -511,9 +554,10 @@ impl CacheStore {
     };
     // The history's cut outlives epochs: a new anchor need not move it.
     let history_cut = previous_cut;
-    self
-      .lineages
-      .insert(key.to_owned(), Lineage { epoch, last_seen, pending: None, last_request, last_held, history_cut });
+    self.lineages.insert(
+      key.to_owned(),
+      Lineage { epoch, last_seen, pending: None, last_request, last_held, history_cut, last_start },
+    );
   }
 
   /// Watches every layer, whatever its band: whether its output changed since it was last seen.
@@ -557,6 +601,7 @@ impl CacheStore {
       changes: Vec::new(),
       updates: Vec::new(),
       epoch: EpochFacts { id: format!("{key}#{}", epoch.generation), age: 0, reanchor_reason: reason },
+      start_breaks: false,
     };
     for ((render, &content), &changed) in renders.iter().zip(contents).zip(changed_since_seen) {
       let churn = self.churn.get(&render.layer_id);
@@ -573,7 +618,7 @@ impl CacheStore {
         Placement::Live => Band::Live,
         Placement::Auto => *epoch.auto_band.entry(render.layer_id.clone()).or_insert(Band::Anchor),
       };
-      let served = |items: Vec<Arc<Item>>, host_key, token_count, pinned, changed| Served {
+      let served = |items: Vec<Arc<Item>>, host_key, token_count, pinned, changed, content| Served {
         layer_id: render.layer_id.clone(),
         slot: render.slot,
         band,
@@ -581,17 +626,26 @@ impl CacheStore {
         host_key,
         token_count,
         pinned,
+        content,
         changed,
         churn_rate,
       };
       if band == Band::Live {
         if let Some(pin) = epoch.pins.get(&render.layer_id) {
-          assembly
-            .anchor
-            .push(Served { band: Band::Anchor, ..served(pin.items.clone(), None, pin.token_count, true, true) });
+          assembly.anchor.push(Served {
+            band: Band::Anchor,
+            ..served(pin.items.clone(), None, pin.token_count, true, true, pin.content)
+          });
         }
         if !render.items.is_empty() {
-          assembly.live.push(served(render.items.clone(), render.host_key, render.token_count, false, changed));
+          assembly.live.push(served(
+            render.items.clone(),
+            render.host_key,
+            render.token_count,
+            false,
+            changed,
+            content,
+          ));
         }
         continue;
       }
@@ -615,7 +669,7 @@ impl CacheStore {
             assembly.changes.push(Change::replace(&render.layer_id, &render.items));
           }
           let stale = pin.content != content;
-          assembly.anchor.push(served(pin.items.clone(), None, pin.token_count, !fresh_epoch, stale));
+          assembly.anchor.push(served(pin.items.clone(), None, pin.token_count, !fresh_epoch, stale, pin.content));
         }
         None if render.items.is_empty() && news => assembly.changes.push(Change::retract(&render.layer_id)),
         None if render.items.is_empty() => {}
@@ -624,7 +678,14 @@ impl CacheStore {
             render.layer_id.clone(),
             Pin { items: render.items.clone(), content, token_count: render.token_count },
           );
-          assembly.anchor.push(served(render.items.clone(), render.host_key, render.token_count, false, changed));
+          assembly.anchor.push(served(
+            render.items.clone(),
+            render.host_key,
+            render.token_count,
+            false,
+            changed,
+            content,
+          ));
         }
         // A layer that began to recall mid-epoch: inserting it into the anchor would break the repeated start.
         None if news && published.is_none() => assembly.changes.push(Change::add(&render.layer_id, &render.items)),

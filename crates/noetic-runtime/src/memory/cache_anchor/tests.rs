@@ -162,10 +162,11 @@ fn the_repeated_start_is_measured_by_identity_and_lineages_are_bounded() {
   let item = |id: &str| Arc::new(input_message(id, "user", "hi"));
   let (a, b, c) = (item("a"), item("b"), item("c"));
   let same_words_as_b = item("b");
-  let at = |item: &Arc<Item>| Arc::as_ptr(item) as usize;
-  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&b), 20)], vec![]), 0);
-  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&b), 20), (at(&c), 5)], vec![]), 30);
-  assert_eq!(store.repeated_start(KEY, vec![(at(&a), 10), (at(&same_words_as_b), 20), (at(&c), 5)], vec![]), 10);
+  let part = |item: &Arc<Item>, cost| Part::Item { at: Arc::as_ptr(item) as usize, cost };
+  let mut repeated = |request| store.repeated_start(KEY, request, vec![], &|_| None, &|_, _| 0);
+  assert_eq!(repeated(vec![part(&a, 10), part(&b, 20)]), 0);
+  assert_eq!(repeated(vec![part(&a, 10), part(&b, 20), part(&c, 5)]), 30);
+  assert_eq!(repeated(vec![part(&a, 10), part(&same_words_as_b, 20), part(&c, 5)]), 10);
 
   for i in 0..(MAX_LINEAGES + 10) {
     store.assemble(&format!("t:{i}"), 1, vec![], (0, 2000.0), &config, &|item: &Item| item.cost());
@@ -178,6 +179,31 @@ fn the_repeated_start_is_measured_by_identity_and_lineages_are_bounded() {
 fn lineages_are_threads_at_the_top_and_executions_below() {
   assert_eq!(lineage_key(0, "th", "ex"), "t:th");
   assert_eq!(lineage_key(1, "th", "ex"), "x:ex");
+}
+
+#[test]
+fn an_ended_execution_takes_its_lineage_with_it_and_a_thread_stays() {
+  let config = CacheConfig::default();
+  let mut store = CacheStore::default();
+  let assemble_as = |store: &mut CacheStore, key: &str| {
+    store.assemble(
+      key,
+      1,
+      vec![render("rules", Placement::Anchor, Some("Be brief."), "r")],
+      (0, 2000.0),
+      &config,
+      &|item: &Item| item.cost(),
+    )
+  };
+  assemble_as(&mut store, &lineage_key(0, "th", "top"));
+  assemble_as(&mut store, &lineage_key(1, "th", "child"));
+  assert_eq!(store.lineages.len(), 2);
+  store.forget_execution("child");
+  // The top-level execution ending leaves its thread's epoch: the thread's next call continues it.
+  store.forget_execution("top");
+  assert_eq!(store.order.iter().collect::<Vec<_>>(), vec!["t:th"]);
+  assert_eq!(assemble_as(&mut store, "t:th").epoch.reanchor_reason, None);
+  assert_eq!(assemble_as(&mut store, "x:child").epoch.reanchor_reason, Some(ReanchorReason::ColdStart));
 }
 
 /// The text of an assembly's latest update message.
