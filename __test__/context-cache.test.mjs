@@ -359,3 +359,20 @@ test("a spawned child's epochs end with it: hundreds of children leave the threa
   assert.equal(epoch.reanchorReason, undefined, JSON.stringify(epoch));
   assert.equal(epoch.age, 2);
 });
+
+test('a renderDelta text with a lone surrogate reaches the update with U+FFFD in its place, and the rest of its batch keeps theirs', async () => {
+  const { model, requests } = recordingModel();
+  const pinned = (id, slot, text, renderDelta) => ({ ...layer(id, slot, text, { placement: 'anchor' }), hooks: { ...layer(id, slot, text).hooks, renderDelta } });
+  const h = harness(model, {
+    contextCache: { enabled: true },
+    memory: [
+      layer('rules', 100, () => RULES),
+      pinned('odd', 110, (turn) => `ODD ${turn}`, async () => 'half \ud800 a pair'),
+      pinned('even', 120, (turn) => `EVEN ${turn}`, async ({ next }) => `now ${said(next[0])}`),
+    ],
+  });
+  await turns(h, 2);
+  const update = requests[1].map(said).find((text) => text.startsWith('developer:<context-updates>'));
+  assert.match(update, /<update layer="odd" action="replace">\nhalf \ufffd a pair\n<\/update>/);
+  assert.match(update, /<update layer="even" action="replace">\nnow developer:EVEN 1\n<\/update>/);
+});
