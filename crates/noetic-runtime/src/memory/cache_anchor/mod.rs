@@ -630,6 +630,8 @@ impl CacheStore {
         changed,
         churn_rate,
       };
+      // The layer as it renders now, served where it stands (live, or pinned by a fresh epoch).
+      let as_rendered = || served(render.items.clone(), render.host_key, render.token_count, false, changed, content);
       if band == Band::Live {
         if let Some(pin) = epoch.pins.get(&render.layer_id) {
           assembly.anchor.push(Served {
@@ -638,14 +640,7 @@ impl CacheStore {
           });
         }
         if !render.items.is_empty() {
-          assembly.live.push(served(
-            render.items.clone(),
-            render.host_key,
-            render.token_count,
-            false,
-            changed,
-            content,
-          ));
+          assembly.live.push(as_rendered());
         }
         continue;
       }
@@ -678,14 +673,7 @@ impl CacheStore {
             render.layer_id.clone(),
             Pin { items: render.items.clone(), content, token_count: render.token_count },
           );
-          assembly.anchor.push(served(
-            render.items.clone(),
-            render.host_key,
-            render.token_count,
-            false,
-            changed,
-            content,
-          ));
+          assembly.anchor.push(as_rendered());
         }
         // A layer that began to recall mid-epoch: inserting it into the anchor would break the repeated start.
         None if news && published.is_none() => assembly.changes.push(Change::add(&render.layer_id, &render.items)),
