@@ -5,7 +5,7 @@ const { ownContext } = require('./context.cjs');
 const { outputJsonSchema } = require('./memory.cjs');
 const { describeTool } = require('./tool-calls.cjs');
 const { checkModelRequest } = require('./options.cjs');
-const { sketch, sketchText } = require('./sketch.cjs');
+const { sketchText } = require('./sketch.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
 
 // `harness.callModel` and a hook's `ctx.callModel`: a test model is called directly, the harness's own natively.
@@ -63,9 +63,16 @@ async function callTestModel(runtime, call) {
   const checked = admit(gateOf(runtime.harness.itemSchemas, [...layers, ...tools]), replied);
   // Kept until `modelItems` places them, so they stand for themselves; a call aside never goes in the log.
   if (!call.aside) ctx._modelReply = replied;
-  // Checked natively (host/model_reply.rs): the reply is sketched only when it has no list of items to send.
+  // Checked natively (host/model_reply.rs), written field by field: the items are JSON texts already and go in as
+  // they are; an absent usage or cost is left out (read as undefined); the reply is sketched only when it has no list
+  // of items to send.
   const texts = replied.map((item) => JSON.stringify(item) ?? sketchText(item, [], 0));
-  return { items: texts, usage: sketch(response?.usage, [], 1), cost: sketch(response?.cost, [], 0), checked, shape: listed ? undefined : sketch(response, [], 1) };
+  const { usage, cost } = response ?? {};
+  let text = `{"ok":true,"checked":${checked}`;
+  if (usage !== undefined) text += `,"usage":${sketchText(usage, [], 1)}`;
+  if (cost !== undefined) text += `,"cost":${sketchText(cost, [], 0)}`;
+  if (!listed) text += `,"shape":${sketchText(response, [], 1)}`;
+  return `${text},"items":[${texts.join(',')}]}`;
 }
 
 // Upstream's keys in upstream's order; without tools, neither tools nor context.

@@ -529,11 +529,7 @@ class Runtime {
         this.context(message.context).state = this.handles.get(message.state);
         return '';
       case 'model':
-        // The items are JSON texts already: they go in as they are, not as strings to escape here and unescape natively.
-        return callTestModel(this, message.call).then(
-          ({ items, ...rest }) => `${JSON.stringify({ ok: true, ...rest }).slice(0, -1)},"items":[${items.join(',')}]}`,
-          (e) => this.failureJson(e),
-        );
+        return callTestModel(this, message.call).catch((e) => this.failureJson(e));
       default:
         return answerRequest(this, message).then(
           (value) => JSON.stringify({ ok: true, ...value }),

@@ -11,30 +11,40 @@ const isPlain = (value) => {
 };
 
 // `methods`: the method names the checks ask about. Objects `depth` levels down, and instances of classes below
-// the first, are described without their fields.
-function sketch(value, methods, depth = Infinity, instances = 1, seen = new Set()) {
+// the first, are described without their fields. `seen`, the objects on the path here, is made only where a cycle
+// could be met (below depth 1); a plain object or array described by its fields builds no tag.
+function sketch(value, methods, depth = Infinity, instances = 1, seen = undefined) {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return value;
+  const object = typeof value === 'object';
+  const plain = object && (Array.isArray(value) || isPlain(value));
+  if (plain && depth !== 0 && !seen?.has(value)) return fieldsOf(value, methods, depth, instances, seen);
   const tagged = { [TAG]: describeValue(value), type: typeof value };
-  if (typeof value !== 'object' && typeof value !== 'function') return tagged;
-  const plain = typeof value === 'object' && (Array.isArray(value) || isPlain(value));
-  if (!plain) tagged.methods = methods.filter((name) => typeof value[name] === 'function');
-  if (typeof value === 'function' || seen.has(value) || depth === 0 || (!plain && instances === 0)) {
-    if (plain) tagged.methods = [];
-    return tagged;
-  }
-  seen.add(value);
-  const below = (v) => sketch(v, methods, depth - 1, plain ? instances : instances - 1, seen);
-  let fields;
-  if (Array.isArray(value)) fields = value.map(below);
-  else {
-    fields = {};
-    for (const key of Object.keys(value)) if (value[key] !== undefined) fields[key] = below(value[key]);
-  }
-  seen.delete(value);
-  if (plain) return fields;
-  tagged.fields = fields;
+  if (!object && typeof value !== 'function') return tagged;
+  tagged.methods = plain ? [] : methods.filter((name) => typeof value[name] === 'function');
+  if (plain || typeof value === 'function' || seen?.has(value) || depth === 0 || instances === 0) return tagged;
+  tagged.fields = fieldsOf(value, methods, depth, instances - 1, seen);
   return tagged;
+}
+
+// `value`'s fields sketched one level down.
+function fieldsOf(value, methods, depth, instances, seen) {
+  const path = seen ?? (depth > 1 ? new Set() : undefined);
+  path?.add(value);
+  let fields;
+  if (Array.isArray(value)) {
+    fields = new Array(value.length);
+    // A hole stays a hole (JSON writes null), as `map` would leave it.
+    for (let i = 0; i < value.length; i++) if (i in value) fields[i] = sketch(value[i], methods, depth - 1, instances, path);
+  } else {
+    fields = {};
+    for (const key of Object.keys(value)) {
+      const field = value[key];
+      if (field !== undefined) fields[key] = sketch(field, methods, depth - 1, instances, path);
+    }
+  }
+  path?.delete(value);
+  return fields;
 }
 
 // Only `keys` of an options object; anything else whole, so that the check names it.
