@@ -306,7 +306,7 @@ class Runtime {
   // `info`: `[executionId, threadId, resourceId | null, depth, stepNumber, inputTokens, outputTokens, cost, hasModel]`.
   execContext(info, layerFn = false, tokenUsage = undefined) {
     const executionId = info[0];
-    return {
+    const exec = {
       executionId,
       threadId: info[1],
       resourceId: info[2] ?? undefined,
@@ -316,16 +316,19 @@ class Runtime {
       cost: info[7],
       fs: this.harness.fs,
       shell: this.harness.shell,
-      // Present exactly when the harness has a model (D8); a `provides` function gets the key undefined, as upstream.
-      ...(info[8] ? { callModel: (request) => this.callModel(request) } : layerFn ? { callModel: undefined } : {}),
-      tokenize: this.tokenize,
-      trace: { setAttribute() {}, addEvent() {} },
-      readLayerState: (id) => {
-        const ctx = this.contexts.get(executionId);
-        const layer = ctx && this.layerOf(ctx, id);
-        return layer ? this.layerState(executionId, layer) : this.layerStates.get(executionId, id);
-      },
     };
+    // Present exactly when the harness has a model (D8); a `provides` function gets the key undefined, as upstream.
+    // Written in place, not spread from an object made for it: one is made for every hook batch.
+    if (info[8]) exec.callModel = (request) => this.callModel(request);
+    else if (layerFn) exec.callModel = undefined;
+    exec.tokenize = this.tokenize;
+    exec.trace = { setAttribute() {}, addEvent() {} };
+    exec.readLayerState = (id) => {
+      const ctx = this.contexts.get(executionId);
+      const layer = ctx && this.layerOf(ctx, id);
+      return layer ? this.layerState(executionId, layer) : this.layerStates.get(executionId, id);
+    };
+    return exec;
   }
 
   callModel(request) {
