@@ -280,7 +280,7 @@ const CONTEXT_FIELDS = ['id', 'stepCount', 'tokens', 'cost', 'state', 'parent', 
 const IS_FIELD = new Set(CONTEXT_FIELDS);
 const isMachinery = (key) => typeof key === 'string' && key.charCodeAt(0) === 95; // '_'
 
-// No `get` or `set` trap: reads and writes go to the context itself, and identity is the face's everywhere.
+// Identity is the face's everywhere: every part of the package holds the Proxy.
 const FACE_TRAPS = {
   ownKeys(target) {
     const keys = CONTEXT_FIELDS.slice();
@@ -290,6 +290,15 @@ const FACE_TRAPS = {
   getOwnPropertyDescriptor(target, key) {
     if (IS_FIELD.has(key)) return { value: Reflect.get(target, key, target._face$), writable: true, enumerable: true, configurable: true };
     return isMachinery(key) ? undefined : Reflect.getOwnPropertyDescriptor(target, key);
+  },
+  // The package's own fields (`_...`) are read and written on the context itself, so their getters run on it too:
+  // without these traps each went through the engine's slow path for a Proxy (R25). Other keys keep the face as
+  // their receiver, so a user's own getter sees the object it was read from.
+  get(target, key, receiver) {
+    return Reflect.get(target, key, isMachinery(key) ? target : receiver);
+  },
+  set(target, key, value, receiver) {
+    return Reflect.set(target, key, value, isMachinery(key) ? target : receiver);
   },
 };
 
