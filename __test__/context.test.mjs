@@ -426,3 +426,24 @@ test('a context looked at as an object shows its public fields as its own, live,
   assert.deepEqual(Object.keys(ctx), [...fields, 'mine']);
   assert.equal(JSON.parse(JSON.stringify(ctx)).mine, 42);
 });
+
+test("what user code puts on a context reads back as from a plain object: its getter sees the context it was read from, an underscore key is kept but never listed", async () => {
+  const { model } = recordingModel();
+  const harness = new AgentHarness({ name: 't', params: {}, _testCallModel: model });
+  const ctx = harness.createContext({ threadId: 'T' });
+  Object.defineProperty(ctx, 'self', { get() { return this; }, enumerable: true, configurable: true });
+  assert.equal(ctx.self, ctx, 'a getter the user defined is called with the context as its receiver');
+  let written;
+  Object.defineProperty(ctx, 'sink', { set(v) { written = [this, v]; }, configurable: true });
+  ctx.sink = 7;
+  assert.deepEqual(written, [ctx, 7], 'a setter the user defined too');
+  ctx._mine = { n: 1 };
+  assert.deepEqual(ctx._mine, { n: 1 });
+  assert.ok(!Object.keys(ctx).includes('_mine') && !('_mine' in { ...ctx }), 'an underscore key is the package’s namespace: never listed');
+  // The package's own fields still work through the same face: a run places its items in the log the caller holds.
+  await harness.run(step.run({ id: 'r', execute: async () => 'done' }), 'x', ctx);
+  assert.equal(ctx.threadId, 'T');
+  assert.equal(ctx.stepCount, 1);
+  delete ctx.self;
+  assert.ok(!('self' in ctx));
+});
