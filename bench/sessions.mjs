@@ -3,14 +3,15 @@
 // 20-word message; storage is createInMemoryStorage(); each of the K layers is a thread-scoped JS layer with init,
 // recall and store (or, for `--layers builtin`, workingMemory, historyWindow, planMemory and staticContent). Reports
 // turns per second over the whole run, the p50 and p99 of a turn's latency (from its execute to its response), and
-// the process's peak RSS; and the p99 of the sessions' first turns apart from their
-// later ones: every session starts at once, so the first turns end together, as one cold block of work, and the
-// run's p99 is theirs (DECISIONS S27). Each configuration runs in a fresh process; with
-// NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours. Each configuration runs
-// ROUNDS times (default 3), the implementations alternating, and each figure is the median of its rounds: on a
-// small, busy machine one run of either moves by a third.
+// the process's peak RSS; the CPU a turn costs the JS thread and our turn worker (Linux); and the p99 of the
+// sessions' first turns apart from their later ones: every session starts at once, so the first turns end together,
+// as one cold block of work, and the run's p99 is theirs (DECISIONS S27). Each configuration runs in a fresh
+// process; with NOETIC_UPSTREAM_PKG=<installed upstream core> upstream's figures are run beside ours. Each
+// configuration runs ROUNDS times (default 3), the implementations alternating, and each figure is the median of its
+// rounds: on a small, busy machine one run of either moves by a third.
 //   node bench/sessions.mjs [--sessions 100,1000,10000] [--layers 0,3,10,builtin]
 import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 import { median } from './common.mjs';
@@ -41,9 +42,10 @@ if (args[0] === '--one') {
       }
       const row = {};
       for (const impl of impls) {
-        row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'p99First', 'p99Later', 'peakRssMb'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
+        row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'p99First', 'p99Later', 'peakRssMb', 'jsThreadUs', 'workerUs'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
       }
-      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB`;
+      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB${cpuOf(r)}`;
+      const cpuOf = (r) => (Number.isFinite(r.jsThreadUs) ? `, CPU a turn: JS thread ${r.jsThreadUs.toFixed(0)} us${r.workerUs > 0 ? `, turn worker ${r.workerUs.toFixed(0)} us` : ''}` : '');
       const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
       const ratio = row.upstream ? `  → ${(row.ours.turnsPerSecond / row.upstream.turnsPerSecond).toFixed(2)}x turns/s, p99 ${(row.ours.p99 / row.upstream.p99).toFixed(2)}x` : '';
       const shown = layers === 'builtin' ? 'built-in layers' : `${String(layers).padStart(2)} layers`;
@@ -101,11 +103,34 @@ async function one(impl, sessions, layerCount) {
       (t === 0 ? firsts : laters).push(latency);
     }
   };
+  const cpuBefore = threadCpu();
   const started = performance.now();
   await Promise.all(Array.from({ length: sessions }, (_, s) => session(s)));
   const seconds = (performance.now() - started) / 1000;
+  const cpuAfter = threadCpu();
+  const perTurn = (after, before) => (after === undefined ? undefined : ((after - before) * 1e6) / latencies.length);
   for (const list of [latencies, firsts, laters]) list.sort((a, b) => a - b);
-  return { turnsPerSecond: latencies.length / seconds, p50: at(latencies, 0.5), p99: at(latencies, 0.99), p99First: at(firsts, 0.99), p99Later: at(laters, 0.99), peakRssMb: process.resourceUsage().maxRSS / 1024 };
+  return { jsThreadUs: perTurn(cpuAfter?.js, cpuBefore?.js), workerUs: perTurn(cpuAfter?.worker, cpuBefore?.worker), turnsPerSecond: latencies.length / seconds, p50: at(latencies, 0.5), p99: at(latencies, 0.99), p99First: at(firsts, 0.99), p99Later: at(laters, 0.99), peakRssMb: process.resourceUsage().maxRSS / 1024 };
+}
+
+// CPU seconds (user + system) of the JS thread and of our turn worker's threads (`noetic-turns`), from /proc: a
+// steadier measure of the work a turn costs than turns/s, which a busy two-core machine moves by a tenth between runs
+// (DECISIONS R25). Undefined where there is no /proc.
+function threadCpu() {
+  const seconds = (stat) => {
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  };
+  try {
+    let worker = 0;
+    for (const tid of readdirSync('/proc/self/task')) {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      if (stat.includes('(noetic-turns)')) worker += seconds(stat);
+    }
+    return { js: seconds(readFileSync('/proc/thread-self/stat', 'utf8')), worker };
+  } catch {
+    return undefined;
+  }
 }
 
 // The `q` quantile of a sorted list.
