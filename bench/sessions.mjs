@@ -44,8 +44,8 @@ if (args[0] === '--one') {
       for (const impl of impls) {
         row[impl] = Object.fromEntries(['turnsPerSecond', 'p50', 'p99', 'p99First', 'p99Later', 'peakRssMb', 'jsThreadUs', 'workerUs'].map((key) => [key, median(runs[impl].map((r) => r[key]))]));
       }
-      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB${cpuOf(r)}`;
       const cpuOf = (r) => (Number.isFinite(r.jsThreadUs) ? `, CPU a turn: JS thread ${r.jsThreadUs.toFixed(0)} us${r.workerUs > 0 ? `, turn worker ${r.workerUs.toFixed(0)} us` : ''}` : '');
+      const show = (r) => `${Math.round(r.turnsPerSecond)} turns/s, p50 ${r.p50.toFixed(0)} ms, p99 ${r.p99.toFixed(0)} ms (first turns ${r.p99First.toFixed(0)}, later ${r.p99Later.toFixed(0)}), ${r.peakRssMb.toFixed(0)} MB${cpuOf(r)}`;
       const line = impls.map((impl) => `${impl}: ${show(row[impl])}`).join('  |  ');
       const ratio = row.upstream ? `  → ${(row.ours.turnsPerSecond / row.upstream.turnsPerSecond).toFixed(2)}x turns/s, p99 ${(row.ours.p99 / row.upstream.p99).toFixed(2)}x` : '';
       const shown = layers === 'builtin' ? 'built-in layers' : `${String(layers).padStart(2)} layers`;
@@ -119,6 +119,7 @@ async function one(impl, sessions, layerCount) {
 function threadCpu() {
   const seconds = (stat) => {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime, in clock ticks of 1/100 s (Linux's USER_HZ).
     return (Number(fields[11]) + Number(fields[12])) / 100;
   };
   try {
