@@ -5,6 +5,7 @@ const z = zod.z ?? zod;
 const { NoeticConfigError, callNative, messageOf } = require('./errors.cjs');
 const { checkArgs } = require('./sketch.cjs');
 const native = require('./native.cjs');
+const { parseJson } = require('./json.cjs');
 
 const CheckpointSchemaVersion = 1;
 
@@ -51,13 +52,13 @@ const CheckpointSnapshotSchema = z.object({
 });
 
 // Upstream's storage layout, so that a storage shared with upstream's runtime reads the same (harness/checkpoint/store.rs).
-const CheckpointKeys = Object.freeze(JSON.parse(native.checkpointKeys()));
+const CheckpointKeys = Object.freeze(parseJson(native.checkpointKeys()));
 const snapshotKey = (executionId) => `${CheckpointKeys.ExecPrefix}${executionId}${CheckpointKeys.SnapshotSuffix}`;
 
 // A checkpoint call refused (a snapshot that cannot be restored, say), in the runtime's words (harness/checkpoint/
 // store.rs), with what refused it as its cause.
 function refused(executionId, reason, cause) {
-  const error = new NoeticConfigError(JSON.parse(native.checkpointRefusal(`${executionId}`, JSON.stringify(reason))));
+  const error = new NoeticConfigError(parseJson(native.checkpointRefusal(`${executionId}`, JSON.stringify(reason))));
   if (cause !== undefined) error.cause = cause;
   return error;
 }
@@ -82,7 +83,7 @@ function createCheckpointStore(options) {
       throw refused(executionId, { schema: { version, path: issue.path, message: issue.message } }, parsed.error);
     },
     async list() {
-      return JSON.parse(native.checkpointIds(JSON.stringify(await storage.list(CheckpointKeys.ExecPrefix))));
+      return parseJson(native.checkpointIds(JSON.stringify(await storage.list(CheckpointKeys.ExecPrefix))));
     },
     async clear(executionId) {
       await storage.delete(snapshotKey(executionId));
@@ -93,7 +94,7 @@ function createCheckpointStore(options) {
 // The runtime writes the snapshot; JS puts in the values it holds, as upstream's snapshot holds them.
 function snapshotOf(harness, ctx) {
   const runtime = harness._runtime;
-  const { hostLayers, ...snapshot } = JSON.parse(callNative(() => runtime.native.checkpointSnapshot(ctx.id)));
+  const { hostLayers, ...snapshot } = parseJson(callNative(() => runtime.native.checkpointSnapshot(ctx.id)));
   for (const frame of snapshot.frontier) frame.input = runtime.fromRef(frame.input);
   const states = runtime.statesOf(ctx.id);
   for (const id of hostLayers) {

@@ -4,6 +4,7 @@ const { callNative, describeValue, NoeticConfigError } = require('./errors.cjs')
 const { extendedBy, gateOf, admit, isItemLike, isKnownBaseType } = require('./item-schemas.cjs');
 const { NoopSpan, spanWithIds } = require('./observability.cjs');
 const { checkArgs } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 
 const UNSET = Symbol('unset');
 
@@ -124,7 +125,7 @@ class ItemLogImpl {
   }
 
   _receive(from, texts) {
-    this._place(from, texts, JSON.parse);
+    this._place(from, texts, parseJson);
   }
 
   _admit(items) {
@@ -245,7 +246,7 @@ class ItemLogImpl {
       // Texts of the runtime's items up to its log's end; the held ones past it are JS's own objects.
       const from = this._filled;
       const texts = this._rt.native.itemsJson(this._id, from, length);
-      for (let i = 0; i < texts.length; i++) if (objects[from + i] === undefined) objects[from + i] = JSON.parse(texts[i]);
+      for (let i = 0; i < texts.length; i++) if (objects[from + i] === undefined) objects[from + i] = parseJson(texts[i]);
       this._filled = length;
     }
     this._length = length;
@@ -327,7 +328,7 @@ class ContextImpl {
   }
 
   get _static() {
-    this._info ??= JSON.parse(this._rt.native.contextStatic(this.id));
+    this._info ??= parseJson(this._rt.native.contextStatic(this.id));
     return this._info;
   }
   get threadId() {
@@ -348,7 +349,7 @@ class ContextImpl {
   }
   // Asked for when first read: a session turn's note gives the other fields, not these (see turnInput).
   get _layers() {
-    if (this._static.layers === undefined) this._info = JSON.parse(this._rt.native.contextStatic(this.id));
+    if (this._static.layers === undefined) this._info = parseJson(this._rt.native.contextStatic(this.id));
     return this._info.layers;
   }
 
@@ -375,7 +376,7 @@ class ContextImpl {
   _field(name) {
     let value;
     try {
-      value = JSON.parse(this._rt.native.contextField(this.id, name));
+      value = parseJson(this._rt.native.contextField(this.id, name));
     } catch (e) {
       if (!isGone(e)) throw e;
       if (name === 'aborted') return this._abortedWith !== undefined;
@@ -421,30 +422,15 @@ class ContextImpl {
   get itemSchemas() {
     return (this._itemSchemas ??= extendedBy(this._rt.harness.itemSchemas, this.layers ?? []));
   }
-  // The counters are writable, as on upstream's ContextImpl (the public Context type keeps them read-only).
+  // The counters are writable (the public Context type keeps them read-only).
   _setField(name, value) {
     callNative(() => this._rt.native.setContextField(this.id, name, JSON.stringify(value)));
-  }
-  get stepCount() {
-    return this._field('stepCount');
-  }
-  set stepCount(value) {
-    this._setField('stepCount', value);
   }
   get tokens() {
     return new Proxy(this._field('tokens'), (this._tokenTraps ??= tokenTraps(this)));
   }
   set tokens(value) {
     this._setField('tokens', value);
-  }
-  get cost() {
-    return this._field('cost');
-  }
-  set cost(value) {
-    this._setField('cost', value);
-  }
-  get elapsed() {
-    return this._field('elapsed');
   }
   get lastStepMeta() {
     return this._field('lastStepMeta') ?? null;
@@ -455,15 +441,9 @@ class ContextImpl {
   get lastLayerUsage() {
     return this._field('lastLayerUsage') ?? undefined;
   }
-  get completed() {
-    return this._field('completed');
-  }
   get completionValue() {
     const ref = this._field('completionValue');
     return ref ? this._rt.fromRef(ref) : undefined;
-  }
-  get aborted() {
-    return this._field('aborted');
   }
   get abortReason() {
     return this._field('abortReason') ?? undefined;
@@ -552,6 +532,12 @@ class ContextImpl {
     this._memory = Object.freeze(memory);
     return this._memory;
   }
+}
+
+// The fields read natively as they are, as a class's getters; the counters are writable, as on upstream's ContextImpl.
+for (const [name, writable] of [['stepCount', true], ['cost', true], ['elapsed'], ['completed'], ['aborted']]) {
+  const set = writable ? function (value) { this._setField(name, value); } : undefined;
+  Object.defineProperty(ContextImpl.prototype, name, { get() { return this._field(name); }, set, configurable: true });
 }
 
 // `ctx` when it is a context of `runtime` (identity is JS's to know); anything else is refused in the words of

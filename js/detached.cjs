@@ -7,6 +7,7 @@ const { NoeticConfigError, NoeticErrorImpl, callNative, fromNative } = require('
 const { SETTLED, shaped } = require('./subprocess.cjs');
 const { clearLongTimeout, setLongTimeout } = require('./timers.cjs');
 const { sketchText } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 
 const DetachedStatus = Object.freeze({ Running: 'running', Completed: 'completed', Failed: 'failed' });
 const RUNNING = Symbol('running');
@@ -81,7 +82,7 @@ class DetachedHandleImpl {
     let timer;
     try {
       if (late == null) return await this._settlement;
-      const timedOut = new Promise((_, reject) => (timer = setLongTimeout(() => reject(fromNative(JSON.parse(late), none)), timeout)));
+      const timedOut = new Promise((_, reject) => (timer = setLongTimeout(() => reject(fromNative(parseJson(late), none)), timeout)));
       return await Promise.race([this._settlement, timedOut]);
     } finally {
       clearLongTimeout(timer);
@@ -130,7 +131,7 @@ class DetachedHandleImpl {
   // How `handle` reads to the watch: RUNNING, or its end, kept for the getters: the result, or the error thrown.
   _finish(handle) {
     this._last = handle;
-    const ending = JSON.parse(this._watch.ending(factsOf(handle)));
+    const ending = parseJson(this._watch.ending(factsOf(handle)));
     if (ending.status === DetachedStatus.Running) return RUNNING;
     this._status = ending.status;
     if (ending.status !== DetachedStatus.Completed) throw this._failed(errorOf(ending, handle.metadata?.error));

@@ -6,7 +6,7 @@ const { describeLayer, layersOf } = require('./memory.cjs');
 const { describeStep, describeTool, lookupStep } = require('./steps.cjs');
 const { ContextImpl, isHoldable, ownContext } = require('./context.cjs');
 const { createInMemoryStorage, openSqliteStore, openPostgresStore, nativeStoreOf } = require('./storage.cjs');
-const session = require('./session.cjs');
+const { SessionMethods } = require('./session.cjs');
 const { createInMemorySubprocessAdapter, adapterRef, REPLAYER } = require('./subprocess.cjs');
 const detached = require('./detached.cjs');
 const { contextOptionsOf, runOptionsOf } = require('./options.cjs');
@@ -272,56 +272,11 @@ class AgentHarness {
     return this._settle((run) => runtime.native.run(run, JSON.stringify(description), inputRef, JSON.stringify(runOptions)));
   }
 
-  // Sessions (upstream's execute API): one queue and one growing history per threadId.
-  execute(input, options) {
-    return session.execute(this, input, options);
-  }
-
-  getAgentResponse(scope) {
-    return session.getAgentResponse(this, scope);
-  }
-
-  getFullStream(scope) {
-    return session.getFullStream(this, scope);
-  }
-
-  getItemStream(scope) {
-    return session.getItemStream(this, scope);
-  }
-
-  getTextStream(scope) {
-    return session.getTextStream(this, scope);
-  }
-
-  getReasoningStream(scope) {
-    return session.getReasoningStream(this, scope);
-  }
-
-  abort(scope) {
-    return session.abort(this, scope);
-  }
-
-  getStatus(scope) {
-    return session.getStatus(this, scope);
-  }
-
-  previewRequestItems(scope) {
-    return session.previewRequestItems(this, scope);
-  }
-
-  getQueueSize(scope) {
-    return session.getQueueSize(this, scope);
-  }
-
   // Drops an idle session from memory (not in upstream): with persistSessions its next turn reads its history back;
   // without, it starts afresh. False while a turn is running or queued, or a stream of it is open.
   evictSession(threadId) {
     checkArgs('evictSession', [threadId], 1);
     return callNative(() => this._runtime.native.evictSession(threadId));
-  }
-
-  seedSessionHistory(threadId, items) {
-    return session.seedSessionHistory(this, threadId, items);
   }
 
   // A per-message `memory` option, registered for as long as the harness lives.
@@ -377,8 +332,13 @@ class AgentHarness {
   }
 }
 
-// initLayers, recallLayers, … executeRerender: the layer lifecycle over layers the caller names (layer-calls.cjs).
-Object.assign(AgentHarness.prototype, layerCalls);
+// The layer lifecycle over layers the caller names (layer-calls.cjs: initLayers … executeRerender) and the session
+// methods (session.cjs: execute … seedSessionHistory), put on the prototype as a class's own are: not enumerable.
+for (const methods of [layerCalls, SessionMethods.prototype]) {
+  for (const name of Object.getOwnPropertyNames(methods)) {
+    if (name !== 'constructor') Object.defineProperty(AgentHarness.prototype, name, { value: methods[name], writable: true, configurable: true });
+  }
+}
 
 // Runs `step` in a context a run is already in (from a step or a tool): the same interpreter, the same context,
 // its layers as they are (upstream's `execute` export).

@@ -1,11 +1,12 @@
 'use strict';
 // A piped batch (`order: 'piped'`): each hook gets what the one before passed on; `pipe` names what is piped.
 const { messageOf } = require('./errors.cjs');
+const { parseJson } = require('./json.cjs');
 
 const PIPES = {
   // Only the last list crosses, put to the item schemas: on a rejection the native check fails the append.
   items: {
-    start: (batch) => batch.items.map((text) => JSON.parse(text)),
+    start: (batch) => batch.items.map((text) => parseJson(text)),
     args: (_batch, items) => ({ items }),
     taken(reply) {
       if (reply.status !== 'ok') return NOTHING;
@@ -80,7 +81,7 @@ async function piped(batch, calls, call, apply, log, runtime) {
 
 function historyOf(entries, log) {
   const objects = entries.some((entry) => typeof entry === 'number') ? log._all() : [];
-  return entries.map((entry) => (typeof entry === 'number' ? objects[entry] : JSON.parse(entry)));
+  return entries.map((entry) => (typeof entry === 'number' ? objects[entry] : parseJson(entry)));
 }
 
 // Extended as the log grows (it only appends), so a projection matches in time proportional to it, not to the log.

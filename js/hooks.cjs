@@ -7,6 +7,7 @@ const { gateOf, admit, checkCategory } = require('./item-schemas.cjs');
 const { HookGuard, HookTimeout, awaitHook } = require('./hook-deadlines.cjs');
 const { piped } = require('./hook-pipelines.cjs');
 const { sketchText } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 
 // Which new state a result carries under the runtime's rule; `NONE` when it carries none.
 const NONE = Symbol('none');
@@ -152,7 +153,7 @@ function runHooks(runtime, batch) {
   const log = ctx.itemLog;
   if (batch.newItems) log._receive(batch.newItems.from, batch.newItems.items);
   // `given`: items not in the log that a store is about (ctx.harness.storeLayers' own response).
-  const shared = { log, exec, runtime, given: phase === 'store' && batch.items ? batch.items.map((text) => JSON.parse(text)) : undefined };
+  const shared = { log, exec, runtime, given: phase === 'store' && batch.items ? batch.items.map((text) => parseJson(text)) : undefined };
   // The batch's call options when every call has the same.
   const each = batch.each && { timeoutMs: batch.each[0], write: batch.each[1], persist: batch.each[2], stopOnError: batch.each[3] };
 
@@ -224,7 +225,7 @@ function runHooks(runtime, batch) {
     return reply;
   };
   // Every afterModelCall hook of the batch sees the one response (its args are the batch's).
-  if (phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => JSON.parse(text)), usage: batch.args.usage } };
+  if (phase === 'afterModelCall') batch.args = { response: { items: batch.items.map((text) => parseJson(text)), usage: batch.args.usage } };
   switch (batch.order) {
     case 'piped':
       return piped(batch, calls, (c, args) => new Promise((resolve) => invoke(c, args, resolve)), apply, log, runtime);

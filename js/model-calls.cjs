@@ -7,6 +7,7 @@ const { describeTool } = require('./tool-calls.cjs');
 const { checkModelRequest } = require('./options.cjs');
 const { sketchText } = require('./sketch.cjs');
 const { extendedBy, gateOf, admit } = require('./item-schemas.cjs');
+const { parseJson } = require('./json.cjs');
 
 // `harness.callModel` and a hook's `ctx.callModel`: a test model is called directly, the harness's own natively.
 async function callModelAside(runtime, request) {
@@ -31,7 +32,7 @@ async function callModelAside(runtime, request) {
       context: ctx?.id,
     });
     const items = (request.items ?? []).map((item) => JSON.stringify(item));
-    const result = JSON.parse(await runtime.native.callModelOnce(head, items));
+    const result = parseJson(await runtime.native.callModelOnce(head, items));
     if (!result.ok) throw fromNative(result.error, () => undefined);
     return { items: result.items, usage: result.usage, ...(result.cost === undefined ? {} : { cost: result.cost }) };
   } finally {

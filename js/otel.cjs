@@ -3,6 +3,7 @@
 // user registered (DECISIONS O1, O2). The runtime names, maps and orders them; this starts each with its parent and times.
 const { OtelSpans } = require('./native.cjs');
 const { checkArgs } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 const { version } = require('../package.json');
 
 function createOtelTraceExporter(options = {}) {
@@ -20,7 +21,7 @@ function createOtelTraceExporter(options = {}) {
       const plain = JSON.stringify(spans, (_key, value) => (value instanceof Map ? Object.fromEntries(value) : value));
       const started = new Map();
       const otel = tracer();
-      for (const s of JSON.parse(waiting.push(plain))) {
+      for (const s of parseJson(waiting.push(plain))) {
         const parent = s.parent === null ? api.ROOT_CONTEXT : started.get(s.parent);
         const span = otel.startSpan(s.name, { kind: s.kind, startTime: s.startTime, attributes: s.attributes }, parent);
         for (const event of s.events) span.addEvent(event.name, event.attributes, event.time);

@@ -7,6 +7,7 @@ const { NoeticConfigError, callNative } = require('./errors.cjs');
 const { step, loop, spawn, fork, until, any, react } = require('./steps.cjs');
 const { hydrateWorkflow, textOf } = require('./workflow.cjs');
 const { sketch } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 
 const toText = (value) => (typeof value === 'string' ? value : String(value ?? ''));
 const toolMapOf = (tools) => new Map((tools ?? []).map((t) => [t.name, t]));
@@ -29,10 +30,10 @@ function dynamicWorkflow(opts) {
       const executeStep = harness.run.bind(harness);
       const brief = { instructions: sketch(opts.instructions, []), tools: catalogue, maxRevisions, task: `${input}` };
       for (let revision = 0, lastError; ; revision++) {
-        const turn = JSON.parse(callNative(native.plannerTurn, JSON.stringify({ ...brief, revision, lastError })));
+        const turn = parseJson(callNative(native.plannerTurn, JSON.stringify({ ...brief, revision, lastError })));
         const planner = step.llm({ id: turn.id, model: model ?? turn.model, instructions: turn.instructions });
         const reply = toText(await executeStep(planner, input, ctx));
-        const checked = JSON.parse(native.workflowFromText(reply, opts.maxDepth));
+        const checked = parseJson(native.workflowFromText(reply, opts.maxDepth));
         if (checked.ok) return executeStep(hydrateWorkflow(checked.value, { tools, executeStep }), input, ctx);
         lastError = checked.message;
       }
@@ -41,7 +42,7 @@ function dynamicWorkflow(opts) {
 }
 
 async function parseAndRunWorkflow(opts) {
-  const document = JSON.parse(callNative(native.workflowGiven, documentText(opts.json), opts.maxDepth));
+  const document = parseJson(callNative(native.workflowGiven, documentText(opts.json), opts.maxDepth));
   const executeStep = opts.harness.run.bind(opts.harness);
   const hydrated = hydrateWorkflow(document, { tools: toolMapOf(opts.tools), executeStep });
   return toText(await executeStep(hydrated, opts.input ?? '', opts.ctx));

@@ -14,6 +14,7 @@ const { scopedView, layerPrefix } = require('./storage.cjs');
 const { LayerStates } = require('./layer-state.cjs');
 const { Slab } = require('./slab.cjs');
 const { answerRequest } = require('./run-requests.cjs');
+const { parseJson } = require('./json.cjs');
 // Captured at load, so that a test's fake timers cannot hold back the model answers it schedules.
 const { setImmediate: checkPhase } = require('node:timers');
 
@@ -151,7 +152,7 @@ class Runtime {
       } catch (e) {
         return reject(e);
       }
-      if (now != null) return liveness.settleSoon(resolve, settle(raw ? now : JSON.parse(now)));
+      if (now != null) return liveness.settleSoon(resolve, settle(raw ? now : parseJson(now)));
       if (hold) liveness.hold();
       this.runs.set(id, { resolve, hold, settle });
       onWait?.(() => this.settled(id, null));
@@ -189,7 +190,7 @@ class Runtime {
   // `[id, foreground, message, ...]`, answered iteratively: a reply returns more, and a long chain must not grow the stack.
   pump(batch) {
     if (!batch) return;
-    const requests = JSON.parse(batch);
+    const requests = parseJson(batch);
     for (let i = 0; i < requests.length; i++) this.inbox.push(requests[i]);
     if (this.pumping) return;
     this.pumping = true;
@@ -288,7 +289,7 @@ class Runtime {
       if (text == null) return undefined;
       // A built-in whose state upstream holds in JS-only shapes (fileReference's Map) gives them back.
       const revive = layer[NATIVE].revive;
-      return revive ? revive(JSON.parse(text)) : JSON.parse(text);
+      return revive ? revive(parseJson(text)) : parseJson(text);
     }
     return this.layerStates.get(contextId, layer.id);
   }
@@ -344,7 +345,7 @@ class Runtime {
     const decl = layer.provides[name];
     const parsed = decl.input ? decl.input.parse(args) : args;
     if (layer[NATIVE]) {
-      return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : JSON.parse(text)));
+      return this.native.callNativeFn(ctx.id, layer.id, name, JSON.stringify(parsed ?? {})).then((text) => (text == null ? undefined : parseJson(text)));
     }
     const states = this.statesOf(ctx.id);
     const facts = [ctx.id, ctx.threadId, ctx.resourceId, ctx.depth, ctx.stepCount, undefined, undefined, ctx.cost, false];
@@ -470,7 +471,7 @@ class Runtime {
         this.everyFailed(message);
         return '';
       case 'traces':
-        this.exportSpans(JSON.parse(this.native.takeTraces()).map((record) => memorySpan(record, this.knownContext(record.spanId)?._span)));
+        this.exportSpans(parseJson(this.native.takeTraces()).map((record) => memorySpan(record, this.knownContext(record.spanId)?._span)));
         return '';
       case 'settled':
         this.settled(message.run, message.result);

@@ -6,6 +6,7 @@ const liveness = require('./liveness.cjs');
 const { layersOf } = require('./memory.cjs');
 const { noteThreadId } = require('./thread-ids.cjs');
 const { checkArgs, sketch } = require('./sketch.cjs');
+const { parseJson } = require('./json.cjs');
 
 const DEFAULT_THREAD_ID = '__default__';
 
@@ -24,43 +25,6 @@ function threadOf(scope, where) {
   if (typeof thread !== 'string') checkArgs('sessionScope', [where, thread], 1);
   noteThreadId(thread);
   return thread;
-}
-
-// Resolves once the message is queued, as upstream. The runtime checks the call (session/given.rs) by `given`, what
-// the options are, and `input`, a non-string input described.
-function execute(harness, input, options = {}) {
-  try {
-    const runtime = harness._runtime;
-    const thread = options?.threadId ?? DEFAULT_THREAD_ID;
-    noteThreadId(thread);
-    const text = typeof input === 'string';
-    const items = text ? textItems(input) : Array.isArray(input) ? input : [input];
-    const layers = options?.memory == null ? undefined : layersOf(options.memory, 'execute');
-    const message = {
-      id: options?.messageId ?? `msg-${randomId()}`,
-      given: [options === null ? 'null' : typeof options, sketch(options?.threadId, []), typeof options?.messageId],
-      input: text ? undefined : sketch(input, [], 2),
-      items,
-      checked: harness._admitItems(items, layers, (i) => `execute input[${i}]`),
-      mode: options?.deliveryMode,
-      resourceId: options?.resourceId,
-      memory: layers && harness._describeMemory(layers),
-      state: options?.state === undefined ? undefined : runtime.keepValue(options.state),
-    };
-    runtime.pendingInput(thread, message.id, items);
-    let started;
-    try {
-      started = callNative(() => runtime.native.execute(JSON.stringify(message)));
-    } catch (e) {
-      runtime.takeInput(thread, [message.id]);
-      throw e;
-    }
-    if (started) runtime.sessionStarted();
-    runtime.kick();
-    return Promise.resolve();
-  } catch (e) {
-    return Promise.reject(e);
-  }
 }
 
 // Unread `lastLayerUsage`s are dropped in one call per harness per collection (under Bun a call each cost more).
@@ -130,7 +94,7 @@ function toResponse(runtime, value) {
       if (!taken) {
         taken = true;
         const text = native.takeLayerUsage(key);
-        usage = text == null ? undefined : JSON.parse(text);
+        usage = text == null ? undefined : parseJson(text);
       }
       settle(this, usage);
       return usage;
@@ -145,58 +109,6 @@ function toResponse(runtime, value) {
   };
   if (key !== undefined) unreadUsages.register(response, { native, key }, response);
   return response;
-}
-
-function getAgentResponse(harness, scope) {
-  const runtime = harness._runtime;
-  const thread = threadOf(scope, 'getAgentResponse');
-  // Settled on arrival: the next turn may move the log on right after, and a hook's error goes once turns drain.
-  const settle = (result) => (result.ok ? { ok: true, response: toResponse(runtime, result.value) } : { ok: false, error: runtime.errorOf(result.error) });
-  return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id), { settle }).then((result) => {
-    if (!result.ok) throw result.error;
-    return result.response;
-  });
-}
-
-async function abort(harness, scope) {
-  const runtime = harness._runtime;
-  const thread = threadOf(scope, 'abort');
-  const ended = runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
-  runtime.kick();
-  await ended;
-}
-
-// The items the next turn's model would be sent, as far as memory decides: layer recalls before the history.
-async function previewRequestItems(harness, scope) {
-  const runtime = harness._runtime;
-  const result = JSON.parse(await runtime.native.previewRequest(threadOf(scope, 'previewRequestItems')));
-  if (!result.ok) throw runtime.errorOf(result.error);
-  return result.value;
-}
-
-function getStatus(harness, scope) {
-  return JSON.parse(harness._runtime.native.sessionStatus(threadOf(scope, 'getStatus')));
-}
-
-function getQueueSize(harness, scope) {
-  return harness._runtime.native.sessionQueueSize(threadOf(scope, 'getQueueSize'));
-}
-
-function seedSessionHistory(harness, threadId, items) {
-  checkArgs('seedSessionHistory', [threadId, items], 1);
-  noteThreadId(threadId);
-  // A copy, checked when a turn first reads the history: a bad item fails that turn (DECISIONS I3).
-  const runtime = harness._runtime;
-  const id = callNative(() => runtime.native.seedSession(threadId, items.length));
-  runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(harness));
-  // Held busy so an unreferenced harness still stores it; a failed store is retried next turn: no unhandled rejection.
-  runtime.beginRun();
-  const storing = runtime.startRun((run) => runtime.native.sessionStoreSeed(threadId, run)).finally(() => runtime.endRun());
-  const stored = storing.then((result) => {
-    if (!result.ok) throw runtime.errorOf(result.error);
-  });
-  stored.catch(() => {});
-  return stored;
 }
 
 // True when the item schemas were asked.
@@ -225,7 +137,7 @@ function eventSource(native, thread, deltas) {
   return {
     read: (waiter) => native.eventsRead(thread, cursor, waiter, deltas),
     take(text) {
-      const batch = JSON.parse(text);
+      const batch = parseJson(text);
       cursor = batch.next;
       return batch.events;
     },
@@ -238,7 +150,7 @@ function itemSource(native, thread) {
   const items = new Map();
   return {
     read: (waiter) => native.itemsRead(thread, reader, waiter),
-    take: (text) => JSON.parse(text).map((change) => snapshotAfter(items, change)),
+    take: (text) => parseJson(text).map((change) => snapshotAfter(items, change)),
     close: () => native.itemsClose(thread, reader),
   };
 }
@@ -303,22 +215,115 @@ function eventStream(harness, scope, reads) {
   return { [Symbol.asyncIterator]: () => new EventReader(runtime, thread, reads) };
 }
 
-const getFullStream = (harness, scope) => eventStream(harness, scope);
-const getItemStream = (harness, scope) => eventStream(harness, scope, 'items');
-const getTextStream = (harness, scope) => eventStream(harness, scope, 'text');
-const getReasoningStream = (harness, scope) => eventStream(harness, scope, 'reasoning');
 
-module.exports = {
-  execute,
-  getAgentResponse,
-  abort,
-  previewRequestItems,
-  getStatus,
-  getQueueSize,
-  seedSessionHistory,
-  seedFromItems,
-  getFullStream,
-  getItemStream,
-  getTextStream,
-  getReasoningStream,
-};
+// AgentHarness's session methods (upstream's execute API), put on its prototype as they are (harness.cjs): `this` is
+// the harness. One queue and one growing history per threadId.
+class SessionMethods {
+  // Resolves once the message is queued, as upstream. The runtime checks the call (session/given.rs) by `given`, what
+  // the options are, and `input`, a non-string input described.
+  execute(input, options) {
+    if (options === undefined) options = {};
+    try {
+      const runtime = this._runtime;
+      const thread = options?.threadId ?? DEFAULT_THREAD_ID;
+      noteThreadId(thread);
+      const text = typeof input === 'string';
+      const items = text ? textItems(input) : Array.isArray(input) ? input : [input];
+      const layers = options?.memory == null ? undefined : layersOf(options.memory, 'execute');
+      const message = {
+        id: options?.messageId ?? `msg-${randomId()}`,
+        given: [options === null ? 'null' : typeof options, sketch(options?.threadId, []), typeof options?.messageId],
+        input: text ? undefined : sketch(input, [], 2),
+        items,
+        checked: this._admitItems(items, layers, (i) => `execute input[${i}]`),
+        mode: options?.deliveryMode,
+        resourceId: options?.resourceId,
+        memory: layers && this._describeMemory(layers),
+        state: options?.state === undefined ? undefined : runtime.keepValue(options.state),
+      };
+      runtime.pendingInput(thread, message.id, items);
+      let started;
+      try {
+        started = callNative(() => runtime.native.execute(JSON.stringify(message)));
+      } catch (e) {
+        runtime.takeInput(thread, [message.id]);
+        throw e;
+      }
+      if (started) runtime.sessionStarted();
+      runtime.kick();
+      return Promise.resolve();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  getAgentResponse(scope) {
+    const runtime = this._runtime;
+    const thread = threadOf(scope, 'getAgentResponse');
+    // Settled on arrival: the next turn may move the log on right after, and a hook's error goes once turns drain.
+    const settle = (result) => (result.ok ? { ok: true, response: toResponse(runtime, result.value) } : { ok: false, error: runtime.errorOf(result.error) });
+    return runtime.waitFor((id) => runtime.native.sessionResponse(thread, id), { settle }).then((result) => {
+      if (!result.ok) throw result.error;
+      return result.response;
+    });
+  }
+
+  getFullStream(scope) {
+    return eventStream(this, scope);
+  }
+
+  getItemStream(scope) {
+    return eventStream(this, scope, 'items');
+  }
+
+  getTextStream(scope) {
+    return eventStream(this, scope, 'text');
+  }
+
+  getReasoningStream(scope) {
+    return eventStream(this, scope, 'reasoning');
+  }
+
+  async abort(scope) {
+    const runtime = this._runtime;
+    const thread = threadOf(scope, 'abort');
+    const ended = runtime.waitFor((id) => runtime.native.sessionAbort(thread, scope?.reason ?? 'aborted', id));
+    runtime.kick();
+    await ended;
+  }
+
+  getStatus(scope) {
+    return parseJson(this._runtime.native.sessionStatus(threadOf(scope, 'getStatus')));
+  }
+
+  // The items the next turn's model would be sent, as far as memory decides: layer recalls before the history.
+  async previewRequestItems(scope) {
+    const runtime = this._runtime;
+    const result = parseJson(await runtime.native.previewRequest(threadOf(scope, 'previewRequestItems')));
+    if (!result.ok) throw runtime.errorOf(result.error);
+    return result.value;
+  }
+
+  getQueueSize(scope) {
+    return this._runtime.native.sessionQueueSize(threadOf(scope, 'getQueueSize'));
+  }
+
+  seedSessionHistory(threadId, items) {
+    checkArgs('seedSessionHistory', [threadId, items], 1);
+    noteThreadId(threadId);
+    // A copy, checked when a turn first reads the history: a bad item fails that turn (DECISIONS I3).
+    const runtime = this._runtime;
+    const id = callNative(() => runtime.native.seedSession(threadId, items.length));
+    runtime.context(id).itemLog._hold(items.slice(), true, seedCheck(this));
+    // Held busy so an unreferenced this still stores it; a failed store is retried next turn: no unhandled rejection.
+    runtime.beginRun();
+    const storing = runtime.startRun((run) => runtime.native.sessionStoreSeed(threadId, run)).finally(() => runtime.endRun());
+    const stored = storing.then((result) => {
+      if (!result.ok) throw runtime.errorOf(result.error);
+    });
+    stored.catch(() => {});
+    return stored;
+  }
+}
+
+module.exports = { SessionMethods, seedFromItems };

@@ -2,6 +2,7 @@
 // The native stores as JS sees them: what JSON.stringify keeps, else refused naming the key (DECISIONS, Storage).
 const native = require('./native.cjs');
 const { NoeticConfigError, describeValue, messageOf, rethrowNative } = require('./errors.cjs');
+const { parseJson } = require('./json.cjs');
 
 const NATIVE_STORE = Symbol('noetic.nativeStore');
 const AT_ONCE = Symbol('noetic.answersAtOnce');
@@ -43,7 +44,7 @@ class NativeStore {
   async get(key) {
     checkKey('get', key);
     const text = this[AT_ONCE] ? this[READ_NOW](key) : await this[NATIVE_STORE].get(key).catch(rethrowNative);
-    return text == null ? null : JSON.parse(text);
+    return text == null ? null : parseJson(text);
   }
 
   async set(key, value) {

@@ -6,6 +6,7 @@ const native = require('./native.cjs');
 const { NoeticConfigError, callNative, describeValue } = require('./errors.cjs');
 const { jsonBoundsProblem } = require('./json-bounds.cjs');
 const { step, branch, fork, spawn, provide, loop, every, until, any, all } = require('./steps.cjs');
+const { parseJson } = require('./json.cjs');
 
 const nonEmpty = () => z.string().min(1);
 const positiveInt = () => z.number().int().positive();
@@ -97,7 +98,7 @@ function textOf(tree, what) {
 function checkedTree(what, schema, input, name) {
   const text = jsonOf(input, name);
   if (typeof text !== 'string') return schema.parse(input);
-  const result = JSON.parse(callNative(native.treeCheck, what, text));
+  const result = parseJson(callNative(native.treeCheck, what, text));
   if (result.ok) return result.value;
   if (result.tooDeep) throw invalid(`${name} is refused: ${result.message}.`, 'Flatten it: sequences and forks take many steps at one level.');
   schema.parse(input);
@@ -107,7 +108,7 @@ function checkedTree(what, schema, input, name) {
 
 // Pre-order, the caller's own node objects: the native walk gives each node as a step from one before it.
 function* walkTree(shape, root, name) {
-  const edges = JSON.parse(callNative(native.treeWalk, shape, textOf(root, name)));
+  const edges = parseJson(callNative(native.treeWalk, shape, textOf(root, name)));
   const nodes = [root];
   yield root;
   for (const [parent, key, index] of edges) {
@@ -221,7 +222,7 @@ const BUILD = {
 // Made by the builders, so the steps register and run like any other; checked and resolved natively first.
 function hydrateNode(node, hctx) {
   const layers = hctx?.layers ? names(hctx.layers) : null;
-  const plan = JSON.parse(callNative(native.workflowPlan, textOf(node, 'hydrateNode: the node'), names(hctx?.tools), layers));
+  const plan = parseJson(callNative(native.workflowPlan, textOf(node, 'hydrateNode: the node'), names(hctx?.tools), layers));
   const built = [];
   for (const entry of plan) built.push(BUILD[entry.kind](entry, built, hctx));
   return built[built.length - 1];
