@@ -9,7 +9,7 @@ import { AgentHarness, createInMemoryStorage, createSqliteStorage, step } from '
 import { scratchDb } from './helpers.mjs';
 
 const require = createRequire(import.meta.url);
-const { parseByTokens, hasEscapedKey } = require('../js/json.cjs');
+const { parseByTokens, hasEscapedKey, MISREADS_ESCAPED_KEYS } = require('../js/json.cjs');
 
 // Parsed by the engine, this makes the next same-shaped object's escaped key read as a backslash where it misreads.
 const poison = () => JSON.parse(String.raw`{"h":[],"\\":0}`);
@@ -42,6 +42,24 @@ test('JSON text read token by token gives what JSON.parse gives on an engine tha
   // Malformed text throws the engine's own SyntaxError.
   assert.throws(() => parseByTokens('{"a":'), SyntaxError);
   assert.throws(() => parseByTokens(String.raw`{"\"":1,}`), SyntaxError);
+});
+
+// Where the engine reads keys right, its JSON.parse is the reference for random values; seeded, so a failure repeats.
+test('JSON text read token by token agrees with JSON.parse over random values', { skip: MISREADS_ESCAPED_KEYS && 'this engine misreads escaped keys' }, () => {
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const pieces = ['a', '\\', '"', '\n', '\t', '\u0000', 'é', '😀', '\ud800', ':', ',', '{', ']', ' ', '__proto__'];
+  const string = () => Array.from({ length: Math.floor(random() * 5) }, () => pieces[Math.floor(random() * pieces.length)]).join('');
+  const value = (depth) => {
+    const roll = random();
+    if (depth > 4 || roll < 0.4) return [string(), random() * 1e6 - 5e5, -0, 1e21, true, false, null][Math.floor(random() * 7)];
+    if (roll < 0.7) return Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1));
+    return own(Array.from({ length: Math.floor(random() * 4) }, () => [string(), value(depth + 1)]));
+  };
+  for (let i = 0; i < 3000; i++) {
+    const text = JSON.stringify(value(0), null, i % 3 === 0 ? 1 : undefined);
+    assert.deepStrictEqual(parseByTokens(text), JSON.parse(text), text);
+  }
 });
 
 test('a text is read token by token only when one of its keys holds an escape', () => {
