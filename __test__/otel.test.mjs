@@ -71,7 +71,10 @@ test('an LLM step becomes an agent span over a chat span and its hook spans, wit
   assert.ok(chat.attributes['gen_ai.usage.output_tokens'] > 0);
   assert.equal(chat.attributes['gen_ai.output.messages'], undefined, 'no completion unless asked');
   const [recall] = named('memory.recall');
-  assert.equal(recall.parentSpanContext.spanId, agent.spanContext().spanId);
+  assert.equal(recall.parentSpanContext.spanId, llm.spanContext().spanId, 'a hook span hangs under the step it ran in');
+  assert.equal(recall.attributes['noetic.step_span_id'], undefined, 'the step is its parent, not an attribute');
+  const ids = [llm, agent].map((s) => s.spanContext().spanId);
+  assert.ok(spans.filter((s) => s.name.startsWith('memory.')).every((s) => ids.includes(s.parentSpanContext.spanId)));
   assert.equal(recall.attributes['noetic.layer_id'], 'notes');
   assert.equal(recall.attributes['noetic.hook'], 'recall');
   assert.equal(recall.attributes['noetic.status'], 'ok');
@@ -324,7 +327,7 @@ test('over the wire: OTLP/HTTP delivers the tree to a collector, decoded here', 
     assert.ok(agent && llm && chat && store, `arrived: ${spans.map((s) => s.name).join(', ')}`);
     assert.equal(llm.parentSpanId, agent.spanId);
     assert.equal(chat.parentSpanId, llm.spanId);
-    assert.equal(store.parentSpanId, agent.spanId);
+    assert.equal(store.parentSpanId, llm.spanId, 'a hook span under the step it ran in');
     assert.equal(chat.traceId, agent.traceId);
     assert.equal(chat.kind, 3, 'SPAN_KIND_CLIENT');
     assert.equal(attr(chat, 'gen_ai.request.model'), 'tea-model');

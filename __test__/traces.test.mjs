@@ -66,6 +66,13 @@ test('every hook call of a run becomes a memory span with its status, under the 
     assert.ok(span.endTime >= span.startTime);
   }
   assert.equal(ctxSpan.spanId, ctx.id);
+  // A hook called within a step names that step's span (O3: OpenTelemetry hangs it there); init and onComplete run
+  // outside any step and name none.
+  const ask = exporter.spans.find((s) => s.name === 'noetic.step' && s.attributes.get('noetic.step_id') === 'ask');
+  assert.equal(recall.attributes.get('noetic.step_span_id'), ask.spanId);
+  for (const span of spans.filter((s) => s.memory.hook === 'init' || s.memory.hook === 'onComplete')) {
+    assert.equal(span.attributes.get('noetic.step_span_id'), undefined, `${span.memory.hook} ran outside any step`);
+  }
 });
 
 test('a layer disabled by a failed init shows as skipped in every later span (D22)', async () => {

@@ -11,6 +11,8 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::memory::trace::STEP_SPAN;
+
 /// More spans than this waiting (roots that never end: a detached step's, a context never released) go out as they
 /// are, so that memory stays bounded.
 const MAX_WAITING: usize = 10_000;
@@ -95,7 +97,7 @@ impl OtelBatcher {
     let mut children: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut stack = Vec::new();
     for (at, span) in spans.iter().enumerate() {
-      match span["parentSpanId"].as_str().filter(|parent| ids.contains(parent) && *parent != text(&span["spanId"])) {
+      match parent_among(span, &ids) {
         Some(parent) => children.entry(parent).or_default().push(at),
         None => stack.push(at),
       }
@@ -110,7 +112,7 @@ impl OtelBatcher {
         continue;
       }
       let mut mapped = map_span(span, self.capture_content);
-      mapped.parent = span["parentSpanId"].as_str().filter(|parent| ids.contains(parent)).map(str::to_owned);
+      mapped.parent = parent_among(span, &ids).map(str::to_owned);
       if mapped.parent.is_none()
         && let Some(parent) = span["parentSpanId"].as_str()
       {
@@ -123,6 +125,15 @@ impl OtelBatcher {
     }
     out
   }
+}
+
+/// A span's parent among `ids`: for a hook span, the step it ran in when that step's span is among them (O3), else
+/// the parent it names; `None` when neither is (it then starts as a root).
+fn parent_among<'a>(span: &'a Value, ids: &HashSet<&str>) -> Option<&'a str> {
+  let own = text(&span["spanId"]);
+  let step = span["attributes"][STEP_SPAN].as_str();
+  let parent = span["parentSpanId"].as_str();
+  [step, parent].into_iter().flatten().find(|candidate| ids.contains(candidate) && *candidate != own)
 }
 
 /// One span of ours (a `SpanImpl` as JSON) as an OTel span, with no parent yet.
@@ -144,6 +155,8 @@ pub fn map_span(span: &Value, capture_content: bool) -> OtelSpan {
       | "gen_ai.tool.call.result"
         if !capture_content => {}
       _ if name.starts_with("memory.") && key.starts_with("memory.") => {}
+      // The step a hook ran in is its parent here (O3), not an attribute.
+      STEP_SPAN => {}
       // A hook's further attributes (the assembly's `cache.*`) are ours; a run span's are named already, or the
       // user's (what user code set on `ctx.span`, carried by its execution's span: O2), as are a user's span's.
       _ if key.starts_with("gen_ai.") || key.starts_with("noetic.") || !name.starts_with("memory.") => {

@@ -70,6 +70,7 @@ fn exec() -> ExecInfo {
     cost: 0.0,
     has_model: false,
     trace_id: "e".into(),
+    step_span: None,
   }
 }
 

@@ -148,7 +148,9 @@ impl Runner {
     if !self.env.sink.tracing() {
       return;
     }
-    let target = TraceTarget { trace_id: &ctx.root, context: &ctx.id, thread_id: &ctx.thread_id };
+    let step = ctx.innermost_span(None);
+    let step_span = (step != ctx.id).then_some(step.as_str());
+    let target = TraceTarget { trace_id: &ctx.root, context: &ctx.id, thread_id: &ctx.thread_id, step_span };
     let mut span = HookSpan::timed(target, "", HookKind::Recall, 0.0, &HookStatus::Ok);
     span.hook = "assemble";
     let facts = json!({

@@ -392,6 +392,7 @@ impl ExecContext {
       cost: state.cost,
       has_model,
       trace_id: self.root.clone(),
+      step_span: state.frontier.iter().rev().find_map(|(_, frame)| frame.span_id.clone()),
     }
   }
 }

@@ -30,6 +30,9 @@ pub struct ExecInfo {
   pub has_model: bool,
   /// The root context of the run, which names its trace (D14); not sent to the host.
   pub trace_id: String,
+  /// The span of the innermost traced step in flight when the batch was made, which an OpenTelemetry exporter hangs
+  /// the hook spans under (DECISIONS O3); `None` outside any step or untraced. Not sent to the host.
+  pub step_span: Option<String>,
 }
 
 impl Serialize for ExecInfo {
@@ -892,6 +895,7 @@ mod tests {
       cost: 0.0,
       has_model: false,
       trace_id: "E".into(),
+      step_span: None,
     }
   }
 

@@ -116,12 +116,14 @@ impl From<RunSpan> for TraceRecord {
   }
 }
 
-/// Where a phase's spans belong: the run's root and the context the hooks run for.
+/// Where a phase's spans belong: the run's root and the context the hooks run for, and the innermost traced step in
+/// flight, if any (DECISIONS O3).
 #[derive(Debug, Clone, Copy)]
 pub struct TraceTarget<'a> {
   pub trace_id: &'a str,
   pub context: &'a str,
   pub thread_id: &'a str,
+  pub step_span: Option<&'a str>,
 }
 
 impl HookSpan {
@@ -144,6 +146,11 @@ impl HookSpan {
       HookStatus::TimedOut(ms) => Some(format!("Timeout after {}ms", crate::js_number(*ms))),
       _ => None,
     };
+    // The step a hook ran in, for OpenTelemetry's tree (O3); other exporters keep the context as the parent (M3).
+    let mut attributes = serde_json::Map::new();
+    if let Some(step) = target.step_span {
+      attributes.insert(STEP_SPAN.into(), step.into());
+    }
     Self {
       trace_id: target.trace_id.to_owned(),
       context: target.context.to_owned(),
@@ -156,10 +163,13 @@ impl HookSpan {
       budget: None,
       item_count: None,
       error,
-      attributes: serde_json::Map::new(),
+      attributes,
     }
   }
 }
+
+/// The attribute of a hook span that names the span of the step it ran in (O3).
+pub const STEP_SPAN: &str = "noetic.step_span_id";
 
 /// Milliseconds since the Unix epoch, as `Date.now()`.
 pub fn now_ms() -> f64 {
@@ -192,7 +202,7 @@ mod tests {
 
   #[test]
   fn spans_carry_status_error_and_the_time_they_took() {
-    let target = TraceTarget { trace_id: "root", context: "ctx", thread_id: "T" };
+    let target = TraceTarget { trace_id: "root", context: "ctx", thread_id: "T", step_span: None };
     let span = HookSpan::timed(target, "notes", HookKind::Recall, 12.5, &HookStatus::TimedOut(5000.0));
     assert_eq!(span.status, SpanStatus::Timeout);
     assert_eq!(span.error.as_deref(), Some("Timeout after 5000ms"));
@@ -209,7 +219,7 @@ mod tests {
   #[test]
   fn the_buffer_reports_only_its_first_span_since_it_was_emptied() {
     let buffer = TraceBuffer::default();
-    let target = TraceTarget { trace_id: "t", context: "c", thread_id: "T" };
+    let target = TraceTarget { trace_id: "t", context: "c", thread_id: "T", step_span: None };
     let span = || HookSpan::timed(target, "l", HookKind::Store, 1.0, &HookStatus::Ok);
     assert!(buffer.push([span()]));
     assert!(!buffer.push([span(), span()]));

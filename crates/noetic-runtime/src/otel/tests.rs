@@ -38,6 +38,24 @@ fn child_first_spans_wait_for_their_root_and_go_out_parent_first() {
 }
 
 #[test]
+fn a_hook_span_hangs_under_the_step_it_ran_in_when_that_step_is_exported() {
+  let mut batcher = OtelBatcher::new(false);
+  let in_step = span("memory.recall", "h1", Some("root"), json!({ STEP_SPAN: "s1" }));
+  let step_gone = span("memory.store", "h2", Some("root"), json!({ STEP_SPAN: "never-sent" }));
+  let outside = span("memory.init", "h3", Some("root"), json!({}));
+  let step = span("noetic.step", "s1", Some("root"), json!({ "noetic.step_kind": "llm", "noetic.step_id": "ask" }));
+  let root = span("noetic.execution", "root", None, json!({ "gen_ai.agent.name": "a" }));
+  let out = batcher.push(vec![in_step, step_gone, outside, step, root]);
+  let parent = |id: &str| out.iter().find(|s| s.id == id).map(|s| s.parent.clone()).unwrap();
+  assert_eq!(parent("h1").as_deref(), Some("s1"), "under its step");
+  assert_eq!(parent("h2").as_deref(), Some("root"), "a step that never came: under its context, as M3");
+  assert_eq!(parent("h3").as_deref(), Some("root"));
+  let at = |id: &str| out.iter().position(|s| s.id == id).unwrap();
+  assert!(at("s1") < at("h1"), "the step starts before its hook");
+  assert!(out.iter().all(|s| !s.attributes.contains_key(STEP_SPAN)), "the step is the parent, not an attribute");
+}
+
+#[test]
 fn failures_become_error_status_and_an_exception_event() {
   let mut memory = span("memory.store", "h", Some("c"), json!({ "error.message": "disk full" }));
   memory["memory"] = json!({ "layerId": "l", "hook": "store", "status": "timeout", "durationMs": 20, "error": { "message": "Timeout after 20ms" } });

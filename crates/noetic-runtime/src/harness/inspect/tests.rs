@@ -45,7 +45,7 @@ fn call(inspector: &Inspector, thread: &str, turn: &str, at: f64) -> ModelCallRe
 }
 
 fn span(thread: &str, turn: &str, layer: &str, hook: HookKind, status: &crate::host::HookStatus) -> HookSpan {
-  let target = TraceTarget { trace_id: turn, context: turn, thread_id: thread };
+  let target = TraceTarget { trace_id: turn, context: turn, thread_id: thread, step_span: None };
   HookSpan::timed(target, layer, hook, 0.5, status)
 }
 

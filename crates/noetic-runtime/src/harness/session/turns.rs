@@ -42,9 +42,14 @@ impl Harness {
     self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
   }
 
-  /// The session of `thread`, made on first use (a stream may be opened before the first message).
+  /// The session of `thread`, made on first use (a stream may be opened before the first message). Looked up first,
+  /// so that a turn of an existing session (nearly every call) copies no thread name.
   pub fn session(&self, thread: &str) -> Arc<Session> {
-    Arc::clone(self.sessions().entry(thread.to_owned()).or_insert_with(|| Arc::new(Session::new(thread.to_owned()))))
+    let mut sessions = self.sessions();
+    if let Some(session) = sessions.get(thread) {
+      return Arc::clone(session);
+    }
+    Arc::clone(sessions.entry(thread.to_owned()).or_insert_with(|| Arc::new(Session::new(thread.to_owned()))))
   }
 
   /// The session of `thread` if it exists; reads of status and queue size never make one.

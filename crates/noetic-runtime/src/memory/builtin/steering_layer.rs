@@ -311,6 +311,7 @@ mod tests {
       cost: 0.0,
       has_model: true,
       trace_id: "E1".into(),
+      step_span: None,
     }
   }
 

@@ -70,7 +70,8 @@ impl ExecScope<'_> {
   }
 
   fn trace_target(&self) -> TraceTarget<'_> {
-    TraceTarget { trace_id: &self.info.trace_id, context: self.context, thread_id: &self.info.thread_id }
+    let step_span = self.info.step_span.as_deref();
+    TraceTarget { trace_id: &self.info.trace_id, context: self.context, thread_id: &self.info.thread_id, step_span }
   }
 
   /// What a built-in hook may reach in this execution.
@@ -219,12 +220,13 @@ impl MemoryEnv {
     batch.timed = true;
     let started = std::time::Instant::now();
     // What the spans need of the batch, which the host takes: not the calls' arguments.
-    let (context, trace_id, thread_id) =
-      (batch.context.clone(), batch.exec.trace_id.clone(), batch.exec.thread_id.clone());
+    let (context, trace_id, thread_id, step_span) =
+      (batch.context.clone(), batch.exec.trace_id.clone(), batch.exec.thread_id.clone(), batch.exec.step_span.clone());
     let called: Vec<SpanOf> = batch.calls.iter().map(SpanOf::new).collect();
     let hook = batch.hook;
     let replies = self.host.run_hooks(batch).await;
-    let target = TraceTarget { trace_id: &trace_id, context: &context, thread_id: &thread_id };
+    let step_span = step_span.as_deref();
+    let target = TraceTarget { trace_id: &trace_id, context: &context, thread_id: &thread_id, step_span };
     let batch_ms = started.elapsed().as_secs_f64() * 1000.0;
     let spans =
       called.into_iter().zip(&replies).map(|(call, reply)| batch_span(target, hook, call, reply, batch_ms)).collect();

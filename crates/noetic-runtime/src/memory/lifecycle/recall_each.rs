@@ -115,8 +115,12 @@ async fn recall_native(
       }
       Err(ms) => (Err(format!("Timeout after {}ms", crate::js_number(ms))), HookStatus::TimedOut(ms)),
     };
-  let trace =
-    TraceTarget { trace_id: &target.info.trace_id, context: target.context, thread_id: &target.info.thread_id };
+  let trace = TraceTarget {
+    trace_id: &target.info.trace_id,
+    context: target.context,
+    thread_id: &target.info.thread_id,
+    step_span: target.info.step_span.as_deref(),
+  };
   if let Some(mut span) = env.native_span(trace, layer, HookKind::Recall, started, &status) {
     if let Ok(recalled) = &outcome {
       let used = recalled.as_ref().map_or(0.0, |recalled| recalled.token_count);
