@@ -182,11 +182,11 @@ test('a path a race leaves behind still ends, its step and its execution', async
   const slowSpan = spans.find((s) => s.name === 'step run slow');
   assert.ok(slowSpan, 'the dropped step has a span');
   assert.equal(slowSpan.status.code, SpanStatusCode.UNSET, 'left behind is no failure');
-  assert.equal(slowSpan.attributes['noetic.status'], 'cancelled');
+  assert.equal(slowSpan.attributes['noetic.status'], 'aborted', 'the race aborted its context before leaving it behind');
   // Its path's execution, dropped unfinished too, still ends, under the fork step.
   const path = spans.find((s) => s.spanContext().spanId === slowSpan.parentSpanContext?.spanId);
   assert.equal(path?.name, 'invoke_agent barista');
-  assert.equal(path.attributes['noetic.status'], 'cancelled');
+  assert.equal(path.attributes['noetic.status'], 'aborted');
   assert.equal(path.parentSpanContext.spanId, spans.find((s) => s.name === 'step fork race').spanContext().spanId);
 });
 

@@ -104,8 +104,10 @@ async fn race(run: &Paths<'_>, fork: &ForkStep, ctx: &Arc<ExecContext>, limit: u
       }
     }
   }
-  drop(running);
+  // Aborted before they are dropped, so that the steps and executions left behind end as `aborted`, as their
+  // contexts then are, not `cancelled` (O2's rule).
   run.abort_all_but(winner.as_ref().map(|(i, _)| *i), "race lost");
+  drop(running);
   match winner {
     Some((i, value)) => {
       run.runner.env.host.adopt_state(&run.children[i].id, &ctx.id);
