@@ -148,9 +148,9 @@ impl Runner {
     if !self.env.sink.tracing() {
       return;
     }
-    let step = ctx.innermost_span(None);
-    let step_span = (step != ctx.id).then_some(step.as_str());
-    let target = TraceTarget { trace_id: &ctx.root, context: &ctx.id, thread_id: &ctx.thread_id, step_span };
+    let step = ctx.state().traced_frame(None);
+    let target =
+      TraceTarget { trace_id: &ctx.root, context: &ctx.id, thread_id: &ctx.thread_id, step_span: step.as_deref() };
     let mut span = HookSpan::timed(target, "", HookKind::Recall, 0.0, &HookStatus::Ok);
     span.hook = "assemble";
     let facts = json!({

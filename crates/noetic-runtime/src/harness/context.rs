@@ -106,6 +106,15 @@ pub struct ContextState {
   next_frame: u64,
 }
 
+impl ContextState {
+  /// The span of the innermost traced frame in flight (of `step_id` only, when given); `None` outside any, or
+  /// untraced.
+  pub fn traced_frame(&self, step_id: Option<&str>) -> Option<String> {
+    let mut frames = self.frontier.iter().rev().filter(|(_, frame)| step_id.is_none_or(|id| frame.step_id == id));
+    frames.find_map(|(_, frame)| frame.span_id.clone())
+  }
+}
+
 /// What a `summarize` projection puts in place of the history before `covers` (log positions), kept by the context
 /// and extended whenever the budget drops more (D10).
 #[derive(Debug, Clone)]
@@ -367,9 +376,7 @@ impl ExecContext {
   /// The span that one in `step_id` (any step, with none) hangs under: the innermost traced frame of it, or the
   /// execution's (the context's id) outside any (O2).
   pub fn innermost_span(&self, step_id: Option<&str>) -> String {
-    let state = self.state();
-    let mut frames = state.frontier.iter().rev().filter(|(_, frame)| step_id.is_none_or(|id| frame.step_id == id));
-    frames.find_map(|(_, frame)| frame.span_id.clone()).unwrap_or_else(|| self.id.clone())
+    self.state().traced_frame(step_id).unwrap_or_else(|| self.id.clone())
   }
 
   pub fn leave_step(&self, number: u64) {
@@ -392,7 +399,7 @@ impl ExecContext {
       cost: state.cost,
       has_model,
       trace_id: self.root.clone(),
-      step_span: state.frontier.iter().rev().find_map(|(_, frame)| frame.span_id.clone()),
+      step_span: state.traced_frame(None),
     }
   }
 }
